@@ -1,0 +1,300 @@
+"""Subsets of core Kubernetes objects the project reads or writes: Namespace, Pod, Node,
+Binding, Eviction, Event (core and events.k8s.io) and Lease.
+
+Only the fields the project uses are typed; everything else is kept as it came.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
+from apis.quantity import ResourceList
+
+__all__ = [
+    "Affinity",
+    "Binding",
+    "Container",
+    "CoreEvent",
+    "Event",
+    "EventSeries",
+    "Eviction",
+    "Lease",
+    "LeaseSpec",
+    "Namespace",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "NodeStatus",
+    "NodeTaint",
+    "ObjectReference",
+    "Pod",
+    "PodSpec",
+    "PodStatus",
+    "PodToleration",
+    "PreferredSchedulingTerm",
+    "ResourceRequirements",
+]
+
+
+class ObjectReference(KubeModel):
+    """A reference to another object (core/v1 ObjectReference)."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+class Namespace(KubeObject):
+    """A namespace (cluster-scoped)."""
+
+    KIND: ClassVar[str] = "Namespace"
+    PLURAL: ClassVar[str] = "namespaces"
+    NAMESPACED: ClassVar[bool] = False
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ns",)
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+
+
+# --- pods and nodes ----------------------------------------------------------------------------
+
+
+class ResourceRequirements(KubeModel):
+    """A container's resource requests and limits."""
+
+    requests: ResourceList | None = None
+    limits: ResourceList | None = None
+
+
+class Container(KubeModel):
+    """A container of a pod; only its name and resources matter for scheduling."""
+
+    name: str
+    image: str | None = None
+    resources: ResourceRequirements | None = None
+
+
+class NodeSelectorRequirement(KubeModel):
+    """A node selector requirement (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(KubeModel):
+    """Requirements ANDed; the terms of a NodeSelector are ORed."""
+
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(KubeModel):
+    """Required node affinity: a node must match at least one term."""
+
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class PreferredSchedulingTerm(KubeModel):
+    """A weighted preference for nodes matching a term."""
+
+    weight: Int32
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(KubeModel):
+    """Required and preferred node affinity."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
+        None
+    )
+
+
+class Affinity(KubeModel):
+    """Pod affinity; only node affinity is typed."""
+
+    node_affinity: NodeAffinity | None = None
+
+
+class PodToleration(KubeModel):
+    """A pod toleration of node taints."""
+
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: Int64 | None = None
+
+
+class PodSpec(KubeModel):
+    """The scheduling-relevant part of a pod spec."""
+
+    scheduler_name: str | None = None
+    node_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: list[PodToleration] | None = None
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] | None = None
+    overhead: ResourceList | None = None
+    priority: Int32 | None = None
+    priority_class_name: str | None = None
+
+
+class PodStatus(KubeModel):
+    """Pod phase and conditions."""
+
+    phase: str | None = None
+    conditions: list[dict[str, Any]] | None = None
+    nominated_node_name: str | None = None
+
+
+class Pod(KubeObject):
+    """A pod."""
+
+    KIND: ClassVar[str] = "Pod"
+    PLURAL: ClassVar[str] = "pods"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("po",)
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus | None = None
+
+
+class NodeTaint(KubeModel):
+    """A node taint (NoSchedule, PreferNoSchedule, NoExecute)."""
+
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: Time | None = None
+
+
+class NodeSpec(KubeModel):
+    """Node taints and cordon state."""
+
+    taints: list[NodeTaint] | None = None
+    unschedulable: bool | None = None
+
+
+class NodeStatus(KubeModel):
+    """Node resources and conditions."""
+
+    capacity: ResourceList | None = None
+    allocatable: ResourceList | None = None
+    conditions: list[dict[str, Any]] | None = None
+
+
+class Node(KubeObject):
+    """A node (cluster-scoped)."""
+
+    KIND: ClassVar[str] = "Node"
+    PLURAL: ClassVar[str] = "nodes"
+    NAMESPACED: ClassVar[bool] = False
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("no",)
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus | None = None
+
+
+class Binding(KubeObject):
+    """The body of `pods/binding`: assigns a pod to a node."""
+
+    KIND: ClassVar[str] = "Binding"
+    PLURAL: ClassVar[str] = "bindings"
+
+    target: ObjectReference
+
+
+class Eviction(KubeObject):
+    """The body of `pods/eviction` (policy/v1)."""
+
+    GROUP: ClassVar[str] = "policy"
+    KIND: ClassVar[str] = "Eviction"
+    PLURAL: ClassVar[str] = "evictions"
+
+    delete_options: dict[str, Any] | None = None
+
+
+# --- events and leases -------------------------------------------------------------------------
+
+
+class CoreEvent(KubeObject):
+    """A core/v1 Event (what `kubectl get events` lists)."""
+
+    KIND: ClassVar[str] = "Event"
+    PLURAL: ClassVar[str] = "events"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ev",)
+
+    involved_object: ObjectReference | None = None
+    reason: str | None = None
+    message: str | None = None
+    type: str | None = None
+    count: Int32 | None = None
+    first_timestamp: Time | None = None
+    last_timestamp: Time | None = None
+    event_time: MicroTime | None = None
+    reporting_component: str | None = None
+    reporting_instance: str | None = None
+    action: str | None = None
+
+
+class EventSeries(KubeModel):
+    """Repeats of an events.k8s.io Event."""
+
+    count: Int32
+    last_observed_time: MicroTime
+
+
+class Event(KubeObject):
+    """An events.k8s.io/v1 Event, as OCM's event recorder writes them."""
+
+    GROUP: ClassVar[str] = "events.k8s.io"
+    KIND: ClassVar[str] = "Event"
+    PLURAL: ClassVar[str] = "events"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ev",)
+
+    event_time: MicroTime | None = None
+    series: EventSeries | None = None
+    reporting_controller: str | None = None
+    reporting_instance: str | None = None
+    action: str | None = None
+    reason: str | None = None
+    regarding: ObjectReference | None = None
+    related: ObjectReference | None = None
+    note: str | None = None
+    type: Literal["Normal", "Warning"] | None = None
+
+
+class LeaseSpec(KubeModel):
+    """Who holds a lease and until when."""
+
+    holder_identity: str | None = None
+    lease_duration_seconds: Int32 | None = None
+    acquire_time: MicroTime | None = None
+    renew_time: MicroTime | None = None
+    lease_transitions: Int32 | None = None
+
+
+class Lease(KubeObject):
+    """A coordination.k8s.io/v1 Lease, used for leader election."""
+
+    GROUP: ClassVar[str] = "coordination.k8s.io"
+    KIND: ClassVar[str] = "Lease"
+    PLURAL: ClassVar[str] = "leases"
+
+    spec: LeaseSpec = Field(default_factory=LeaseSpec)
+
+

@@ -1,0 +1,86 @@
+"""Pod-level scheduling objects (`scheduling.x-k8s.io/v1alpha1`): PodGroup and ElasticQuota."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from apis.meta import Int32, IntRange, KubeModel, KubeObject, Time
+from apis.quantity import ResourceList
+
+__all__ = [
+    "POD_GROUP_LABEL",
+    "SCHEDULING_GROUP",
+    "ElasticQuota",
+    "ElasticQuotaSpec",
+    "ElasticQuotaStatus",
+    "PodGroup",
+    "PodGroupPhase",
+    "PodGroupSpec",
+    "PodGroupStatus",
+]
+
+SCHEDULING_GROUP = "scheduling.x-k8s.io"
+# A pod joins a gang by carrying this label with the PodGroup's name (same namespace).
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+PodGroupPhase = Literal["Pending", "Scheduling", "Running", "Unknown", "Finished", "Failed"]
+
+
+class PodGroupSpec(KubeModel):
+    """The quorum of a gang and how long its members may wait for each other."""
+
+    min_member: Annotated[int, IntRange(1, None)] | None = None
+    min_resources: ResourceList | None = None
+    schedule_timeout_seconds: Int32 | None = None
+
+
+class PodGroupStatus(KubeModel):
+    """What the PodGroup controller reports about the gang's members."""
+
+    phase: PodGroupPhase | None = None
+    occupied_by: str | None = None
+    running: Int32 | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
+    schedule_start_time: Time | None = None
+
+
+class PodGroup(KubeObject):
+    """A gang of pods that is scheduled all together or not at all."""
+
+    GROUP: ClassVar[str] = SCHEDULING_GROUP
+    VERSION: ClassVar[str] = "v1alpha1"
+    KIND: ClassVar[str] = "PodGroup"
+    PLURAL: ClassVar[str] = "podgroups"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("pg", "pgs")
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: PodGroupSpec | None = None
+    status: PodGroupStatus | None = None
+
+
+class ElasticQuotaSpec(KubeModel):
+    """Guaranteed (`min`) and ceiling (`max`) resources of a namespace."""
+
+    min: ResourceList | None = None
+    max: ResourceList | None = None
+
+
+class ElasticQuotaStatus(KubeModel):
+    """Resources used by the bound, unfinished pods of the namespace."""
+
+    used: ResourceList | None = None
+
+
+class ElasticQuota(KubeObject):
+    """A namespace's elastic share of the cluster: may borrow above min, never above max."""
+
+    GROUP: ClassVar[str] = SCHEDULING_GROUP
+    VERSION: ClassVar[str] = "v1alpha1"
+    KIND: ClassVar[str] = "ElasticQuota"
+    PLURAL: ClassVar[str] = "elasticquotas"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("eq", "eqs")
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: ElasticQuotaSpec | None = None
+    status: ElasticQuotaStatus | None = None

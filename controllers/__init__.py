@@ -1,0 +1,3 @@
+"""controllers layer."""
+
+__all__: list[str] = []

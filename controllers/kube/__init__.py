@@ -1,0 +1,3 @@
+"""Kubernetes client seam."""
+
+__all__: list[str] = []

@@ -1,0 +1,180 @@
+"""Reading objects from files: multi-document YAML and JSON, files and folders, `v1 List`s.
+
+Every problem (a missing file, broken YAML, an unknown kind, a field breaking a rule) becomes a
+`LoadError` naming the file, the 1-based document index and, when known, the object and field;
+nothing raises past `load_paths`, so one bad document never hides the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apis.errors import ModelError, ObjectValidationError
+from apis.meta import KubeObject
+from apis.registry import parse_object
+
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "LoadError",
+    "LoadResult",
+    "LoadedObject",
+    "dump_yaml",
+    "load_paths",
+    "read_documents",
+]
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _KubeYamlLoader(yaml.SafeLoader):
+    """Safe YAML without timestamp resolution: Kubernetes keeps times as strings."""
+
+
+_KubeYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class LoadedObject:
+    """An object read from `source`, document `index` (1-based)."""
+
+    source: str
+    index: int
+    obj: KubeObject
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """A document that could not be read; `message` may span several lines (one per field)."""
+
+    source: str
+    index: int | None
+    message: str
+
+    def lines(self) -> list[str]:
+        where = self.source if self.index is None else f"{self.source}: document {self.index}"
+        return [f"{where}: {line}" for line in self.message.splitlines() or [""]]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+@dataclass
+class LoadResult:
+    """The objects read and the errors met, both in file and document order."""
+
+    objects: list[LoadedObject] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _files(path: Path) -> Iterator[Path]:
+    if path.is_dir():
+        for root, dirs, names in os.walk(path):
+            dirs.sort()
+            for name in sorted(names):
+                if name.endswith(MANIFEST_SUFFIXES):
+                    yield Path(root) / name
+    else:
+        yield path
+
+
+def read_documents(text: str, source: str) -> Iterator[tuple[int, Any] | LoadError]:
+    """Decode every document of `text`: (index, data) pairs, or a LoadError where decoding stops."""
+    if source.endswith(".json"):
+        decoder = json.JSONDecoder()
+        pos, index = 0, 0
+        while True:
+            while pos < len(text) and text[pos].isspace():
+                pos += 1
+            if pos >= len(text):
+                return
+            index += 1
+            try:
+                data, pos = decoder.raw_decode(text, pos)
+            except json.JSONDecodeError as exc:
+                yield LoadError(source, index, f"invalid JSON: {exc}")
+                return
+            yield index, data
+    index = 0
+    try:
+        for data in yaml.load_all(text, Loader=_KubeYamlLoader):  # noqa: S506 - a SafeLoader
+            index += 1
+            yield index, data
+    except yaml.YAMLError as exc:
+        yield LoadError(source, index + 1, f"invalid YAML: {_yaml_problem(exc)}")
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        context = f"{exc.context}, " if exc.context else ""
+        return f"{context}{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
+def _expand(data: Any) -> list[Any]:
+    # kubectl's `v1 List` (and `<Kind>List`) wrap objects in `items`.
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("kind"), str)
+        and data["kind"].endswith("List")
+        and isinstance(data.get("items"), list)
+    ):
+        return list(data["items"])
+    return [data]
+
+
+def load_paths(paths: Iterable[str | Path]) -> LoadResult:
+    """Read every manifest under `paths` (files, or folders searched recursively)."""
+    result = LoadResult()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            result.errors.append(LoadError(str(path), None, "no such file or directory"))
+            continue
+        for file in _files(path):
+            _load_file(file, result)
+    return result
+
+
+def _load_file(file: Path, result: LoadResult) -> None:
+    source = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        result.errors.append(LoadError(source, None, f"cannot read: {exc}"))
+        return
+    for item in read_documents(text, source):
+        if isinstance(item, LoadError):
+            result.errors.append(item)
+            continue
+        index, data = item
+        if data is None:
+            continue  # an empty document, e.g. after a trailing `---`
+        for doc in _expand(data):
+            try:
+                obj = parse_object(doc)
+            except ObjectValidationError as exc:
+                result.errors.append(LoadError(source, index, str(exc)))
+            except ModelError as exc:
+                result.errors.append(LoadError(source, index, str(exc)))
+            else:
+                result.objects.append(LoadedObject(source, index, obj))
+
+
+def dump_yaml(docs: Iterable[Any]) -> str:
+    """Multi-document YAML, keys in the order given (as kubectl prints)."""
+    return yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False)

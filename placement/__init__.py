@@ -1,0 +1,3 @@
+"""placement layer."""
+
+__all__: list[str] = []

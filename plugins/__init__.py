@@ -1,0 +1,3 @@
+"""plugins layer."""
+
+__all__: list[str] = []
