@@ -10,11 +10,11 @@ from pydantic import Field
 from apis.meta import (
     QUALIFIED_NAME_PATTERN,
     Condition,
+    IntRange,
     KubeModel,
     KubeObject,
     LabelSelector,
     Time,
-    IntRange,
 )
 from apis.quantity import ResourceList
 
@@ -106,9 +106,7 @@ class ManagedClusterSetSelector(KubeModel):
 class ManagedClusterSetSpec(KubeModel):
     """The member selector of a ManagedClusterSet."""
 
-    cluster_selector: ManagedClusterSetSelector = Field(
-        default_factory=ManagedClusterSetSelector
-    )
+    cluster_selector: ManagedClusterSetSelector = Field(default_factory=ManagedClusterSetSelector)
 
 
 class ManagedClusterSet(KubeObject):

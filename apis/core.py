@@ -296,5 +296,3 @@ class Lease(KubeObject):
     PLURAL: ClassVar[str] = "leases"
 
     spec: LeaseSpec = Field(default_factory=LeaseSpec)
-
-

@@ -33,6 +33,9 @@ __all__ = [
     "QUALIFIED_NAME_PATTERN",
     "Condition",
     "ConditionStatus",
+    "Int32",
+    "Int64",
+    "IntRange",
     "KubeModel",
     "KubeObject",
     "LabelSelector",
@@ -42,9 +45,6 @@ __all__ = [
     "OwnerReference",
     "SelectorOperator",
     "Time",
-    "Int32",
-    "Int64",
-    "IntRange",
     "format_time",
     "parse_time",
 ]
@@ -103,7 +103,9 @@ class IntRange:
                     msg = "must be at least {lo} (got {got})"
                 else:
                     msg = "must be at most {hi} (got {got})"
-                raise PydanticCustomError("int_range", msg, {"lo": lo, "hi": hi, "got": repr(value)})
+                raise PydanticCustomError(
+                    "int_range", msg, {"lo": lo, "hi": hi, "got": repr(value)}
+                )
         return value
 
     def __get_pydantic_core_schema__(
@@ -261,7 +263,8 @@ class Condition(KubeModel):
     type: Annotated[str, Field(max_length=316, pattern=QUALIFIED_NAME_PATTERN)]
     status: ConditionStatus
     reason: Annotated[
-        str, Field(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+        str,
+        Field(min_length=1, max_length=1024, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
     ]
     message: Annotated[str, Field(max_length=32768)]
     last_transition_time: Time

@@ -200,9 +200,9 @@ class GroupStrategy(KubeModel):
     """How selected clusters are divided into decision groups."""
 
     decision_groups: list[DecisionGroup] | None = None
-    clusters_per_decision_group: Annotated[
-        int | str, IntOrString(CLUSTERS_PER_GROUP_PATTERN)
-    ] = "100%"
+    clusters_per_decision_group: Annotated[int | str, IntOrString(CLUSTERS_PER_GROUP_PATTERN)] = (
+        "100%"
+    )
 
 
 class DecisionStrategy(KubeModel):

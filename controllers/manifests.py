@@ -8,7 +8,6 @@ nothing raises past `load_paths`, so one bad document never hides the others.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,11 +81,9 @@ class LoadResult:
 
 def _files(path: Path) -> Iterator[Path]:
     if path.is_dir():
-        for root, dirs, names in os.walk(path):
-            dirs.sort()
-            for name in sorted(names):
-                if name.endswith(MANIFEST_SUFFIXES):
-                    yield Path(root) / name
+        yield from sorted(
+            p for p in path.rglob("*") if p.is_file() and p.name.endswith(MANIFEST_SUFFIXES)
+        )
     else:
         yield path
 
@@ -110,7 +107,7 @@ def read_documents(text: str, source: str) -> Iterator[tuple[int, Any] | LoadErr
             yield index, data
     index = 0
     try:
-        for data in yaml.load_all(text, Loader=_KubeYamlLoader):  # noqa: S506 - a SafeLoader
+        for data in yaml.load_all(text, Loader=_KubeYamlLoader):
             index += 1
             yield index, data
     except yaml.YAMLError as exc:
@@ -175,6 +172,13 @@ def _load_file(file: Path, result: LoadResult) -> None:
                 result.objects.append(LoadedObject(source, index, obj))
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Safe YAML output without anchors and aliases, which Kubernetes tools do not expect."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def dump_yaml(docs: Iterable[Any]) -> str:
     """Multi-document YAML, keys in the order given (as kubectl prints)."""
-    return yaml.safe_dump_all(list(docs), sort_keys=False, default_flow_style=False)
+    return yaml.dump_all(list(docs), Dumper=_PlainDumper, sort_keys=False, width=100)
