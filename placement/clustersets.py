@@ -1,0 +1,58 @@
+"""Which clusters a placement may choose from: valid bindings in its namespace, the sets it
+names, and the members of those sets (OCM reference §0 steps 2-4, §1.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from apis.cluster import CLUSTER_SET_LABEL, ManagedClusterSet
+from apis.placements import Placement
+from placement.framework import BoolMask
+from placement.selectors import SelectorError, selector_mask
+from placement.snapshot import FleetSnapshot
+
+__all__ = ["Availability", "availability", "set_members"]
+
+
+@dataclass(frozen=True)
+class Availability:
+    """The outcome of cluster-set resolution for one placement."""
+
+    has_bindings: bool
+    eligible_sets: tuple[str, ...]
+    available: BoolMask
+
+
+def set_members(fleet: FleetSnapshot, cluster_set: ManagedClusterSet) -> BoolMask:
+    """Members of a set: by the exclusive set label, or by its label selector."""
+    cached = fleet._set_masks.get(cluster_set.name)
+    if cached is not None:
+        return cached
+    selector = cluster_set.spec.cluster_selector
+    if selector.selector_type == "LabelSelector":
+        if selector.label_selector is None:
+            mask = fleet.empty_mask()  # a nil selector selects nothing
+        else:
+            try:
+                mask = selector_mask(selector.label_selector, fleet.label, fleet.size)
+            except SelectorError:
+                mask = fleet.empty_mask()
+    else:
+        column = fleet.label(CLUSTER_SET_LABEL)
+        mask = column.codes == column.code_of(cluster_set.name)
+    fleet._set_masks[cluster_set.name] = mask
+    return mask
+
+
+def availability(placement: Placement, fleet: FleetSnapshot) -> Availability:
+    """Valid bindings -> eligible sets -> available clusters (not being deleted)."""
+    valid = [b for b in fleet.bindings.get(placement.namespace, ()) if b in fleet.cluster_sets]
+    wanted = placement.spec.cluster_sets
+    eligible = sorted(set(valid) & set(wanted)) if wanted else sorted(set(valid))
+    available = fleet.empty_mask()
+    for name in eligible:
+        available |= set_members(fleet, fleet.cluster_sets[name])
+    available &= ~fleet.deleting
+    return Availability(bool(valid), tuple(eligible), np.asarray(available, dtype=bool))

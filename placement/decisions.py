@@ -1,0 +1,168 @@
+"""Decision groups and paging: selected clusters -> groups -> PlacementDecision objects named
+`<placement>-decision-<k>` with at most 100 decisions each (OCM reference §1.6, §1.7)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from apis.meta import ObjectMeta, OwnerReference
+from apis.placements import (
+    DECISION_GROUP_INDEX_LABEL,
+    DECISION_GROUP_NAME_LABEL,
+    PLACEMENT_LABEL,
+    ClusterDecision,
+    DecisionGroupStatus,
+    Placement,
+    PlacementDecision,
+    PlacementDecisionStatus,
+)
+from placement.framework import Code, RowIndex, Status
+from placement.selectors import SelectorError, requirements_mask, selector_mask
+from placement.snapshot import FleetSnapshot
+
+__all__ = [
+    "MAX_DECISIONS_PER_OBJECT",
+    "DecisionGroup",
+    "Paged",
+    "cluster_decision_groups",
+    "group_length",
+    "paginate",
+]
+
+MAX_DECISIONS_PER_OBJECT = 100
+
+
+@dataclass(frozen=True)
+class DecisionGroup:
+    """A named (or unnamed, "") group of selected clusters, sorted by name."""
+
+    name: str
+    clusters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Paged:
+    """The PlacementDecisions to write and the `status.decisionGroups` describing them."""
+
+    decisions: tuple[PlacementDecision, ...]
+    groups: tuple[DecisionGroupStatus, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.decisions]
+
+
+def group_length(value: int | str, total: int) -> tuple[int, Status]:
+    """Clusters per group from `clustersPerDecisionGroup`, computed as OCM does (a percentage is
+    `ceil(p / 100 × total)` in floating point); out-of-range lengths mean one group."""
+    length = total
+    if isinstance(value, int):
+        length = value
+    else:
+        bad = Status(Code.MISCONFIGURED, f"{value} invalid type: string is not a percentage")
+        if not value.endswith("%"):
+            return total, bad
+        try:
+            percent = float(value[:-1])
+        except ValueError:
+            return total, bad
+        length = math.ceil(percent / 100 * float(total))
+    if length <= 0 or length > total:
+        length = total
+    return length, Status()
+
+
+def _chunks(name: str, clusters: Sequence[str], length: int) -> list[DecisionGroup]:
+    ordered = sorted(clusters, key=str.encode)
+    return [
+        DecisionGroup(name, tuple(ordered[i : i + length]))
+        for i in range(0, len(ordered), max(length, 1))
+    ]
+
+
+def cluster_decision_groups(
+    placement: Placement, fleet: FleetSnapshot, selected: RowIndex
+) -> tuple[list[DecisionGroup], Status]:
+    """Named groups first (each cluster in the first group whose selector matches), the rest in
+    unnamed groups; always at least one (possibly empty) group."""
+    strategy = placement.spec.decision_strategy
+    group_strategy = strategy.group_strategy if strategy else None
+    per_group: int | str = group_strategy.clusters_per_decision_group if group_strategy else "100%"
+    length, status = group_length(per_group, len(selected))
+    if not status.ok:
+        return [], status
+    pool = fleet.empty_mask()
+    pool[selected] = True
+    groups: list[DecisionGroup] = []
+    for spec in (group_strategy.decision_groups or []) if group_strategy else []:
+        chooser = spec.group_cluster_selector
+        try:
+            matched = selector_mask(chooser.label_selector, fleet.label, fleet.size, pool)
+            if chooser.claim_selector and chooser.claim_selector.match_expressions:
+                matched = requirements_mask(
+                    chooser.claim_selector.match_expressions, fleet.claim, fleet.size, matched
+                )
+        except SelectorError as exc:
+            return [], Status(Code.MISCONFIGURED, str(exc))
+        pool &= ~matched
+        groups.extend(
+            _chunks(spec.group_name, fleet.rows_to_names(np.flatnonzero(matched)), length)
+        )
+    groups.extend(_chunks("", fleet.rows_to_names(np.flatnonzero(pool)), length))
+    return groups or [DecisionGroup("", ())], Status()
+
+
+def _owner(placement: Placement) -> OwnerReference:
+    return OwnerReference(
+        api_version=placement.api_version_string(),
+        kind=placement.KIND,
+        name=placement.name,
+        uid=placement.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+
+
+def paginate(placement: Placement, groups: Sequence[DecisionGroup]) -> Paged:
+    """One PlacementDecision per 100 clusters of each group, numbered from 1 across groups."""
+    decisions: list[PlacementDecision] = []
+    statuses: list[DecisionGroupStatus] = []
+    for index, group in enumerate(groups):
+        pages = [
+            group.clusters[i : i + MAX_DECISIONS_PER_OBJECT]
+            for i in range(0, len(group.clusters), MAX_DECISIONS_PER_OBJECT)
+        ] or [()]
+        names = []
+        for page in pages:
+            name = f"{placement.name}-decision-{len(decisions) + 1}"
+            names.append(name)
+            decisions.append(
+                PlacementDecision(
+                    metadata=ObjectMeta(
+                        name=name,
+                        namespace=placement.namespace,
+                        labels={
+                            PLACEMENT_LABEL: placement.name,
+                            DECISION_GROUP_NAME_LABEL: group.name,
+                            DECISION_GROUP_INDEX_LABEL: str(index),
+                        },
+                        owner_references=[_owner(placement)],
+                    ),
+                    status=PlacementDecisionStatus(
+                        decisions=[ClusterDecision(cluster_name=c, reason="") for c in page]
+                    ),
+                )
+            )
+        statuses.append(
+            DecisionGroupStatus(
+                decision_group_index=index,
+                decision_group_name=group.name,
+                decisions=names,
+                cluster_count=len(group.clusters),
+            )
+        )
+    return Paged(tuple(decisions), tuple(statuses))

@@ -1,0 +1,165 @@
+"""The plugin framework: what filters, prioritizers and selectors receive and return.
+
+A scheduling cycle works on boolean masks and integer score vectors over the rows of a
+`FleetSnapshot` (clusters sorted by name). Expected outcomes are values (`Status`); a plugin
+that raises has a bug, and the `Scheduler` turns the exception into an ERROR status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.placements import Placement
+
+if TYPE_CHECKING:
+    from placement.snapshot import FleetSnapshot
+
+__all__ = [
+    "BoolMask",
+    "Code",
+    "Cycle",
+    "Filter",
+    "FilterResult",
+    "Prioritizer",
+    "RowIndex",
+    "ScoreResult",
+    "ScoreVector",
+    "Selection",
+    "Selector",
+    "Status",
+    "duration_until",
+    "worst",
+]
+
+BoolMask = npt.NDArray[np.bool_]
+"""One flag per snapshot row."""
+ScoreVector = npt.NDArray[np.int64]
+"""One integer score per snapshot row (0 where a plugin has no score)."""
+RowIndex = npt.NDArray[np.intp]
+"""Snapshot row numbers, in a meaningful order (e.g. pick order)."""
+
+
+class Code(IntEnum):
+    """Outcome of a plugin call or a whole cycle, in ascending severity."""
+
+    SUCCESS = 0
+    """Nothing to report."""
+    WARNING = 1
+    """Decisions are written, and the user is told (event, requeue with backoff)."""
+    MISCONFIGURED = 2
+    """The spec is wrong: PlacementMisconfigured=True, previous decisions are kept."""
+    ERROR = 3
+    """Scheduling failed (a plugin bug or missing data); retried with backoff."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """A code with its message and the plugin that produced it ("" for the scheduler)."""
+
+    code: Code = Code.SUCCESS
+    message: str = ""
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when decisions may be written (SUCCESS or WARNING)."""
+        return self.code <= Code.WARNING
+
+    def __str__(self) -> str:
+        return f"{self.plugin}:{self.message}"
+
+
+SUCCESS = Status()
+
+
+def worst(*statuses: Status) -> Status:
+    """The most severe status; the first one among equals."""
+    best = SUCCESS
+    for status in statuses:
+        if status.code > best.code:
+            best = status
+    return best
+
+
+@dataclass
+class Cycle:
+    """One scheduling cycle: the injected clock and scratch data shared by the plugins."""
+
+    now: datetime
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """The candidates a filter keeps; `requeue_at` asks for a new cycle at that time."""
+
+    mask: BoolMask
+    status: Status = SUCCESS
+    requeue_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Scores over all rows; `scored` marks the rows that have a score (None: every candidate)."""
+
+    scores: ScoreVector
+    status: Status = SUCCESS
+    scored: BoolMask | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The rows selected, in pick order, and what the selector wants explained."""
+
+    rows: RowIndex
+    status: Status = SUCCESS
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+class Filter(Protocol):
+    """Removes candidates. The scheduler ANDs nothing itself: the mask returned is the new
+    candidate set, and a non-ok status stops the cycle."""
+
+    name: str
+
+    def filter(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
+    ) -> FilterResult: ...
+
+
+class Prioritizer(Protocol):
+    """Scores the candidates; the scheduler multiplies by the weight and adds up."""
+
+    name: str
+
+    def score(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
+    ) -> ScoreResult: ...
+
+
+class Selector(Protocol):
+    """Picks the clusters to decide on from the feasible candidates and their totals."""
+
+    name: str
+
+    def select(
+        self,
+        cycle: Cycle,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        candidates: BoolMask,
+        total: ScoreVector,
+    ) -> Selection: ...
+
+
+def duration_until(now: datetime, when: datetime | None) -> timedelta | None:
+    """Time from `now` to `when` (never negative), or None."""
+    if when is None:
+        return None
+    return max(when - now, timedelta(0))

@@ -1,0 +1,159 @@
+"""From a `ScheduleResult` to what the controller writes: the PlacementDecisions and the
+Placement's status with OCM's `PlacementSatisfied` and `PlacementMisconfigured` conditions.
+
+Deliberate difference (DESIGN §4.3): when the placement is misconfigured or scheduling fails,
+no decisions are produced, so the previous ones stay, and only the conditions change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from apis.meta import Condition, ConditionStatus
+from apis.placements import PlacementStatus
+from placement.decisions import Paged, cluster_decision_groups, paginate
+from placement.framework import Code, Status
+from placement.scheduler import ScheduleResult
+from placement.snapshot import FleetSnapshot
+
+__all__ = [
+    "MISCONFIGURED",
+    "SATISFIED",
+    "Outcome",
+    "misconfigured_condition",
+    "outcome",
+    "satisfied_condition",
+    "set_condition",
+]
+
+SATISFIED = "PlacementSatisfied"
+MISCONFIGURED = "PlacementMisconfigured"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Decisions to write (None: keep the current ones) and the new status."""
+
+    result: ScheduleResult
+    status: Status
+    paged: Paged | None
+    placement_status: PlacementStatus
+
+
+def satisfied_condition(
+    result: ScheduleResult, status: Status, selected: int
+) -> tuple[ConditionStatus, str, str]:
+    """OCM's PlacementSatisfied (status, reason, message); the first matching rule wins."""
+    avail = result.availability
+    wanted_sets = result.placement.spec.cluster_sets or []
+    if avail is not None and not avail.has_bindings:
+        return (
+            "False",
+            "NoManagedClusterSetBindings",
+            "No valid ManagedClusterSetBindings found in placement namespace",
+        )
+    if avail is not None and not avail.eligible_sets:
+        sets = ",".join(wanted_sets)
+        return (
+            "False",
+            "NoIntersection",
+            f"None of ManagedClusterSets [{sets}] is bound to placement namespace",
+        )
+    if avail is not None and not avail.available.any():
+        sets = ",".join(avail.eligible_sets)
+        return (
+            "False",
+            "AllManagedClusterSetsEmpty",
+            f"All ManagedClusterSets [{sets}] have no member ManagedCluster",
+        )
+    if status.code == Code.ERROR:
+        return "False", "NotAllDecisionsScheduled", status.message
+    if selected == 0:
+        return (
+            "False",
+            "NoManagedClusterMatched",
+            "No ManagedCluster matches any of the cluster predicate",
+        )
+    if result.unscheduled == 0:
+        return "True", "AllDecisionsScheduled", "All cluster decisions scheduled"
+    return (
+        "False",
+        "NotAllDecisionsScheduled",
+        f"{result.unscheduled} cluster decisions unscheduled",
+    )
+
+
+def misconfigured_condition(status: Status) -> tuple[ConditionStatus, str, str]:
+    """OCM's PlacementMisconfigured (status, reason, message), `Succeedconfigured` as spelt."""
+    if status.code == Code.MISCONFIGURED:
+        return "True", "Misconfigured", f"{status.plugin}:{status.message}"
+    return "False", "Succeedconfigured", "Placement configurations check pass"
+
+
+def set_condition(
+    conditions: Sequence[Condition],
+    kind: str,
+    value: tuple[ConditionStatus, str, str],
+    now: datetime,
+) -> list[Condition]:
+    """meta.SetStatusCondition: replace in place; the transition time moves only when the
+    status changes."""
+    status, reason, message = value
+    out = list(conditions)
+    for i, existing in enumerate(out):
+        if existing.type == kind:
+            changed = existing.status != status
+            out[i] = existing.model_copy(
+                update={
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "last_transition_time": now if changed else existing.last_transition_time,
+                }
+            )
+            return out
+    out.append(
+        Condition(
+            type=kind, status=status, reason=reason, message=message, last_transition_time=now
+        )
+    )
+    return out
+
+
+def outcome(
+    result: ScheduleResult,
+    fleet: FleetSnapshot,
+    previous: PlacementStatus | None,
+    now: datetime,
+) -> Outcome:
+    """The decisions and status to write for one scheduled placement."""
+    status = result.status
+    paged: Paged | None = None
+    if status.ok:
+        groups, group_status = cluster_decision_groups(result.placement, fleet, result.selected)
+        if group_status.ok:
+            paged = paginate(result.placement, groups)
+        else:
+            status = group_status
+    selected = len(result.selected) if paged is not None else 0
+    conditions = list(previous.conditions or []) if previous else []
+    conditions = set_condition(
+        conditions, SATISFIED, satisfied_condition(result, status, selected), now
+    )
+    conditions = set_condition(conditions, MISCONFIGURED, misconfigured_condition(status), now)
+    if paged is not None:
+        new_status = PlacementStatus(
+            number_of_selected_clusters=selected,
+            decision_groups=list(paged.groups),
+            conditions=conditions,
+        )
+    else:
+        kept = previous or PlacementStatus()
+        new_status = kept.model_copy(update={"conditions": conditions})
+        if previous is None:
+            new_status = PlacementStatus(
+                number_of_selected_clusters=0, decision_groups=[], conditions=conditions
+            )
+    return Outcome(result, status, paged, new_status)

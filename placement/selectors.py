@@ -1,0 +1,77 @@
+"""Label and claim selectors compiled to boolean masks over a snapshot's coded columns.
+
+Semantics are Kubernetes': requirements are ANDed, `NotIn` and `DoesNotExist` match a missing
+key, an empty selector matches every row. An invalid requirement (In without values, Exists
+with values) raises `SelectorError` with Kubernetes' wording; the caller reports it as a
+misconfiguration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from apis.meta import LabelSelector, LabelSelectorRequirement
+from placement.framework import BoolMask
+from placement.snapshot import Column
+
+__all__ = ["SelectorError", "requirements_mask", "selector_mask"]
+
+
+class SelectorError(ValueError):
+    """A selector that Kubernetes would refuse to build."""
+
+
+def _check(req: LabelSelectorRequirement) -> None:
+    values = req.values or []
+    if req.operator in ("In", "NotIn") and not values:
+        raise SelectorError(
+            f"values: Invalid value: {values}: for 'in', 'notin' operators, "
+            "values set can't be empty"
+        )
+    if req.operator in ("Exists", "DoesNotExist") and values:
+        raise SelectorError(
+            f"values: Invalid value: {values}: "
+            "values set must be empty for exists and does not exist"
+        )
+
+
+def requirements_mask(
+    requirements: Sequence[LabelSelectorRequirement],
+    column: Callable[[str], Column],
+    size: int,
+    within: BoolMask | None = None,
+) -> BoolMask:
+    """AND of the requirements over `column(key)`; `within` limits the rows considered."""
+    mask = np.ones(size, dtype=bool) if within is None else within.copy()
+    for req in requirements:
+        _check(req)
+        codes = column(req.key).codes
+        if req.operator == "Exists":
+            mask &= codes >= 0
+        elif req.operator == "DoesNotExist":
+            mask &= codes < 0
+        else:
+            col = column(req.key)
+            wanted = np.asarray([col.code_of(v) for v in req.values or []], dtype=np.int32)
+            hit = np.isin(codes, wanted)
+            mask &= hit if req.operator == "In" else ~hit
+    return mask
+
+
+def selector_mask(
+    selector: LabelSelector | None,
+    column: Callable[[str], Column],
+    size: int,
+    within: BoolMask | None = None,
+) -> BoolMask:
+    """Rows matching a metav1.LabelSelector (matchLabels ANDed with matchExpressions)."""
+    requirements = list(_match_labels(selector.match_labels or {}) if selector else [])
+    if selector and selector.match_expressions:
+        requirements.extend(selector.match_expressions)
+    return requirements_mask(requirements, column, size, within)
+
+
+def _match_labels(labels: Mapping[str, str]) -> list[LabelSelectorRequirement]:
+    return [LabelSelectorRequirement(key=k, operator="In", values=[v]) for k, v in labels.items()]

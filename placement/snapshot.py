@@ -1,0 +1,299 @@
+"""`FleetSnapshot`: an immutable, column-oriented view of the fleet for one scheduling cycle.
+
+Rows are the ManagedClusters sorted by name (byte order), so a stable sort on the negated total
+gives OCM's "score descending, name ascending" for free. Labels and claims are integer-coded
+columns (one per key), resources are float columns (NaN where missing), taints are a short
+table of the tainted rows only, and decisions are counted per placement so that Balance,
+Steady and NoSelectIfNew read arrays, not objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.cluster import (
+    CLUSTER_SET_LABEL,
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+)
+from apis.placements import PLACEMENT_LABEL, PlacementDecision
+from placement.framework import BoolMask, RowIndex
+
+__all__ = [
+    "RESOURCES",
+    "AddOnColumn",
+    "Column",
+    "DecisionTable",
+    "FleetSnapshot",
+    "TaintRow",
+]
+
+RESOURCES = ("cpu", "memory")
+_MISSING = -1
+
+
+@dataclass(frozen=True)
+class Column:
+    """A string attribute coded as integers: `codes[row]` indexes `values`, -1 = absent."""
+
+    codes: npt.NDArray[np.int32]
+    values: tuple[str, ...]
+    index: Mapping[str, int]
+
+    @classmethod
+    def build(cls, size: int, cells: Iterable[tuple[int, str]]) -> Column:
+        codes = np.full(size, _MISSING, dtype=np.int32)
+        index: dict[str, int] = {}
+        for row, value in cells:
+            codes[row] = index.setdefault(value, len(index))
+        return cls(codes, tuple(index), index)
+
+    def code_of(self, value: str) -> int:
+        return self.index.get(value, _MISSING - 1)  # -2 matches no row, not even absent ones
+
+    def value_at(self, row: int) -> str | None:
+        code = int(self.codes[row])
+        return None if code < 0 else self.values[code]
+
+
+@dataclass(frozen=True)
+class TaintRow:
+    """One taint of one cluster."""
+
+    row: int
+    key: str
+    value: str
+    effect: str
+    time_added: datetime | None
+
+
+@dataclass(frozen=True)
+class AddOnColumn:
+    """The AddOnPlacementScores named `resource`, one per cluster namespace."""
+
+    present: BoolMask
+    valid_until: npt.NDArray[np.float64]  # POSIX seconds, NaN = never expires
+    scores: Mapping[str, npt.NDArray[np.int64]]
+    has_score: Mapping[str, BoolMask]
+
+
+@dataclass(frozen=True)
+class DecisionTable:
+    """Decision entries of every PlacementDecision on the hub.
+
+    Rows beyond the fleet stand for cluster names that appear in decisions but not in the fleet
+    (they still count for Balance's maximum, as in OCM).
+    """
+
+    extra_names: tuple[str, ...]
+    totals: npt.NDArray[np.int64]  # entries per row, over fleet rows then extra rows
+    by_placement: Mapping[tuple[str, str], RowIndex]  # (namespace, placement) -> rows
+
+    def rows_of(self, namespace: str, name: str) -> RowIndex:
+        return self.by_placement.get((namespace, name), np.empty(0, dtype=np.intp))
+
+
+@dataclass(frozen=True)
+class FleetSnapshot:
+    """Everything a plugin may read, as columns over the clusters sorted by name."""
+
+    names: tuple[str, ...]
+    index: Mapping[str, int]
+    labels: Mapping[str, Column]
+    claims: Mapping[str, Column]
+    deleting: BoolMask
+    allocatable: Mapping[str, npt.NDArray[np.float64]]
+    capacity: Mapping[str, npt.NDArray[np.float64]]
+    taints: tuple[TaintRow, ...]
+    cluster_sets: Mapping[str, ManagedClusterSet]
+    bindings: Mapping[str, tuple[str, ...]]  # namespace -> binding names, sorted
+    decisions: DecisionTable
+    addons: Mapping[str, AddOnColumn]
+    _set_masks: dict[str, BoolMask] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def empty_mask(self) -> BoolMask:
+        return np.zeros(self.size, dtype=bool)
+
+    def label(self, key: str) -> Column:
+        return self.labels.get(key) or _absent_column(self.size)
+
+    def claim(self, key: str) -> Column:
+        return self.claims.get(key) or _absent_column(self.size)
+
+    def rows_to_names(self, rows: Iterable[int]) -> list[str]:
+        return [self.names[int(r)] for r in rows]
+
+    def mask_of(self, names: Iterable[str]) -> BoolMask:
+        mask = self.empty_mask()
+        rows = [self.index[n] for n in names if n in self.index]
+        mask[rows] = True
+        return mask
+
+    def decided_mask(self, namespace: str, name: str) -> BoolMask:
+        """Clusters of the fleet in the current decisions of placement namespace/name."""
+        rows = self.decisions.rows_of(namespace, name)
+        mask = self.empty_mask()
+        mask[rows[rows < self.size]] = True
+        return mask
+
+    def with_decisions(self, namespace: str, name: str, clusters: Sequence[str]) -> FleetSnapshot:
+        """A snapshot in which placement namespace/name decides exactly `clusters`."""
+        table = self.decisions
+        totals = table.totals.copy()
+        np.subtract.at(totals, table.rows_of(namespace, name), 1)
+        extra = list(table.extra_names)
+        extra_index = {n: self.size + i for i, n in enumerate(extra)}
+        rows: list[int] = []
+        for cluster in clusters:
+            row = self.index.get(cluster)
+            if row is None:
+                row = extra_index.get(cluster)
+                if row is None:
+                    row = extra_index[cluster] = self.size + len(extra)
+                    extra.append(cluster)
+            rows.append(row)
+        totals = np.concatenate([totals, np.zeros(len(extra) - len(table.extra_names), np.int64)])
+        new_rows = np.asarray(rows, dtype=np.intp)
+        np.add.at(totals, new_rows, 1)
+        by_placement = {**table.by_placement, (namespace, name): new_rows}
+        return replace(
+            self,
+            decisions=DecisionTable(tuple(extra), totals, by_placement),
+            _set_masks=self._set_masks,
+        )
+
+    @classmethod
+    def build(
+        cls,
+        clusters: Iterable[ManagedCluster],
+        cluster_sets: Iterable[ManagedClusterSet] = (),
+        bindings: Iterable[ManagedClusterSetBinding] = (),
+        decisions: Iterable[PlacementDecision] = (),
+        scores: Iterable[AddOnPlacementScore] = (),
+    ) -> FleetSnapshot:
+        """Build a snapshot from API objects (the controller keeps one up to date instead)."""
+        ordered = sorted(clusters, key=lambda c: c.name.encode())
+        names = tuple(c.name for c in ordered)
+        index = {n: i for i, n in enumerate(names)}
+        size = len(names)
+        label_cells: dict[str, list[tuple[int, str]]] = {}
+        claim_cells: dict[str, list[tuple[int, str]]] = {}
+        deleting = np.zeros(size, dtype=bool)
+        allocatable = {r: np.full(size, np.nan) for r in RESOURCES}
+        capacity = {r: np.full(size, np.nan) for r in RESOURCES}
+        taints: list[TaintRow] = []
+        for row, cluster in enumerate(ordered):
+            for key, value in (cluster.metadata.labels or {}).items():
+                label_cells.setdefault(key, []).append((row, value))
+            deleting[row] = cluster.metadata.deletion_timestamp is not None
+            for taint in cluster.spec.taints or []:
+                taints.append(
+                    TaintRow(row, taint.key, taint.value or "", taint.effect, taint.time_added)
+                )
+            status = cluster.status
+            if status is None:
+                continue
+            claims: dict[str, str] = {}
+            for claim in status.cluster_claims or []:
+                claims[claim.name or ""] = claim.value or ""  # later duplicates win
+            for key, value in claims.items():
+                claim_cells.setdefault(key, []).append((row, value))
+            for resource in RESOURCES:
+                if status.allocatable and resource in status.allocatable:
+                    allocatable[resource][row] = status.allocatable[resource].approximate()
+                if status.capacity and resource in status.capacity:
+                    capacity[resource][row] = status.capacity[resource].approximate()
+        binding_names: dict[str, list[str]] = {}
+        for binding in bindings:
+            binding_names.setdefault(binding.namespace, []).append(binding.name)
+        return cls(
+            names=names,
+            index=index,
+            labels={k: Column.build(size, v) for k, v in label_cells.items()},
+            claims={k: Column.build(size, v) for k, v in claim_cells.items()},
+            deleting=deleting,
+            allocatable=allocatable,
+            capacity=capacity,
+            taints=tuple(taints),
+            cluster_sets={s.name: s for s in cluster_sets},
+            bindings={ns: tuple(sorted(v)) for ns, v in binding_names.items()},
+            decisions=_decision_table(index, decisions),
+            addons=_addon_columns(index, scores),
+        )
+
+
+def _absent_column(size: int) -> Column:
+    return Column(np.full(size, _MISSING, dtype=np.int32), (), {})
+
+
+def _decision_table(
+    index: Mapping[str, int], decisions: Iterable[PlacementDecision]
+) -> DecisionTable:
+    size = len(index)
+    extra: dict[str, int] = {}
+    all_rows: list[int] = []
+    by_placement: dict[tuple[str, str], list[int]] = {}
+    for decision in decisions:
+        placement = (decision.metadata.labels or {}).get(PLACEMENT_LABEL)
+        own = by_placement.setdefault((decision.namespace, placement), []) if placement else None
+        for entry in decision.status.decisions if decision.status else []:
+            row = index.get(entry.cluster_name)
+            if row is None:
+                row = extra.setdefault(entry.cluster_name, size + len(extra))
+            all_rows.append(row)
+            if own is not None:
+                own.append(row)
+    totals = np.bincount(np.asarray(all_rows, dtype=np.intp), minlength=size + len(extra))
+    return DecisionTable(
+        tuple(extra),
+        totals.astype(np.int64),
+        {k: np.asarray(v, dtype=np.intp) for k, v in by_placement.items()},
+    )
+
+
+def _addon_columns(
+    index: Mapping[str, int], scores: Iterable[AddOnPlacementScore]
+) -> dict[str, AddOnColumn]:
+    size = len(index)
+    grouped: dict[str, list[tuple[int, AddOnPlacementScore]]] = {}
+    for score in scores:
+        row = index.get(score.namespace)
+        if row is not None:
+            grouped.setdefault(score.name, []).append((row, score))
+    columns: dict[str, AddOnColumn] = {}
+    for resource, items in grouped.items():
+        present = np.zeros(size, dtype=bool)
+        valid_until = np.full(size, np.nan)
+        values: dict[str, npt.NDArray[np.int64]] = {}
+        has: dict[str, BoolMask] = {}
+        for row, score in items:
+            present[row] = True
+            status = score.status
+            if status is None:
+                continue
+            if status.valid_until is not None:
+                valid_until[row] = status.valid_until.timestamp()
+            for item in status.scores or []:
+                if item.name not in values:
+                    values[item.name] = np.zeros(size, dtype=np.int64)
+                    has[item.name] = np.zeros(size, dtype=bool)
+                values[item.name][row] = item.value  # later duplicates win
+                has[item.name][row] = True
+        columns[resource] = AddOnColumn(present, valid_until, values, has)
+    return columns
+
+
+def set_label_column(snapshot: FleetSnapshot) -> Column:
+    """The exclusive cluster-set label column."""
+    return snapshot.label(CLUSTER_SET_LABEL)

@@ -1,0 +1,29 @@
+"""`TopN` selector: OCM's selection, the first `numberOfClusters` by total score descending,
+name ascending; all feasible clusters when `numberOfClusters` is unset."""
+
+from __future__ import annotations
+
+from apis.placements import Placement
+from placement.framework import BoolMask, Cycle, ScoreVector, Selection
+from placement.scheduler import rank
+from placement.snapshot import FleetSnapshot
+
+__all__ = ["TopN"]
+
+
+class TopN:
+    """Takes the best `numberOfClusters` candidates."""
+
+    name = "TopN"
+
+    def select(
+        self,
+        cycle: Cycle,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        candidates: BoolMask,
+        total: ScoreVector,
+    ) -> Selection:
+        ranked = rank(candidates, total)
+        wanted = placement.spec.number_of_clusters
+        return Selection(ranked if wanted is None else ranked[:wanted])
