@@ -4,14 +4,21 @@ success, 1 on an error, 2 on a usage error, errors on stderr naming file, object
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from importlib import metadata
+from typing import Any
 
-from controllers.manifests import load_paths
+from apis.meta import KubeObject, parse_time
+from controllers.manifests import dump_yaml, load_paths
+from placement.explain import explain_json, explain_rows
+from placement.simulate import SCHEDULING_KINDS, Simulated, simulate
+from plugins import default_scheduler
 
-__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "CliError", "build_parser", "main"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -36,6 +43,145 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(f"valid: {summary}")
     return EXIT_OK
+
+
+class CliError(Exception):
+    """Bad input: printed on stderr, exit code 1."""
+
+
+def _now(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return parse_time(text)
+    except ValueError as exc:  # PydanticCustomError is a ValueError
+        raise CliError(f"--now: {exc}") from None
+
+
+def _scheduling_objects(paths: list[str]) -> list[KubeObject]:
+    """Read the objects simulate and explain use; other kinds are skipped with a warning."""
+    result = load_paths(paths)
+    errors = [e for e in result.errors if not e.unknown_kind]
+    if errors:
+        raise CliError("\n".join(str(e) for e in errors))
+    skipped = [e for e in result.errors if e.unknown_kind]
+    skipped += [o for o in result.objects if not isinstance(o.obj, SCHEDULING_KINDS)]  # type: ignore[misc]
+    if skipped:
+        print(f"warning: skipped {len(skipped)} object(s) of other kinds", file=sys.stderr)
+    return [o.obj for o in result.objects if isinstance(o.obj, SCHEDULING_KINDS)]
+
+
+def _emit(data: Any, output: str) -> None:
+    if output == "yaml":
+        sys.stdout.write(dump_yaml([data]))
+    else:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    lines = [
+        "   ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _satisfied(item: Simulated) -> tuple[str, str]:
+    for condition in item.placement.status.conditions or [] if item.placement.status else []:
+        if condition.type == "PlacementSatisfied":
+            return condition.status, condition.reason
+    return "", ""
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    results = simulate(_scheduling_objects(args.filename), default_scheduler(), _now(args.now))
+    if args.output == "table":
+        rows = []
+        for item in results:
+            satisfied, reason = _satisfied(item)
+            clusters = [
+                d.cluster_name for pd in item.decisions if pd.status for d in pd.status.decisions
+            ]
+            rows.append(
+                [
+                    item.placement.namespace,
+                    item.placement.name,
+                    "skipped" if item.outcome is None else satisfied,
+                    reason,
+                    str(len(clusters)),
+                    ",".join(clusters),
+                ]
+            )
+        header = ["NAMESPACE", "NAME", "SATISFIED", "REASON", "SELECTED", "CLUSTERS"]
+        sys.stdout.write(_table(header, rows))
+        return EXIT_OK
+    items: list[dict[str, Any]] = []
+    for item in results:
+        items.append(item.placement.to_wire())
+        items.extend(pd.to_wire() for pd in item.decisions)
+    _emit({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}, args.output)
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    namespace, _, name = args.placement.partition("/")
+    if not name:
+        raise CliError(f"--placement: expected NAMESPACE/NAME (got {args.placement!r})")
+    results = simulate(_scheduling_objects(args.filename), default_scheduler(), _now(args.now))
+    found = [r for r in results if (r.placement.namespace, r.placement.name) == (namespace, name)]
+    if not found:
+        raise CliError(f"Placement {namespace}/{name}: not found in {', '.join(args.filename)}")
+    item = found[0]
+    if item.outcome is None:
+        raise CliError(f"Placement {namespace}/{name}: scheduling is disabled for it")
+    result = item.outcome.result
+    if args.output == "table":
+        rows = explain_rows(result, item.fleet)
+        filters = [r.name.rsplit(",", 1)[-1] for r in result.filters]
+        prioritizers = [f"{r.name}(x{r.weight})" for r in result.prioritizers]
+        header = ["CLUSTER", *filters, *prioritizers, "TOTAL", "PICKED"]
+        body = [
+            [
+                row.cluster,
+                *[
+                    ("pass" if row.verdicts[f] else "FAIL") if f in row.verdicts else "-"
+                    for f in filters
+                ],
+                *["-" if v is None else str(v) for v in row.scores.values()],
+                "-" if row.total is None else str(row.total),
+                "yes" if row.picked else "",
+            ]
+            for row in rows
+        ]
+        sys.stdout.write(_table(header, body))
+        if not result.status.ok:
+            print(f"error: {result.status}", file=sys.stderr)
+        return EXIT_OK
+    # The scheduler ran against the fleet as it was before this placement's new decisions.
+    _emit(explain_json(result, item.fleet), "json")
+    return EXIT_OK
+
+
+def _add_common(parser: argparse.ArgumentParser, outputs: list[str]) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="file or folder of YAML/JSON manifests (repeatable)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=outputs,
+        default=outputs[0],
+        help=f"output format (default {outputs[0]})",
+    )
+    parser.add_argument(
+        "--now", metavar="RFC3339", help="the clock for toleration and score expiry (default: now)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,13 +211,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="file or folder to read (repeatable)",
     )
     validate.set_defaults(func=_cmd_validate)
+
+    sim = commands.add_parser(
+        "simulate",
+        help="schedule every Placement in the manifests, offline",
+        description=(
+            "Schedule every Placement found in the manifests (sorted by namespace/name, each "
+            "seeing the decisions of those before it) and print a v1 List of each Placement "
+            "with its computed status followed by its PlacementDecisions, as the controller "
+            "would write them. PlacementDecisions in the input are the current state."
+        ),
+    )
+    _add_common(sim, ["json", "yaml", "table"])
+    sim.set_defaults(func=_cmd_simulate)
+
+    explain = commands.add_parser(
+        "explain",
+        help="show why a Placement selects what it selects",
+        description=(
+            "Print OCM's debugger JSON for one placement (filter pipeline, prioritizer scores "
+            "and weights, aggregated scores), or a table with one row per cluster."
+        ),
+    )
+    _add_common(explain, ["json", "table"])
+    explain.add_argument(
+        "--placement", required=True, metavar="NS/NAME", help="the placement to explain"
+    )
+    explain.set_defaults(func=_cmd_explain)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except CliError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
     return code
 
 

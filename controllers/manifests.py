@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from apis.errors import ModelError, ObjectValidationError
+from apis.errors import ModelError, UnknownKindError
 from apis.meta import KubeObject
 from apis.registry import parse_object
 
@@ -58,6 +58,7 @@ class LoadError:
     source: str
     index: int | None
     message: str
+    unknown_kind: bool = False
 
     def lines(self) -> list[str]:
         where = self.source if self.index is None else f"{self.source}: document {self.index}"
@@ -164,8 +165,8 @@ def _load_file(file: Path, result: LoadResult) -> None:
         for doc in _expand(data):
             try:
                 obj = parse_object(doc)
-            except ObjectValidationError as exc:
-                result.errors.append(LoadError(source, index, str(exc)))
+            except UnknownKindError as exc:
+                result.errors.append(LoadError(source, index, str(exc), unknown_kind=True))
             except ModelError as exc:
                 result.errors.append(LoadError(source, index, str(exc)))
             else:
