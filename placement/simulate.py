@@ -101,11 +101,7 @@ def simulate(objects: Iterable[KubeObject], scheduler: Scheduler, now: datetime)
         decisions = existing
         if done.paged is not None:
             decisions = done.paged.decisions
-            chosen = (
-                [d.cluster_name for pd in decisions for d in pd.status.decisions]
-                if decisions
-                else []
-            )
+            chosen = [d.cluster_name for pd in decisions if pd.status for d in pd.status.decisions]
             fleet = fleet.with_decisions(placement.namespace, placement.name, chosen)
         updated = placement.model_copy(update={"status": done.placement_status})
         out.append(Simulated(updated, decisions, done, fleet))
