@@ -128,7 +128,12 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     namespace, _, name = args.placement.partition("/")
     if not name:
         raise CliError(f"--placement: expected NAMESPACE/NAME (got {args.placement!r})")
-    results = simulate(_scheduling_objects(args.filename), default_scheduler(), _now(args.now))
+    results = simulate(
+        _scheduling_objects(args.filename),
+        default_scheduler(),
+        _now(args.now),
+        explain=[(namespace, name)],
+    )
     found = [r for r in results if (r.placement.namespace, r.placement.name) == (namespace, name)]
     if not found:
         raise CliError(f"Placement {namespace}/{name}: not found in {', '.join(args.filename)}")

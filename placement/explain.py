@@ -53,7 +53,15 @@ def explain_json(result: ScheduleResult, fleet: FleetSnapshot) -> dict[str, Any]
             {"clusterName": fleet.names[row], "score": int(total[row])} for row in feasible
         ],
         "error": "" if result.status.ok else str(result.status),
+        **_spread_section(result),
     }
+
+
+def _spread_section(result: ScheduleResult) -> dict[str, Any]:
+    trace = result.selection.trace if result.selection else {}
+    if "steps" not in trace:
+        return {}
+    return {"spread": {"weight": trace.get("weight"), "picks": trace["steps"]}}
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ class Selection:
     rows: RowIndex
     status: Status = SUCCESS
     trace: dict[str, Any] = field(default_factory=dict)
+    wanted: int | None = None  # how many the selector tried to pick, when it decided that
 
 
 class Filter(Protocol):

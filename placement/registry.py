@@ -59,6 +59,8 @@ class Profile:
     selector: str
     addon_prioritizer: str = "AddOn"
     spread_selector: str | None = None
+    selector_coordinates: frozenset[str] = frozenset()
+    """builtIn names whose weight a selector reads (Spread); valid, but not prioritizers."""
 
     def selector_for(self, placement: Placement) -> str:
         """The spread selector for placements with spread constraints, else the default."""

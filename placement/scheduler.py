@@ -129,6 +129,8 @@ def weighted_coordinates(
             continue
         if coordinate.type == "BuiltIn":
             name = coordinate.built_in or ""
+            if name in profile.selector_coordinates:
+                continue  # weighs the selector's own score (Spread), not a prioritizer
             if name not in registry.prioritizers or name == profile.addon_prioritizer:
                 msg = f"incorrect builtin prioritizer: {name}"
                 return [], Status(Code.MISCONFIGURED, msg)
@@ -159,8 +161,11 @@ class Scheduler:
     def selector_name(self, placement: Placement) -> str:
         return self.profile.selector_for(placement)
 
-    def schedule(self, placement: Placement, fleet: FleetSnapshot, now: datetime) -> ScheduleResult:
-        cycle = Cycle(now=now)
+    def schedule(
+        self, placement: Placement, fleet: FleetSnapshot, now: datetime, explain: bool = False
+    ) -> ScheduleResult:
+        """One cycle. `explain` asks plugins for the extra trace `placement explain` shows."""
+        cycle = Cycle(now=now, scratch={"explain": explain})
         result = ScheduleResult(placement=placement, size=fleet.size)
         avail = availability(placement, fleet)
         result.availability = avail
@@ -222,6 +227,8 @@ class Scheduler:
         result.selection = selection
         statuses.append(selection.status)
         wanted = placement.spec.number_of_clusters
+        if wanted is None:
+            wanted = selection.wanted
         if wanted is not None:
             result.unscheduled = max(wanted - len(selection.rows), 0)
         result.requeue_at = min(requeue) if requeue else None

@@ -78,8 +78,14 @@ def fleet_of(objects: Iterable[KubeObject]) -> tuple[FleetSnapshot, list[Placeme
     return fleet, placements
 
 
-def simulate(objects: Iterable[KubeObject], scheduler: Scheduler, now: datetime) -> list[Simulated]:
-    """Schedule every placement in order; later ones see earlier ones' new decisions."""
+def simulate(
+    objects: Iterable[KubeObject],
+    scheduler: Scheduler,
+    now: datetime,
+    explain: Iterable[tuple[str, str]] = (),
+) -> list[Simulated]:
+    """Schedule every placement in order; later ones see earlier ones' new decisions.
+    Placements named in `explain` are scheduled with the extra trace explain shows."""
     items = list(objects)
     fleet, placements = fleet_of(items)
     current: dict[tuple[str, str], list[PlacementDecision]] = {}
@@ -89,6 +95,7 @@ def simulate(objects: Iterable[KubeObject], scheduler: Scheduler, now: datetime)
             if owner:
                 current.setdefault((obj.namespace, owner), []).append(obj)
     out: list[Simulated] = []
+    traced = set(explain)
     for placement in placements:
         existing = tuple(
             sorted(current.get((placement.namespace, placement.name), []), key=lambda d: d.name)
@@ -96,7 +103,8 @@ def simulate(objects: Iterable[KubeObject], scheduler: Scheduler, now: datetime)
         if is_disabled(placement):
             out.append(Simulated(placement, existing, None, fleet))
             continue
-        result = scheduler.schedule(placement, fleet, now)
+        key = (placement.namespace, placement.name)
+        result = scheduler.schedule(placement, fleet, now, explain=key in traced)
         done = outcome(result, fleet, placement.status, now)
         decisions = existing
         if done.paged is not None:

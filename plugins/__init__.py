@@ -6,6 +6,7 @@ from placement.registry import Profile, Registry
 from placement.scheduler import Scheduler
 from plugins.addon import AddOn
 from plugins.balance import Balance
+from plugins.evenspread import SPREAD, EvenSpread
 from plugins.predicate import Predicate
 from plugins.resource import RESOURCE_PRIORITIZERS, ResourceAllocatable
 from plugins.steady import Steady
@@ -16,6 +17,7 @@ __all__ = [
     "DEFAULT_PROFILE",
     "AddOn",
     "Balance",
+    "EvenSpread",
     "Predicate",
     "ResourceAllocatable",
     "Steady",
@@ -31,6 +33,8 @@ DEFAULT_PROFILE = Profile(
     # OCM's Additive defaults, plus the PreferNoSelect penalty (DESIGN §4.4).
     default_weights={"Balance": 1, "Steady": 1, "TaintToleration": 1},
     selector="TopN",
+    spread_selector="EvenSpread",
+    selector_coordinates=frozenset({SPREAD}),
 )
 
 
@@ -46,6 +50,7 @@ def default_registry() -> Registry:
         registry.add_prioritizer(name, partial(ResourceAllocatable, name))
     registry.add_prioritizer("AddOn", AddOn)
     registry.add_selector("TopN", TopN)
+    registry.add_selector("EvenSpread", EvenSpread)
     return registry
 
 

@@ -1,0 +1,313 @@
+"""`EvenSpread` selector: OCM's spread-policy design (enhancement 70) with the choices pinned in
+DESIGN §5, vectorized over leaf topology tuples.
+
+Clusters sharing a full topology tuple (a leaf) share their exclusion and spread score, so each
+step compares only the best remaining cluster of every leaf: one O(N log N) sort, then
+O(leaves × levels + domains) per pick, independent of the number of clusters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.placements import MAX_SPREAD_CONSTRAINTS, Placement, SpreadConstraintsTerm
+from placement.framework import BoolMask, Code, Cycle, ScoreVector, Selection, Status
+from placement.snapshot import Column, FleetSnapshot
+
+__all__ = [
+    "DEFAULT_SPREAD_WEIGHT",
+    "LEVEL_SCORE_MAX",
+    "SPREAD",
+    "EvenSpread",
+    "spread_weight",
+    "validate_terms",
+]
+
+SPREAD = "Spread"
+DEFAULT_SPREAD_WEIGHT = 2
+LEVEL_SCORE_MAX = 63
+_LEVEL_BASE = 64
+IntArray = npt.NDArray[np.int64]
+
+
+def spread_weight(placement: Placement) -> int:
+    """The Spread coordinate's weight: as configured (last wins), else 2 in Additive mode and
+    0 in Exact mode."""
+    policy = placement.spec.prioritizer_policy
+    weight = None
+    for config in (policy.configurations or []) if policy else []:
+        coordinate = config.score_coordinate
+        if coordinate.type == "BuiltIn" and coordinate.built_in == SPREAD:
+            weight = config.weight
+    if weight is not None:
+        return weight
+    mode = policy.mode if policy else ""
+    return 0 if mode == "Exact" else DEFAULT_SPREAD_WEIGHT
+
+
+def validate_terms(terms: list[SpreadConstraintsTerm]) -> str | None:
+    """The spec errors the CRD cannot catch all of, named by term."""
+    if len(terms) > MAX_SPREAD_CONSTRAINTS:
+        return f"spreadConstraints: at most {MAX_SPREAD_CONSTRAINTS} terms (got {len(terms)})"
+    seen: dict[str, int] = {}
+    for index, term in enumerate(terms):
+        where = f"spreadConstraints[{index}]"
+        if term.topology_key in seen:
+            first = seen[term.topology_key]
+            return (
+                f"{where}: duplicate topologyKey {term.topology_key!r} "
+                f"(also in spreadConstraints[{first}])"
+            )
+        seen[term.topology_key] = index
+        if term.max_skew < 1:
+            return f"{where}: maxSkew must be at least 1 (got {term.max_skew})"
+        if term.topology_key_type not in ("Label", "Claim"):
+            return (
+                f"{where}: topologyKeyType must be Label or Claim (got {term.topology_key_type!r})"
+            )
+        if term.when_unsatisfiable not in ("DoNotSchedule", "ScheduleAnyway"):
+            return (
+                f"{where}: whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway "
+                f"(got {term.when_unsatisfiable!r})"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class _Topology:
+    """Domains per level and the leaves, built once per cycle."""
+
+    parents: list[IntArray]  # level k: parent domain id (level k-1) of each level-k domain
+    domain_values: list[list[tuple[str, ...]]]  # level k: the tuple naming each domain
+    leaf_domains: list[IntArray]  # level k: domain id of each leaf (-1: none at this level)
+    order: IntArray  # candidate rows, grouped by leaf, best first within a leaf
+    starts: IntArray  # per leaf: first position in `order`
+    ends: IntArray  # per leaf: one past the last position
+
+
+def _columns(fleet: FleetSnapshot, terms: list[SpreadConstraintsTerm]) -> list[Column]:
+    return [
+        fleet.label(t.topology_key)
+        if t.topology_key_type == "Label"
+        else fleet.claim(t.topology_key)
+        for t in terms
+    ]
+
+
+def _topology(
+    rows: IntArray, codes: list[IntArray], columns: list[Column], prio: IntArray
+) -> _Topology:
+    levels = len(codes)
+    domain_ids = np.full((levels, rows.size), -1, dtype=np.int64)
+    parents: list[IntArray] = []
+    values: list[list[tuple[str, ...]]] = []
+    previous = np.zeros(rows.size, dtype=np.int64)  # the root
+    previous_values: list[tuple[str, ...]] = [()]
+    for k in range(levels):
+        present = (codes[k] >= 0) & (previous >= 0)
+        width = int(codes[k].max(initial=0)) + 1
+        keys = np.where(present, previous * width + codes[k], -1)
+        unique, inverse = np.unique(keys[present], return_inverse=True)
+        ids = np.full(rows.size, -1, dtype=np.int64)
+        ids[present] = inverse
+        domain_ids[k] = ids
+        parent = (unique // width).astype(np.int64)
+        parents.append(parent)
+        level_values = [
+            (*previous_values[int(p)], columns[k].values[int(u % width)])
+            for p, u in zip(parent, unique, strict=True)
+        ]
+        values.append(level_values)
+        previous, previous_values = ids, level_values
+    leaf_keys, leaf_of_row = np.unique(domain_ids.T, axis=0, return_inverse=True)
+    leaf_of_row = leaf_of_row.reshape(-1)
+    order = np.lexsort((rows, -prio, leaf_of_row))
+    bounds = np.searchsorted(leaf_of_row[order], np.arange(leaf_keys.shape[0] + 1))
+    return _Topology(
+        parents=parents,
+        domain_values=values,
+        leaf_domains=[leaf_keys[:, k].astype(np.int64) for k in range(levels)],
+        order=rows[order].astype(np.int64),
+        starts=bounds[:-1].astype(np.int64),
+        ends=bounds[1:].astype(np.int64),
+    )
+
+
+def _sibling_extremes(
+    counts: IntArray, parents: IntArray, groups: int
+) -> tuple[IntArray, IntArray]:
+    low = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.zeros(groups, dtype=np.int64)
+    np.minimum.at(low, parents, counts)
+    np.maximum.at(high, parents, counts)
+    return low[parents], high[parents]
+
+
+class EvenSpread:
+    """Picks clusters one at a time, balancing selected counts across topology domains."""
+
+    name = "EvenSpread"
+
+    def select(
+        self,
+        cycle: Cycle,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        candidates: BoolMask,
+        total: ScoreVector,
+    ) -> Selection:
+        spread = placement.spec.spread_policy
+        terms = list(spread.spread_constraints or []) if spread else []
+        problem = validate_terms(terms)
+        if problem:
+            return Selection(np.empty(0, np.intp), Status(Code.MISCONFIGURED, problem, self.name))
+        weight = spread_weight(placement)
+        columns = _columns(fleet, terms)
+        hard = [t.when_unsatisfiable == "DoNotSchedule" for t in terms]
+        selectable = candidates.copy()
+        for column, is_hard in zip(columns, hard, strict=True):
+            if is_hard:
+                selectable &= column.codes >= 0  # no domain, no way to respect maxSkew
+        rows = np.flatnonzero(selectable).astype(np.int64)
+        wanted = placement.spec.number_of_clusters
+        n = int(candidates.sum()) if wanted is None else wanted
+        if rows.size == 0 or n == 0 or not terms:
+            return Selection(np.empty(0, np.intp), wanted=n)
+        codes = [column.codes[rows].astype(np.int64) for column in columns]
+        prio = total[rows].astype(np.int64)
+        topo = _topology(rows, codes, columns, prio)
+        picks, trace = self._pick(topo, terms, hard, weight, total, n, cycle.scratch.get("explain"))
+        selection_trace: dict[str, Any] = {"weight": weight}
+        if trace is not None:
+            selection_trace["steps"] = [_named_step(step, topo, fleet, terms) for step in trace]
+        return Selection(np.asarray(picks, dtype=np.intp), wanted=n, trace=selection_trace)
+
+    @staticmethod
+    def _pick(
+        topo: _Topology,
+        terms: list[SpreadConstraintsTerm],
+        hard: list[bool],
+        weight: int,
+        total: ScoreVector,
+        n: int,
+        explain: object,
+    ) -> tuple[list[int], list[dict[str, Any]] | None]:
+        levels = len(terms)
+        counts = [np.zeros(len(p), dtype=np.int64) for p in topo.parents]
+        groups = [1] + [len(p) for p in topo.parents[:-1]]
+        skews = np.asarray([t.max_skew for t in terms], dtype=np.int64)
+        ptr = topo.starts.copy()
+        picks: list[int] = []
+        trace: list[dict[str, Any]] | None = [] if explain else None
+        leaves = len(topo.starts)
+        place = np.asarray([_LEVEL_BASE ** (levels - 1 - k) for k in range(levels)], np.int64)
+        while len(picks) < n:
+            remaining = ptr < topo.ends
+            excluded = np.zeros(leaves, dtype=bool)
+            raw = np.zeros(leaves, dtype=np.int64)
+            reasons: list[tuple[int, IntArray, IntArray]] = []
+            for k in range(levels):
+                low, high = _sibling_extremes(counts[k], topo.parents[k], groups[k])
+                dom = topo.leaf_domains[k]
+                has = dom >= 0
+                safe = np.where(has, dom, 0)
+                if hard[k]:
+                    skew = counts[k][safe] + 1 - low[safe]
+                    bad = has & (skew > skews[k])
+                    excluded |= bad
+                    reasons.append((k, bad, skew))
+                spread_width = high - low
+                level = np.where(
+                    spread_width > 0,
+                    (LEVEL_SCORE_MAX * (high - counts[k])) // np.maximum(spread_width, 1),
+                    0,
+                )
+                raw += np.where(has, level[safe], 0) * place[k]
+            eligible = remaining & ~excluded
+            if not eligible.any():
+                break
+            heads = topo.order[np.minimum(ptr, len(topo.order) - 1)]
+            lo, hi = raw[eligible].min(), raw[eligible].max()
+            if hi > lo:
+                normalized = -100 + (200 * (raw - lo)) // (hi - lo)
+            else:
+                normalized = np.zeros(leaves, dtype=np.int64)
+            final = weight * normalized + total[heads]
+            best = final[eligible].max()
+            tied = eligible & (final == best)
+            leaf = int(np.flatnonzero(tied)[np.argmin(heads[tied])])
+            row = int(heads[leaf])
+            if trace is not None:
+                trace.append(
+                    _step(
+                        leaf, row, remaining, eligible, reasons, raw, normalized, final, heads, topo
+                    )
+                )
+            picks.append(row)
+            for k in range(levels):
+                domain = int(topo.leaf_domains[k][leaf])
+                if domain >= 0:
+                    counts[k][domain] += 1
+            ptr[leaf] += 1
+        return picks, trace
+
+
+def _step(
+    leaf: int,
+    row: int,
+    remaining: BoolMask,
+    eligible: BoolMask,
+    reasons: list[tuple[int, IntArray, IntArray]],
+    raw: IntArray,
+    normalized: IntArray,
+    final: IntArray,
+    heads: IntArray,
+    topo: _Topology,
+) -> dict[str, Any]:
+    candidates = []
+    for index in np.flatnonzero(remaining):
+        record: dict[str, Any] = {"leaf": int(index), "row": int(heads[index])}
+        for k, bad, skew in reasons:
+            if bad[index]:
+                record["excluded"] = {"term": k, "skew": int(skew[index])}
+                break
+        else:
+            record.update(
+                raw=int(raw[index]), normalized=int(normalized[index]), final=int(final[index])
+            )
+        candidates.append(record)
+    return {"picked_row": row, "candidates": candidates, "eligible": int(eligible.sum())}
+
+
+def _named_step(
+    step: dict[str, Any],
+    topo: _Topology,
+    fleet: FleetSnapshot,
+    terms: list[SpreadConstraintsTerm],
+) -> dict[str, Any]:
+    out_candidates = []
+    for record in step["candidates"]:
+        item: dict[str, Any] = {"cluster": fleet.names[record["row"]]}
+        excluded = record.get("excluded")
+        if excluded:
+            k = excluded["term"]
+            domain = int(topo.leaf_domains[k][record["leaf"]])
+            item["excluded"] = {
+                "term": k,
+                "topologyKey": terms[k].topology_key,
+                "domain": list(topo.domain_values[k][domain]),
+                "skew": excluded["skew"],
+                "maxSkew": terms[k].max_skew,
+            }
+        else:
+            item.update(
+                rawSpreadScore=record["raw"],
+                spreadScore=record["normalized"],
+                finalScore=record["final"],
+            )
+        out_candidates.append(item)
+    return {"picked": fleet.names[step["picked_row"]], "candidates": out_candidates}
