@@ -1,0 +1,146 @@
+"""`Predicate`: label and claim selectors, ORed across predicates, ANDed inside; CEL is
+Misconfigured until it is implemented."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from apis.placements import ClusterPredicate
+from placement.framework import Code, Cycle, FilterResult
+from placement.testing import NOW, cluster, placement, predicate, snapshot
+from plugins.predicate import Predicate
+
+FLEET = snapshot(
+    [
+        cluster("a", labels={"env": "prod", "region": "eu"}, claims={"rack": "r1"}),
+        cluster("b", labels={"env": "prod", "region": "us"}, claims={"rack": "r2"}),
+        cluster("c", labels={"env": "dev"}),
+        cluster("d"),
+    ]
+)
+
+
+def run(
+    predicates: Sequence[ClusterPredicate], candidates: list[bool] | None = None
+) -> FilterResult:
+    mask = np.ones(FLEET.size, bool) if candidates is None else np.array(candidates)
+    web = placement("apps", "web", predicates=list(predicates))
+    return Predicate().filter(Cycle(NOW), web, FLEET, mask)
+
+
+def selected(predicates: Sequence[ClusterPredicate]) -> list[str]:
+    result = run(predicates)
+    assert result.status.code == Code.SUCCESS, result.status
+    return FLEET.rows_to_names(np.flatnonzero(result.mask))
+
+
+@pytest.mark.parametrize(
+    ("predicates", "expected"),
+    [
+        pytest.param([], ["a", "b", "c", "d"], id="no-predicates"),
+        pytest.param([predicate()], ["a", "b", "c", "d"], id="empty-selector"),
+        pytest.param([predicate({"env": "prod"})], ["a", "b"], id="matchLabels"),
+        pytest.param(
+            [predicate(expressions=[{"key": "env", "operator": "In", "values": ["dev", "x"]}])],
+            ["c"],
+            id="In",
+        ),
+        pytest.param(
+            [predicate(expressions=[{"key": "env", "operator": "NotIn", "values": ["prod"]}])],
+            ["c", "d"],
+            id="NotIn-matches-missing-key",
+        ),
+        pytest.param(
+            [predicate(expressions=[{"key": "region", "operator": "Exists"}])],
+            ["a", "b"],
+            id="Exists",
+        ),
+        pytest.param(
+            [predicate(expressions=[{"key": "region", "operator": "DoesNotExist"}])],
+            ["c", "d"],
+            id="DoesNotExist",
+        ),
+        pytest.param(
+            [
+                predicate(
+                    {"env": "prod"},
+                    expressions=[{"key": "region", "operator": "In", "values": ["us"]}],
+                )
+            ],
+            ["b"],
+            id="matchLabels-and-expressions",
+        ),
+        pytest.param(
+            [predicate(claims=[{"key": "rack", "operator": "In", "values": ["r1"]}])],
+            ["a"],
+            id="claim-In",
+        ),
+        pytest.param(
+            [
+                predicate(
+                    {"env": "prod"}, claims=[{"key": "rack", "operator": "NotIn", "values": ["r1"]}]
+                )
+            ],
+            ["b"],
+            id="labels-and-claims-ANDed",
+        ),
+        pytest.param(
+            [predicate({"env": "dev"}), predicate({"region": "eu"})],
+            ["a", "c"],
+            id="predicates-ORed",
+        ),
+        pytest.param([predicate({"env": "staging"})], [], id="nothing-matches"),
+    ],
+)
+def test_predicate_selection(predicates: list[ClusterPredicate], expected: list[str]) -> None:
+    assert selected(predicates) == expected
+
+
+def test_predicate_never_adds_clusters_outside_the_candidates() -> None:
+    result = run([predicate({"env": "prod"})], [False, True, True, True])
+    assert result.mask.tolist() == [False, True, False, False]
+
+
+def test_claims_take_the_last_duplicate() -> None:
+    fleet = snapshot([cluster("a", claims=[("rack", "r1"), ("rack", "r2")])])
+    web = placement(
+        "apps",
+        "web",
+        predicates=[predicate(claims=[{"key": "rack", "operator": "In", "values": ["r2"]}])],
+    )
+    result = Predicate().filter(Cycle(NOW), web, fleet, np.ones(1, bool))
+    assert result.mask.tolist() == [True]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"key": "env", "operator": "In", "values": []}, id="In-without-values"),
+        pytest.param(
+            {"key": "env", "operator": "Exists", "values": ["x"]}, id="Exists-with-values"
+        ),
+    ],
+)
+def test_invalid_selector_is_misconfigured(bad: dict[str, object]) -> None:
+    result = run([predicate(expressions=[bad])])
+    assert result.status.code == Code.MISCONFIGURED
+    assert result.status.plugin == "Predicate"
+    assert "values" in result.status.message
+
+
+def test_cel_predicate_is_misconfigured_until_supported() -> None:
+    result = run(
+        [predicate({"env": "prod"}), predicate(cel=["managedCluster.metadata.name == 'a'"])]
+    )
+    assert result.status.code == Code.MISCONFIGURED
+    assert result.status.plugin == "Predicate"
+    assert result.status.message == "celSelector is not supported yet (spec.predicates[1])"
+
+
+def test_predicates_are_not_checked_without_candidates() -> None:
+    result = run([predicate(cel=["true"])], [False] * 4)
+    assert result.status.code == Code.SUCCESS
+    assert not result.mask.any()
