@@ -168,10 +168,12 @@ class EvenSpread:
         weight = spread_weight(placement)
         columns = _columns(fleet, terms)
         hard = [t.when_unsatisfiable == "DoNotSchedule" for t in terms]
+        # A cluster needs a domain at every DoNotSchedule level (so its key, and the keys of the
+        # levels above it): without one there is no way to respect maxSkew.
         selectable = candidates.copy()
-        for column, is_hard in zip(columns, hard, strict=True):
-            if is_hard:
-                selectable &= column.codes >= 0  # no domain, no way to respect maxSkew
+        deepest = max((k for k, is_hard in enumerate(hard) if is_hard), default=-1)
+        for column in columns[: deepest + 1]:
+            selectable &= column.codes >= 0
         rows = np.flatnonzero(selectable).astype(np.int64)
         wanted = placement.spec.number_of_clusters
         n = int(candidates.sum()) if wanted is None else wanted
@@ -209,8 +211,10 @@ class EvenSpread:
             remaining = ptr < topo.ends
             excluded = np.zeros(leaves, dtype=bool)
             raw = np.zeros(leaves, dtype=np.int64)
-            reasons: list[tuple[int, IntArray, IntArray]] = []
+            reasons: list[tuple[int, BoolMask, IntArray]] = []
             for k in range(levels):
+                if counts[k].size == 0:
+                    continue  # no cluster has a domain at this level: it scores 0 for all
                 low, high = _sibling_extremes(counts[k], topo.parents[k], groups[k])
                 dom = topo.leaf_domains[k]
                 has = dom >= 0
@@ -242,11 +246,7 @@ class EvenSpread:
             leaf = int(np.flatnonzero(tied)[np.argmin(heads[tied])])
             row = int(heads[leaf])
             if trace is not None:
-                trace.append(
-                    _step(
-                        leaf, row, remaining, eligible, reasons, raw, normalized, final, heads, topo
-                    )
-                )
+                trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, total, topo))
             picks.append(row)
             for k in range(levels):
                 domain = int(topo.leaf_domains[k][leaf])
@@ -259,28 +259,32 @@ class EvenSpread:
 def _step(
     leaf: int,
     row: int,
-    remaining: BoolMask,
-    eligible: BoolMask,
-    reasons: list[tuple[int, IntArray, IntArray]],
+    ptr: IntArray,
+    reasons: list[tuple[int, BoolMask, IntArray]],
     raw: IntArray,
     normalized: IntArray,
-    final: IntArray,
-    heads: IntArray,
+    weight: int,
+    total: ScoreVector,
     topo: _Topology,
 ) -> dict[str, Any]:
+    """Every remaining cluster at this step (explain only: O(clusters) per step)."""
     candidates = []
-    for index in np.flatnonzero(remaining):
-        record: dict[str, Any] = {"leaf": int(index), "row": int(heads[index])}
-        for k, bad, skew in reasons:
-            if bad[index]:
-                record["excluded"] = {"term": k, "skew": int(skew[index])}
-                break
-        else:
-            record.update(
-                raw=int(raw[index]), normalized=int(normalized[index]), final=int(final[index])
-            )
-        candidates.append(record)
-    return {"picked_row": row, "candidates": candidates, "eligible": int(eligible.sum())}
+    for index in np.flatnonzero(ptr < topo.ends):
+        excluded = next(
+            ({"term": k, "skew": int(skew[index])} for k, bad, skew in reasons if bad[index]),
+            None,
+        )
+        for position in range(int(ptr[index]), int(topo.ends[index])):
+            cluster = int(topo.order[position])
+            record: dict[str, Any] = {"leaf": int(index), "row": cluster}
+            if excluded:
+                record["excluded"] = excluded
+            else:
+                final = weight * int(normalized[index]) + int(total[cluster])
+                record.update(raw=int(raw[index]), normalized=int(normalized[index]), final=final)
+            candidates.append(record)
+    candidates.sort(key=lambda r: r["row"])
+    return {"picked_row": row, "candidates": candidates}
 
 
 def _named_step(
