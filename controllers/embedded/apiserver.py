@@ -1,0 +1,151 @@
+"""An in-process, Kubernetes-compatible API server (aiohttp) for the demo and the tests, modelled
+on fabric8's mock server in CRUD mode (DESIGN §7).
+
+The real `kubernetes_asyncio` client and kubectl talk to it over HTTP on 127.0.0.1, so the
+production code path is the tested one. `EmbeddedApiServer.start()` returns its URL;
+`python -m controllers.embedded` runs one standalone and prints a kubeconfig to use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from controllers.crds import CRD_DIR
+from controllers.embedded.faults import Faults
+from controllers.embedded.handlers import Handlers
+from controllers.embedded.resources import load_resources
+from controllers.embedded.store import Store
+from controllers.manifests import load_paths
+
+__all__ = ["EmbeddedApiServer", "SnapshotError"]
+
+
+class SnapshotError(Exception):
+    """A snapshot folder holds a document that cannot be loaded."""
+
+
+class EmbeddedApiServer:
+    """The embedded server: `await start()` (URL back), `await stop()`, or `async with`."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        crd_dir: Path = CRD_DIR,
+        snapshot: Path | None = None,
+        bookmark_interval: float = 1.0,
+        history: int = 200_000,
+        faults: Faults | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.resources = load_resources(crd_dir)
+        self.store = Store(self.resources, history)
+        self.faults = faults or Faults()
+        self.snapshot = snapshot
+        self._handlers = Handlers(self.store, self.faults, bookmark_interval)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def bookmark_interval(self) -> float:
+        return self._handlers.bookmark_interval
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float) -> None:
+        self._handlers.bookmark_interval = seconds
+
+    async def start(self) -> str:
+        if self.snapshot is not None:
+            self.load(self.snapshot)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handlers.dispatch)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if self.port == 0 and server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        return self.url
+
+    async def stop(self) -> None:
+        """End every watch stream, then close the listener and the connections."""
+        self.drop_watches(abrupt=False)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> EmbeddedApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def drop_watches(self, abrupt: bool = True) -> int:
+        """End every open watch stream: `abrupt` breaks the connection mid-stream, otherwise the
+        stream ends cleanly as on a server-side timeout. Returns how many were open."""
+        watchers = list(self.store.watchers)
+        for watcher in watchers:
+            watcher.queue.put_nowait("drop" if abrupt else "end")
+        return len(watchers)
+
+    async def wait_for_watchers(self, count: int, timeout: float = 5.0) -> None:
+        """Wait until at least `count` watches are open (tests use it to avoid racing)."""
+        async with asyncio.timeout(timeout):
+            while len(self.store.watchers) < count:
+                await asyncio.sleep(0.005)
+
+    def load(self, folder: Path) -> int:
+        """Store every object of the manifests under `folder` as is (status included)."""
+        result = load_paths([folder])
+        if not result.ok:
+            raise SnapshotError("\n".join(str(error) for error in result.errors))
+        by_kind = {(res.api_version, res.kind): res for res in self.resources}
+        count = 0
+        for loaded in result.objects:
+            doc = loaded.obj.to_wire()
+            res = by_kind.get((doc["apiVersion"], doc["kind"]))
+            if res is None:
+                raise SnapshotError(f"{loaded.source}: {doc['kind']} is not served")
+            self.store.create(res, doc, keep_status=True)
+            count += 1
+        return count
+
+    def kubeconfig(self, path: Path, context: str = "embedded") -> Path:
+        """Write a kubeconfig whose current context points at this server."""
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": "default"},
+                }
+            ],
+            "current-context": context,
+        }
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        return path
+
+    def dump(self) -> dict[str, Any]:
+        """Every stored object by resource (for debugging and demos)."""
+        return {
+            f"{res.plural}.{res.group}" if res.group else res.plural: json.loads(
+                json.dumps(list(self.store.list(res, "", None)))
+            )
+            for res in self.resources
+        }

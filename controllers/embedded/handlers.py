@@ -1,0 +1,346 @@
+"""HTTP handlers of the embedded API server: URL routing to resources, the verbs, watch streams
+with bookmarks and 410 Gone, subresources (`/status`, `pods/binding`, `pods/eviction`) and
+fault injection. Every error is answered as a `metav1.Status`."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+from aiohttp import web
+
+from controllers.embedded.faults import Faults
+from controllers.embedded.openapi import openapi_document, openapi_index
+from controllers.embedded.patch import apply_patch
+from controllers.embedded.resources import (
+    SERVER_VERSION,
+    Resource,
+    api_group_list,
+    api_resource_list,
+)
+from controllers.embedded.selectors import Predicate, field_predicate, label_predicate
+from controllers.embedded.status import StatusError, status_doc
+from controllers.embedded.store import Propagation, Store, StoredEvent
+
+__all__ = ["Handlers", "Target"]
+
+_TRUE = ("true", "1")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource URL names: a collection, an object, or one of its subresources."""
+
+    resource: Resource
+    namespace: str
+    name: str = ""
+    sub: str = ""
+
+
+def _json(doc: Any, status: int = 200) -> web.Response:
+    return web.Response(body=json.dumps(doc), status=status, content_type="application/json")
+
+
+class Handlers:
+    """The request handlers over one store, with its fault injection."""
+
+    def __init__(self, store: Store, faults: Faults, bookmark_interval: float) -> None:
+        self.store = store
+        self.faults = faults
+        self.bookmark_interval = bookmark_interval
+        self._by_path = {(r.group, r.version, r.plural): r for r in store.resources}
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.latency:
+            await asyncio.sleep(self.faults.latency)
+        try:
+            return await self._route(request)
+        except StatusError as exc:
+            return _json(exc.doc, exc.code)
+
+    # --- routing -----------------------------------------------------------------------------
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if parts in (["healthz"], ["readyz"], ["livez"]):
+            return web.Response(text="ok")
+        if parts == ["version"]:
+            return _json(SERVER_VERSION)
+        if parts == ["api"]:
+            return _json({"kind": "APIVersions", "versions": ["v1"]})
+        if parts == ["apis"]:
+            return _json(api_group_list(self.store.resources))
+        if parts[:2] == ["openapi", "v3"]:
+            doc = (
+                openapi_index(self.store.resources)
+                if len(parts) == 2
+                else openapi_document("/".join(parts[2:]), self.store.resources)
+            )
+            if doc is None:
+                raise StatusError(404, f"no OpenAPI document for {'/'.join(parts[2:])}")
+            return _json(doc)
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 2:
+            group, version, rest = parts[1], parts[2] if len(parts) > 2 else "", parts[3:]
+            if len(parts) == 2:
+                return self._group(group)
+        else:
+            raise StatusError(
+                404, f"the server could not find the requested resource ({'/'.join(parts)})"
+            )
+        if not rest:
+            served = [r for r in self.store.resources if (r.group, r.version) == (group, version)]
+            if not served:
+                raise StatusError(404, f"{group}/{version} is not served")
+            gv = f"{group}/{version}" if group else version
+            return _json(api_resource_list(gv, served))
+        target = self._target(group, version, rest)
+        return await self._serve(request, target)
+
+    def _group(self, group: str) -> web.Response:
+        for entry in api_group_list(self.store.resources)["groups"]:
+            if entry["name"] == group:
+                return _json({"kind": "APIGroup", "apiVersion": "v1", **entry})
+        raise StatusError(404, f"group {group} is not served")
+
+    def _resource(self, group: str, version: str, plural: str) -> Resource:
+        res = self._by_path.get((group, version, plural))
+        if res is None:
+            gv = f"{group}/{version}" if group else version
+            raise StatusError(
+                404, f"the server could not find the requested resource {gv} {plural}"
+            )
+        return res
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            res = self._by_path.get((group, version, rest[2]))
+            if res is not None and res.namespaced and len(rest) <= 5:
+                return Target(res, rest[1], *rest[3:5])
+        res = self._resource(group, version, rest[0])
+        if len(rest) > 3:
+            raise StatusError(404, "the server could not find the requested resource")
+        return Target(res, "", *rest[1:3])
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise StatusError(400, "the request body is not valid JSON") from None
+
+    def _check_fault(self, verb: str) -> None:
+        code = self.faults.error_for(verb)
+        if code is not None:
+            raise StatusError(code, f"injected fault on {verb}")
+
+    # --- verbs -------------------------------------------------------------------------------
+
+    async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
+        method, query = request.method, request.query
+        if not t.name:
+            if method == "GET" and query.get("watch", "").lower() in _TRUE:
+                self._check_fault("watch")
+                return await self._watch(request, t)
+            verb = {"GET": "list", "POST": "create", "DELETE": "delete"}.get(method)
+        else:
+            verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+                method, "create" if method == "POST" and t.sub else None
+            )
+        if verb is None:
+            raise StatusError(405, f"{method} is not allowed here")
+        self._check_fault(verb)
+        if t.sub and t.sub != "status":
+            return await self._pod_subresource(request, t)
+        if t.sub == "status" and not t.resource.has_status:
+            raise StatusError(404, f"{t.resource.plural} have no status subresource")
+        res, store = t.resource, self.store
+        if not t.name:
+            if verb == "list":
+                return self._list(t, query)
+            if verb == "create":
+                body = await self._body(request)
+                if not isinstance(body, dict):
+                    raise StatusError(400, "the request body must be an object")
+                return _json(store.create(res, body, t.namespace), 201)
+            return self._delete_collection(t, query)
+        if verb == "get":
+            return _json(store.get(res, t.namespace, t.name))
+        if verb == "delete":
+            return await self._delete(request, t)
+        body = await self._body(request)
+        if verb == "patch":
+            current = store.get(res, t.namespace, t.name)
+            body = apply_patch(request.content_type, copy.deepcopy(current), body)
+        if not isinstance(body, dict):
+            raise StatusError(400, "the request body must be an object")
+        obj = store.update(res, t.namespace, t.name, body, status=t.sub == "status")
+        return _json(obj)
+
+    def _list(self, t: Target, query: Any) -> web.Response:
+        predicates = self._predicates(query)
+        items = self.store.list(t.resource, t.namespace, _all(predicates))
+        rv, start = str(self.store.rv), None
+        if query.get("continue"):
+            try:
+                token = json.loads(base64.urlsafe_b64decode(query["continue"]))
+                rv, start = token["rv"], tuple(token["start"])
+            except (ValueError, KeyError, TypeError):
+                raise StatusError(400, "invalid continue token") from None
+        out: list[dict[str, Any]] = []
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        limit = int(query.get("limit") or 0)
+        for obj in items:
+            key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            if start is not None and key <= start:
+                continue
+            if limit and len(out) == limit:
+                last = out[-1]["metadata"]
+                token_doc = {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}
+                meta["continue"] = base64.urlsafe_b64encode(json.dumps(token_doc).encode()).decode()
+                break
+            out.append(obj)
+        res = t.resource
+        doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
+        return _json({**doc, "items": out})
+
+    def _predicates(self, query: Any) -> list[Predicate]:
+        found = [
+            label_predicate(query.get("labelSelector")),
+            field_predicate(query.get("fieldSelector")),
+        ]
+        return [p for p in found if p is not None]
+
+    async def _delete(self, request: web.Request, t: Target) -> web.Response:
+        options = await self._body(request) or {}
+        propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy")
+        if propagation not in (None, "Background", "Foreground", "Orphan"):
+            raise StatusError(400, f"unknown propagationPolicy {propagation!r}")
+        rv = (options.get("preconditions") or {}).get("resourceVersion")
+        obj, _ = self.store.delete(
+            t.resource, t.namespace, t.name, cast(Propagation, propagation or "Background"), rv
+        )
+        return _json(obj)
+
+    def _delete_collection(self, t: Target, query: Any) -> web.Response:
+        predicate = _all(self._predicates(query))
+        for obj in list(self.store.list(t.resource, t.namespace, predicate)):
+            meta = obj["metadata"]
+            self.store.delete(t.resource, meta.get("namespace", ""), meta["name"])
+        return _json(status_doc(200, "deleted"))
+
+    async def _pod_subresource(self, request: web.Request, t: Target) -> web.Response:
+        if t.resource.kind != "Pod" or t.resource.group or t.sub not in ("binding", "eviction"):
+            raise StatusError(404, f"{t.resource.plural}/{t.sub} is not served")
+        if request.method != "POST":
+            raise StatusError(405, f"pods/{t.sub} only accepts POST")
+        body = await self._body(request)
+        pod = self.store.get(t.resource, t.namespace, t.name)
+        if t.sub == "eviction":
+            self.store.delete(t.resource, t.namespace, t.name)
+            return _json(status_doc(201, f"pod {t.name} evicted"), 201)
+        node = ((body or {}).get("target") or {}).get("name")
+        if not node:
+            raise StatusError(400, "a binding needs target.name (the node)")
+        bound = (pod.get("spec") or {}).get("nodeName")
+        if bound:
+            why = f'pod {t.name} is already assigned to node "{bound}"'
+            raise StatusError.conflict("", "pods", t.name, why)
+        obj = copy.deepcopy(pod)
+        obj.setdefault("spec", {})["nodeName"] = node
+        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+        conditions.append({"type": "PodScheduled", "status": "True"})
+        self.store.update(t.resource, t.namespace, t.name, obj, internal=True)
+        return _json(status_doc(201, f"pod {t.name} bound to {node}"), 201)
+
+    # --- watch -------------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
+        query = request.query
+        predicate = _all(self._predicates(query))
+        rv_text = query.get("resourceVersion", "")
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in _TRUE
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        if rv_text not in ("", "0") and not rv_text.isdigit():
+            raise StatusError(400, f"invalid resourceVersion {rv_text!r}")
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        res = t.resource
+        # No await between registering and replaying: nothing can slip in between.
+        watcher = self.store.watch(res, t.namespace, predicate)
+        try:
+            if rv_text in ("", "0"):
+                for obj in self.store.list(res, t.namespace, predicate):
+                    watcher.queue.put_nowait(StoredEvent(0, res, "ADDED", obj).line())
+            else:
+                try:
+                    if self.faults.take_gone():
+                        raise StatusError(410, f"too old resource version: {rv_text}", "Expired")
+                    for event in self.store.history_since(int(rv_text)):
+                        watcher.offer(event)
+                except StatusError as exc:
+                    await response.write(json.dumps({"type": "ERROR", "object": exc.doc}).encode())
+                    return response
+            await self._stream(request, response, watcher.queue, t, bookmarks, timeout)
+        finally:
+            self.store.watchers.discard(watcher)
+        return response
+
+    async def _stream(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        queue: asyncio.Queue[bytes | str],
+        t: Target,
+        bookmarks: bool,
+        timeout: float | None,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else None
+        while True:
+            wait = self.bookmark_interval if bookmarks else None
+            if deadline is not None:
+                left = deadline - loop.time()
+                if left <= 0:
+                    return
+                wait = left if wait is None else min(wait, left)
+            try:
+                item = await asyncio.wait_for(queue.get(), wait)
+            except TimeoutError:
+                if bookmarks and (deadline is None or loop.time() < deadline):
+                    await response.write(self._bookmark(t))
+                continue
+            batch: list[bytes] = []
+            while True:
+                if isinstance(item, str):
+                    if batch:
+                        await response.write(b"".join(batch))
+                    if item == "drop" and request.transport is not None:
+                        request.transport.abort()  # a broken connection, not a clean end
+                    return
+                batch.append(item)
+                if queue.empty() or len(batch) >= 512:
+                    break
+                item = queue.get_nowait()
+            await response.write(b"".join(batch))
+
+    def _bookmark(self, t: Target) -> bytes:
+        meta = {"resourceVersion": str(self.store.rv)}
+        obj = {"kind": t.resource.kind, "apiVersion": t.resource.api_version, "metadata": meta}
+        return json.dumps({"type": "BOOKMARK", "object": obj}).encode() + b"\n"
+
+
+def _all(predicates: list[Predicate]) -> Predicate | None:
+    if not predicates:
+        return None
+    if len(predicates) == 1:
+        return predicates[0]
+    return lambda obj: all(p(obj) for p in predicates)

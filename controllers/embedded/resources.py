@@ -1,0 +1,182 @@
+"""The resources the embedded API server serves, and its discovery documents.
+
+The custom kinds come from the CRDs in `config/crds` (their names, scope, schema, status
+subresource); the core ones (Namespace, Pod, Node, Event, Lease, events.k8s.io Event) from the
+models' class data. Each resource is paired with the `apis` model that validates its objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apis.core import CoreEvent, Event, Lease, Namespace, Node, Pod
+from apis.meta import KubeObject
+from apis.registry import KINDS
+from controllers.crds import CRD_DIR
+
+__all__ = [
+    "CORE_KINDS",
+    "SERVER_VERSION",
+    "Resource",
+    "api_group_list",
+    "api_resource_list",
+    "load_resources",
+]
+
+CORE_KINDS: tuple[type[KubeObject], ...] = (Namespace, Pod, Node, CoreEvent, Event, Lease)
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "31",
+    "gitVersion": "v1.31.0+ocm-embedded",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2026-11-22T00:00:00Z",
+    "goVersion": "",
+    "compiler": "python",
+    "platform": "linux/amd64",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Resource:
+    """One served resource: where it lives in the API and how its objects are checked."""
+
+    model: type[KubeObject]
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...]
+    has_status: bool
+    schema: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.group, self.plural)
+
+    def entry(self) -> dict[str, Any]:
+        """Its APIResource in a discovery APIResourceList."""
+        doc: dict[str, Any] = {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": VERBS,
+        }
+        if self.short_names:
+            doc["shortNames"] = list(self.short_names)
+        return doc
+
+
+def _from_model(cls: type[KubeObject]) -> Resource:
+    return Resource(
+        cls,
+        cls.GROUP,
+        cls.VERSION,
+        cls.KIND,
+        cls.PLURAL,
+        cls.KIND.lower(),
+        cls.NAMESPACED,
+        cls.SHORT_NAMES,
+        cls.HAS_STATUS,
+    )
+
+
+def _from_crd(crd: dict[str, Any]) -> list[Resource]:
+    spec = crd["spec"]
+    names = spec["names"]
+    out = []
+    for version in spec["versions"]:
+        if not version.get("served", True):
+            continue
+        api_version = f"{spec['group']}/{version['name']}"
+        model = KINDS.get((api_version, names["kind"]))
+        if model is None:
+            continue  # a CRD of a kind this project has no model for is not served
+        out.append(
+            Resource(
+                model,
+                spec["group"],
+                version["name"],
+                names["kind"],
+                names["plural"],
+                names.get("singular", names["kind"].lower()),
+                spec.get("scope") == "Namespaced",
+                tuple(names.get("shortNames") or ()),
+                "status" in (version.get("subresources") or {}),
+                (version.get("schema") or {}).get("openAPIV3Schema"),
+            )
+        )
+    return out
+
+
+def load_resources(crd_dir: Path = CRD_DIR) -> list[Resource]:
+    """The core resources plus those of every CRD file in `crd_dir`."""
+    resources = [_from_model(cls) for cls in CORE_KINDS]
+    for path in sorted(crd_dir.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                resources.extend(_from_crd(doc))
+    return resources
+
+
+def api_resource_list(group_version: str, resources: list[Resource]) -> dict[str, Any]:
+    """The APIResourceList of one group/version, with the subresources it serves."""
+    entries = []
+    for res in resources:
+        entries.append(res.entry())
+        if res.has_status:
+            entries.append(
+                {
+                    "name": f"{res.plural}/status",
+                    "singularName": "",
+                    "namespaced": res.namespaced,
+                    "kind": res.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+        if res.model is Pod:
+            for sub, kind, group in (
+                ("binding", "Binding", ""),
+                ("eviction", "Eviction", "policy"),
+            ):
+                entries.append(
+                    {
+                        "name": f"pods/{sub}",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": kind,
+                        "verbs": ["create"],
+                        **({"group": group, "version": "v1"} if group else {}),
+                    }
+                )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": entries,
+    }
+
+
+def api_group_list(resources: list[Resource]) -> dict[str, Any]:
+    """The APIGroupList of every named group (the core group is served under /api)."""
+    versions: dict[str, list[str]] = {}
+    for res in resources:
+        if res.group and res.version not in versions.setdefault(res.group, []):
+            versions[res.group].append(res.version)
+    groups = []
+    for group, served in versions.items():
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in served]
+        groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

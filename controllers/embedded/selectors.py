@@ -1,0 +1,110 @@
+"""Label and field selectors in their query-string syntax, compiled to predicates over wire
+objects: `env=prod,tier!=db,zone in (a,b),region notin (x),gpu,!spot` and
+`metadata.name=a,spec.nodeName!=`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from controllers.embedded.status import StatusError
+
+__all__ = ["FIELD_PATHS", "Predicate", "field_predicate", "label_predicate"]
+
+Predicate = Callable[[dict[str, Any]], bool]
+LabelTest = Callable[[dict[str, str]], bool]
+
+# The field selectors the server understands, as on a real API server for these kinds.
+FIELD_PATHS: dict[str, tuple[str, ...]] = {
+    "metadata.name": ("metadata", "name"),
+    "metadata.namespace": ("metadata", "namespace"),
+    "spec.nodeName": ("spec", "nodeName"),
+    "spec.schedulerName": ("spec", "schedulerName"),
+    "status.phase": ("status", "phase"),
+}
+
+_SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=()]+)\s+(in|notin)\s+\(([^()]*)\)\s*$")
+_CMP_TERM = re.compile(r"^\s*([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
+_EXISTS_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
+
+
+def _terms(text: str) -> list[str]:
+    """Split on the commas that are not inside a `(...)` value set."""
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return [term for term in terms if term.strip()]
+
+
+def _bad(kind: str, text: str, why: str) -> StatusError:
+    return StatusError(400, f"unable to parse requirement: {kind} selector {text!r}: {why}")
+
+
+def _label_test(term: str, text: str) -> LabelTest:
+    if match := _SET_TERM.match(term):
+        negated, key, op, raw = match.groups()
+        if negated:
+            raise _bad("label", text, f"'!' cannot precede {op!r}")
+        values = frozenset(v.strip() for v in raw.split(",") if v.strip())
+        if op == "in":
+            return lambda labels: labels.get(key) in values
+        return lambda labels: labels.get(key) not in values
+    if match := _CMP_TERM.match(term):
+        key, op, value = match.groups()
+        if op == "!=":
+            return lambda labels: labels.get(key) != value
+        return lambda labels: labels.get(key) == value
+    if match := _EXISTS_TERM.match(term):
+        negated, key = match.groups()
+        if negated:
+            return lambda labels: key not in labels
+        return lambda labels: key in labels
+    raise _bad("label", text, f"cannot parse {term.strip()!r}")
+
+
+def label_predicate(text: str | None) -> Predicate | None:
+    """The predicate of a label selector; None selects everything."""
+    if not text or not text.strip():
+        return None
+    tests = [_label_test(term, text) for term in _terms(text)]
+
+    def matches(obj: dict[str, Any]) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return all(test(labels) for test in tests)
+
+    return matches
+
+
+def _field(obj: dict[str, Any], path: tuple[str, ...]) -> str:
+    node: Any = obj
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, str) else ""
+
+
+def field_predicate(text: str | None) -> Predicate | None:
+    """The predicate of a field selector (only FIELD_PATHS); None selects everything."""
+    if not text or not text.strip():
+        return None
+    tests: list[tuple[tuple[str, ...], bool, str]] = []
+    for term in _terms(text):
+        match = _CMP_TERM.match(term)
+        if not match:
+            raise _bad("field", text, f"cannot parse {term.strip()!r}")
+        field, op, value = match.groups()
+        if field not in FIELD_PATHS:
+            raise StatusError(400, f'field label not supported: "{field}"')
+        tests.append((FIELD_PATHS[field], op != "!=", value))
+
+    def matches(obj: dict[str, Any]) -> bool:
+        return all((_field(obj, path) == value) == equal for path, equal, value in tests)
+
+    return matches

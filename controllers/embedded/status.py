@@ -1,0 +1,68 @@
+"""`metav1.Status`: how the embedded API server answers errors (and some successes), as the real
+one does, so that clients and kubectl decode them into their usual errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["StatusError", "status_doc"]
+
+_REASONS = {
+    400: "BadRequest",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+def status_doc(
+    code: int, message: str, reason: str | None = None, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A Status object; `code` below 400 makes it a Success."""
+    doc: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success" if code < 400 else "Failure",
+        "message": message,
+        "code": code,
+    }
+    if code >= 400:
+        doc["reason"] = reason or _REASONS.get(code, "Unknown")
+    if details:
+        doc["details"] = details
+    return doc
+
+
+class StatusError(Exception):
+    """An error the server answers with a Status (the store and the handlers raise it)."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.doc = status_doc(code, message, reason, details)
+
+    @classmethod
+    def not_found(cls, group: str, plural: str, name: str) -> StatusError:
+        resource = f"{plural}.{group}" if group else plural
+        details = {"name": name, "group": group, "kind": plural}
+        return cls(404, f'{resource} "{name}" not found', "NotFound", details)
+
+    @classmethod
+    def conflict(cls, group: str, plural: str, name: str, why: str) -> StatusError:
+        resource = f"{plural}.{group}" if group else plural
+        details = {"name": name, "group": group, "kind": plural}
+        message = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
+        return cls(409, message, "Conflict", details)

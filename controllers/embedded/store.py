@@ -1,0 +1,384 @@
+"""The state of the embedded API server: objects by resource, a global resourceVersion, the
+event history that watches replay, and the writes' rules (admission, optimistic concurrency,
+status isolation, finalizers, garbage collection of dependents and of namespaces' contents).
+
+Stored objects are never mutated: every write stores a new dict, so events and list results can
+share them safely. Everything runs on the event loop's thread, so no locks are needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import copy
+import json
+import re
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from apis.errors import ObjectValidationError
+from apis.meta import format_time
+from apis.registry import parse_as
+from controllers.embedded.resources import Resource
+from controllers.embedded.schema import apply_defaults, prune
+from controllers.embedded.selectors import Predicate
+from controllers.embedded.status import StatusError
+
+__all__ = ["Propagation", "Store", "StoredEvent", "Watcher"]
+
+Propagation = Literal["Background", "Foreground", "Orphan"]
+ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generateName suffixes
+
+
+@dataclass
+class StoredEvent:
+    """A change at `rv`; `old` is the object before it (None for ADDED)."""
+
+    rv: int
+    resource: Resource
+    type: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None = None
+    _line: bytes | None = field(default=None, repr=False)
+
+    def line(self, type_: str | None = None) -> bytes:
+        """The event as one JSON line of a watch stream (encoded once, shared by watchers)."""
+        if type_ is not None and type_ != self.type:
+            return json.dumps({"type": type_, "object": self.obj}).encode() + b"\n"
+        if self._line is None:
+            self._line = json.dumps({"type": self.type, "object": self.obj}).encode() + b"\n"
+        return self._line
+
+
+END, DROP = "end", "drop"
+
+
+class Watcher:
+    """One open watch: the events it should see, queued for its HTTP stream."""
+
+    def __init__(self, resource: Resource, namespace: str, predicate: Predicate | None) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.predicate = predicate
+        self.queue: asyncio.Queue[bytes | str] = asyncio.Queue()
+
+    def _sees(self, obj: dict[str, Any] | None) -> bool:
+        if obj is None:
+            return False
+        if self.namespace and obj["metadata"].get("namespace") != self.namespace:
+            return False
+        return self.predicate is None or self.predicate(obj)
+
+    def offer(self, event: StoredEvent) -> None:
+        """Queue the event as this watch sees it: leaving its selector reads as DELETED."""
+        if event.resource is not self.resource:
+            return
+        now, before = self._sees(event.obj), self._sees(event.old)
+        if event.type == "MODIFIED" and now != before:
+            self.queue.put_nowait(event.line("ADDED" if now else "DELETED"))
+        elif now:
+            self.queue.put_nowait(event.line())
+
+
+def _now() -> str:
+    return format_time(datetime.now(UTC))
+
+
+class Store:
+    """Objects, resourceVersions, history and watchers of every served resource."""
+
+    def __init__(self, resources: list[Resource], history: int = 200_000) -> None:
+        self.resources = resources
+        self.rv = 0
+        self.objects: dict[tuple[str, str], dict[ObjKey, dict[str, Any]]] = {
+            res.key: {} for res in resources
+        }
+        self.history: deque[StoredEvent] = deque(maxlen=history)
+        self.compacted = 0  # events at or below this RV are gone from history
+        self.watchers: set[Watcher] = set()
+        self._by_uid: dict[str, tuple[Resource, ObjKey]] = {}
+        self._dependents: dict[str, set[tuple[Resource, ObjKey]]] = {}
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _key(self, res: Resource, namespace: str, name: str) -> ObjKey:
+        return (namespace if res.namespaced else "", name)
+
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.objects[res.key].get(self._key(res, namespace, name))
+        if obj is None:
+            raise StatusError.not_found(res.group, res.plural, name)
+        return obj
+
+    def list(
+        self, res: Resource, namespace: str, predicate: Predicate | None
+    ) -> Iterator[dict[str, Any]]:
+        """Matching objects sorted by namespace and name."""
+        objects = self.objects[res.key]
+        for key in sorted(objects):
+            obj = objects[key]
+            if namespace and key[0] != namespace:
+                continue
+            if predicate is None or predicate(obj):
+                yield obj
+
+    def watch(self, res: Resource, namespace: str, predicate: Predicate | None) -> Watcher:
+        watcher = Watcher(res, namespace, predicate)
+        self.watchers.add(watcher)
+        return watcher
+
+    def history_since(self, rv: int) -> builtins.list[StoredEvent]:
+        """Events after `rv`; raises 410 Gone if some of them were compacted away."""
+        if rv < self.compacted:
+            raise StatusError(410, f"too old resource version: {rv} ({self.compacted + 1})")
+        return [event for event in self.history if event.rv > rv]
+
+    def compact(self) -> None:
+        """Forget the history, as etcd compaction does: older watches get 410 Gone."""
+        self.history.clear()
+        self.compacted = self.rv
+
+    # --- the write path ------------------------------------------------------------------------
+
+    def _commit(
+        self, res: Resource, kind: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        self.rv += 1
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(self.rv)
+        key = self._key(res, meta.get("namespace", ""), meta["name"])
+        if old is not None:
+            self._unindex(res, key, old)
+        if kind == "DELETED":
+            del self.objects[res.key][key]
+        else:
+            self.objects[res.key][key] = obj
+            self._index(res, key, obj)
+        if len(self.history) == self.history.maxlen:
+            self.compacted = self.history[0].rv
+        event = StoredEvent(self.rv, res, kind, obj, old)
+        self.history.append(event)
+        for watcher in self.watchers:
+            watcher.offer(event)
+        return obj
+
+    def _index(self, res: Resource, key: ObjKey, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self._by_uid[meta["uid"]] = (res, key)
+        for ref in meta.get("ownerReferences") or ():
+            self._dependents.setdefault(ref.get("uid", ""), set()).add((res, key))
+
+    def _unindex(self, res: Resource, key: ObjKey, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self._by_uid.pop(meta["uid"], None)
+        for ref in meta.get("ownerReferences") or ():
+            self._dependents.get(ref.get("uid", ""), set()).discard((res, key))
+
+    def admit(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """Defaults and pruning from the CRD schema, then validation by the kind's model."""
+        if res.schema is not None:
+            apply_defaults(obj, res.schema)
+            prune(obj, res.schema, root=True)
+        try:
+            parse_as(res.model, obj)
+        except ObjectValidationError as exc:
+            name = obj["metadata"].get("name", "")
+            qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+            causes = [
+                {"reason": "FieldValueInvalid", "message": p.message, "field": p.path}
+                for p in exc.problems
+            ]
+            text = "; ".join(str(p) for p in exc.problems)
+            details = {"name": name, "group": res.group, "kind": res.kind, "causes": causes}
+            raise StatusError(
+                422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
+            ) from None
+        return obj
+
+    def create(
+        self, res: Resource, obj: dict[str, Any], namespace: str = "", *, keep_status: bool = False
+    ) -> dict[str, Any]:
+        """Store a new object: name, uid, timestamps, admission; 409 if the name is taken."""
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise StatusError(400, "metadata must be an object")
+        if res.namespaced:
+            body_ns = meta.get("namespace") or namespace
+            if namespace and body_ns != namespace:
+                raise StatusError(
+                    400,
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request",
+                )
+            if not body_ns:
+                raise StatusError(400, "a namespace is required for a namespaced resource")
+            meta["namespace"] = body_ns
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
+                _ALPHABET[b % len(_ALPHABET)] for b in uuid.uuid4().bytes[:5]
+            )
+        name = meta.get("name")
+        if not isinstance(name, str) or not _NAME.match(name) or len(name) > 253:
+            raise self._invalid_name(res, name)
+        obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        if self._key(res, meta.get("namespace", ""), name) in self.objects[res.key]:
+            qualified = f"{res.plural}.{res.group}" if res.group else res.plural
+            details = {"name": name, "group": res.group, "kind": res.plural}
+            raise StatusError(409, f'{qualified} "{name}" already exists', "AlreadyExists", details)
+        for stale in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(stale, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        meta["generation"] = 1
+        if res.has_status and not keep_status and res.kind != "Node":
+            # Create cannot set status on a status subresource (Nodes are the exception).
+            obj.pop("status", None)
+        if res.kind == "Namespace":
+            obj["status"] = {"phase": "Active"}
+        return self._commit(res, "ADDED", self.admit(res, obj), None)
+
+    def _invalid_name(self, res: Resource, name: Any) -> StatusError:
+        cause = {
+            "reason": "FieldValueInvalid",
+            "field": "metadata.name",
+            "message": "a lowercase RFC 1123 subdomain is required",
+        }
+        return StatusError(
+            422,
+            f'{res.kind} "{name}" is invalid: metadata.name: {cause["message"]}',
+            "Invalid",
+            {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": [cause]},
+        )
+
+    def update(
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        new: dict[str, Any],
+        *,
+        status: bool = False,
+        internal: bool = False,
+    ) -> dict[str, Any]:
+        """Replace an object (or only its status); 409 if `new` carries a stale RV.
+
+        `internal` writes are the server's own (binding a pod): spec and status together.
+        """
+        old = self.get(res, namespace, name)
+        meta = new.get("metadata")
+        if not isinstance(meta, dict):
+            raise StatusError(400, "metadata must be an object")
+        if meta.get("name", name) != name:
+            raise StatusError(400, "the name of the object does not match the name on the URL")
+        expected = meta.get("resourceVersion")
+        if expected and expected != old["metadata"]["resourceVersion"]:
+            raise StatusError.conflict(
+                res.group,
+                res.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version "
+                "and try again",
+            )
+        if status:
+            obj = copy.deepcopy(old)
+            obj.pop("status", None)
+            if "status" in new:
+                obj["status"] = new["status"]
+        elif internal:
+            obj = new
+        else:
+            obj = new
+            obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+            kept = {k: v for k, v in old["metadata"].items() if k in _SERVER_OWNED}
+            meta.update(kept)
+            if res.has_status:
+                obj.pop("status", None)
+                if "status" in old:
+                    obj["status"] = copy.deepcopy(old["status"])
+            if _spec_of(obj) != _spec_of(old):
+                meta["generation"] = old["metadata"].get("generation", 1) + 1
+        obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        obj = self.admit(res, obj)
+        if obj == old:
+            return old  # a no-op write changes nothing, not even the resourceVersion
+        if old["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
+            return self._remove(res, obj, old, "Background")
+        return self._commit(res, "MODIFIED", obj, old)
+
+    # --- deletion ------------------------------------------------------------------------------
+
+    def delete(
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        propagation: Propagation = "Background",
+        precondition_rv: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Delete, or mark for deletion while finalizers hold it; (object, gone)."""
+        old = self.get(res, namespace, name)
+        if precondition_rv and precondition_rv != old["metadata"]["resourceVersion"]:
+            raise StatusError.conflict(res.group, res.plural, name, "precondition failed")
+        if old["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp"):
+                return old, False
+            obj = copy.deepcopy(old)
+            obj["metadata"]["deletionTimestamp"] = _now()
+            obj["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self._commit(res, "MODIFIED", obj, old), False
+        return self._remove(res, copy.deepcopy(old), old, propagation), True
+
+    def _remove(
+        self, res: Resource, obj: dict[str, Any], old: dict[str, Any], propagation: Propagation
+    ) -> dict[str, Any]:
+        uid = old["metadata"]["uid"]
+        if propagation == "Foreground":
+            self._collect(uid, "Background")
+        gone = self._commit(res, "DELETED", obj, old)
+        # What the garbage collector and the namespace controller do in a real cluster, here
+        # synchronously, so that a test sees the cascade as soon as the delete returns.
+        self._collect(uid, propagation)
+        if res.kind == "Namespace" and not res.group:
+            for other in self.resources:
+                if other.namespaced:
+                    for dep in list(self.list(other, obj["metadata"]["name"], None)):
+                        meta = dep["metadata"]
+                        self.delete(other, meta["namespace"], meta["name"])
+        return gone
+
+    def _collect(self, owner_uid: str, propagation: Propagation) -> None:
+        for res, key in sorted(self._dependents.pop(owner_uid, set()), key=_dep_order):
+            dep = self.objects[res.key].get(key)
+            if dep is None:
+                continue
+            refs = dep["metadata"].get("ownerReferences") or []
+            alive = [r for r in refs if r.get("uid") != owner_uid and r.get("uid") in self._by_uid]
+            if propagation == "Orphan" or alive:
+                obj = copy.deepcopy(dep)
+                kept = [r for r in refs if r.get("uid") != owner_uid]
+                if kept:
+                    obj["metadata"]["ownerReferences"] = kept
+                else:
+                    obj["metadata"].pop("ownerReferences", None)
+                self._commit(res, "MODIFIED", obj, dep)
+            else:
+                self.delete(res, key[0], key[1], propagation)
+
+
+_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "generation", "namespace")
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _dep_order(item: tuple[Resource, ObjKey]) -> tuple[str, str, ObjKey]:
+    return (item[0].group, item[0].plural, item[1])

@@ -1,0 +1,377 @@
+"""The one I/O seam to Kubernetes (DESIGN §7): async, over kubernetes-asyncio's `ApiClient`,
+typed with our `apis` models in and out.
+
+Requests go through `ApiClient.call_api` with raw responses, so one code path serves every kind
+of `apis.registry` (custom or core) without generated per-kind clients, and every failure comes
+out as our own `ApiError` tree. Idempotent reads are retried with exponential backoff; writes
+never are, because a write that timed out may have been applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import aiohttp
+from kubernetes_asyncio import client
+
+from apis.core import Binding, Eviction, ObjectReference, Pod
+from apis.errors import ObjectValidationError
+from apis.meta import KubeObject, ObjectMeta
+from apis.registry import parse_as
+from controllers.kube.config import ClusterAccess, new_api_client
+from controllers.kube.errors import (
+    ApiError,
+    ServerError,
+    TooManyRequestsError,
+    TransportError,
+    error_from_status,
+)
+
+__all__ = [
+    "EventType",
+    "Gateway",
+    "InvalidResponseError",
+    "ListResult",
+    "WatchEvent",
+]
+
+log = logging.getLogger(__name__)
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+R = TypeVar("R")
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+_AUTH = ["BearerToken"]
+
+
+class InvalidResponseError(ApiError):
+    """The server answered with an object our models reject (or with no JSON at all)."""
+
+
+@dataclass(frozen=True)
+class ListResult(Generic[ObjT]):
+    """The items of a list and the resourceVersion to start watching from."""
+
+    items: list[ObjT]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class WatchEvent(Generic[ObjT]):
+    """One watch event. A BOOKMARK carries no object, only the resourceVersion reached."""
+
+    type: EventType
+    object: ObjT | None
+    resource_version: str
+
+
+def _base(cls: type[KubeObject]) -> str:
+    return f"/apis/{cls.GROUP}/{cls.VERSION}" if cls.GROUP else f"/api/{cls.VERSION}"
+
+
+def collection_path(cls: type[KubeObject], namespace: str | None) -> str:
+    """The URL path of a kind's collection (all namespaces when `namespace` is None)."""
+    if cls.NAMESPACED and namespace:
+        return f"{_base(cls)}/namespaces/{namespace}/{cls.PLURAL}"
+    return f"{_base(cls)}/{cls.PLURAL}"
+
+
+def object_path(cls: type[KubeObject], name: str, namespace: str | None, sub: str = "") -> str:
+    """The URL path of one object, or of its subresource `sub`."""
+    if cls.NAMESPACED and not namespace:
+        raise ValueError(f"{cls.KIND} {name!r} is namespaced: a namespace is required")
+    path = f"{collection_path(cls, namespace)}/{name}"
+    return f"{path}/{sub}" if sub else path
+
+
+class Gateway:
+    """Typed list, watch, get, create, replace, patch, delete, binding, eviction and events."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        read_attempts: int = 4,
+        backoff: float = 0.05,
+        max_backoff: float = 2.0,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._client = api_client
+        self.read_attempts = read_attempts
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.request_timeout = request_timeout
+
+    @classmethod
+    async def connect(cls, access: ClusterAccess, **options: Any) -> Gateway:
+        """A gateway for `access` (kubeconfig and context, in-cluster, or a URL)."""
+        return cls(await new_api_client(access), **options)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- raw requests ----------------------------------------------------------------------
+
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout | float | None = None,
+    ) -> aiohttp.ClientResponse:
+        try:
+            response: aiohttp.ClientResponse = await self._client.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=_AUTH,
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise TransportError(f"{method} {path}: {exc or type(exc).__name__}") from exc
+        if response.status >= 400:
+            try:
+                body_bytes = await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise TransportError(f"{method} {path}: {exc}") from exc
+            finally:
+                response.release()
+            raise error_from_status(
+                response.status, body_bytes, response.headers.get("Retry-After")
+            )
+        return response
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._open(method, path, **kwargs)
+        try:
+            data = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        finally:
+            response.release()
+        try:
+            return json.loads(data) if data else None
+        except ValueError as exc:
+            raise InvalidResponseError(f"{method} {path}: response is not JSON") from exc
+
+    async def _retrying(self, read: Callable[[], Awaitable[R]]) -> R:
+        """Run an idempotent read, retrying server errors and throttling with backoff."""
+        delay = self.backoff
+        for attempt in range(1, self.read_attempts + 1):
+            try:
+                return await read()
+            except (ServerError, TooManyRequestsError) as exc:
+                if attempt == self.read_attempts:
+                    raise
+                wait = exc.retry_after if exc.retry_after is not None else delay
+                log.debug("read failed (%s), retry %d in %.2fs", exc, attempt, wait)
+                await asyncio.sleep(min(wait, self.max_backoff))
+                delay = min(delay * 2, self.max_backoff)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _typed(cls: type[ObjT], doc: Any) -> ObjT:
+        if isinstance(doc, dict):
+            # List items of core kinds come without their type meta.
+            doc.setdefault("apiVersion", cls.api_version_string())
+            doc.setdefault("kind", cls.KIND)
+        try:
+            return parse_as(cls, doc)
+        except ObjectValidationError as exc:
+            raise InvalidResponseError(f"server sent an invalid object: {exc}") from exc
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def get(self, cls: type[ObjT], name: str, namespace: str | None = None) -> ObjT:
+        path = object_path(cls, name, namespace)
+        return self._typed(cls, await self._retrying(lambda: self._request("GET", path)))
+
+    async def list(
+        self,
+        cls: type[ObjT],
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> ListResult[ObjT]:
+        """Every matching object (all namespaces when `namespace` is None) and the list RV."""
+        query = {}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        path = collection_path(cls, namespace)
+        doc = await self._retrying(lambda: self._request("GET", path, query=query))
+        items = [self._typed(cls, item) for item in doc.get("items") or []]
+        return ListResult(items, str((doc.get("metadata") or {}).get("resourceVersion", "")))
+
+    async def watch(
+        self,
+        cls: type[ObjT],
+        resource_version: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent[ObjT]]:
+        """Events after `resource_version` until the server ends the stream.
+
+        Raises GoneError when that resourceVersion is compacted (relist, then watch again), and
+        TransportError when the connection breaks (resume from the last RV seen).
+        """
+        query = {"watch": "true", "resourceVersion": resource_version}
+        if bookmarks:
+            query["allowWatchBookmarks"] = "true"
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        if timeout_seconds is not None:
+            query["timeoutSeconds"] = str(timeout_seconds)
+        path = collection_path(cls, namespace)
+        # No read timeout: a quiet watch is healthy; the server ends it on timeoutSeconds.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout)
+        response = await self._open("GET", path, query=query, timeout=timeout)
+        try:
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                    raise TransportError(f"watch {path}: {exc or type(exc).__name__}") from exc
+                if not line:
+                    return
+                if line.strip():
+                    yield self._event(cls, line)
+        finally:
+            response.release()
+
+    def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
+        try:
+            raw = json.loads(line)
+        except ValueError as exc:
+            raise InvalidResponseError(f"watch event is not JSON: {line[:200]!r}") from exc
+        kind, doc = raw.get("type"), raw.get("object") or {}
+        if kind == "ERROR":
+            raise error_from_status(int(doc.get("code") or 500), doc)
+        rv = str((doc.get("metadata") or {}).get("resourceVersion", ""))
+        if kind == "BOOKMARK":
+            return WatchEvent("BOOKMARK", None, rv)
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            raise InvalidResponseError(f"unknown watch event type {kind!r}")
+        return WatchEvent(kind, self._typed(cls, doc), rv)
+
+    # --- writes (never retried) --------------------------------------------------------------
+
+    async def create(self, obj: ObjT) -> ObjT:
+        cls = type(obj)
+        path = collection_path(cls, obj.namespace or None)
+        return self._typed(cls, await self._request("POST", path, body=obj.to_wire()))
+
+    async def replace(self, obj: ObjT) -> ObjT:
+        """PUT the whole object; 409 Conflict if its resourceVersion is stale."""
+        cls = type(obj)
+        path = object_path(cls, obj.name, obj.namespace or None)
+        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+
+    async def replace_status(self, obj: ObjT) -> ObjT:
+        """PUT the object's status subresource (the server ignores everything but status)."""
+        cls = type(obj)
+        path = object_path(cls, obj.name, obj.namespace or None, "status")
+        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+
+    async def merge_patch(
+        self,
+        cls: type[ObjT],
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> ObjT:
+        """RFC 7386 merge patch of the object (or of its `/status` with `status=True`)."""
+        path = object_path(cls, name, namespace, "status" if status else "")
+        doc = await self._request("PATCH", path, body=dict(patch), content_type=MERGE_PATCH)
+        return self._typed(cls, doc)
+
+    async def json_patch(
+        self,
+        cls: type[ObjT],
+        name: str,
+        operations: Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> ObjT:
+        """RFC 6902 JSON patch; a `test` operation makes it a compare-and-swap."""
+        path = object_path(cls, name, namespace, "status" if status else "")
+        doc = await self._request(
+            "PATCH", path, body=[dict(op) for op in operations], content_type=JSON_PATCH
+        )
+        return self._typed(cls, doc)
+
+    async def patch_status(
+        self, cls: type[ObjT], name: str, patch: Mapping[str, Any], namespace: str | None = None
+    ) -> ObjT:
+        """Merge patch of the `/status` subresource."""
+        return await self.merge_patch(cls, name, patch, namespace, status=True)
+
+    async def delete(
+        self,
+        cls: type[ObjT],
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: Literal["Background", "Foreground", "Orphan"] | None = None,
+        resource_version: str | None = None,
+    ) -> ObjT | None:
+        """Delete; returns the object while finalizers hold it, None once it is gone."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation:
+            options["propagationPolicy"] = propagation
+        if resource_version:
+            options["preconditions"] = {"resourceVersion": resource_version}
+        doc = await self._request("DELETE", object_path(cls, name, namespace), body=options)
+        if isinstance(doc, dict) and doc.get("kind") != "Status":
+            held = (doc.get("metadata") or {}).get("finalizers")
+            return self._typed(cls, doc) if held else None
+        return None
+
+    async def bind(self, namespace: str, pod: str, node: str) -> None:
+        """Assign a pod to a node (`pods/binding`); ConflictError if it is already bound."""
+        binding = Binding(
+            metadata=ObjectMeta(name=pod, namespace=namespace),
+            target=ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        path = object_path(Pod, pod, namespace, "binding")
+        await self._request("POST", path, body=binding.to_wire())
+
+    async def evict(self, namespace: str, pod: str) -> None:
+        """Evict a pod (`pods/eviction`); TooManyRequestsError if a disruption budget refuses."""
+        eviction = Eviction(metadata=ObjectMeta(name=pod, namespace=namespace))
+        path = object_path(Pod, pod, namespace, "eviction")
+        await self._request("POST", path, body=eviction.to_wire())
+
+    async def create_event(self, event: ObjT) -> ObjT:
+        """Record an Event (core/v1 or events.k8s.io/v1)."""
+        return await self.create(event)
