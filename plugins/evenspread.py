@@ -137,16 +137,6 @@ def _topology(
     )
 
 
-def _sibling_extremes(
-    counts: IntArray, parents: IntArray, groups: int
-) -> tuple[IntArray, IntArray]:
-    low = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
-    high = np.zeros(groups, dtype=np.int64)
-    np.minimum.at(low, parents, counts)
-    np.maximum.at(high, parents, counts)
-    return low[parents], high[parents]
-
-
 class EvenSpread:
     """Picks clusters one at a time, balancing selected counts across topology domains."""
 
@@ -198,62 +188,125 @@ class EvenSpread:
         n: int,
         explain: object,
     ) -> tuple[list[int], list[dict[str, Any]] | None]:
-        levels = len(terms)
-        counts = [np.zeros(len(p), dtype=np.int64) for p in topo.parents]
-        groups = [1] + [len(p) for p in topo.parents[:-1]]
-        skews = np.asarray([t.max_skew for t in terms], dtype=np.int64)
+        levels = [
+            _Level(
+                k,
+                topo.parents[k],
+                topo.leaf_domains[k],
+                hard[k],
+                terms[k].max_skew,
+                _LEVEL_BASE ** (len(terms) - 1 - k),
+            )
+            for k in range(len(terms))
+            if len(topo.parents[k])  # a level where no cluster has a domain scores 0 for all
+        ]
         ptr = topo.starts.copy()
+        last = len(topo.order) - 1
         picks: list[int] = []
         trace: list[dict[str, Any]] | None = [] if explain else None
         leaves = len(topo.starts)
-        place = np.asarray([_LEVEL_BASE ** (levels - 1 - k) for k in range(levels)], np.int64)
+        # Ties go to the smallest row (name): fold it into one integer key per leaf.
+        tie_scale = np.int64(last + 2)
         while len(picks) < n:
-            remaining = ptr < topo.ends
-            excluded = np.zeros(leaves, dtype=bool)
+            eligible = ptr < topo.ends
             raw = np.zeros(leaves, dtype=np.int64)
             reasons: list[tuple[int, BoolMask, IntArray]] = []
-            for k in range(levels):
-                if counts[k].size == 0:
-                    continue  # no cluster has a domain at this level: it scores 0 for all
-                low, high = _sibling_extremes(counts[k], topo.parents[k], groups[k])
-                dom = topo.leaf_domains[k]
-                has = dom >= 0
-                safe = np.where(has, dom, 0)
-                if hard[k]:
-                    skew = counts[k][safe] + 1 - low[safe]
-                    bad = has & (skew > skews[k])
-                    excluded |= bad
-                    reasons.append((k, bad, skew))
-                spread_width = high - low
-                level = np.where(
-                    spread_width > 0,
-                    (LEVEL_SCORE_MAX * (high - counts[k])) // np.maximum(spread_width, 1),
-                    0,
-                )
-                raw += np.where(has, level[safe], 0) * place[k]
-            eligible = remaining & ~excluded
+            for level in levels:
+                level_raw, bad, skew = level.evaluate(trace is not None)
+                raw += level_raw
+                if bad is not None:
+                    eligible &= ~bad
+                    if trace is not None and skew is not None:
+                        reasons.append((level.index, bad, skew))
             if not eligible.any():
                 break
-            heads = topo.order[np.minimum(ptr, len(topo.order) - 1)]
-            lo, hi = raw[eligible].min(), raw[eligible].max()
-            if hi > lo:
-                normalized = -100 + (200 * (raw - lo)) // (hi - lo)
+            heads = topo.order[np.minimum(ptr, last)]
+            if weight:
+                lo, hi = raw[eligible].min(), raw[eligible].max()
+                if hi > lo:
+                    normalized = -100 + (200 * (raw - lo)) // (hi - lo)
+                else:
+                    normalized = np.zeros(leaves, dtype=np.int64)
+                final = weight * normalized + total[heads]
             else:
                 normalized = np.zeros(leaves, dtype=np.int64)
-            final = weight * normalized + total[heads]
-            best = final[eligible].max()
-            tied = eligible & (final == best)
-            leaf = int(np.flatnonzero(tied)[np.argmin(heads[tied])])
+                final = total[heads]
+            key = np.where(eligible, final * tie_scale - heads, np.iinfo(np.int64).min)
+            leaf = int(key.argmax())
             row = int(heads[leaf])
             if trace is not None:
                 trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, total, topo))
             picks.append(row)
-            for k in range(levels):
-                domain = int(topo.leaf_domains[k][leaf])
-                if domain >= 0:
-                    counts[k][domain] += 1
+            for level in levels:
+                level.add(leaf)
             ptr[leaf] += 1
         return picks, trace
+
+
+class _Level:
+    """Selected counts of one topology level, with sibling minimum and maximum kept up to date
+    as counts grow by one (no full recomputation per pick)."""
+
+    def __init__(
+        self,
+        index: int,
+        parents: IntArray,
+        leaf_domains: IntArray,
+        hard: bool,
+        max_skew: int,
+        place: int,
+    ) -> None:
+        self.index = index
+        size = len(parents)
+        groups = int(parents.max()) + 1
+        self.parents = parents
+        self.hard = hard
+        self.max_skew = max_skew
+        self.place = place
+        self.counts = np.zeros(size + 1, dtype=np.int64)  # last slot: "no domain" sentinel
+        self.low = np.zeros(groups, dtype=np.int64)
+        self.high = np.zeros(groups, dtype=np.int64)
+        self.at_low = np.bincount(parents, minlength=groups)
+        order = np.argsort(parents, kind="stable")
+        bounds = np.searchsorted(parents[order], np.arange(groups + 1))
+        self.children = [order[bounds[g] : bounds[g + 1]] for g in range(groups)]
+        self.leaf = np.where(leaf_domains >= 0, leaf_domains, size)
+        self.domains = leaf_domains
+        self.score = np.zeros(size + 1, dtype=np.int64)
+        self.skew = np.zeros(size + 1, dtype=np.int64)
+        self.size = size
+
+    def evaluate(self, want_skew: bool) -> tuple[IntArray, BoolMask | None, IntArray | None]:
+        """Per leaf: raw score contribution, excluded flags (DoNotSchedule), skew if asked."""
+        counts = self.counts[: self.size]
+        low = self.low[self.parents]
+        high = self.high[self.parents]
+        # all siblings equal gives high == count, hence 0
+        np.floor_divide(
+            LEVEL_SCORE_MAX * (high - counts), np.maximum(high - low, 1), out=self.score[:-1]
+        )
+        raw = self.score[self.leaf] * self.place
+        if not self.hard:
+            return raw, None, None
+        np.subtract(counts + 1, low, out=self.skew[:-1])
+        skew = self.skew[self.leaf]
+        return raw, skew > self.max_skew, (skew if want_skew else None)
+
+    def add(self, leaf: int) -> None:
+        domain = int(self.domains[leaf])
+        if domain < 0:
+            return
+        group = int(self.parents[domain])
+        before = int(self.counts[domain])
+        self.counts[domain] = before + 1
+        if before + 1 > self.high[group]:
+            self.high[group] = before + 1
+        if before == self.low[group]:
+            self.at_low[group] -= 1
+            if self.at_low[group] == 0:
+                self.low[group] += 1
+                siblings = self.counts[self.children[group]]
+                self.at_low[group] = int(np.count_nonzero(siblings == self.low[group]))
 
 
 def _step(
