@@ -96,11 +96,21 @@ class ScheduleResult:
         return rank(self.candidates, self.total)
 
 
-def rank(candidates: BoolMask, total: ScoreVector) -> RowIndex:
-    """Candidate rows by total descending; rows are name-ordered, so a stable sort breaks ties
-    by name ascending."""
+def rank(candidates: BoolMask, total: ScoreVector, limit: int | None = None) -> RowIndex:
+    """Candidate rows by total descending (the first `limit` of them); rows are name-ordered,
+    so a stable sort breaks ties by name ascending."""
     rows = np.flatnonzero(candidates)
-    return rows[np.argsort(-total[rows], kind="stable")]
+    scores = total[rows]
+    if limit is not None and limit < rows.size:
+        # Sort only the best `limit`: all above the limit-th best total, then the ties at that
+        # total in name order.
+        if limit <= 0:
+            return rows[:0]
+        threshold = np.partition(scores, rows.size - limit)[rows.size - limit]
+        keep = scores > threshold
+        keep[np.flatnonzero(scores == threshold)[: limit - int(keep.sum())]] = True
+        rows, scores = rows[keep], scores[keep]
+    return rows[np.argsort(-scores, kind="stable")]
 
 
 def weighted_coordinates(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,7 @@ __all__ = [
     "DecisionTable",
     "FleetSnapshot",
     "TaintRow",
+    "TaintTable",
 ]
 
 RESOURCES = ("cpu", "memory")
@@ -72,6 +74,29 @@ class TaintRow:
     value: str
     effect: str
     time_added: datetime | None
+
+
+@dataclass(frozen=True)
+class TaintTable:
+    """The taints as columns, entry i being `FleetSnapshot.taints[i]`: a cycle loops over the
+    few distinct (key, value, effect) kinds, not over the tainted clusters."""
+
+    rows: RowIndex
+    kinds: npt.NDArray[np.intp]  # index into `signatures`
+    signatures: tuple[tuple[str, str, str], ...]  # (key, value, effect)
+    added: npt.NDArray[np.float64]  # timeAdded in POSIX seconds, -inf when unset (Go's zero time)
+
+    @classmethod
+    def build(cls, taints: Sequence[TaintRow]) -> TaintTable:
+        index: dict[tuple[str, str, str], int] = {}
+        kinds = [index.setdefault((t.key, t.value, t.effect), len(index)) for t in taints]
+        added = [t.time_added.timestamp() if t.time_added else -np.inf for t in taints]
+        return cls(
+            np.asarray([t.row for t in taints], dtype=np.intp),
+            np.asarray(kinds, dtype=np.intp),
+            tuple(index),
+            np.asarray(added, dtype=np.float64),
+        )
 
 
 @dataclass(frozen=True)
@@ -121,6 +146,11 @@ class FleetSnapshot:
     @property
     def size(self) -> int:
         return len(self.names)
+
+    @cached_property
+    def taint_table(self) -> TaintTable:
+        """`taints` as columns, built on first use."""
+        return TaintTable.build(self.taints)
 
     def empty_mask(self) -> BoolMask:
         return np.zeros(self.size, dtype=bool)

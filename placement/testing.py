@@ -36,7 +36,11 @@ from apis.placements import (
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
+    "MAINTENANCE",
     "NOW",
+    "SCORE_RESOURCE",
+    "SPOT",
+    "UNREACHABLE",
     "SyntheticFleet",
     "addon",
     "binding",

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.placements import Placement, ScoreCoordinate, Toleration
 from placement.framework import BoolMask, Code, Cycle, FilterResult, ScoreResult, Status
@@ -18,6 +19,7 @@ __all__ = [
     "TaintToleration",
     "TaintTolerationPrioritizer",
     "tolerance",
+    "tolerated_until",
     "validate_tolerations",
 ]
 
@@ -66,6 +68,42 @@ def tolerance(
     return False, None
 
 
+def tolerated_until(
+    kind: tuple[str, str, str],
+    added: npt.NDArray[np.float64],
+    in_decision: BoolMask,
+    tolerations: Sequence[Toleration],
+    now: float,
+) -> tuple[BoolMask, npt.NDArray[np.float64]]:
+    """`tolerance` for many taints of one (key, value, effect) kind at once: whether each is
+    tolerated, and until when (POSIX seconds, NaN: for good). `added` is each taint's timeAdded
+    (-inf when unset) and `now` the cycle's clock in POSIX seconds."""
+    key, value, effect = kind
+    tolerated = np.zeros(added.size, dtype=bool)
+    until = np.full(added.size, np.nan)
+    if effect == "PreferNoSelect":
+        tolerated[:] = True
+        return tolerated, until
+    if effect == "NoSelectIfNew":
+        tolerated |= in_decision
+    pending = ~tolerated
+    probe = TaintRow(-1, key, value, effect, None)
+    for toleration in tolerations:
+        if not pending.any():
+            break
+        if not _matches(probe, toleration):
+            continue
+        if toleration.toleration_seconds is None:
+            tolerated |= pending
+            break
+        expiry = added + toleration.toleration_seconds
+        hit = pending & (now < expiry)
+        tolerated |= hit
+        until[hit] = expiry[hit]
+        pending &= ~hit  # an expired match does not end the search
+    return tolerated, until
+
+
 class TaintToleration:
     """Removes candidates carrying a taint the placement does not tolerate."""
 
@@ -81,11 +119,17 @@ class TaintToleration:
         if problem:
             return FilterResult(candidates, Status(Code.MISCONFIGURED, problem, self.name))
         decided = fleet.decided_mask(placement.namespace, placement.name)
+        table = fleet.taint_table
+        decided_at = decided[table.rows]
+        now = cycle.now.timestamp()
+        tolerated = np.ones(table.rows.size, dtype=bool)
+        for kind, signature in enumerate(table.signatures):
+            of_kind = table.kinds == kind
+            tolerated[of_kind], _ = tolerated_until(
+                signature, table.added[of_kind], decided_at[of_kind], tolerations, now
+            )
         keep = candidates.copy()
-        for taint in fleet.taints:
-            if keep[taint.row]:
-                tolerated, _ = tolerance(taint, tolerations, bool(decided[taint.row]), cycle.now)
-                keep[taint.row] = tolerated
+        keep[table.rows[~tolerated]] = False
         return FilterResult(keep, requeue_at=self._requeue_at(cycle, placement, fleet, decided))
 
     @staticmethod
@@ -95,18 +139,24 @@ class TaintToleration:
         """Earliest toleration expiry among clusters in the placement's decisions that are
         still tolerated: the moment they must be dropped."""
         tolerations = placement.spec.tolerations or []
-        per_row: dict[int, list[datetime]] = {}
-        intolerable: set[int] = set()
-        for taint in fleet.taints:
-            if not decided[taint.row]:
-                continue
-            tolerated, until = tolerance(taint, tolerations, True, cycle.now)
-            if not tolerated:
-                intolerable.add(taint.row)
-            elif until is not None:
-                per_row.setdefault(taint.row, []).append(until)
-        times = [min(v) for row, v in per_row.items() if row not in intolerable]
-        return min(times) if times else None
+        table = fleet.taint_table
+        mine = decided[table.rows]
+        tolerated = np.ones(table.rows.size, dtype=bool)
+        until = np.full(table.rows.size, np.nan)
+        now = cycle.now.timestamp()
+        for kind, signature in enumerate(table.signatures):
+            of_kind = mine & (table.kinds == kind)
+            tolerated[of_kind], until[of_kind] = tolerated_until(
+                signature, table.added[of_kind], mine[of_kind], tolerations, now
+            )
+        intolerable = np.zeros(fleet.size, dtype=bool)
+        intolerable[table.rows[~tolerated]] = True
+        expiring = mine & ~intolerable[table.rows] & ~np.isnan(until)
+        if not expiring.any():
+            return None
+        # The exact expiry (datetime arithmetic) of the earliest entry.
+        first = fleet.taints[int(np.flatnonzero(expiring)[np.argmin(until[expiring])])]
+        return tolerance(first, tolerations, True, cycle.now)[1]
 
 
 class TaintTolerationPrioritizer:
@@ -121,17 +171,25 @@ class TaintTolerationPrioritizer:
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> ScoreResult:
         scores = np.zeros(fleet.size, dtype=np.int64)
-        tolerations = [
-            t for t in placement.spec.tolerations or [] if t.effect in (None, "PreferNoSelect")
-        ]
-        for taint in fleet.taints:
-            if taint.effect != "PreferNoSelect" or not candidates[taint.row]:
+        tolerations = _as_no_select(
+            [t for t in placement.spec.tolerations or [] if t.effect in (None, "PreferNoSelect")]
+        )
+        table = fleet.taint_table
+        now = cycle.now.timestamp()
+        for kind, (key, value, effect) in enumerate(table.signatures):
+            if effect != "PreferNoSelect":
                 continue
-            as_hard = TaintRow(taint.row, taint.key, taint.value, "NoSelect", taint.time_added)
-            tolerated, _ = tolerance(as_hard, _as_no_select(tolerations), False, cycle.now)
-            if not tolerated:
-                scores[taint.row] = PREFER_NO_SELECT_PENALTY
-        return ScoreResult(scores)
+            of_kind = table.kinds == kind
+            # Matched with the same rules as a hard taint.
+            tolerated, _ = tolerated_until(
+                (key, value, "NoSelect"),
+                table.added[of_kind],
+                np.zeros(int(of_kind.sum()), dtype=bool),
+                tolerations,
+                now,
+            )
+            scores[table.rows[of_kind][~tolerated]] = PREFER_NO_SELECT_PENALTY
+        return ScoreResult(np.where(candidates, scores, 0))
 
 
 def _as_no_select(tolerations: Sequence[Toleration]) -> list[Toleration]:

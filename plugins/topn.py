@@ -24,6 +24,4 @@ class TopN:
         candidates: BoolMask,
         total: ScoreVector,
     ) -> Selection:
-        ranked = rank(candidates, total)
-        wanted = placement.spec.number_of_clusters
-        return Selection(ranked if wanted is None else ranked[:wanted])
+        return Selection(rank(candidates, total, placement.spec.number_of_clusters))

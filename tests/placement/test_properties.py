@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
 from apis.meta import KubeObject
 from apis.placements import Placement
+from placement.scheduler import rank
 from placement.simulate import simulate
 from placement.testing import (
     NOW,
@@ -127,3 +129,17 @@ def test_simulate_is_deterministic(world: tuple[list[KubeObject], Placement], rn
         return out
 
     assert wire(everything) == wire(everything) == wire(shuffled)
+
+
+@FAST
+@given(
+    st.lists(st.tuples(st.booleans(), st.integers(-3, 3)), max_size=30),
+    st.one_of(st.none(), st.integers(0, 35)),
+)
+def test_rank_with_a_limit_is_the_prefix_of_the_full_ranking(
+    rows: list[tuple[bool, int]], limit: int | None
+) -> None:
+    candidates = np.array([c for c, _ in rows], dtype=bool)
+    total = np.array([t for _, t in rows], dtype=np.int64)
+    full = rank(candidates, total).tolist()
+    assert rank(candidates, total, limit).tolist() == (full if limit is None else full[:limit])

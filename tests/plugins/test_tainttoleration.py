@@ -211,3 +211,34 @@ def test_prefer_no_select_penalty_ignores_hard_taints() -> None:
     web = placement("apps", "web")
     result = TaintTolerationPrioritizer().score(Cycle(NOW), web, fleet, np.ones(1, bool))
     assert result.scores.tolist() == [0]
+
+
+def test_requeue_skips_decided_clusters_that_are_no_longer_tolerated() -> None:
+    fleet = snapshot(
+        [
+            cluster("a", taints=[taint("k", added=HOUR_AGO), taint("hard")]),
+            cluster("b", taints=[taint("k", added=NOW - timedelta(minutes=30))]),
+            decision("apps", "web", ["a", "b"]),
+        ]
+    )
+    web = placement("apps", "web", tolerations=[toleration("k", "Exists", seconds=7200)])
+    result = TaintToleration().filter(Cycle(NOW), web, fleet, np.ones(fleet.size, bool))
+    assert result.mask.tolist() == [False, True]
+    assert result.requeue_at == NOW + timedelta(minutes=90)
+
+
+def test_same_taint_with_different_time_added_expires_per_cluster() -> None:
+    fleet = snapshot(
+        [
+            cluster("old", taints=[taint("k", added=NOW - timedelta(hours=3))]),
+            cluster("new", taints=[taint("k", added=NOW - timedelta(minutes=5))]),
+            cluster("unstamped", taints=[taint("k")]),
+        ]
+    )
+    web = placement("apps", "web", tolerations=[toleration("k", "Exists", seconds=3600)])
+    result = TaintToleration().filter(Cycle(NOW), web, fleet, np.ones(fleet.size, bool))
+    assert dict(zip(fleet.names, result.mask.tolist(), strict=True)) == {
+        "new": True,
+        "old": False,
+        "unstamped": False,
+    }
