@@ -64,10 +64,17 @@ def _scheduling_objects(paths: list[str]) -> list[KubeObject]:
     errors = [e for e in result.errors if not e.unknown_kind]
     if errors:
         raise CliError("\n".join(str(e) for e in errors))
-    skipped = [e for e in result.errors if e.unknown_kind]
-    skipped += [o for o in result.objects if not isinstance(o.obj, SCHEDULING_KINDS)]  # type: ignore[misc]
-    if skipped:
-        print(f"warning: skipped {len(skipped)} object(s) of other kinds", file=sys.stderr)
+    kinds = Counter(
+        e.message.split("'")[1] if e.message.count("'") >= 2 else "unknown"
+        for e in result.errors
+        if e.unknown_kind
+    )
+    kinds.update(
+        type(o.obj).KIND for o in result.objects if not isinstance(o.obj, SCHEDULING_KINDS)
+    )
+    if kinds:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        print(f"warning: skipped objects of other kinds: {listed}", file=sys.stderr)
     return [o.obj for o in result.objects if isinstance(o.obj, SCHEDULING_KINDS)]
 
 
@@ -126,8 +133,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     namespace, _, name = args.placement.partition("/")
-    if not name:
-        raise CliError(f"--placement: expected NAMESPACE/NAME (got {args.placement!r})")
     results = simulate(
         _scheduling_objects(args.filename),
         default_scheduler(),
@@ -249,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    placement = getattr(args, "placement", None)
+    if placement is not None and not all(placement.partition("/")[::2]):
+        parser.error(f"--placement: expected NAMESPACE/NAME (got {placement!r})")
     try:
         code: int = args.func(args)
     except CliError as exc:

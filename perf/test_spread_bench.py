@@ -25,7 +25,9 @@ NOW = datetime(2026, 11, 22, tzinfo=UTC)
 LEVEL_KEYS = ["provider", "region", "zone", "rack", "row", "pdu", "switch", "host-group"]
 
 
-def topology_fleet(size: int, levels: int, seed: int = 7) -> tuple[FleetSnapshot, np.ndarray[Any, Any]]:
+def topology_fleet(
+    size: int, levels: int, seed: int = 7
+) -> tuple[FleetSnapshot, np.ndarray[Any, Any]]:
     """5 providers x 4 regions each x 5 zones each (100 zones), deeper levels random."""
     rnd = random.Random(seed)
     clusters = []
@@ -39,8 +41,11 @@ def topology_fleet(size: int, levels: int, seed: int = 7) -> tuple[FleetSnapshot
         clusters.append(
             parse_as(
                 ManagedCluster,
-                {"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
-                 "metadata": {"name": f"cluster-{i:06d}", "labels": labels}},
+                {
+                    "apiVersion": "cluster.open-cluster-management.io/v1",
+                    "kind": "ManagedCluster",
+                    "metadata": {"name": f"cluster-{i:06d}", "labels": labels},
+                },
             )
         )
     fleet = FleetSnapshot.build(clusters)
@@ -50,15 +55,22 @@ def topology_fleet(size: int, levels: int, seed: int = 7) -> tuple[FleetSnapshot
 
 def spread_placement(levels: int, n: int) -> Placement:
     terms = [
-        {"topologyKey": key, "topologyKeyType": "Label", "maxSkew": 1,
-         "whenUnsatisfiable": "DoNotSchedule" if k == 2 else "ScheduleAnyway"}
+        {
+            "topologyKey": key,
+            "topologyKeyType": "Label",
+            "maxSkew": 1,
+            "whenUnsatisfiable": "DoNotSchedule" if k == 2 else "ScheduleAnyway",
+        }
         for k, key in enumerate(LEVEL_KEYS[:levels])
     ]
     return parse_as(
         Placement,
-        {"apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "Placement",
-         "metadata": {"name": "spread", "namespace": "bench"},
-         "spec": {"numberOfClusters": n, "spreadPolicy": {"spreadConstraints": terms}}},
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "metadata": {"name": "spread", "namespace": "bench"},
+            "spec": {"numberOfClusters": n, "spreadPolicy": {"spreadConstraints": terms}},
+        },
     )
 
 
@@ -68,7 +80,9 @@ def select(fleet: FleetSnapshot, total: np.ndarray[Any, Any], placement: Placeme
     return [int(r) for r in selection.rows]
 
 
-def sizes(benchmark: BenchmarkFixture, full: tuple[int, int], smoke: tuple[int, int]) -> tuple[int, int]:
+def sizes(
+    benchmark: BenchmarkFixture, full: tuple[int, int], smoke: tuple[int, int]
+) -> tuple[int, int]:
     return smoke if benchmark.disabled else full
 
 
@@ -81,7 +95,9 @@ def test_evenspread_picks_1000_of_10000(benchmark: BenchmarkFixture, levels: int
     assert len(picks) == n
 
 
-def oracle_inputs(fleet: FleetSnapshot, total: np.ndarray[Any, Any], levels: int) -> list[Candidate]:
+def oracle_inputs(
+    fleet: FleetSnapshot, total: np.ndarray[Any, Any], levels: int
+) -> list[Candidate]:
     columns = [fleet.label(key) for key in LEVEL_KEYS[:levels]]
     return [
         Candidate(name, int(total[row]), tuple(col.value_at(row) for col in columns))
@@ -104,7 +120,8 @@ def test_oracle_at_oracle_size(benchmark: BenchmarkFixture) -> None:
     fleet, total = topology_fleet(size, 3)
     terms = [Term(1, False), Term(1, False), Term(1, True)]
     candidates = oracle_inputs(fleet, total, 3)
-    picked = benchmark.pedantic(oracle_select, args=(candidates, terms, 2, n), rounds=1,
-                                iterations=1)
+    picked = benchmark.pedantic(
+        oracle_select, args=(candidates, terms, 2, n), rounds=1, iterations=1
+    )
     fast = select(fleet, total, spread_placement(3, n))
     assert picked == fleet.rows_to_names(fast)

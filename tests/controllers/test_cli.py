@@ -47,3 +47,10 @@ def test_console_script_is_installed() -> None:
     done = subprocess.run([script, "--help"], capture_output=True, text=True, check=False)
     assert done.returncode == 0
     assert "validate" in done.stdout
+
+
+def test_placement_without_namespace_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["explain", "-f", str(ROOT / "config" / "samples"), "--placement", "web"])
+    assert info.value.code == EXIT_USAGE
+    assert "expected NAMESPACE/NAME (got 'web')" in capsys.readouterr().err

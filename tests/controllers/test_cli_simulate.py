@@ -209,6 +209,6 @@ def test_other_kinds_are_skipped_with_a_warning(
     code, out, err = run(capsys, "simulate", "-f", str(tmp_path), "-o", "table", *NOW)
     assert code == EXIT_OK
     assert "warning" in err
-    assert "skipped 2" in err
+    assert "skipped objects of other kinds: 1 Deployment, 1 Namespace" in err
     (row,) = out.splitlines()[1:]
     assert row.split() == ["apps", "web", "True", "AllDecisionsScheduled", "1", "one"]
