@@ -49,7 +49,8 @@ class FilterRecord:
 
 @dataclass(frozen=True)
 class PrioritizerRecord:
-    """One prioritizer's scores and weight; `scored` marks the rows that got a score."""
+    """One prioritizer's scores and weight; `scored` marks the candidate rows that got a score
+    (values outside `scored` are meaningless)."""
 
     name: str
     weight: int
@@ -216,8 +217,13 @@ class Scheduler:
                 return result
             statuses.append(scored.status)
             mask = candidates if scored.scored is None else scored.scored & candidates
-            scores = np.where(mask, scored.scores, 0)
-            total += scores * item.weight
+            scores = scored.scores
+            # Rows outside the candidates may hold anything: only candidates are ranked,
+            # explained or selected, so masking every vector would be wasted passes.
+            if item.weight == 1:
+                total += scores
+            else:
+                total += scores * item.weight
             result.prioritizers.append(
                 PrioritizerRecord(prioritizer.name, item.weight, scores, mask)
             )
