@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import jsonpatch  # type: ignore[import-untyped]
+import jsonpatch
 
 from controllers.embedded.status import StatusError
 
