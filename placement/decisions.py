@@ -21,7 +21,7 @@ from apis.placements import (
     PlacementDecisionStatus,
 )
 from placement.framework import Code, RowIndex, Status
-from placement.selectors import SelectorError, requirements_mask, selector_mask
+from placement.selectors import SelectorError, cluster_mask
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
@@ -101,11 +101,7 @@ def cluster_decision_groups(
     for spec in (group_strategy.decision_groups or []) if group_strategy else []:
         chooser = spec.group_cluster_selector
         try:
-            matched = selector_mask(chooser.label_selector, fleet.label, fleet.size, pool)
-            if chooser.claim_selector and chooser.claim_selector.match_expressions:
-                matched = requirements_mask(
-                    chooser.claim_selector.match_expressions, fleet.claim, fleet.size, matched
-                )
+            matched = cluster_mask(chooser.label_selector, chooser.claim_selector, fleet, pool)
         except SelectorError as exc:
             return [], Status(Code.MISCONFIGURED, str(exc))
         pool &= ~matched

@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from apis.meta import LabelSelector, LabelSelectorRequirement
+from apis.placements import ClaimSelector
 from placement.framework import BoolMask
-from placement.snapshot import Column
+from placement.snapshot import Column, FleetSnapshot
 
-__all__ = ["SelectorError", "requirements_mask", "selector_mask"]
+__all__ = ["SelectorError", "cluster_mask", "requirements_mask", "selector_mask"]
 
 
 class SelectorError(ValueError):
@@ -75,3 +76,17 @@ def selector_mask(
 
 def _match_labels(labels: Mapping[str, str]) -> list[LabelSelectorRequirement]:
     return [LabelSelectorRequirement(key=k, operator="In", values=[v]) for k, v in labels.items()]
+
+
+def cluster_mask(
+    labels: LabelSelector | None,
+    claims: ClaimSelector | None,
+    fleet: FleetSnapshot,
+    within: BoolMask | None = None,
+) -> BoolMask:
+    """Rows matching a label selector AND a claim selector (as predicates and decision groups
+    combine them); raises SelectorError."""
+    mask = selector_mask(labels, fleet.label, fleet.size, within)
+    if claims and claims.match_expressions:
+        mask = requirements_mask(claims.match_expressions, fleet.claim, fleet.size, mask)
+    return mask

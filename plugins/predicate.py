@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apis.placements import Placement
 from placement.framework import BoolMask, Code, Cycle, FilterResult, Status
-from placement.selectors import SelectorError, requirements_mask, selector_mask
+from placement.selectors import SelectorError, cluster_mask
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["CEL_UNSUPPORTED", "Predicate"]
@@ -33,11 +33,9 @@ class Predicate:
                 message = CEL_UNSUPPORTED.format(index=index)
                 return FilterResult(candidates, Status(Code.MISCONFIGURED, message, self.name))
             try:
-                mask = selector_mask(selector.label_selector, fleet.label, fleet.size, candidates)
-                if selector.claim_selector and selector.claim_selector.match_expressions:
-                    mask = requirements_mask(
-                        selector.claim_selector.match_expressions, fleet.claim, fleet.size, mask
-                    )
+                mask = cluster_mask(
+                    selector.label_selector, selector.claim_selector, fleet, candidates
+                )
             except SelectorError as exc:
                 return FilterResult(candidates, Status(Code.MISCONFIGURED, str(exc), self.name))
             matched |= mask
