@@ -20,7 +20,7 @@ from controllers.crds import CRD_DIR
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
 from controllers.embedded.resources import load_resources
-from controllers.embedded.store import Store
+from controllers.embedded.store import Store, Watcher
 from controllers.manifests import load_paths
 
 __all__ = ["EmbeddedApiServer", "SnapshotError"]
@@ -52,6 +52,7 @@ class EmbeddedApiServer:
         self.snapshot = snapshot
         self._handlers = Handlers(self.store, self.faults, bookmark_interval)
         self._runner: web.AppRunner | None = None
+        self._stalled: list[Watcher] = []
 
     @property
     def url(self) -> str:
@@ -96,10 +97,20 @@ class EmbeddedApiServer:
     def drop_watches(self, abrupt: bool = True) -> int:
         """End every open watch stream: `abrupt` breaks the connection mid-stream, otherwise the
         stream ends cleanly as on a server-side timeout. Returns how many were open."""
-        watchers = list(self.store.watchers)
+        watchers = [*self.store.watchers, *self._stalled]
+        self._stalled.clear()
         for watcher in watchers:
             watcher.queue.put_nowait("drop" if abrupt else "end")
         return len(watchers)
+
+    def stall_watches(self) -> int:
+        """Stop feeding the open watch streams without closing them, as a network partition
+        would: writes made now reach those clients only once they reconnect (after
+        `drop_watches`). Returns how many were open."""
+        stalled = list(self.store.watchers)
+        self.store.watchers.difference_update(stalled)
+        self._stalled.extend(stalled)
+        return len(stalled)
 
     async def wait_for_watchers(self, count: int, timeout: float = 5.0) -> None:
         """Wait until at least `count` watches are open (tests use it to avoid racing)."""
