@@ -173,7 +173,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_common(parser: argparse.ArgumentParser, outputs: list[str]) -> None:
+def _add_filename(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-f",
         "--filename",
@@ -182,6 +182,10 @@ def _add_common(parser: argparse.ArgumentParser, outputs: list[str]) -> None:
         metavar="PATH",
         help="file or folder of YAML/JSON manifests (repeatable)",
     )
+
+
+def _add_common(parser: argparse.ArgumentParser, outputs: list[str]) -> None:
+    _add_filename(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -212,14 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
             "field. Exit 0 if all are valid, 1 otherwise."
         ),
     )
-    validate.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="PATH",
-        help="file or folder to read (repeatable)",
-    )
+    _add_filename(validate)
     validate.set_defaults(func=_cmd_validate)
 
     sim = commands.add_parser(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -36,7 +36,13 @@ __all__ = [
     "weighted_coordinates",
 ]
 
-T = TypeVar("T")
+
+class _Outcome(Protocol):
+    @property
+    def status(self) -> Status: ...
+
+
+T = TypeVar("T", bound=_Outcome)
 
 
 @dataclass(frozen=True)
@@ -164,10 +170,13 @@ class Scheduler:
 
     @staticmethod
     def _guard(plugin: str, call: Callable[..., T], *args: Any) -> T | Status:
+        """The plugin's result, or the Status that stops the cycle (its own non-ok status,
+        or an ERROR for an exception)."""
         try:
-            return call(*args)
+            out = call(*args)
         except Exception as exc:  # a plugin bug must not stop the controller
             return Status(Code.ERROR, f"{type(exc).__name__}: {exc}", plugin)
+        return out if out.status.ok else out.status
 
     def selector_name(self, placement: Placement) -> str:
         return self.profile.selector_for(placement)
@@ -189,9 +198,6 @@ class Scheduler:
             if isinstance(outcome, Status):
                 result.status = outcome
                 return result
-            if not outcome.status.ok:
-                result.status = outcome.status
-                return result
             statuses.append(outcome.status)
             candidates = outcome.mask & candidates
             if outcome.requeue_at is not None:
@@ -211,9 +217,6 @@ class Scheduler:
             )
             if isinstance(scored, Status):
                 result.status = scored
-                return result
-            if not scored.status.ok:
-                result.status = scored.status
                 return result
             statuses.append(scored.status)
             mask = candidates if scored.scored is None else scored.scored & candidates
@@ -236,9 +239,6 @@ class Scheduler:
         )
         if isinstance(selection, Status):
             result.status = selection
-            return result
-        if not selection.status.ok:
-            result.status = selection.status
             return result
         result.selection = selection
         statuses.append(selection.status)
