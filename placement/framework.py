@@ -8,7 +8,7 @@ that raises has a bug, and the `Scheduler` turns the exception into an ERROR sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,7 +33,6 @@ __all__ = [
     "Selection",
     "Selector",
     "Status",
-    "duration_until",
     "worst",
 ]
 
@@ -157,10 +156,3 @@ class Selector(Protocol):
         candidates: BoolMask,
         total: ScoreVector,
     ) -> Selection: ...
-
-
-def duration_until(now: datetime, when: datetime | None) -> timedelta | None:
-    """Time from `now` to `when` (never negative), or None."""
-    if when is None:
-        return None
-    return max(when - now, timedelta(0))

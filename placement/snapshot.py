@@ -18,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from apis.cluster import (
-    CLUSTER_SET_LABEL,
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
@@ -322,8 +321,3 @@ def _addon_columns(
                 has[item.name][row] = True
         columns[resource] = AddOnColumn(present, valid_until, values, has)
     return columns
-
-
-def set_label_column(snapshot: FleetSnapshot) -> Column:
-    """The exclusive cluster-set label column."""
-    return snapshot.label(CLUSTER_SET_LABEL)
