@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from apis.meta import Condition, ConditionStatus
 from apis.placements import PlacementStatus
 from placement.decisions import Paged, cluster_decision_groups, paginate
@@ -25,11 +27,14 @@ __all__ = [
     "misconfigured_condition",
     "outcome",
     "satisfied_condition",
+    "score_note",
     "set_condition",
 ]
 
 SATISFIED = "PlacementSatisfied"
 MISCONFIGURED = "PlacementMisconfigured"
+MAX_NOTE = 1000
+"""OCM caps the ScoreUpdate note at 1000 of the 1024 characters an event allows."""
 
 
 @dataclass(frozen=True)
@@ -157,3 +162,22 @@ def outcome(
                 number_of_selected_clusters=0, decision_groups=[], conditions=conditions
             )
     return Outcome(result, status, paged, new_status)
+
+
+def score_note(result: ScheduleResult, fleet: FleetSnapshot) -> str:
+    """The ScoreUpdate event note: `name:total ` for every feasible cluster by name, cut with
+    `......` before it would pass 1000 characters (OCM placement#40: fleets of >1000 clusters
+    overflowed the event)."""
+    if result.candidates is None or result.total is None:
+        return ""
+    parts: list[str] = []
+    length = 0
+    total = result.total
+    for row in np.flatnonzero(result.candidates):  # rows are in name order
+        item = f"{fleet.names[row]}:{int(total[row])} "
+        if length + len(item) > MAX_NOTE:
+            parts.append("......")
+            break
+        parts.append(item)
+        length += len(item)
+    return "".join(parts)

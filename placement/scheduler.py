@@ -3,6 +3,7 @@ placement against one snapshot, with OCM's order of checks and its integer arith
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -88,6 +89,8 @@ class ScheduleResult:
     selection: Selection | None = None
     unscheduled: int = 0
     requeue_at: datetime | None = None
+    timings: list[tuple[str, str, float]] = field(default_factory=list)
+    """(plugin type, plugin name, seconds) of every plugin call, for the duration metrics."""
 
     @property
     def selected(self) -> RowIndex:
@@ -193,8 +196,11 @@ class Scheduler:
         pipeline: list[str] = []
         requeue: list[datetime] = []
         statuses: list[Status] = []
+        clock = time.perf_counter
         for plugin in self.filters:
+            started = clock()
             outcome = self._guard(plugin.name, plugin.filter, cycle, placement, fleet, candidates)
+            result.timings.append(("filter", plugin.name, clock() - started))
             if isinstance(outcome, Status):
                 result.status = outcome
                 return result
@@ -212,9 +218,11 @@ class Scheduler:
         total = np.zeros(fleet.size, dtype=np.int64)
         for item in coordinates:
             prioritizer: Prioritizer = self.registry.prioritizers[item.plugin](item.coordinate)
+            started = clock()
             scored = self._guard(
                 prioritizer.name, prioritizer.score, cycle, placement, fleet, candidates
             )
+            result.timings.append(("prioritizer", prioritizer.name, clock() - started))
             if isinstance(scored, Status):
                 result.status = scored
                 return result
@@ -234,9 +242,11 @@ class Scheduler:
         result.total = total
 
         selector = self.registry.selectors[self.selector_name(placement)]()
+        started = clock()
         selection = self._guard(
             selector.name, selector.select, cycle, placement, fleet, candidates, total
         )
+        result.timings.append(("selector", selector.name, clock() - started))
         if isinstance(selection, Status):
             result.status = selection
             return result

@@ -12,7 +12,7 @@ import pytest
 from apis.meta import Condition, KubeObject
 from apis.placements import Placement, PlacementStatus
 from placement.framework import Code, Status
-from placement.outcome import MISCONFIGURED, SATISFIED, Outcome, outcome
+from placement.outcome import MISCONFIGURED, SATISFIED, Outcome, outcome, score_note
 from placement.scheduler import ScheduleResult
 from placement.testing import (
     NOW,
@@ -241,3 +241,41 @@ def test_transition_time_moves_only_when_status_changes() -> None:
         c.type: c.last_transition_time for c in again(placement("apps", "web", numberOfClusters=5))
     }
     assert changed == {SATISFIED: later, MISCONFIGURED: NOW}
+
+
+def test_score_note_lists_every_feasible_cluster_by_name_with_its_total() -> None:
+    fleet_objects: list[KubeObject] = [
+        cluster("b", cluster_set="prod"),
+        cluster("a", cluster_set="prod"),
+        cluster("c", labels={"env": "dev"}, cluster_set="prod"),
+        cluster_set("prod"),
+        binding("apps", "prod"),
+    ]
+    fleet = snapshot(fleet_objects)
+    dev_only = placement("apps", "p", predicates=[predicate(labels={"env": "dev"})])
+    result = default_scheduler().schedule(dev_only, fleet, NOW)
+    assert score_note(result, fleet) == "c:100 "
+    everyone = placement("apps", "q")
+    result = default_scheduler().schedule(everyone, fleet, NOW)
+    # Balance 100 + Steady 0 for each of the three, in name order.
+    assert score_note(result, fleet) == "a:100 b:100 c:100 "
+
+
+def test_score_note_is_cut_with_dots_before_passing_1000_characters() -> None:
+    names = [f"cluster-{i:04d}" for i in range(200)]
+    objects: list[KubeObject] = [cluster(n, cluster_set="prod") for n in names]
+    objects += [cluster_set("prod"), binding("apps", "prod")]
+    fleet = snapshot(objects)
+    result = default_scheduler().schedule(placement("apps", "p"), fleet, NOW)
+    note = score_note(result, fleet)
+    item = "cluster-0000:100 "
+    fitting = 1000 // len(item)
+    assert note == "".join(f"{n}:100 " for n in names[:fitting]) + "......"
+    assert len(note) <= 1000 + len("......")
+
+
+def test_score_note_is_empty_when_scheduling_stopped_before_scoring() -> None:
+    fleet = snapshot(FLEET)
+    bad = placement("apps", "p", prioritizer_policy={"mode": "Sideways"})
+    result = default_scheduler().schedule(bad, fleet, NOW)
+    assert score_note(result, fleet) == ""

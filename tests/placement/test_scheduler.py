@@ -259,3 +259,30 @@ def test_registry_rejects_duplicate_names() -> None:
 def test_scheduler_rejects_a_profile_naming_unknown_plugins() -> None:
     with pytest.raises(ValueError, match="Nope"):
         Scheduler(Registry(), DEFAULT_PROFILE.__class__(("Nope",), {}, "TopN"))
+
+
+def test_every_plugin_call_is_timed_once_by_type_and_name() -> None:
+    p = placement(
+        "apps",
+        "p",
+        prioritizerPolicy={"configurations": [builtin("ResourceAllocatableCPU", 2)]},
+    )
+    result = schedule(p, [cluster("a", cpu="2"), cluster("b", cpu="4")])
+    names = [(kind, name) for kind, name, _ in result.timings]
+    assert names == [
+        ("filter", "Predicate"),
+        ("filter", "TaintToleration"),
+        ("prioritizer", "Balance"),
+        ("prioritizer", "Steady"),
+        ("prioritizer", "TaintToleration"),
+        ("prioritizer", "ResourceAllocatableCPU"),
+        ("selector", "TopN"),
+    ]
+    assert all(seconds >= 0 for _, _, seconds in result.timings)
+
+
+def test_a_cycle_stopped_by_a_filter_times_only_the_plugins_that_ran() -> None:
+    p = placement("apps", "p", predicates=[predicate(cel=["true"])])
+    result = schedule(p, [cluster("a")])
+    assert result.status.code == Code.MISCONFIGURED
+    assert [(kind, name) for kind, name, _ in result.timings] == [("filter", "Predicate")]
