@@ -3,6 +3,7 @@ names, and the members of those sets (OCM reference §0 steps 2-4, §1.2)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,10 +11,10 @@ import numpy as np
 from apis.cluster import CLUSTER_SET_LABEL, ManagedClusterSet
 from apis.placements import Placement
 from placement.framework import BoolMask
-from placement.selectors import SelectorError, selector_mask
+from placement.selectors import SelectorError, labels_match, selector_mask
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["Availability", "availability", "set_members"]
+__all__ = ["Availability", "availability", "set_contains", "set_members"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,20 @@ def set_members(fleet: FleetSnapshot, cluster_set: ManagedClusterSet) -> BoolMas
         mask = column.codes == column.code_of(cluster_set.name)
     fleet._set_masks[cluster_set.name] = mask
     return mask
+
+
+def set_contains(cluster_set: ManagedClusterSet, labels: Mapping[str, str]) -> bool:
+    """Whether a cluster with these labels is a member of the set (the rule of `set_members`,
+    for one cluster)."""
+    selector = cluster_set.spec.cluster_selector
+    if selector.selector_type == "LabelSelector":
+        if selector.label_selector is None:
+            return False
+        try:
+            return labels_match(selector.label_selector, labels)
+        except SelectorError:
+            return False
+    return labels.get(CLUSTER_SET_LABEL) == cluster_set.name
 
 
 def availability(placement: Placement, fleet: FleetSnapshot) -> Availability:

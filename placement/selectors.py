@@ -17,7 +17,13 @@ from apis.placements import ClaimSelector
 from placement.framework import BoolMask
 from placement.snapshot import Column, FleetSnapshot
 
-__all__ = ["SelectorError", "cluster_mask", "requirements_mask", "selector_mask"]
+__all__ = [
+    "SelectorError",
+    "cluster_mask",
+    "labels_match",
+    "requirements_mask",
+    "selector_mask",
+]
 
 
 class SelectorError(ValueError):
@@ -90,3 +96,24 @@ def cluster_mask(
     if claims and claims.match_expressions:
         mask = requirements_mask(claims.match_expressions, fleet.claim, fleet.size, mask)
     return mask
+
+
+def labels_match(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    """Whether one object's labels match a selector (for event fan-out, where there is one
+    object, not a fleet of rows); raises SelectorError as `selector_mask` does."""
+    requirements = list(_match_labels(selector.match_labels or {}) if selector else [])
+    if selector and selector.match_expressions:
+        requirements.extend(selector.match_expressions)
+    for req in requirements:
+        _check(req)
+        present = req.key in labels
+        if req.operator == "Exists":
+            ok = present
+        elif req.operator == "DoesNotExist":
+            ok = not present
+        else:
+            hit = present and labels[req.key] in (req.values or [])
+            ok = hit if req.operator == "In" else not hit
+        if not ok:
+            return False
+    return True
