@@ -18,12 +18,19 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-__all__ = ["Clock", "Handler", "LoopClock", "ManualClock", "WorkQueue"]
+__all__ = ["Clock", "Handler", "LoopClock", "ManualClock", "Retry", "WorkQueue"]
 
 log = logging.getLogger(__name__)
 
 # A handler returns None when done, or the seconds after which to look at the key again.
 Handler = Callable[[str], Awaitable[float | None]]
+
+
+class Retry(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handler that finished but wants the key again with backoff (OCM requeues
+    a placement whose scheduling ended in Warning, Misconfigured or Error this way). Unlike
+    other exceptions it is not logged as a failure, and unlike returning a delay it keeps the
+    key's backoff growing."""
 
 
 class Clock(Protocol):
@@ -226,6 +233,9 @@ class WorkQueue:
         while (key := await self.get()) is not None:
             try:
                 again = await handler(key)
+            except Retry as retry:
+                log.debug("%s requeued with backoff: %s", key, retry)
+                self.add_rate_limited(key)
             except Exception:
                 log.exception("reconcile of %s failed; retrying with backoff", key)
                 self.add_rate_limited(key)

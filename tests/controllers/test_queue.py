@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from controllers.queue import ManualClock, WorkQueue
+from controllers.queue import ManualClock, Retry, WorkQueue
 
 pytestmark = pytest.mark.asyncio
 
@@ -168,6 +168,28 @@ async def test_handler_result_requeues_after_that_many_seconds() -> None:
     await clock.advance(30)
     await _settle()
     assert runs == [0.0, 30.0]
+    await queue.shutdown()
+
+
+async def test_retry_requeues_with_growing_backoff_without_logging_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock, base_delay=5, qps=1000, burst=1000)
+    runs: list[float] = []
+
+    async def handle(key: str) -> None:
+        runs.append(clock.now())
+        raise Retry("expired add-on score")
+
+    queue.start(handle)
+    queue.add("a")
+    await _settle()
+    await clock.advance(5)
+    await clock.advance(10)
+    assert runs == [0.0, 5.0, 15.0]
+    assert queue.failures("a") == 3
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
     await queue.shutdown()
 
 
