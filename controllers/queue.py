@@ -120,6 +120,11 @@ class WorkQueue:
         return len(self._queue)
 
     @property
+    def busy(self) -> bool:
+        """Keys queued or being processed (delayed keys are not counted)."""
+        return bool(self._queue or self._processing)
+
+    @property
     def shutting_down(self) -> bool:
         return self._shutting_down
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from aiohttp import web
 
+from apis.meta import KubeObject
 from controllers.crds import CRD_DIR
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
@@ -123,13 +125,17 @@ class EmbeddedApiServer:
         result = load_paths([folder])
         if not result.ok:
             raise SnapshotError("\n".join(str(error) for error in result.errors))
+        return self.add(loaded.obj for loaded in result.objects)
+
+    def add(self, objects: Iterable[KubeObject]) -> int:
+        """Store objects as is (status included), as `load` does for a folder."""
         by_kind = {(res.api_version, res.kind): res for res in self.resources}
         count = 0
-        for loaded in result.objects:
-            doc = loaded.obj.to_wire()
+        for obj in objects:
+            doc = obj.to_wire()
             res = by_kind.get((doc["apiVersion"], doc["kind"]))
             if res is None:
-                raise SnapshotError(f"{loaded.source}: {doc['kind']} is not served")
+                raise SnapshotError(f"{doc['kind']} {obj.key} is not served")
             self.store.create(res, doc, keep_status=True)
             count += 1
         return count

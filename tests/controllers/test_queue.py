@@ -19,6 +19,28 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+async def test_busy_counts_queued_and_processed_keys_but_not_delayed_ones() -> None:
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock)
+    release = asyncio.Event()
+
+    async def handle(key: str) -> None:
+        await release.wait()
+
+    assert not queue.busy
+    queue.add_after("later", 10)
+    assert not queue.busy
+    queue.add("a")
+    assert queue.busy
+    queue.start(handle)
+    await _settle()
+    assert queue.busy  # "a" is being processed
+    release.set()
+    await _settle()
+    assert not queue.busy
+    await queue.shutdown()
+
+
 async def test_a_key_added_twice_before_processing_is_processed_once() -> None:
     queue = WorkQueue()
     seen: list[str] = []
