@@ -1,0 +1,183 @@
+"""Best-effort events.k8s.io/v1 Events, as OCM's placement controller records them (reference
+§1.8): `record` returns at once and the create runs in the background.
+
+An event is never worth slowing scheduling down for: a failed create is logged and forgotten
+(no retry), and once `max_pending` creates are in flight new events are dropped with a warning.
+`flush` waits for the creates in flight, for shutdown and for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
+
+from apis.core import Event, ObjectReference
+from apis.meta import KubeObject, ObjectMeta
+from controllers.kube.gateway import Gateway
+
+__all__ = [
+    "CONTROLLER",
+    "MAX_NOTE_BYTES",
+    "EventRecorder",
+    "EventType",
+    "object_reference",
+    "truncated_note",
+]
+
+log = logging.getLogger(__name__)
+
+CONTROLLER = "placement-controller"
+MAX_NOTE_BYTES = 1024  # the API server rejects longer notes (events.k8s.io validation)
+_MAX_NAME = 253
+_NAME_SUFFIX = 17  # "." and 16 hex digits
+_MAX_FIELD = 128  # reportingInstance, action and reason
+
+EventType = Literal["Normal", "Warning"]
+
+
+def truncated_note(note: str) -> str:
+    """`note` cut to at most 1024 bytes of UTF-8, never splitting a character."""
+    raw = note.encode()
+    if len(raw) <= MAX_NOTE_BYTES:
+        return note
+    return raw[:MAX_NOTE_BYTES].decode("utf-8", "ignore")
+
+
+def object_reference(obj: KubeObject) -> ObjectReference:
+    """The reference an Event carries to `obj`, as it is now (uid and resourceVersion)."""
+    meta = obj.metadata
+    return ObjectReference(
+        api_version=obj.api_version or obj.api_version_string(),
+        kind=obj.kind or obj.KIND,
+        name=meta.name,
+        namespace=meta.namespace or None,
+        uid=meta.uid,
+        resource_version=meta.resource_version,
+    )
+
+
+class EventRecorder:
+    """Records Events about objects in the background; see the module docstring.
+
+    `on_recorded(outcome)` is called once per `record` call with `created`, `failed` or
+    `dropped` (for metrics and tests).
+    """
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        *,
+        controller: str = CONTROLLER,
+        instance: str | None = None,
+        wall: Callable[[], datetime] | None = None,
+        max_pending: int = 1000,
+        on_recorded: Callable[[str], None] | None = None,
+    ) -> None:
+        self._gateway = gateway
+        self.controller = controller
+        self.instance = (instance if instance is not None else socket.gethostname())[:_MAX_FIELD]
+        self._wall = wall or (lambda: datetime.now(UTC))
+        self.max_pending = max_pending
+        self._on_recorded = on_recorded
+        self._pending: set[asyncio.Task[None]] = set()
+        self._last_stamp = 0
+        self.dropped = 0
+        self._dropping = False  # inside a burst of drops: warn once per burst
+
+    @property
+    def pending(self) -> int:
+        """Creates still in flight."""
+        return len(self._pending)
+
+    def _name(self, regarding: str, now: datetime) -> str:
+        # client-go names events `<name>.<UnixNano in hex>`; the stamp is kept strictly
+        # increasing so two events in the same nanosecond (or under a frozen test clock) do not
+        # collide and get rejected as AlreadyExists.
+        stamp = max(int(now.timestamp() * 1_000_000) * 1000, self._last_stamp + 1)
+        self._last_stamp = stamp
+        return f"{regarding[: _MAX_NAME - _NAME_SUFFIX]}.{stamp & (2**64 - 1):016x}"
+
+    def event(
+        self,
+        regarding: KubeObject,
+        related: KubeObject | None,
+        type: EventType,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> Event:
+        """The Event that `record` would create."""
+        now = self._wall()
+        return Event(
+            metadata=ObjectMeta(
+                name=self._name(regarding.name, now),
+                namespace=regarding.namespace or "default",
+            ),
+            event_time=now,
+            reporting_controller=self.controller,
+            reporting_instance=self.instance,
+            action=action[:_MAX_FIELD],
+            reason=reason[:_MAX_FIELD],
+            regarding=object_reference(regarding),
+            related=object_reference(related) if related is not None else None,
+            note=truncated_note(note),
+            type=type,
+        )
+
+    def record(
+        self,
+        regarding: KubeObject,
+        related: KubeObject | None,
+        type: EventType,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        """Schedule the create of one Event in the namespace of `regarding`; never blocks, never
+        raises (outside a running event loop the event is dropped)."""
+        if len(self._pending) >= self.max_pending:
+            self._drop(reason, "too many events in flight")
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._drop(reason, "no running event loop")
+            return
+        event = self.event(regarding, related, type, reason, action, note)
+        task = loop.create_task(self._create(event))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _drop(self, reason: str, why: str) -> None:
+        self.dropped += 1
+        if not self._dropping:
+            log.warning("dropping event %s: %s (max_pending=%d)", reason, why, self.max_pending)
+        self._dropping = True
+        self._report("dropped")
+
+    def _report(self, outcome: str) -> None:
+        if self._on_recorded is not None:
+            try:
+                self._on_recorded(outcome)
+            except Exception:
+                log.exception("on_recorded callback failed")
+
+    async def _create(self, event: Event) -> None:
+        try:
+            await self._gateway.create_event(event)
+        except Exception as exc:  # best effort: whatever went wrong, the caller never sees it
+            log.warning("event %s/%s not recorded: %s", event.namespace, event.name, exc)
+            self._report("failed")
+        else:
+            self._report("created")
+        finally:
+            self._dropping = False
+
+    async def flush(self) -> None:
+        """Wait until every create scheduled so far (and any scheduled meanwhile) is done."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
