@@ -11,6 +11,13 @@ Differences from OCM, on purpose:
   compared and set: labels others add are left alone. The one controller owner reference is the
   placement's.
 * `decisions=None` (misconfigured or failed scheduling, DESIGN §4.3) leaves every PD untouched.
+* An empty PD gets `status.decisions: []` written once after its create (OCM leaves the status
+  out, its semantic comparison taking nil for []), so readers always find the list.
+
+Events are OCM's (regarding the placement, related the PD): `DecisionCreate` on create;
+`DecisionUpdate` (Warning when scheduling warned) then `ScoreUpdate` whenever a PD's decisions
+change, including the first write right after a create, as OCM's create-then-update-status does;
+`DecisionDelete` on delete. Carriers emit nothing.
 
 Writes that depend on the cached state carry its resourceVersion, so a stale cache shows up as
 409 Conflict: the object is re-read and the remaining steps are planned again from what the
@@ -52,7 +59,6 @@ __all__ = [
 ]
 
 PD_KIND = PlacementDecision.KIND
-PLACEMENT_KIND = Placement.KIND
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,18 @@ def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[
         else:
             patch[key] = value
     return patch
+
+
+DecisionKey = tuple[tuple[str, str, int | None], ...]
+
+
+def _decision_key(pd: PlacementDecision) -> DecisionKey | None:
+    # Compared on every reconcile, so plain tuples rather than wire dicts. None (no status at
+    # all, as a create leaves it) differs from an empty list: an empty PD gets
+    # `status.decisions: []` written once, so readers always find the list.
+    if pd.status is None:
+        return None
+    return tuple((d.cluster_name, d.reason, d.score) for d in pd.status.decisions)
 
 
 def _decisions(pd: PlacementDecision) -> list[dict[str, Any]]:
@@ -272,7 +290,7 @@ class _Run:
             for name, want in self.want.items()
             if name in self.view
             and _clusters(self.view[name]) == _clusters(want)
-            and _decisions(self.view[name]) != _decisions(want)
+            and _decision_key(self.view[name]) != _decision_key(want)
         ]
         return plan_steps(
             [Page(name, _clusters(pd)) for name, pd in self.view.items()],
@@ -365,7 +383,7 @@ class _Run:
             if step.carrier_for is None
             else [{"clusterName": c, "reason": ""} for c in step.clusters]
         )
-        if decisions != _decisions(created):
+        if created.status is None or decisions != _decisions(created):
             await self._write_decisions(created, decisions, announce=step.carrier_for is None)
 
     async def _update(self, name: str) -> None:
@@ -388,7 +406,8 @@ class _Run:
             raise _StaleError(pd.name, exc) from exc
         self.view[pd.name] = written
         self.writer._written(written, "patch")
-        if announce:
+        # A missing status filled with an empty list is no change of decisions: no event.
+        if announce and _decisions(pd) != decisions:
             self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
 
     async def _fix_metadata(self) -> None:

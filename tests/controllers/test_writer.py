@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from apis.core import Event
-from apis.meta import Condition, ObjectMeta
+from apis.meta import Condition, ObjectMeta, OwnerReference
 from apis.placements import (
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
@@ -206,12 +206,18 @@ async def test_101_clusters_make_two_decisions_of_100_and_1() -> None:
         }
 
 
-async def test_an_empty_selection_is_one_empty_decision_written_once() -> None:
+async def test_an_empty_selection_is_one_decision_with_an_empty_list() -> None:
     async with rig() as r:
-        await r.apply(plan(r.placement, pds(r.placement)))
-        assert await r.contents() == {"p-decision-1": []}
-        # The server dropped the empty status on create; an empty list is nothing to write.
-        assert r.writes == [("PlacementDecision", "create")]
+        wanted = plan(r.placement, pds(r.placement))
+        await r.apply(wanted)
+        (pd,) = await r.decisions()
+        assert pd.name == "p-decision-1"
+        assert pd.to_wire()["status"] == {"decisions": []}
+        writes = list(r.writes)
+        assert not (await r.apply(wanted)).wrote
+        assert (
+            r.writes == writes == [("PlacementDecision", "create"), ("PlacementDecision", "patch")]
+        )
 
 
 async def test_applying_the_same_plan_again_writes_nothing() -> None:
@@ -317,6 +323,27 @@ async def test_labels_and_owner_references_that_differ_are_patched_without_event
         assert (labels[DECISION_GROUP_INDEX_LABEL], labels["team"]) == ("0", "x")
         assert clusters(pd) == ["c1"]
         assert len(await r.events()) == events
+
+
+async def test_a_controller_reference_to_an_earlier_placement_is_replaced() -> None:
+    async with rig() as r:
+        wanted = pds(r.placement, ("", ["c1"]))
+        earlier = OwnerReference(
+            api_version="cluster.open-cluster-management.io/v1beta1",
+            kind="Placement",
+            name="p",
+            uid="uid-of-a-deleted-placement",
+            controller=True,
+        )
+        keep = OwnerReference(api_version="v1", kind="ConfigMap", name="cm", uid="cm-uid")
+        meta = wanted[0].metadata.model_copy(update={"owner_references": [earlier, keep]})
+        await r.gateway.create(wanted[0].model_copy(update={"metadata": meta}))
+        report = await r.apply(plan(r.placement, wanted))
+        (pd,) = await r.decisions()
+        assert report.updated == ["p-decision-1"]
+        assert sorted(o.uid for o in pd.metadata.owner_references or []) == sorted(
+            ["cm-uid", r.placement.metadata.uid or ""]
+        )
 
 
 # --- no transient disappearance (DESIGN §4.2) --------------------------------------------------
