@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from apis.cluster import ManagedCluster
 from apis.core import Pod
@@ -77,7 +77,15 @@ def pod(name: str, namespace: str = "default", **spec: Any) -> Pod:
     )
 
 
-async def eventually(check: Callable[[], Awaitable[T] | T], timeout: float = WAIT) -> T:
+@overload
+async def eventually(check: Callable[[], Awaitable[T]], timeout: float = WAIT) -> T: ...
+
+
+@overload
+async def eventually(check: Callable[[], T], timeout: float = WAIT) -> T: ...
+
+
+async def eventually(check: Callable[[], Any], timeout: float = WAIT) -> Any:
     """Poll `check` until it returns a truthy value (bounded), and return that value."""
     async with asyncio.timeout(timeout):
         while True:

@@ -1,0 +1,181 @@
+"""The reconciler: one placement key -> snapshot -> scheduler -> decision writer -> status.
+
+It reads only in-memory state (the `FleetIndex` snapshot and the views of placements and
+decisions), so a reconcile that changes nothing costs one scheduling cycle and no request.
+What it writes comes back to it at once through the writer's sink (write-through), both into
+the views and into the index, so the next placement's Balance already counts these decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from apis.placements import Placement, PlacementDecision
+from apis.registry import parse_as
+from controllers.enqueue import Fanout
+from controllers.logs import reconcile_context
+from controllers.metrics import Metrics
+from controllers.queue import Retry, WorkQueue
+from controllers.views import DecisionView, Latest
+from controllers.writer import DecisionWriter, WritePlan
+from placement.explain import explain_json
+from placement.framework import Code
+from placement.index import FleetIndex
+from placement.outcome import outcome, score_note
+from placement.scheduler import Scheduler
+from placement.simulate import is_disabled
+
+__all__ = ["SCHEDULING_NAME", "Reconciler", "WriteThrough"]
+
+log = logging.getLogger(__name__)
+
+HISTORY = 100_000
+SCHEDULING_NAME = "placement_scheduling"
+"""The `name` label of OCM's scheduling metrics."""
+
+
+class WriteThrough:
+    """The writer's sink: what the server returned goes into the views and the index at once,
+    marked as ours so that its watch event is recognised as an echo."""
+
+    def __init__(
+        self,
+        placements: Latest[Placement],
+        decisions: DecisionView,
+        index: FleetIndex,
+        fanout: Fanout,
+    ) -> None:
+        self.placements = placements
+        self.decisions = decisions
+        self.index = index
+        self.fanout = fanout
+
+    def written(self, obj: PlacementDecision | Placement) -> None:
+        if isinstance(obj, PlacementDecision):
+            if self.decisions.observe(obj, ours=True):
+                self.index.upsert_decision(obj)
+        elif self.placements.observe(obj, ours=True):
+            self.fanout.placement_upserted(obj)
+
+    def deleted(self, namespace: str, name: str) -> None:
+        if self.decisions.observe_deleted(f"{namespace}/{name}", ours=True) is not None:
+            self.index.delete_decision(namespace, name)
+
+
+class Reconciler:
+    """The work queue's handler for placement keys."""
+
+    def __init__(
+        self,
+        *,
+        scheduler: Scheduler,
+        index: FleetIndex,
+        placements: Latest[Placement],
+        decisions: DecisionView,
+        writer: DecisionWriter,
+        queue: WorkQueue,
+        metrics: Metrics,
+        wall: Callable[[], datetime],
+    ) -> None:
+        self.scheduler = scheduler
+        self.index = index
+        self.placements = placements
+        self.decisions = decisions
+        self.writer = writer
+        self.queue = queue
+        self.metrics = metrics
+        self.wall = wall
+        self.history: deque[str] = deque(maxlen=HISTORY)
+        """The latest keys reconciled, in order (tests read which placements ran)."""
+
+    async def __call__(self, key: str) -> float | None:
+        with reconcile_context(key):
+            try:
+                await self.reconcile(key)
+            except Retry:
+                self.metrics.reconciles.labels(result="requeue").inc()
+                raise
+            except Exception:
+                self.metrics.reconciles.labels(result="error").inc()
+                self.metrics.reconcile_errors.inc()
+                raise
+            self.metrics.reconciles.labels(result="success").inc()
+            return None
+
+    async def reconcile(self, key: str) -> None:
+        self.history.append(key)
+        placement = self.placements.get(key)
+        if placement is None or is_disabled(placement):
+            return  # gone (its decisions go with it, by owner reference) or left alone
+        now = self.wall()
+        fleet = self.index.snapshot()
+        started = time.perf_counter()
+        result = self.scheduler.schedule(placement, fleet, now)
+        done = outcome(result, fleet, placement.status, now)
+        plan = WritePlan(
+            placement=placement,
+            decisions=done.paged.decisions if done.paged is not None else None,
+            status=done.placement_status,
+            score_note=score_note(result, fleet) if done.paged is not None else "",
+            warning=(
+                (done.status.message, done.status.plugin)
+                if done.status.code == Code.WARNING
+                else None
+            ),
+        )
+        bind_started = time.perf_counter()
+        self.metrics.scheduling_duration.labels(name=SCHEDULING_NAME).observe(
+            bind_started - started
+        )
+        for kind, plugin, seconds in result.timings:
+            self.metrics.plugin_duration.labels(
+                name=SCHEDULING_NAME, plugin_type=kind, plugin_name=plugin
+            ).observe(seconds)
+        report = await self.writer.apply(
+            plan, self.decisions.of(placement.namespace, placement.name)
+        )
+        self.metrics.bind_duration.labels(name=SCHEDULING_NAME).observe(
+            time.perf_counter() - bind_started
+        )
+        if report.wrote:
+            log.info(
+                "scheduled: %d selected; decisions created %s, updated %s, deleted %s%s",
+                done.placement_status.number_of_selected_clusters or 0,
+                report.created,
+                report.updated,
+                report.deleted,
+                ", status patched" if report.status_patched else "",
+            )
+        if result.requeue_at is not None:
+            # A toleration expires: schedule again then (OCM's AddAfter).
+            self.queue.add_after(key, max((result.requeue_at - now).total_seconds(), 0.0))
+        if done.status.code != Code.SUCCESS:
+            # OCM keeps Warning, Misconfigured and Error placements in rate-limited retry.
+            raise Retry(str(done.status))
+
+    # --- the debug endpoint -------------------------------------------------------------------
+
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The explain JSON of the stored placement, scheduled now, nothing written."""
+        placement = self.placements.get(f"{namespace}/{name}")
+        if placement is None:
+            return None
+        return self._explain(placement)
+
+    def dry_run(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """The explain JSON of a posted Placement (OCM's `POST /debug/placements/`)."""
+        try:
+            placement = parse_as(Placement, doc)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from exc
+        return self._explain(placement)
+
+    def _explain(self, placement: Placement) -> dict[str, Any]:
+        fleet = self.index.snapshot()
+        result = self.scheduler.schedule(placement, fleet, self.wall(), explain=True)
+        return explain_json(result, fleet)

@@ -1,0 +1,116 @@
+"""The controller's view of the objects it writes: the newest known version of each Placement
+and PlacementDecision, fed by watch events *and* by the controller's own writes.
+
+Reading back its own writes at once (write-through) is what lets a reconcile that follows a
+write see that write, so it does not write the same thing again; and it tells an event that
+only echoes one of our writes (same resourceVersion) from news, so echoes re-queue nothing.
+An event older than what we already know (its write was followed by one of ours) is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+from apis.meta import KubeObject
+from apis.placements import PLACEMENT_LABEL, PlacementDecision
+
+__all__ = ["DecisionView", "Latest", "newer"]
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+
+
+def newer(candidate: str | None, known: str | None) -> bool:
+    """Whether resourceVersion `candidate` is news compared to `known`. resourceVersions are
+    opaque in general; when both are integers (as etcd's and the embedded server's are), an
+    older one is recognised, otherwise any difference counts as news."""
+    if not known:
+        return True
+    if candidate == known:
+        return False
+    if candidate and candidate.isdigit() and known.isdigit():
+        return int(candidate) > int(known)
+    return True
+
+
+class Latest(Generic[ObjT]):
+    """The newest known version of each object, by `namespace/name` key."""
+
+    def __init__(self) -> None:
+        self._objects: dict[str, ObjT] = {}
+        # Keys we deleted ourselves: watch events about them until their DELETED event are
+        # stale (they predate the deletion) and must not bring them back.
+        self._deleted: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __iter__(self) -> Iterator[ObjT]:
+        return iter(list(self._objects.values()))
+
+    def get(self, key: str) -> ObjT | None:
+        return self._objects.get(key)
+
+    def observe(self, obj: ObjT, *, ours: bool = False) -> bool:
+        """Take a version from a watch event (or, with `ours`, from our own write); True when
+        it is news, i.e. the view changed because of it."""
+        key = obj.key
+        if ours:
+            self._deleted.discard(key)
+        elif key in self._deleted:
+            return False
+        known = self._objects.get(key)
+        if known is not None and not newer(
+            obj.metadata.resource_version, known.metadata.resource_version
+        ):
+            return False
+        self._objects[key] = obj
+        return True
+
+    def observe_deleted(self, key: str, *, ours: bool = False) -> ObjT | None:
+        """Forget an object; returns what was known of it (None: nothing, so no news)."""
+        if ours:
+            self._deleted.add(key)
+        else:
+            self._deleted.discard(key)
+        return self._objects.pop(key, None)
+
+
+class DecisionView(Latest[PlacementDecision]):
+    """PlacementDecisions, also indexed by the placement named in their label."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_placement: dict[tuple[str, str], set[str]] = {}
+
+    def of(self, namespace: str, placement: str) -> list[PlacementDecision]:
+        """The decisions labelled with placement `namespace/placement`, by name."""
+        keys = sorted(self._by_placement.get((namespace, placement), ()))
+        return [self._objects[k] for k in keys]
+
+    def observe(self, obj: PlacementDecision, *, ours: bool = False) -> bool:
+        old = self._objects.get(obj.key)
+        if not super().observe(obj, ours=ours):
+            return False
+        if old is not None:
+            self._unindex(old)
+        owner = (obj.metadata.labels or {}).get(PLACEMENT_LABEL)
+        if owner:
+            self._by_placement.setdefault((obj.namespace, owner), set()).add(obj.key)
+        return True
+
+    def observe_deleted(self, key: str, *, ours: bool = False) -> PlacementDecision | None:
+        gone = super().observe_deleted(key, ours=ours)
+        if gone is not None:
+            self._unindex(gone)
+        return gone
+
+    def _unindex(self, obj: PlacementDecision) -> None:
+        owner = (obj.metadata.labels or {}).get(PLACEMENT_LABEL)
+        if not owner:
+            return
+        keys = self._by_placement.get((obj.namespace, owner))
+        if keys is not None:
+            keys.discard(obj.key)
+            if not keys:
+                del self._by_placement[(obj.namespace, owner)]
