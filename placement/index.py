@@ -1,0 +1,432 @@
+"""`FleetIndex`: the fleet's numpy columns kept up to date from watch events.
+
+The controller feeds it every ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding,
+PlacementDecision and AddOnPlacementScore event and asks for a `FleetSnapshot` per scheduling
+cycle. A snapshot equals `FleetSnapshot.build` of the stored objects, but costs what changed:
+
+* an update of a known cluster rewrites its row only, in place (arrays a snapshot already holds
+  are copied once before the first write: copy on write, so a snapshot never changes);
+* added and deleted clusters move rows (sorted by name), so they wait for the next `snapshot()`
+  and are applied together, vectorized: a cold start is about one build, not N inserts;
+* a PlacementDecision changes its own entries and its placement's row array
+  (see `placement._index_decisions`);
+* `snapshot()` with nothing changed returns the same object.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from operator import attrgetter
+
+import numpy as np
+
+from apis.cluster import (
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+)
+from apis.meta import KubeObject
+from apis.placements import PlacementDecision
+from placement._index_columns import (
+    AddOnState,
+    CodedColumn,
+    Cow,
+    Epoch,
+    Layout,
+    columns_of,
+    score_content,
+)
+from placement._index_decisions import DecisionState
+from placement.framework import BoolMask
+from placement.snapshot import RESOURCES, FleetSnapshot, TaintRow
+
+__all__ = ["FleetIndex"]
+
+_TaintSpec = tuple[str, str, str, datetime | None]  # key, value, effect, timeAdded
+_row = attrgetter("row")
+_NO_RESOURCES: tuple[float | None, ...] = (None,) * len(RESOURCES)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What a cluster contributes to its row, compared to find what an update changed."""
+
+    labels: Mapping[str, str]
+    claims: Mapping[str, str]
+    deleting: bool
+    allocatable: tuple[float | None, ...]  # per RESOURCES; None, not NaN, so that == works
+    capacity: tuple[float | None, ...]
+    taints: tuple[_TaintSpec, ...]
+
+
+def _row_of(cluster: ManagedCluster) -> _Row:
+    status = cluster.status
+    claims: dict[str, str] = {}
+    allocatable: tuple[float | None, ...] = _NO_RESOURCES
+    capacity = allocatable
+    if status is not None:
+        for claim in status.cluster_claims or ():
+            claims[claim.name or ""] = claim.value or ""  # later duplicates win
+        if status.allocatable:
+            alloc = status.allocatable
+            allocatable = tuple([alloc[r].approximate() if r in alloc else None for r in RESOURCES])
+        if status.capacity:
+            cap = status.capacity
+            capacity = tuple([cap[r].approximate() if r in cap else None for r in RESOURCES])
+    taints = cluster.spec.taints
+    meta = cluster.metadata
+    return _Row(
+        dict(meta.labels) if meta.labels else {},
+        claims,
+        meta.deletion_timestamp is not None,
+        allocatable,
+        capacity,
+        tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
+    )
+
+
+def _same_version(old: KubeObject, new: KubeObject) -> bool:
+    version = new.metadata.resource_version
+    return version is not None and version == old.metadata.resource_version
+
+
+def _nan(value: float | None) -> float:
+    return np.nan if value is None else value
+
+
+class FleetIndex:
+    """The stored scheduling objects as columns; `snapshot()` hands out immutable views."""
+
+    def __init__(self) -> None:
+        self._epoch = Epoch()
+        self._version = 0
+        self._cached: FleetSnapshot | None = None
+        self._last: FleetSnapshot | None = None
+        self._clusters: dict[str, ManagedCluster] = {}
+        # The committed rows: clusters added or deleted since the last snapshot are pending.
+        self._names: tuple[str, ...] = ()
+        self._name_array = np.empty(0, dtype=object)
+        self._index: dict[str, int] = {}
+        self._rows: dict[str, _Row] = {}  # what each committed row shows
+        self._adds: dict[str, ManagedCluster] = {}
+        self._deletes: set[str] = set()
+        self._labels: dict[str, CodedColumn] = {}
+        self._claims: dict[str, CodedColumn] = {}
+        self._deleting = Cow(self._epoch, np.zeros(0, dtype=bool))
+        self._allocatable = {r: Cow(self._epoch, np.full(0, np.nan)) for r in RESOURCES}
+        self._capacity = {r: Cow(self._epoch, np.full(0, np.nan)) for r in RESOURCES}
+        self._taints: tuple[TaintRow, ...] = ()
+        # Small mappings are replaced, never mutated, so snapshots can hold them as they are.
+        self._sets: dict[str, ManagedClusterSet] = {}
+        self._bindings: dict[tuple[str, str], ManagedClusterSetBinding] = {}
+        self._binding_names: dict[str, set[str]] = {}
+        self._binding_view: dict[str, tuple[str, ...]] = {}
+        self._scores: dict[tuple[str, str], AddOnPlacementScore] = {}
+        self._scores_of: dict[str, dict[str, AddOnPlacementScore]] = {}  # by cluster
+        self._addons: dict[str, AddOnState] = {}
+        self._decisions = DecisionState(self._epoch)
+        # What the cluster-set masks of the last snapshot depend on, changed since.
+        self._labels_moved = False
+        self._sets_changed: set[str] = set()
+
+    @property
+    def version(self) -> int:
+        """Grows on every change that a snapshot would show."""
+        return self._version
+
+    def __len__(self) -> int:
+        return len(self._clusters)
+
+    def cluster(self, name: str) -> ManagedCluster | None:
+        return self._clusters.get(name)
+
+    def _changed(self) -> None:
+        self._version += 1
+        self._cached = None
+
+    # --- ManagedCluster -------------------------------------------------------------------
+
+    def upsert_cluster(self, cluster: ManagedCluster) -> None:
+        name = cluster.name
+        old = self._clusters.get(name)
+        if old is not None and _same_version(old, cluster):
+            return
+        self._clusters[name] = cluster
+        row = self._index.get(name)
+        if row is None:
+            self._adds[name] = cluster
+            self._changed()
+            return
+        changed = name in self._deletes  # deleted and back before a snapshot: keeps its row
+        self._deletes.discard(name)
+        before, after = self._rows[name], _row_of(cluster)
+        if before != after:
+            self._rows[name] = after
+            self._rewrite(row, before, after)
+            changed = True
+        if changed:
+            self._changed()
+
+    def delete_cluster(self, name: str) -> None:
+        if self._clusters.pop(name, None) is None:
+            return
+        if self._adds.pop(name, None) is None:
+            self._deletes.add(name)
+        self._changed()
+
+    def _rewrite(self, row: int, before: _Row, after: _Row) -> None:
+        self._labels_moved |= self._rewrite_cells(self._labels, row, before.labels, after.labels)
+        self._rewrite_cells(self._claims, row, before.claims, after.claims)
+        if before.deleting != after.deleting:
+            self._deleting.write()[row] = after.deleting
+        for resources, old, new in (
+            (self._allocatable, before.allocatable, after.allocatable),
+            (self._capacity, before.capacity, after.capacity),
+        ):
+            for resource, was, now in zip(RESOURCES, old, new, strict=True):
+                if was != now:
+                    resources[resource].write()[row] = _nan(now)
+        if before.taints != after.taints:
+            lo = bisect_left(self._taints, row, key=_row)
+            hi = bisect_right(self._taints, row, key=_row)
+            mine = tuple(TaintRow(row, *t) for t in after.taints)
+            self._taints = self._taints[:lo] + mine + self._taints[hi:]
+
+    def _rewrite_cells(
+        self,
+        columns: dict[str, CodedColumn],
+        row: int,
+        before: Mapping[str, str],
+        after: Mapping[str, str],
+    ) -> bool:
+        changed = False
+        for key in before.keys() - after.keys():
+            columns[key].set(row, None)
+            changed = True
+        for key, value in after.items():
+            if before.get(key) != value:
+                self._column(columns, key).set(row, value)
+                changed = True
+        return changed
+
+    def _column(self, columns: dict[str, CodedColumn], key: str) -> CodedColumn:
+        column = columns.get(key)
+        if column is None:
+            column = columns[key] = CodedColumn(self._epoch, len(self._names))
+        return column
+
+    # --- adds and deletes, applied together -----------------------------------------------
+
+    def _apply_layout(self) -> None:
+        added = sorted(self._adds)  # str order is UTF-8 byte order, the snapshot's row order
+        keep = np.ones(len(self._names), dtype=bool)
+        keep[[self._index[name] for name in self._deletes]] = False
+        kept = self._name_array[keep]
+        new_names = np.empty(len(added), dtype=object)
+        new_names[:] = added
+        added_rows = np.searchsorted(kept, new_names) + np.arange(len(added))
+        size = kept.size + len(added)
+        fresh = np.zeros(size, dtype=bool)
+        fresh[added_rows] = True
+        layout = Layout(keep, np.flatnonzero(~fresh), size)
+
+        taint_rows = np.fromiter((t.row for t in self._taints), np.intp, len(self._taints))
+        moved_to = np.full(keep.size, -1, dtype=np.intp)
+        moved_to[keep] = layout.kept_rows
+        taints = [
+            TaintRow(row, t.key, t.value, t.effect, t.time_added)
+            for t, row in zip(self._taints, moved_to[taint_rows].tolist(), strict=True)
+            if row >= 0
+        ]
+        for state in (*self._labels.values(), *self._claims.values()):
+            state.relayout(layout)
+        self._deleting.replace(layout.move(self._deleting.read, False))
+        for column in (*self._allocatable.values(), *self._capacity.values()):
+            column.replace(layout.move(column.read, np.nan))
+        for addon in self._addons.values():
+            addon.relayout(layout)
+        for name in self._deletes:
+            del self._rows[name]
+
+        names = np.empty(size, dtype=object)
+        names[layout.kept_rows] = kept
+        names[added_rows] = new_names
+        self._name_array = names
+        self._names = tuple(names.tolist())
+        self._index = dict(zip(self._names, range(size), strict=True))
+        rows = added_rows.tolist()
+        self._fill(rows, added, taints)
+        self._decisions.relayout(layout, list(zip(rows, added, strict=True)))
+        scored: dict[str, list[tuple[int, AddOnPlacementScore]]] = {}
+        for row, name in zip(rows, added, strict=True):
+            for resource, score in self._scores_of.get(name, {}).items():
+                scored.setdefault(resource, []).append((row, score))
+        for resource, items in scored.items():
+            self._addon(resource).fill(items)
+        self._adds.clear()
+        self._deletes.clear()
+        self._labels_moved = True
+
+    def _fill(self, rows: list[int], names: list[str], taints: list[TaintRow]) -> None:
+        """Write the new rows: lists of cells per column, then one numpy call per column."""
+        label_cells: dict[str, tuple[list[int], list[str]]] = {}
+        claim_cells: dict[str, tuple[list[int], list[str]]] = {}
+        deleting: list[int] = []
+        allocatable: list[tuple[float | None, ...]] = []
+        capacity: list[tuple[float | None, ...]] = []
+        for row, name in zip(rows, names, strict=True):
+            features = self._rows[name] = _row_of(self._adds[name])
+            for cells, pairs in ((label_cells, features.labels), (claim_cells, features.claims)):
+                for key, value in pairs.items():
+                    cell = cells.get(key)
+                    if cell is None:
+                        cell = cells[key] = ([], [])
+                    cell[0].append(row)
+                    cell[1].append(value)
+            if features.deleting:
+                deleting.append(row)
+            allocatable.append(features.allocatable)
+            capacity.append(features.capacity)
+            if features.taints:
+                taints.extend(TaintRow(row, *t) for t in features.taints)
+        for columns, cells in ((self._labels, label_cells), (self._claims, claim_cells)):
+            for key, (at, values) in cells.items():
+                self._column(columns, key).fill(at, values)
+            for state in columns.values():
+                state.recount()
+        self._deleting.write()[deleting] = True
+        for arrays, amounts in ((self._allocatable, allocatable), (self._capacity, capacity)):
+            for i, resource in enumerate(RESOURCES):
+                got = np.fromiter((_nan(a[i]) for a in amounts), np.float64, len(amounts))
+                arrays[resource].write()[rows] = got
+        taints.sort(key=_row)  # stable: a cluster's taints keep their order
+        self._taints = tuple(taints)
+
+    # --- sets and bindings ----------------------------------------------------------------
+
+    def upsert_cluster_set(self, cluster_set: ManagedClusterSet) -> None:
+        old = self._sets.get(cluster_set.name)
+        if old is not None and (_same_version(old, cluster_set) or old == cluster_set):
+            return
+        self._sets = {**self._sets, cluster_set.name: cluster_set}
+        if old is None or old.spec != cluster_set.spec:
+            self._sets_changed.add(cluster_set.name)
+        self._changed()
+
+    def delete_cluster_set(self, name: str) -> None:
+        if name not in self._sets:
+            return
+        self._sets = {k: v for k, v in self._sets.items() if k != name}
+        self._sets_changed.add(name)
+        self._changed()
+
+    def upsert_binding(self, binding: ManagedClusterSetBinding) -> None:
+        key = (binding.namespace, binding.name)
+        known = key in self._bindings
+        self._bindings[key] = binding
+        if not known:  # a snapshot shows only the bindings' names
+            self._binding_names.setdefault(binding.namespace, set()).add(binding.name)
+            self._bind(binding.namespace)
+
+    def delete_binding(self, namespace: str, name: str) -> None:
+        if self._bindings.pop((namespace, name), None) is None:
+            return
+        self._binding_names[namespace].discard(name)
+        self._bind(namespace)
+
+    def _bind(self, namespace: str) -> None:
+        names = self._binding_names[namespace]
+        view = dict(self._binding_view)
+        if names:
+            view[namespace] = tuple(sorted(names))
+        else:
+            del view[namespace], self._binding_names[namespace]
+        self._binding_view = view
+        self._changed()
+
+    # --- PlacementDecision and AddOnPlacementScore ----------------------------------------
+
+    def upsert_decision(self, decision: PlacementDecision) -> None:
+        if self._decisions.upsert(decision, self._index):
+            self._changed()
+
+    def delete_decision(self, namespace: str, name: str) -> None:
+        if self._decisions.delete(namespace, name):
+            self._changed()
+
+    def upsert_score(self, score: AddOnPlacementScore) -> None:
+        key = (score.namespace, score.name)
+        old = self._scores.get(key)
+        if old is not None and _same_version(old, score):
+            return
+        self._scores[key] = score
+        self._scores_of.setdefault(score.namespace, {})[score.name] = score
+        row = self._index.get(score.namespace)
+        # Scores of clusters not in the rows yet are written when their cluster is added.
+        if row is None or (old is not None and score_content(old) == score_content(score)):
+            return
+        self._addon(score.name).put(row, score)
+        self._changed()
+
+    def delete_score(self, namespace: str, name: str) -> None:
+        if self._scores.pop((namespace, name), None) is None:
+            return
+        mine = self._scores_of[namespace]
+        del mine[name]
+        if not mine:
+            del self._scores_of[namespace]
+        row = self._index.get(namespace)
+        if row is not None:
+            self._addons[name].put(row, None)
+            self._changed()
+
+    def _addon(self, resource: str) -> AddOnState:
+        state = self._addons.get(resource)
+        if state is None:
+            state = self._addons[resource] = AddOnState(self._epoch, len(self._names))
+        return state
+
+    # --- snapshots ------------------------------------------------------------------------
+
+    def snapshot(self) -> FleetSnapshot:
+        """The fleet as stored now; the same object until the next change."""
+        if self._cached is not None:
+            return self._cached
+        if self._adds or self._deletes:
+            self._apply_layout()
+        for states in (self._labels, self._claims, self._addons):
+            for key in [k for k, state in states.items() if not state.rows]:
+                del states[key]  # as if never seen: build() has no column for them either
+        last = self._last
+        if last is None or self._labels_moved:
+            masks: dict[str, BoolMask] = {}
+        elif self._sets_changed:
+            masks = {k: v for k, v in last._set_masks.items() if k not in self._sets_changed}
+        else:
+            masks = last._set_masks  # membership unchanged: share the cache, it only fills up
+        fleet = FleetSnapshot(
+            names=self._names,
+            index=self._index,
+            labels=columns_of(self._labels),
+            claims=columns_of(self._claims),
+            deleting=self._deleting.read,
+            allocatable={r: column.read for r, column in self._allocatable.items()},
+            capacity={r: column.read for r, column in self._capacity.items()},
+            taints=self._taints,
+            cluster_sets=self._sets,
+            bindings=self._binding_view,
+            decisions=self._decisions.table(),
+            addons={k: state.column() for k, state in self._addons.items()},
+            _set_masks=masks,
+        )
+        if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
+            fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
+        self._epoch.now += 1  # from now on every array above is copied before a write
+        self._labels_moved = False
+        self._sets_changed.clear()
+        self._cached = self._last = fleet
+        return fleet
