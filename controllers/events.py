@@ -63,8 +63,8 @@ def object_reference(obj: KubeObject) -> ObjectReference:
 class EventRecorder:
     """Records Events about objects in the background; see the module docstring.
 
-    `on_recorded(outcome)` is called once per `record` call with `created`, `failed` or
-    `dropped` (for metrics and tests).
+    `on_recorded(reason, outcome)` is called once per `record` call with the event's reason and
+    `created`, `failed` or `dropped` (for metrics and tests).
     """
 
     def __init__(
@@ -75,7 +75,7 @@ class EventRecorder:
         instance: str | None = None,
         wall: Callable[[], datetime] | None = None,
         max_pending: int = 1000,
-        on_recorded: Callable[[str], None] | None = None,
+        on_recorded: Callable[[str, str], None] | None = None,
     ) -> None:
         self._gateway = gateway
         self.controller = controller
@@ -157,12 +157,12 @@ class EventRecorder:
         if not self._dropping:
             log.warning("dropping event %s: %s (max_pending=%d)", reason, why, self.max_pending)
         self._dropping = True
-        self._report("dropped")
+        self._report(reason, "dropped")
 
-    def _report(self, outcome: str) -> None:
+    def _report(self, reason: str, outcome: str) -> None:
         if self._on_recorded is not None:
             try:
-                self._on_recorded(outcome)
+                self._on_recorded(reason, outcome)
             except Exception:
                 log.exception("on_recorded callback failed")
 
@@ -171,9 +171,9 @@ class EventRecorder:
             await self._gateway.create_event(event)
         except Exception as exc:  # best effort: whatever went wrong, the caller never sees it
             log.warning("event %s/%s not recorded: %s", event.namespace, event.name, exc)
-            self._report("failed")
+            self._report(event.reason or "", "failed")
         else:
-            self._report("created")
+            self._report(event.reason or "", "created")
         finally:
             self._dropping = False
 

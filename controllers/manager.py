@@ -94,7 +94,13 @@ class Manager:
         self.decisions = DecisionView()
         self.queue = WorkQueue(clock=self.clock)
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
-        self.recorder = EventRecorder(gateway, wall=self.wall)
+        self.recorder = EventRecorder(
+            gateway,
+            wall=self.wall,
+            on_recorded=lambda reason, outcome: self.metrics.events.labels(
+                reason=reason, outcome=outcome
+            ).inc(),
+        )
         self.writer = DecisionWriter(
             gateway,
             self.recorder,

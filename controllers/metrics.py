@@ -95,8 +95,8 @@ class Metrics:
         )
         self.events = Counter(
             "placement_events",
-            "Events recorded, by reason.",
-            ["reason"],
+            "Events recorded, by reason and outcome (created, failed, dropped).",
+            ["reason", "outcome"],
             registry=reg,
         )
         self.leader = Gauge(

@@ -93,6 +93,7 @@ async def test_a_running_controller_answers_health_readiness_metrics_and_debug()
         await create(h, TWO_TEAMS)
         manager = await h.manager(http_addr="127.0.0.1:0")
         await manager.wait_idle()
+        await manager.recorder.flush()
         address = manager.http_address
         assert await get(address, "/healthz") == (200, "ok")
         status, text = await get(address, "/readyz")
@@ -107,6 +108,8 @@ async def test_a_running_controller_answers_health_readiness_metrics_and_debug()
             'plugin_name="Balance",plugin_type="prioritizer"}',
             "placement_queue_depth 0.0",
             'placement_reconciles_total{result="success"}',
+            'placement_events_total{outcome="created",reason="DecisionCreate"}',
+            'placement_writes_total{kind="PlacementDecision",verb="create"}',
         ):
             assert line in text, line
         count = next(

@@ -35,7 +35,7 @@ async def recording(
             gw,
             wall=lambda: WALL,
             instance="hub-1",
-            on_recorded=outcomes.append,
+            on_recorded=lambda _, outcome: outcomes.append(outcome),
             max_pending=max_pending,
         )
         p = await gw.create(placement("p", "team"))
@@ -155,7 +155,7 @@ async def test_events_beyond_max_pending_are_dropped_with_one_warning(
 
 def test_an_event_recorded_outside_an_event_loop_is_dropped() -> None:
     outcomes: list[str] = []
-    recorder = EventRecorder(cast(Gateway, object()), on_recorded=outcomes.append)
+    recorder = EventRecorder(cast(Gateway, object()), on_recorded=lambda _, outcome: outcomes.append(outcome))
     recorder.record(placement("p"), None, "Normal", "DecisionCreate", "DecisionCreated", "x")
     assert (outcomes, recorder.pending) == (["dropped"], 0)
 

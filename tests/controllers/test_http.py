@@ -127,7 +127,7 @@ async def test_metrics_expose_ocm_names_and_buckets_and_our_counters() -> None:
     ).observe(2e-5)
     metrics.reconciles.labels(result="success").inc()
     metrics.writes.labels(kind="PlacementDecision", verb="create").inc(2)
-    metrics.events.labels(reason="DecisionCreate").inc()
+    metrics.events.labels(reason="DecisionCreate", outcome="created").inc()
     metrics.leader.set(1)
     async with serving(metrics=metrics) as served:
         status, content_type, text = await served.get("/metrics")
@@ -165,7 +165,7 @@ async def test_metrics_expose_ocm_names_and_buckets_and_our_counters() -> None:
     assert samples[("placement_reconciles_total", at(result="requeue"))] == 0
     writes = at(kind="PlacementDecision", verb="create")
     assert samples[("placement_writes_total", writes)] == 2
-    assert samples[("placement_events_total", at(reason="DecisionCreate"))] == 1
+    assert samples[("placement_events_total", at(reason="DecisionCreate", outcome="created"))] == 1
     assert samples[("placement_leader", at())] == 1
 
 
