@@ -9,23 +9,37 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import islice
 from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from apis.cluster import AddOnPlacementScore
+from apis.cluster import AddOnPlacementScore, ManagedCluster
 from placement.framework import BoolMask, RowIndex
-from placement.snapshot import AddOnColumn, Column
+from placement.snapshot import RESOURCES, AddOnColumn, Column
 
-__all__ = ["AddOnState", "CodedColumn", "Cow", "Epoch", "Layout", "Prefix", "score_content"]
+__all__ = [
+    "AddOnState",
+    "CodedColumn",
+    "Cow",
+    "Epoch",
+    "Layout",
+    "Prefix",
+    "Row",
+    "columns_of",
+    "row_of",
+    "score_content",
+]
 
 ScalarT = TypeVar("ScalarT", bound=np.generic)
 MISSING = -1
 # A column recodes when it holds more unused values than used ones (and more than this), so
 # that churning values (timestamps in labels) do not grow it forever.
 _COMPACT_AT = 64
+_TaintSpec = tuple[str, str, str, datetime | None]  # key, value, effect, timeAdded
+_NO_RESOURCES: tuple[float | None, ...] = (None,) * len(RESOURCES)
 
 
 class Epoch:
@@ -102,7 +116,7 @@ class Prefix(Mapping[str, int]):
 class CodedColumn:
     """One label or claim key: codes per row, and how many rows use each code."""
 
-    __slots__ = ("_column", "_epoch", "codes", "index", "rows", "uses", "values")
+    __slots__ = ("_column", "_epoch", "codes", "index", "live", "rows", "uses", "values")
 
     def __init__(self, epoch: Epoch, size: int) -> None:
         self._epoch = epoch
@@ -110,6 +124,7 @@ class CodedColumn:
         self.values: list[str] = []
         self.index: dict[str, int] = {}
         self.uses: list[int] = []
+        self.live = 0  # values some row uses
         self.rows = 0  # rows with a value; the key leaves the snapshot at 0
         self._column: Column | None = None
 
@@ -129,15 +144,19 @@ class CodedColumn:
         self.codes.write()[row] = new
         if old >= 0:
             self.uses[old] -= 1
+            self.live -= not self.uses[old]
             self.rows -= 1
         if new >= 0:
+            self.live += not self.uses[new]
             self.uses[new] += 1
             self.rows += 1
         self._column = None
 
     def fill(self, rows: list[int], values: list[str]) -> None:
         """Write many cells at once (new rows); call `recount` afterwards."""
-        self.codes.write()[rows] = [self.code(v) for v in values]
+        for value in dict.fromkeys(values):  # code the new values first, then map in C
+            self.code(value)
+        self.codes.write()[rows] = [*map(self.index.__getitem__, values)]
         self._column = None
 
     def relayout(self, layout: Layout) -> None:
@@ -148,12 +167,13 @@ class CodedColumn:
         codes = self.codes.read
         used = codes[codes >= 0]
         self.rows = int(used.size)
-        self.uses = np.bincount(used, minlength=len(self.values)).tolist()
+        uses = np.bincount(used, minlength=len(self.values))
+        self.live = int(np.count_nonzero(uses))
+        self.uses = uses.tolist()
 
     def column(self) -> Column:
         if self._column is None:
-            live = sum(1 for n in self.uses if n)
-            if len(self.values) - live > max(live, _COMPACT_AT):
+            if len(self.values) - self.live > max(self.live, _COMPACT_AT):
                 self._compact()
             self._column = Column(
                 self.codes.read, tuple(self.values), Prefix(self.index, len(self.values))
@@ -169,6 +189,45 @@ class CodedColumn:
         self.codes.replace(recode[self.codes.read])
         self.values, self.uses = values, uses
         self.index = {v: i for i, v in enumerate(values)}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What a cluster contributes to its row, compared to find what an update changed."""
+
+    labels: Mapping[str, str]
+    claims: Mapping[str, str]
+    deleting: bool
+    allocatable: tuple[float | None, ...]  # per RESOURCES; None, not NaN, so that == works
+    capacity: tuple[float | None, ...]
+    taints: tuple[_TaintSpec, ...]
+
+
+def row_of(cluster: ManagedCluster) -> Row:
+    """The features of a cluster that its row shows."""
+    status = cluster.status
+    claims: dict[str, str] = {}
+    allocatable: tuple[float | None, ...] = _NO_RESOURCES
+    capacity = allocatable
+    if status is not None:
+        for claim in status.cluster_claims or ():
+            claims[claim.name or ""] = claim.value or ""  # later duplicates win
+        if status.allocatable:
+            alloc = status.allocatable
+            allocatable = tuple([alloc[r].approximate() if r in alloc else None for r in RESOURCES])
+        if status.capacity:
+            cap = status.capacity
+            capacity = tuple([cap[r].approximate() if r in cap else None for r in RESOURCES])
+    taints = cluster.spec.taints
+    meta = cluster.metadata
+    return Row(
+        dict(meta.labels) if meta.labels else {},
+        claims,
+        meta.deletion_timestamp is not None,
+        allocatable,
+        capacity,
+        tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
+    )
 
 
 def score_content(score: AddOnPlacementScore) -> tuple[float | None, tuple[tuple[str, int], ...]]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from operator import attrgetter
 
 import numpy as np
@@ -37,7 +35,9 @@ from placement._index_columns import (
     Cow,
     Epoch,
     Layout,
+    Row,
     columns_of,
+    row_of,
     score_content,
 )
 from placement._index_decisions import DecisionState
@@ -46,47 +46,7 @@ from placement.snapshot import RESOURCES, FleetSnapshot, TaintRow
 
 __all__ = ["FleetIndex"]
 
-_TaintSpec = tuple[str, str, str, datetime | None]  # key, value, effect, timeAdded
 _row = attrgetter("row")
-_NO_RESOURCES: tuple[float | None, ...] = (None,) * len(RESOURCES)
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """What a cluster contributes to its row, compared to find what an update changed."""
-
-    labels: Mapping[str, str]
-    claims: Mapping[str, str]
-    deleting: bool
-    allocatable: tuple[float | None, ...]  # per RESOURCES; None, not NaN, so that == works
-    capacity: tuple[float | None, ...]
-    taints: tuple[_TaintSpec, ...]
-
-
-def _row_of(cluster: ManagedCluster) -> _Row:
-    status = cluster.status
-    claims: dict[str, str] = {}
-    allocatable: tuple[float | None, ...] = _NO_RESOURCES
-    capacity = allocatable
-    if status is not None:
-        for claim in status.cluster_claims or ():
-            claims[claim.name or ""] = claim.value or ""  # later duplicates win
-        if status.allocatable:
-            alloc = status.allocatable
-            allocatable = tuple([alloc[r].approximate() if r in alloc else None for r in RESOURCES])
-        if status.capacity:
-            cap = status.capacity
-            capacity = tuple([cap[r].approximate() if r in cap else None for r in RESOURCES])
-    taints = cluster.spec.taints
-    meta = cluster.metadata
-    return _Row(
-        dict(meta.labels) if meta.labels else {},
-        claims,
-        meta.deletion_timestamp is not None,
-        allocatable,
-        capacity,
-        tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
-    )
 
 
 def _same_version(old: KubeObject, new: KubeObject) -> bool:
@@ -111,7 +71,7 @@ class FleetIndex:
         self._names: tuple[str, ...] = ()
         self._name_array = np.empty(0, dtype=object)
         self._index: dict[str, int] = {}
-        self._rows: dict[str, _Row] = {}  # what each committed row shows
+        self._rows: dict[str, Row] = {}  # what each committed row shows
         self._adds: dict[str, ManagedCluster] = {}
         self._deletes: set[str] = set()
         self._labels: dict[str, CodedColumn] = {}
@@ -163,7 +123,7 @@ class FleetIndex:
             return
         changed = name in self._deletes  # deleted and back before a snapshot: keeps its row
         self._deletes.discard(name)
-        before, after = self._rows[name], _row_of(cluster)
+        before, after = self._rows[name], row_of(cluster)
         if before != after:
             self._rows[name] = after
             self._rewrite(row, before, after)
@@ -178,7 +138,7 @@ class FleetIndex:
             self._deletes.add(name)
         self._changed()
 
-    def _rewrite(self, row: int, before: _Row, after: _Row) -> None:
+    def _rewrite(self, row: int, before: Row, after: Row) -> None:
         self._labels_moved |= self._rewrite_cells(self._labels, row, before.labels, after.labels)
         self._rewrite_cells(self._claims, row, before.claims, after.claims)
         if before.deleting != after.deleting:
@@ -279,14 +239,19 @@ class FleetIndex:
         allocatable: list[tuple[float | None, ...]] = []
         capacity: list[tuple[float | None, ...]] = []
         for row, name in zip(rows, names, strict=True):
-            features = self._rows[name] = _row_of(self._adds[name])
-            for cells, pairs in ((label_cells, features.labels), (claim_cells, features.claims)):
-                for key, value in pairs.items():
-                    cell = cells.get(key)
-                    if cell is None:
-                        cell = cells[key] = ([], [])
-                    cell[0].append(row)
-                    cell[1].append(value)
+            features = self._rows[name] = row_of(self._adds[name])
+            for key, value in features.labels.items():
+                cell = label_cells.get(key)
+                if cell is None:
+                    cell = label_cells[key] = ([], [])
+                cell[0].append(row)
+                cell[1].append(value)
+            for key, value in features.claims.items():
+                cell = claim_cells.get(key)
+                if cell is None:
+                    cell = claim_cells[key] = ([], [])
+                cell[0].append(row)
+                cell[1].append(value)
             if features.deleting:
                 deleting.append(row)
             allocatable.append(features.allocatable)
@@ -299,10 +264,13 @@ class FleetIndex:
             for state in columns.values():
                 state.recount()
         self._deleting.write()[deleting] = True
+        new_rows = np.asarray(rows, dtype=np.intp)
         for arrays, amounts in ((self._allocatable, allocatable), (self._capacity, capacity)):
+            table = np.array(amounts, dtype=object).reshape(len(amounts), len(RESOURCES))
+            known = table != None  # noqa: E711 (elementwise, on an object array)
             for i, resource in enumerate(RESOURCES):
-                got = np.fromiter((_nan(a[i]) for a in amounts), np.float64, len(amounts))
-                arrays[resource].write()[rows] = got
+                at = known[:, i]
+                arrays[resource].write()[new_rows[at]] = table[at, i].astype(np.float64)
         taints.sort(key=_row)  # stable: a cluster's taints keep their order
         self._taints = tuple(taints)
 
