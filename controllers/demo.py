@@ -176,7 +176,7 @@ async def run_demo(out: TextIO = sys.stdout, *, timeout: float = 60.0) -> int:
     server = EmbeddedApiServer()
     try:
         server.load(SAMPLES_DIR)
-        server.add(demo_clusters())
+        generated = server.add(demo_clusters())
     except SnapshotError as exc:
         print(f"error: samples: {exc}", file=sys.stderr)
         return 1
@@ -184,7 +184,7 @@ async def run_demo(out: TextIO = sys.stdout, *, timeout: float = 60.0) -> int:
     gateway = await Gateway.connect(ClusterAccess(url=url))
     manager = Manager(gateway, ManagerOptions(workers=4, http_addr=None))
     try:
-        return await _show(out, server, gateway, manager, timeout)
+        return await _show(out, server, gateway, manager, timeout, generated)
     except TimeoutError:
         print(f"error: the controller did not settle within {timeout:.0f} s", file=sys.stderr)
         return 1
@@ -195,13 +195,18 @@ async def run_demo(out: TextIO = sys.stdout, *, timeout: float = 60.0) -> int:
 
 
 async def _show(
-    out: TextIO, server: EmbeddedApiServer, gateway: Gateway, manager: Manager, timeout: float
+    out: TextIO,
+    server: EmbeddedApiServer,
+    gateway: Gateway,
+    manager: Manager,
+    timeout: float,
+    generated: int,
 ) -> int:
     clusters = (await gateway.list(ManagedCluster)).items
     placements = (await gateway.list(Placement)).items
     print(
         f"embedded hub on {server.url}: {len(clusters)} clusters, "
-        f"{len(placements)} placements (config/samples + {len(clusters) - 20} generated)",
+        f"{len(placements)} placements (config/samples + {generated} generated clusters)",
         file=out,
     )
     started = time.perf_counter()
