@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import json
 from dataclasses import dataclass
 from typing import Any, cast
@@ -15,7 +14,7 @@ from aiohttp import web
 
 from controllers.embedded.faults import Faults
 from controllers.embedded.openapi import openapi_document, openapi_index
-from controllers.embedded.patch import apply_patch
+from controllers.embedded.patch import apply_patch, copy_json
 from controllers.embedded.resources import (
     SERVER_VERSION,
     Resource,
@@ -177,8 +176,7 @@ class Handlers:
             return await self._delete(request, t)
         body = await self._body(request)
         if verb == "patch":
-            current = store.get(res, t.namespace, t.name)
-            body = apply_patch(request.content_type, copy.deepcopy(current), body)
+            body = apply_patch(request.content_type, store.get(res, t.namespace, t.name), body)
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
         obj = store.update(res, t.namespace, t.name, body, status=t.sub == "status")
@@ -253,7 +251,7 @@ class Handlers:
         if bound:
             why = f'pod {t.name} is already assigned to node "{bound}"'
             raise StatusError.conflict("", "pods", t.name, why)
-        obj = copy.deepcopy(pod)
+        obj = copy_json(pod)
         obj.setdefault("spec", {})["nodeName"] = node
         conditions = obj.setdefault("status", {}).setdefault("conditions", [])
         conditions.append({"type": "PodScheduled", "status": "True"})

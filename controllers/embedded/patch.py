@@ -3,23 +3,35 @@ strategic merge patch, whose list merging keys we do not model) and JSON patch (
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 
 from controllers.embedded.status import StatusError
 
-__all__ = ["JSON_PATCH", "MERGE_PATCHES", "apply_patch", "merge_patch"]
+__all__ = ["JSON_PATCH", "MERGE_PATCHES", "apply_patch", "copy_json", "merge_patch"]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 
 
+def copy_json(node: Any) -> Any:
+    """A deep copy of a decoded JSON document (dicts, lists and scalars), about three times as
+    fast as `copy.deepcopy`, which the server would otherwise run on every patch and status
+    write. Anything else is shared, as only JSON values are ever stored."""
+    kind = type(node)
+    if kind is dict:
+        return {key: copy_json(value) for key, value in node.items()}
+    if kind is list:
+        return [copy_json(value) for value in node]
+    return node
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge key by key, `null` deletes, anything else replaces."""
+    """RFC 7386: objects merge key by key, `null` deletes, anything else replaces. The result
+    shares the parts of `target` that the patch leaves alone."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return copy_json(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -30,17 +42,18 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]:
-    """The patched copy of `target`; 415 for an unknown type, 422/409 for a bad JSON patch."""
+    """The patched copy of `target` (which is left as it is; nothing is shared with it); 415
+    for an unknown type, 422/409 for a bad JSON patch."""
     kind = content_type.split(";")[0].strip()
     if kind in MERGE_PATCHES:
         if not isinstance(patch, dict):
             raise StatusError(400, "a merge patch must be a JSON object")
-        result = merge_patch(target, patch)
+        result = merge_patch(copy_json(target), patch)
     elif kind == JSON_PATCH:
         if not isinstance(patch, list):
             raise StatusError(400, "a JSON patch must be a list of operations")
         try:
-            result = jsonpatch.JsonPatch(patch).apply(copy.deepcopy(target))
+            result = jsonpatch.JsonPatch(patch).apply(copy_json(target), in_place=True)
         except jsonpatch.JsonPatchTestFailed as exc:
             raise StatusError(409, f"the JSON patch test failed: {exc}", "Conflict") from None
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:

@@ -3,8 +3,9 @@ fill in `default`s and prune fields the schema does not know."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from controllers.embedded.patch import copy_json
 
 __all__ = ["apply_defaults", "prune"]
 
@@ -15,7 +16,7 @@ def apply_defaults(node: Any, schema: dict[str, Any]) -> None:
         properties = schema.get("properties") or {}
         for key, sub in properties.items():
             if key not in node and "default" in sub:
-                node[key] = copy.deepcopy(sub["default"])
+                node[key] = copy_json(sub["default"])
             if key in node:
                 apply_defaults(node[key], sub)
         extra = schema.get("additionalProperties")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import copy
 import json
 import re
 import uuid
@@ -23,6 +22,7 @@ from typing import Any, Literal
 from apis.errors import ObjectValidationError
 from apis.meta import format_time
 from apis.registry import parse_as
+from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
 from controllers.embedded.selectors import Predicate
@@ -288,7 +288,7 @@ class Store:
                 "and try again",
             )
         if status:
-            obj = copy.deepcopy(old)
+            obj = copy_json(old)
             obj.pop("status", None)
             if "status" in new:
                 obj["status"] = new["status"]
@@ -302,7 +302,7 @@ class Store:
             if res.has_status:
                 obj.pop("status", None)
                 if "status" in old:
-                    obj["status"] = copy.deepcopy(old["status"])
+                    obj["status"] = copy_json(old["status"])
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -330,11 +330,11 @@ class Store:
         if old["metadata"].get("finalizers"):
             if old["metadata"].get("deletionTimestamp"):
                 return old, False
-            obj = copy.deepcopy(old)
+            obj = copy_json(old)
             obj["metadata"]["deletionTimestamp"] = _now()
             obj["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._commit(res, "MODIFIED", obj, old), False
-        return self._remove(res, copy.deepcopy(old), old, propagation), True
+        return self._remove(res, copy_json(old), old, propagation), True
 
     def _remove(
         self, res: Resource, obj: dict[str, Any], old: dict[str, Any], propagation: Propagation
@@ -362,7 +362,7 @@ class Store:
             refs = dep["metadata"].get("ownerReferences") or []
             alive = [r for r in refs if r.get("uid") != owner_uid and r.get("uid") in self._by_uid]
             if propagation == "Orphan" or alive:
-                obj = copy.deepcopy(dep)
+                obj = copy_json(dep)
                 kept = [r for r in refs if r.get("uid") != owner_uid]
                 if kept:
                     obj["metadata"]["ownerReferences"] = kept
