@@ -59,7 +59,9 @@ class Fanout:
         self._placements: dict[str, _Watched] = {}
         self._naming: dict[tuple[str, str], set[str]] = {}  # (namespace, set) -> placements
         self._naming_none: dict[str, set[str]] = {}  # namespace -> placements naming no set
-        self._weighing: dict[str, set[str]] = {}  # add-on resource -> placements
+        # (add-on resource, namespace) -> placements: a score event looks only at the namespaces
+        # that can see its cluster, not at every placement weighing the resource.
+        self._weighing: dict[tuple[str, str], set[str]] = {}
         self._sets: dict[str, ManagedClusterSet] = {}
         self._bound: dict[str, set[str]] = {}  # set -> namespaces with a binding to it
         self._bindings: dict[tuple[str, str], str] = {}  # (namespace, binding) -> set
@@ -79,7 +81,7 @@ class Fanout:
         else:
             self._naming_none.setdefault(watched.namespace, set()).add(key)
         for resource in watched.addon_resources:
-            self._weighing.setdefault(resource, set()).add(key)
+            self._weighing.setdefault((resource, watched.namespace), set()).add(key)
 
     def placement_deleted(self, key: str) -> None:
         watched = self._placements.pop(key, None)
@@ -89,7 +91,7 @@ class Fanout:
             _discard(self._naming, (watched.namespace, name), key)
         _discard(self._naming_none, watched.namespace, key)
         for resource in watched.addon_resources:
-            _discard(self._weighing, resource, key)
+            _discard(self._weighing, (resource, watched.namespace), key)
 
     def set_upserted(self, cluster_set: ManagedClusterSet) -> None:
         self._sets[cluster_set.name] = cluster_set
@@ -154,13 +156,15 @@ class Fanout:
     ) -> set[str]:
         """Placements weighing the score's resource whose namespace sees its cluster (the
         score lives in the cluster's namespace)."""
-        users = self._weighing.get(score.name)
-        if not users or cluster_labels is None:
+        if cluster_labels is None:
             return set()
         namespaces: set[str] = set()
         for name in self.sets_containing(cluster_labels):
             namespaces |= self._bound.get(name, set())
-        return {key for key in users if self._placements[key].namespace in namespaces}
+        out: set[str] = set()
+        for namespace in namespaces:
+            out |= self._weighing.get((score.name, namespace), set())
+        return out
 
     @staticmethod
     def for_decision(decision: PlacementDecision) -> set[str]:

@@ -167,32 +167,36 @@ class Manager:
             make(Placement, self._placement_changed, self._placement_updated, self._gone),
         ]
 
-    def _enqueue(self, keys: set[str]) -> None:
-        # Until the workers start, events only update the caches: starting enqueues every
-        # placement once, in key order (as `placement simulate` schedules them).
+    def _enqueue(self, keys: Callable[[], set[str]]) -> None:
+        """Queue the placements `keys()` names. Until the workers start, events only update the
+        caches and the fan-out is not even computed (during the first lists it would cost
+        clusters x placements): starting enqueues every placement once, in key order (as
+        `placement simulate` schedules them)."""
         if not self._working:
             return
-        for key in keys:
+        for key in keys():
             self.queue.add(key)
 
     def _cluster_added(self, cluster: ManagedCluster) -> None:
         self.index.upsert_cluster(cluster)
-        self._enqueue(self.fanout.for_cluster(cluster.metadata.labels or {}))
+        self._enqueue(lambda: self.fanout.for_cluster(cluster.metadata.labels or {}))
 
     def _cluster_updated(self, old: ManagedCluster, new: ManagedCluster) -> None:
         if _scheduling_view(old) == _scheduling_view(new):
             return
         self.index.upsert_cluster(new)
-        self._enqueue(self.fanout.for_cluster(old.metadata.labels or {}, new.metadata.labels or {}))
+        self._enqueue(
+            lambda: self.fanout.for_cluster(old.metadata.labels or {}, new.metadata.labels or {})
+        )
 
     def _cluster_gone(self, cluster: ManagedCluster) -> None:
         self.index.delete_cluster(cluster.name)
-        self._enqueue(self.fanout.for_cluster(cluster.metadata.labels or {}))
+        self._enqueue(lambda: self.fanout.for_cluster(cluster.metadata.labels or {}))
 
     def _set_changed(self, cluster_set: ManagedClusterSet) -> None:
         self.index.upsert_cluster_set(cluster_set)
         self.fanout.set_upserted(cluster_set)
-        self._enqueue(self.fanout.for_set(cluster_set.name))
+        self._enqueue(lambda: self.fanout.for_set(cluster_set.name))
 
     def _set_updated(self, _: ManagedClusterSet, new: ManagedClusterSet) -> None:
         self._set_changed(new)
@@ -200,12 +204,12 @@ class Manager:
     def _set_gone(self, cluster_set: ManagedClusterSet) -> None:
         self.index.delete_cluster_set(cluster_set.name)
         self.fanout.set_deleted(cluster_set.name)
-        self._enqueue(self.fanout.for_set(cluster_set.name))
+        self._enqueue(lambda: self.fanout.for_set(cluster_set.name))
 
     def _binding_changed(self, binding: ManagedClusterSetBinding) -> None:
         self.index.upsert_binding(binding)
         self.fanout.binding_upserted(binding)
-        self._enqueue(self.fanout.for_binding(binding.namespace, binding.name))
+        self._enqueue(lambda: self.fanout.for_binding(binding.namespace, binding.name))
 
     def _binding_updated(self, _: ManagedClusterSetBinding, new: ManagedClusterSetBinding) -> None:
         self._binding_changed(new)
@@ -213,18 +217,18 @@ class Manager:
     def _binding_gone(self, binding: ManagedClusterSetBinding) -> None:
         self.index.delete_binding(binding.namespace, binding.name)
         self.fanout.binding_deleted(binding.namespace, binding.name)
-        self._enqueue(self.fanout.for_binding(binding.namespace, binding.name))
+        self._enqueue(lambda: self.fanout.for_binding(binding.namespace, binding.name))
 
     def _score_changed(self, score: AddOnPlacementScore) -> None:
         self.index.upsert_score(score)
-        self._enqueue(self._score_keys(score))
+        self._enqueue(lambda: self._score_keys(score))
 
     def _score_updated(self, _: AddOnPlacementScore, new: AddOnPlacementScore) -> None:
         self._score_changed(new)
 
     def _score_gone(self, score: AddOnPlacementScore) -> None:
         self.index.delete_score(score.namespace, score.name)
-        self._enqueue(self._score_keys(score))
+        self._enqueue(lambda: self._score_keys(score))
 
     def _score_keys(self, score: AddOnPlacementScore) -> set[str]:
         cluster = self.index.cluster(score.namespace)
@@ -234,7 +238,7 @@ class Manager:
     def _decision_changed(self, decision: PlacementDecision) -> None:
         if self.decisions.observe(decision):  # else an echo of our own write
             self.index.upsert_decision(decision)
-            self._enqueue(self.fanout.for_decision(decision))
+            self._enqueue(lambda: self.fanout.for_decision(decision))
 
     def _decision_updated(self, _: PlacementDecision, new: PlacementDecision) -> None:
         self._decision_changed(new)
@@ -242,12 +246,12 @@ class Manager:
     def _decision_gone(self, decision: PlacementDecision) -> None:
         if self.decisions.observe_deleted(decision.key) is not None:
             self.index.delete_decision(decision.namespace, decision.name)
-            self._enqueue(self.fanout.for_decision(decision))
+            self._enqueue(lambda: self.fanout.for_decision(decision))
 
     def _placement_changed(self, placement: Placement) -> None:
         if self.placements.observe(placement):  # else an echo of our own status patch
             self.fanout.placement_upserted(placement)
-            self._enqueue({placement.key})
+            self._enqueue(lambda: {placement.key})
 
     def _placement_updated(self, _: Placement, new: Placement) -> None:
         self._placement_changed(new)
@@ -255,7 +259,7 @@ class Manager:
     def _gone(self, placement: Placement) -> None:
         self.placements.observe_deleted(placement.key)
         self.fanout.placement_deleted(placement.key)
-        self._enqueue({placement.key})
+        self._enqueue(lambda: {placement.key})
 
     # --- life cycle ------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ from controllers.embedded.faults import Faults
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from controllers.manager import Manager, ManagerOptions
+from controllers.run import tune_gc
 from placement.testing import (
     addon,
     binding,
@@ -464,8 +465,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", action="store_true", help="run the server in a child process")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", help="write cProfile stats of the timed part here")
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="keep Python's collector thresholds (placement run raises them)",
+    )
     args = parser.parse_args(argv)
     shape = Shape(args.clusters, args.placements, args.workers)
+    if not args.default_gc:
+        tune_gc()
     if args.serve:
         asyncio.run(_serve(shape))
         return 0
