@@ -155,7 +155,9 @@ async def test_events_beyond_max_pending_are_dropped_with_one_warning(
 
 def test_an_event_recorded_outside_an_event_loop_is_dropped() -> None:
     outcomes: list[str] = []
-    recorder = EventRecorder(cast(Gateway, object()), on_recorded=lambda _, outcome: outcomes.append(outcome))
+    recorder = EventRecorder(
+        cast(Gateway, object()), on_recorded=lambda _, outcome: outcomes.append(outcome)
+    )
     recorder.record(placement("p"), None, "Normal", "DecisionCreate", "DecisionCreated", "x")
     assert (outcomes, recorder.pending) == (["dropped"], 0)
 
