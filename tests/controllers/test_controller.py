@@ -349,3 +349,18 @@ async def test_a_disabled_placement_is_left_alone() -> None:
         assert "ns-a/off" in manager.reconciler.history
         assert await h.decided("ns-a", "off") == []
         assert (await h.placement("ns-a", "off")).status is None
+
+
+async def test_the_periodic_resync_schedules_every_placement_again_and_writes_nothing() -> None:
+    async with hub() as h:
+        await create(h, TWO_TEAMS)
+        manager = await h.manager(resync=600.0)
+        await settled(h, manager)
+        revision = h.server.store.rv
+        await h.clock.advance(599)
+        await manager.wait_idle()
+        assert not manager.reconciler.history
+        await h.clock.advance(1)
+        ran = await rescheduled_after(h, manager, {"ns-a/prod", "ns-a/all", "ns-b/prod"})
+        assert ran >= {"ns-a/prod", "ns-a/all", "ns-b/prod", "ns-b/scored"}
+        assert h.server.store.rv == revision
