@@ -20,9 +20,10 @@ import gc
 import json
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
@@ -38,6 +39,8 @@ from perf.controller_run import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+T_co = TypeVar("T_co", covariant=True)
+R = TypeVar("R", bound="_Run[Any]")
 SMOKE = Shape(200, 50)
 largest = pytest.mark.largest
 
@@ -116,22 +119,34 @@ def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
 # --- cold start ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", COLD_STARTS)
-def test_a_cold_start_gives_every_placement_its_decisions(
-    benchmark: BenchmarkFixture, benchmarking: bool, shape: Shape
-) -> None:
+class _Run(Protocol[T_co]):
+    async def checked(self) -> T_co: ...
+
+    async def close(self) -> None: ...
+
+
+def timed_rounds(
+    benchmark: BenchmarkFixture,
+    shape: Shape,
+    benchmarking: bool,
+    make: Callable[[Hub], R],
+    prepare: Callable[[R], Awaitable[object]],
+    phase: Callable[[R], Awaitable[object]],
+) -> list[Any]:
+    """Per round: a fresh hub and `make(hub)` prepared (untimed), `phase` timed, then the run's
+    `checked()` result kept and everything stopped. Returns the checked results."""
     rounds = Rounds(shape)
-    results: list[ColdStart] = []
-    run: ControllerRun | None = None
+    results: list[Any] = []
+    run: R | None = None
 
     def setup() -> None:
         nonlocal run
-        run = ControllerRun(rounds.open())
-        rounds.run(run.open())
+        run = make(rounds.open())
+        rounds.run(prepare(run))
 
-    def start() -> None:
+    def timed() -> None:
         assert run is not None
-        rounds.run(run.start())
+        rounds.run(phase(run))
 
     def teardown() -> None:
         nonlocal run
@@ -144,10 +159,28 @@ def test_a_cold_start_gives_every_placement_its_decisions(
             run = None
 
     benchmark.pedantic(
-        start, setup=setup, teardown=teardown, rounds=rounds_for(shape, benchmarking)
+        timed, setup=setup, teardown=teardown, rounds=rounds_for(shape, benchmarking)
     )
     if run is not None:  # a disabled benchmark skips the teardown
         teardown()
+    return results
+
+
+# --- cold start ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", COLD_STARTS)
+def test_a_cold_start_gives_every_placement_its_decisions(
+    benchmark: BenchmarkFixture, benchmarking: bool, shape: Shape
+) -> None:
+    results: list[ColdStart] = timed_rounds(
+        benchmark,
+        shape,
+        benchmarking,
+        ControllerRun,
+        lambda run: run.open(),
+        lambda run: run.start(),
+    )
     figures = medians([asdict(r) | {"per_placement": r.per_placement} for r in results])
     benchmark.extra_info.update(figures)
     print(json.dumps(figures))
@@ -166,34 +199,14 @@ def test_a_cold_start_gives_every_placement_its_decisions(
 def test_one_label_change_reschedules_every_placement_and_drops_the_cluster_where_it_was(
     benchmark: BenchmarkFixture, benchmarking: bool, shape: Shape
 ) -> None:
-    rounds = Rounds(shape)
-    results: list[Fanout] = []
-    run: FanoutRun | None = None
-
-    def setup() -> None:
-        nonlocal run
-        run = FanoutRun(rounds.open())
-        rounds.run(run.prepare())
-
-    def relabel() -> None:
-        assert run is not None
-        rounds.run(run.relabel())
-
-    def teardown() -> None:
-        nonlocal run
-        assert run is not None
-        try:
-            results.append(rounds.run(run.checked()))
-        finally:
-            rounds.run(run.close())
-            rounds.close()
-            run = None
-
-    benchmark.pedantic(
-        relabel, setup=setup, teardown=teardown, rounds=rounds_for(shape, benchmarking)
+    results: list[Fanout] = timed_rounds(
+        benchmark,
+        shape,
+        benchmarking,
+        FanoutRun,
+        lambda run: run.prepare(),
+        lambda run: run.relabel(),
     )
-    if run is not None:  # a disabled benchmark skips the teardown
-        teardown()
     figures = medians([asdict(r) for r in results])
     benchmark.extra_info.update(figures)
     print(json.dumps(figures))
