@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from apis.errors import ModelError
 from apis.placements import Placement, PlacementDecision
 from apis.registry import parse_as
 from controllers.enqueue import Fanout
@@ -171,7 +172,7 @@ class Reconciler:
         """The explain JSON of a posted Placement (OCM's `POST /debug/placements/`)."""
         try:
             placement = parse_as(Placement, doc)
-        except ValueError as exc:
+        except ModelError as exc:  # the endpoint answers 400 with the message for a ValueError
             raise ValueError(str(exc)) from exc
         return self._explain(placement)
 

@@ -138,6 +138,12 @@ async def test_a_running_controller_answers_health_readiness_metrics_and_debug()
                 dry = await r.json()
         assert sorted(s["clusterName"] for s in dry["aggregatedScores"]) == ["b1", "b2"]
         assert not await h.decided("ns-b", "what-if")  # a dry run writes nothing
+        bad = placement("ns-b", "bad").to_wire()
+        bad["spec"]["numberOfClusters"] = -1
+        url = f"http://{address}/debug/placements/"
+        async with aiohttp.ClientSession() as session, session.post(url, json=bad) as r:
+            assert r.status == 400
+            assert "spec.numberOfClusters" in (await r.json())["error"]
 
 
 # --- no transient disappearance through the controller ------------------------------------------
