@@ -1,6 +1,10 @@
 """Informer-style caches (DESIGN §7): for each watched kind, list then watch through the gateway,
 keep a typed in-memory store, and tell the controller what changed.
 
+The store keeps the objects themselves or, with a `Keep`, a projection of each (what the
+controller reads of it): at 100,000 clusters the models would take most of the controller's
+memory. Lists are read in pages, so a big collection is never in memory at once as models.
+
 After a dropped watch the informer resumes from the last resourceVersion it saw (events and
 bookmarks both advance it), so no update is lost; after 410 Gone it relists and reconciles,
 which is how it learns of deletions that happened while it was disconnected.
@@ -12,27 +16,54 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, overload
 
 from apis.meta import KubeObject
 from controllers.kube.errors import ApiError, GoneError
 from controllers.kube.gateway import Gateway, WatchEvent
 
-__all__ = ["Informer"]
+__all__ = ["PAGE_SIZE", "Informer", "Keep"]
 
 log = logging.getLogger(__name__)
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
+ItemT = TypeVar("ItemT")
+
+PAGE_SIZE = 1000
+"""Objects per list request. client-go pages by 500; a list of a page costs the embedded server
+a sort of the whole collection, so larger pages list 100,000 clusters faster, and one page of
+models (~7 MiB of clusters) is still small."""
 
 
-class Informer(Generic[ObjT]):
-    """A list+watch cache of one kind; callbacks run on the event loop, in event order."""
+@dataclass(frozen=True)
+class Keep(Generic[ObjT, ItemT]):
+    """What an informer keeps of each object: `project` makes it, `version` reads the object's
+    resourceVersion back from it (a relist compares versions to find updates)."""
 
+    project: Callable[[ObjT], ItemT]
+    version: Callable[[ItemT], str | None]
+
+
+def _model_version(obj: KubeObject) -> str | None:
+    return obj.metadata.resource_version
+
+
+def _whole(obj: Any) -> Any:
+    return obj
+
+
+class Informer(Generic[ObjT, ItemT]):
+    """A list+watch cache of one kind; callbacks run on the event loop, in event order, and
+    receive what the store keeps (`ItemT`: the objects, or their projections)."""
+
+    @overload
     def __init__(
-        self,
+        self: Informer[ObjT, ObjT],
         gateway: Gateway,
         cls: type[ObjT],
         *,
+        keep: None = None,
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -41,9 +72,46 @@ class Informer(Generic[ObjT]):
         on_delete: Callable[[ObjT], None] | None = None,
         retry_delay: float = 0.05,
         max_retry_delay: float = 5.0,
+        page_size: int = PAGE_SIZE,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        gateway: Gateway,
+        cls: type[ObjT],
+        *,
+        keep: Keep[ObjT, ItemT],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        on_add: Callable[[ItemT], None] | None = None,
+        on_update: Callable[[ItemT, ItemT], None] | None = None,
+        on_delete: Callable[[ItemT], None] | None = None,
+        retry_delay: float = 0.05,
+        max_retry_delay: float = 5.0,
+        page_size: int = PAGE_SIZE,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        cls: type[ObjT],
+        *,
+        keep: Keep[ObjT, Any] | None = None,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        on_add: Callable[[Any], None] | None = None,
+        on_update: Callable[[Any, Any], None] | None = None,
+        on_delete: Callable[[Any], None] | None = None,
+        retry_delay: float = 0.05,
+        max_retry_delay: float = 5.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.gateway = gateway
         self.cls = cls
+        self.keep: Keep[ObjT, Any] = keep or Keep(_whole, _model_version)
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -52,10 +120,11 @@ class Informer(Generic[ObjT]):
         self.on_delete = on_delete
         self.retry_delay = retry_delay
         self.max_retry_delay = max_retry_delay
+        self.page_size = page_size
         self.resource_version = ""
         self.relists = 0  # how many lists it took (1 + one per 410 Gone)
         self.resumes = 0  # how many times a watch was reopened from the last resourceVersion
-        self._store: dict[str, ObjT] = {}
+        self._store: dict[str, ItemT] = {}
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -70,12 +139,12 @@ class Informer(Generic[ObjT]):
         async with asyncio.timeout(timeout):
             await self._synced.wait()
 
-    def get(self, key: str) -> ObjT | None:
-        """The object of `namespace/name` (or `name` for a cluster-scoped kind)."""
+    def get(self, key: str) -> ItemT | None:
+        """What is kept of `namespace/name` (or `name` for a cluster-scoped kind)."""
         return self._store.get(key)
 
-    def list(self) -> list[ObjT]:
-        """Every cached object, sorted by key."""
+    def list(self) -> list[ItemT]:
+        """Everything kept, sorted by key."""
         return [self._store[key] for key in sorted(self._store)]
 
     def keys(self) -> set[str]:
@@ -128,23 +197,30 @@ class Informer(Generic[ObjT]):
                 self.resumes += 1
 
     async def _relist(self) -> None:
-        result = await self.gateway.list(
+        fresh: dict[str, ItemT] = {}
+        project = self.keep.project
+        resource_version = ""
+        async for page in self.gateway.list_pages(
             self.cls,
             self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
-        )
+            limit=self.page_size,
+        ):
+            for obj in page.items:
+                fresh[obj.key] = project(obj)
+            resource_version = page.resource_version
         self.relists += 1
-        fresh = {obj.key: obj for obj in result.items}
         old = self._store
         self._store = fresh
-        self.resource_version = result.resource_version
+        self.resource_version = resource_version
+        version = self.keep.version
         for key in sorted(old.keys() - fresh.keys()):
             self._call(self.on_delete, old[key])
         for key in sorted(fresh):
             if key not in old:
                 self._call(self.on_add, fresh[key])
-            elif old[key].metadata.resource_version != fresh[key].metadata.resource_version:
+            elif version(old[key]) != version(fresh[key]):
                 self._call(self.on_update, old[key], fresh[key])
         self._synced.set()
 
@@ -157,16 +233,17 @@ class Informer(Generic[ObjT]):
         key = obj.key
         if event.type == "DELETED":
             gone = self._store.pop(key, None)
-            self._call(self.on_delete, gone or obj)
+            self._call(self.on_delete, self.keep.project(obj) if gone is None else gone)
             return
+        item = self.keep.project(obj)
         old = self._store.get(key)
-        self._store[key] = obj
+        self._store[key] = item
         if old is None:
-            self._call(self.on_add, obj)
+            self._call(self.on_add, item)
         else:
-            self._call(self.on_update, old, obj)
+            self._call(self.on_update, old, item)
 
-    def _call(self, callback: Callable[..., None] | None, *objs: ObjT) -> None:
+    def _call(self, callback: Callable[..., None] | None, *objs: ItemT) -> None:
         if callback is None:
             return
         try:

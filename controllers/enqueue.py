@@ -12,19 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from apis.cluster import (
-    AddOnPlacementScore,
-    ManagedClusterSet,
-    ManagedClusterSetBinding,
-)
+from apis.cluster import ManagedClusterSet, ManagedClusterSetBinding
 from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
 from placement.clustersets import set_contains
 
 __all__ = ["Fanout", "placement_key"]
 
 K = TypeVar("K")
+
+
+class _Named(Protocol):
+    """An AddOnPlacementScore or what a cache keeps of one: its name is the resource."""
+
+    @property
+    def name(self) -> str: ...
 
 
 def placement_key(namespace: str, name: str) -> str:
@@ -151,9 +154,7 @@ class Fanout:
             out |= self.for_set(name)
         return out
 
-    def for_score(
-        self, score: AddOnPlacementScore, cluster_labels: Mapping[str, str] | None
-    ) -> set[str]:
+    def for_score(self, score: _Named, cluster_labels: Mapping[str, str] | None) -> set[str]:
         """Placements weighing the score's resource whose namespace sees its cluster (the
         score lives in the cluster's namespace)."""
         if cluster_labels is None:

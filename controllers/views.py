@@ -60,10 +60,14 @@ class Latest(Generic[ObjT]):
         elif key in self._deleted:
             return False
         known = self._objects.get(key)
-        if known is not None and not newer(
-            obj.metadata.resource_version, known.metadata.resource_version
-        ):
-            return False
+        if known is not None:
+            version = obj.metadata.resource_version
+            if not newer(version, known.metadata.resource_version):
+                if not ours and version == known.metadata.resource_version:
+                    # The echo of our write: the same version, so keep the informer's copy
+                    # and let the write's response go (one copy of each object, not two).
+                    self._objects[key] = obj
+                return False
         self._objects[key] = obj
         return True
 

@@ -7,30 +7,34 @@ ever add codes, so a published `Column` keeps seeing its own prefix of them (`Pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
+from sys import intern
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from apis.cluster import AddOnPlacementScore, ManagedCluster
+from apis.quantity import Quantity
 from placement.framework import BoolMask, RowIndex
 from placement.snapshot import RESOURCES, AddOnColumn, Column
 
 __all__ = [
     "AddOnState",
+    "ClusterRow",
     "CodedColumn",
     "Cow",
     "Epoch",
     "Layout",
     "Prefix",
-    "Row",
+    "ScoreRow",
+    "cluster_row",
     "columns_of",
-    "row_of",
-    "score_content",
+    "score_row",
 ]
 
 ScalarT = TypeVar("ScalarT", bound=np.generic)
@@ -40,6 +44,7 @@ MISSING = -1
 _COMPACT_AT = 64
 _TaintSpec = tuple[str, str, str, datetime | None]  # key, value, effect, timeAdded
 _NO_RESOURCES: tuple[float | None, ...] = (None,) * len(RESOURCES)
+_EMPTY: Mapping[str, str] = MappingProxyType({})  # shared by every row without labels or claims
 
 
 class Epoch:
@@ -192,8 +197,11 @@ class CodedColumn:
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
-    """What a cluster contributes to its row, compared to find what an update changed."""
+class ClusterRow:
+    """What the index (and the controller's cluster cache) keeps of a ManagedCluster: the
+    features its row shows, a few hundred bytes instead of the model's kilobytes. Rows compare
+    by those features only (name and resourceVersion do not count), so `==` tells whether an
+    update changed anything the scheduler reads."""
 
     labels: Mapping[str, str]
     claims: Mapping[str, str]
@@ -201,43 +209,77 @@ class Row:
     allocatable: tuple[float | None, ...]  # per RESOURCES; None, not NaN, so that == works
     capacity: tuple[float | None, ...]
     taints: tuple[_TaintSpec, ...]
+    name: str = field(default="", compare=False)
+    resource_version: str | None = field(default=None, compare=False)
 
 
-def row_of(cluster: ManagedCluster) -> Row:
+def _interned(pairs: Iterable[tuple[str, str]]) -> Mapping[str, str]:
+    """Keys and values repeat across clusters (a fleet has few label keys and, mostly, few
+    values per key): one string object each instead of one per cluster."""
+    out = {intern(key): intern(value) for key, value in pairs}
+    return out or _EMPTY
+
+
+def cluster_row(cluster: ManagedCluster) -> ClusterRow:
     """The features of a cluster that its row shows."""
     status = cluster.status
-    claims: dict[str, str] = {}
+    claims: Mapping[str, str] = _EMPTY
     allocatable: tuple[float | None, ...] = _NO_RESOURCES
     capacity = allocatable
     if status is not None:
-        for claim in status.cluster_claims or ():
-            claims[claim.name or ""] = claim.value or ""  # later duplicates win
+        if status.cluster_claims:  # later duplicates win
+            claims = _interned((c.name or "", c.value or "") for c in status.cluster_claims)
         if status.allocatable:
-            alloc = status.allocatable
-            allocatable = tuple([alloc[r].approximate() if r in alloc else None for r in RESOURCES])
+            allocatable = _amounts(status.allocatable)
         if status.capacity:
-            cap = status.capacity
-            capacity = tuple([cap[r].approximate() if r in cap else None for r in RESOURCES])
+            capacity = _amounts(status.capacity)
+            if capacity == allocatable:
+                capacity = allocatable  # one tuple for both, as is common
     taints = cluster.spec.taints
     meta = cluster.metadata
-    return Row(
-        dict(meta.labels) if meta.labels else {},
+    return ClusterRow(
+        _interned(meta.labels.items()) if meta.labels else _EMPTY,
         claims,
         meta.deletion_timestamp is not None,
         allocatable,
         capacity,
         tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
+        meta.name or "",
+        meta.resource_version,
     )
 
 
-def score_content(score: AddOnPlacementScore) -> tuple[float | None, tuple[tuple[str, int], ...]]:
-    """What a score contributes to its row: validUntil and the scores (later duplicates win)."""
+def _amounts(resources: Mapping[str, Quantity]) -> tuple[float | None, ...]:
+    amounts = tuple([resources[r].approximate() if r in resources else None for r in RESOURCES])
+    return _NO_RESOURCES if amounts == _NO_RESOURCES else amounts
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What the index (and the controller's score cache) keeps of an AddOnPlacementScore: what
+    it contributes to its cluster's row, validUntil and the scores (later duplicates win).
+    Rows compare by that content only."""
+
+    valid_until: float | None
+    values: tuple[tuple[str, int], ...]
+    namespace: str = field(default="", compare=False)
+    name: str = field(default="", compare=False)
+    resource_version: str | None = field(default=None, compare=False)
+
+
+def score_row(score: AddOnPlacementScore) -> ScoreRow:
     status = score.status
-    if status is None:
-        return None, ()
-    until = status.valid_until.timestamp() if status.valid_until is not None else None
-    values = {item.name: item.value for item in status.scores or []}
-    return until, tuple(values.items())
+    until: float | None = None
+    values: tuple[tuple[str, int], ...] = ()
+    if status is not None:
+        if status.valid_until is not None:
+            until = status.valid_until.timestamp()
+        found = {intern(item.name): item.value for item in status.scores or []}
+        values = tuple(found.items())
+    meta = score.metadata
+    return ScoreRow(
+        until, values, meta.namespace or "", intern(meta.name or ""), meta.resource_version
+    )
 
 
 class AddOnState:
@@ -255,7 +297,7 @@ class AddOnState:
         self.has_rows: dict[str, int] = {}
         self._column: AddOnColumn | None = None
 
-    def put(self, row: int, score: AddOnPlacementScore | None) -> None:
+    def put(self, row: int, score: ScoreRow | None) -> None:
         """Make `row` show `score` (None: no score)."""
         self._column = None
         if self.present.read[row]:
@@ -272,11 +314,10 @@ class AddOnState:
             return
         self.present.write()[row] = True
         self.rows += 1
-        until, values = score_content(score)
-        if until is not None:
-            self.valid_until.write()[row] = until
+        if score.valid_until is not None:
+            self.valid_until.write()[row] = score.valid_until
         size = self.present.read.size
-        for name, value in values:
+        for name, value in score.values:
             if name not in self.has:
                 self.scores[name] = Cow(self._epoch, np.zeros(size, dtype=np.int64))
                 self.has[name] = Cow(self._epoch, np.zeros(size, dtype=bool))
@@ -285,7 +326,7 @@ class AddOnState:
             self.has[name].write()[row] = True
             self.has_rows[name] += 1
 
-    def fill(self, items: list[tuple[int, AddOnPlacementScore]]) -> None:
+    def fill(self, items: list[tuple[int, ScoreRow]]) -> None:
         """Write the scores of new rows (no score yet): one numpy call per array."""
         self._column = None
         rows = [row for row, _ in items]
@@ -294,11 +335,10 @@ class AddOnState:
         until: tuple[list[int], list[float]] = ([], [])
         cells: dict[str, tuple[list[int], list[int]]] = {}
         for row, score in items:
-            valid_until, values = score_content(score)
-            if valid_until is not None:
+            if score.valid_until is not None:
                 until[0].append(row)
-                until[1].append(valid_until)
-            for name, value in values:
+                until[1].append(score.valid_until)
+            for name, value in score.values:
                 cell = cells.get(name)
                 if cell is None:
                     cell = cells[name] = ([], [])

@@ -31,20 +31,21 @@ from apis.meta import KubeObject
 from apis.placements import PlacementDecision
 from placement._index_columns import (
     AddOnState,
+    ClusterRow,
     CodedColumn,
     Cow,
     Epoch,
     Layout,
-    Row,
+    ScoreRow,
+    cluster_row,
     columns_of,
-    row_of,
-    score_content,
+    score_row,
 )
 from placement._index_decisions import DecisionState
 from placement.framework import BoolMask
 from placement.snapshot import RESOURCES, FleetSnapshot, TaintRow
 
-__all__ = ["FleetIndex"]
+__all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
 
 _row = attrgetter("row")
 
@@ -52,6 +53,10 @@ _row = attrgetter("row")
 def _same_version(old: KubeObject, new: KubeObject) -> bool:
     version = new.metadata.resource_version
     return version is not None and version == old.metadata.resource_version
+
+
+def _same_row_version(old: ClusterRow | ScoreRow, new: ClusterRow | ScoreRow) -> bool:
+    return new.resource_version is not None and new.resource_version == old.resource_version
 
 
 def _nan(value: float | None) -> float:
@@ -66,14 +71,14 @@ class FleetIndex:
         self._version = 0
         self._cached: FleetSnapshot | None = None
         self._last: FleetSnapshot | None = None
-        self._clusters: dict[str, ManagedCluster] = {}
+        # Rows, not models: at 100,000 clusters the models would take half a gigabyte.
+        self._clusters: dict[str, ClusterRow] = {}  # the newest of every known cluster
         # The committed rows: clusters added or deleted since the last snapshot are pending.
         self._names: tuple[str, ...] = ()
         self._name_array = np.empty(0, dtype=object)
         self._index: dict[str, int] = {}
-        self._rows: dict[str, Row] = {}  # what each committed row shows
-        self._adds: dict[str, ManagedCluster] = {}
-        self._deletes: set[str] = set()
+        self._adds: dict[str, ClusterRow] = {}
+        self._deletes: dict[str, ClusterRow] = {}  # deleted committed rows: what they still show
         self._labels: dict[str, CodedColumn] = {}
         self._claims: dict[str, CodedColumn] = {}
         self._deleting = Cow(self._epoch, np.zeros(0, dtype=bool))
@@ -85,8 +90,8 @@ class FleetIndex:
         self._bindings: dict[tuple[str, str], ManagedClusterSetBinding] = {}
         self._binding_names: dict[str, set[str]] = {}
         self._binding_view: dict[str, tuple[str, ...]] = {}
-        self._scores: dict[tuple[str, str], AddOnPlacementScore] = {}
-        self._scores_of: dict[str, dict[str, AddOnPlacementScore]] = {}  # by cluster
+        # By cluster namespace; a tuple, since a cluster has one score or a few.
+        self._scores_of: dict[str, tuple[ScoreRow, ...]] = {}
         self._addons: dict[str, AddOnState] = {}
         self._decisions = DecisionState(self._epoch)
         # What the cluster-set masks of the last snapshot depend on, changed since.
@@ -101,7 +106,8 @@ class FleetIndex:
     def __len__(self) -> int:
         return len(self._clusters)
 
-    def cluster(self, name: str) -> ManagedCluster | None:
+    def cluster(self, name: str) -> ClusterRow | None:
+        """The newest row stored for cluster `name`."""
         return self._clusters.get(name)
 
     def _changed(self) -> None:
@@ -110,35 +116,38 @@ class FleetIndex:
 
     # --- ManagedCluster -------------------------------------------------------------------
 
-    def upsert_cluster(self, cluster: ManagedCluster) -> None:
-        name = cluster.name
+    def upsert_cluster(self, cluster: ManagedCluster | ClusterRow) -> None:
+        after = cluster if isinstance(cluster, ClusterRow) else cluster_row(cluster)
+        name = after.name
         old = self._clusters.get(name)
-        if old is not None and _same_version(old, cluster):
+        if old is not None and _same_row_version(old, after):
             return
-        self._clusters[name] = cluster
+        self._clusters[name] = after
         row = self._index.get(name)
         if row is None:
-            self._adds[name] = cluster
+            self._adds[name] = after
             self._changed()
             return
-        changed = name in self._deletes  # deleted and back before a snapshot: keeps its row
-        self._deletes.discard(name)
-        before, after = self._rows[name], row_of(cluster)
+        # Deleted and back before a snapshot: keeps its row, which still shows `shown`.
+        shown = self._deletes.pop(name, None)
+        changed = shown is not None
+        before = shown if shown is not None else old
+        assert before is not None  # a committed row is known or pending deletion
         if before != after:
-            self._rows[name] = after
             self._rewrite(row, before, after)
             changed = True
         if changed:
             self._changed()
 
     def delete_cluster(self, name: str) -> None:
-        if self._clusters.pop(name, None) is None:
+        gone = self._clusters.pop(name, None)
+        if gone is None:
             return
         if self._adds.pop(name, None) is None:
-            self._deletes.add(name)
+            self._deletes[name] = gone
         self._changed()
 
-    def _rewrite(self, row: int, before: Row, after: Row) -> None:
+    def _rewrite(self, row: int, before: ClusterRow, after: ClusterRow) -> None:
         self._labels_moved |= self._rewrite_cells(self._labels, row, before.labels, after.labels)
         self._rewrite_cells(self._claims, row, before.claims, after.claims)
         if before.deleting != after.deleting:
@@ -209,8 +218,6 @@ class FleetIndex:
             column.replace(layout.move(column.read, np.nan))
         for addon in self._addons.values():
             addon.relayout(layout)
-        for name in self._deletes:
-            del self._rows[name]
 
         names = np.empty(size, dtype=object)
         names[layout.kept_rows] = kept
@@ -221,10 +228,10 @@ class FleetIndex:
         rows = added_rows.tolist()
         self._fill(rows, added, taints)
         self._decisions.relayout(layout, list(zip(rows, added, strict=True)))
-        scored: dict[str, list[tuple[int, AddOnPlacementScore]]] = {}
+        scored: dict[str, list[tuple[int, ScoreRow]]] = {}
         for row, name in zip(rows, added, strict=True):
-            for resource, score in self._scores_of.get(name, {}).items():
-                scored.setdefault(resource, []).append((row, score))
+            for score in self._scores_of.get(name, ()):
+                scored.setdefault(score.name, []).append((row, score))
         for resource, items in scored.items():
             self._addon(resource).fill(items)
         self._adds.clear()
@@ -239,7 +246,7 @@ class FleetIndex:
         allocatable: list[tuple[float | None, ...]] = []
         capacity: list[tuple[float | None, ...]] = []
         for row, name in zip(rows, names, strict=True):
-            features = self._rows[name] = row_of(self._adds[name])
+            features = self._adds[name]
             for key, value in features.labels.items():
                 cell = label_cells.get(key)
                 if cell is None:
@@ -326,26 +333,29 @@ class FleetIndex:
         if self._decisions.delete(namespace, name):
             self._changed()
 
-    def upsert_score(self, score: AddOnPlacementScore) -> None:
-        key = (score.namespace, score.name)
-        old = self._scores.get(key)
-        if old is not None and _same_version(old, score):
+    def upsert_score(self, score: AddOnPlacementScore | ScoreRow) -> None:
+        new = score if isinstance(score, ScoreRow) else score_row(score)
+        namespace = new.namespace
+        mine = self._scores_of.get(namespace, ())
+        old = next((s for s in mine if s.name == new.name), None)
+        if old is not None and _same_row_version(old, new):
             return
-        self._scores[key] = score
-        self._scores_of.setdefault(score.namespace, {})[score.name] = score
-        row = self._index.get(score.namespace)
+        self._scores_of[namespace] = (*(s for s in mine if s is not old), new)
+        row = self._index.get(namespace)
         # Scores of clusters not in the rows yet are written when their cluster is added.
-        if row is None or (old is not None and score_content(old) == score_content(score)):
+        if row is None or (old is not None and old == new):
             return
-        self._addon(score.name).put(row, score)
+        self._addon(new.name).put(row, new)
         self._changed()
 
     def delete_score(self, namespace: str, name: str) -> None:
-        if self._scores.pop((namespace, name), None) is None:
+        mine = self._scores_of.get(namespace, ())
+        rest = tuple(s for s in mine if s.name != name)
+        if len(rest) == len(mine):
             return
-        mine = self._scores_of[namespace]
-        del mine[name]
-        if not mine:
+        if rest:
+            self._scores_of[namespace] = rest
+        else:
             del self._scores_of[namespace]
         row = self._index.get(namespace)
         if row is not None:

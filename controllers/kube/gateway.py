@@ -20,6 +20,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
 import aiohttp
@@ -252,6 +253,37 @@ class Gateway:
         doc = await self._retrying(lambda: self._request("GET", path, query=query))
         items = [self._typed(cls, item) for item in doc.get("items") or []]
         return ListResult(items, str((doc.get("metadata") or {}).get("resourceVersion", "")))
+
+    async def list_pages(
+        self,
+        cls: type[ObjT],
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = 500,
+    ) -> AsyncIterator[ListResult[ObjT]]:
+        """`list` in pages of at most `limit` objects (the server's continue tokens, as
+        client-go's reflector lists), so that a big collection is never in memory at once, as
+        JSON or as models. Every page carries the list's resourceVersion; an expired continue
+        token raises GoneError (list again)."""
+        query = {"limit": str(limit)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        path = collection_path(cls, namespace)
+        while True:
+            doc = await self._retrying(partial(self._request, "GET", path, query=query))
+            meta = doc.get("metadata") or {}
+            items = [self._typed(cls, item) for item in doc.get("items") or []]
+            del doc  # the page's JSON, while the caller works on its models
+            yield ListResult(items, str(meta.get("resourceVersion", "")))
+            del items
+            token = meta.get("continue")
+            if not token:
+                return
+            query = {**query, "continue": token}
 
     async def watch(
         self,

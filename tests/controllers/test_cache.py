@@ -37,7 +37,9 @@ class Recorder:
 
 
 @asynccontextmanager
-async def informing(gw: Gateway, recorder: Recorder) -> AsyncIterator[Informer[ManagedCluster]]:
+async def informing(
+    gw: Gateway, recorder: Recorder
+) -> AsyncIterator[Informer[ManagedCluster, ManagedCluster]]:
     informer = Informer(
         gw,
         ManagedCluster,

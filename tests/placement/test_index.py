@@ -23,7 +23,7 @@ from apis.cluster import (
 )
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
-from placement.index import FleetIndex
+from placement.index import FleetIndex, cluster_row, score_row
 from placement.snapshot import Column, FleetSnapshot
 from placement.testing import (
     NOW,
@@ -133,9 +133,10 @@ def feed(index: FleetIndex, objects: Sequence[KubeObject]) -> FleetIndex:
     return index
 
 
-def upsert(index: FleetIndex, obj: KubeObject) -> None:
+def upsert(index: FleetIndex, obj: KubeObject, rows: bool = False) -> None:
+    """Store `obj`; with `rows`, clusters and scores as the controller's caches keep them."""
     if isinstance(obj, ManagedCluster):
-        index.upsert_cluster(obj)
+        index.upsert_cluster(cluster_row(obj) if rows else obj)
     elif isinstance(obj, ManagedClusterSet):
         index.upsert_cluster_set(obj)
     elif isinstance(obj, ManagedClusterSetBinding):
@@ -143,7 +144,7 @@ def upsert(index: FleetIndex, obj: KubeObject) -> None:
     elif isinstance(obj, PlacementDecision):
         index.upsert_decision(obj)
     elif isinstance(obj, AddOnPlacementScore):
-        index.upsert_score(obj)
+        index.upsert_score(score_row(obj) if rows else obj)
     else:
         raise TypeError(obj)
 
@@ -338,7 +339,7 @@ def test_any_event_sequence_gives_the_snapshot_build_gives(mix: Any, data: st.Da
             delete(index, *event)
         else:
             stored[stored_key(event)] = event
-            upsert(index, event)
+            upsert(index, event, rows=data.draw(st.booleans()))
     fleet, expected = index.snapshot(), snapshot(stored.values())
     assert_same_fleet(fleet, expected)
     assert schedule_all(fleet, PLACEMENTS) == schedule_all(expected, PLACEMENTS)
@@ -389,11 +390,11 @@ def test_an_upsert_with_the_stored_resource_version_is_skipped() -> None:
     assert (index.snapshot(), index.version) == (first, version)
 
 
-def test_an_update_that_changes_no_column_keeps_the_snapshot_but_stores_the_object() -> None:
+def test_an_update_that_changes_no_column_keeps_the_snapshot_but_stores_the_row() -> None:
     index = FleetIndex()
     index.upsert_cluster(with_version(cluster("a", labels={"env": "prod"}), "1"))
     first, version = index.snapshot(), index.version
-    heartbeat = with_version(cluster("a", labels={"env": "prod"}), "2")
+    heartbeat = cluster_row(with_version(cluster("a", labels={"env": "prod"}), "2"))
     index.upsert_cluster(heartbeat)
     assert index.snapshot() is first
     assert index.version == version
@@ -417,13 +418,15 @@ def test_deleting_an_unknown_object_changes_nothing(kind: type[KubeObject]) -> N
     assert (index.snapshot(), index.version) == (first, version)
 
 
-def test_cluster_returns_the_stored_object_and_len_counts_clusters() -> None:
+def test_cluster_returns_the_stored_row_and_len_counts_clusters() -> None:
     index = feed(FleetIndex(), small_world())
-    a = cluster("a", labels={"env": "dev"})
+    a = with_version(cluster("a", labels={"env": "dev"}), "9")
     index.upsert_cluster(a)
     index.upsert_cluster(cluster("d"))  # pending until the next snapshot, counted already
     index.delete_cluster("b")
-    assert index.cluster("a") is a
+    stored = index.cluster("a")
+    assert stored == cluster_row(a)
+    assert stored is not None and (stored.name, stored.resource_version) == ("a", "9")
     assert index.cluster("b") is None
     assert len(index) == 3
 

@@ -37,6 +37,26 @@ async def test_reads_are_retried_after_server_errors() -> None:
 
 
 @pytest.mark.asyncio
+async def test_list_pages_gives_every_object_once_in_pages_of_the_limit() -> None:
+    async with hub() as (server, gw):
+        for i in range(5):
+            await gw.create(cluster(f"c{i}"))
+        whole = await gw.list(ManagedCluster)
+        server.faults.fail_next("list", 503, times=1)  # a page is a read: retried
+        pages = [page async for page in gw.list_pages(ManagedCluster, limit=2)]
+        assert [[c.name for c in page.items] for page in pages] == [
+            ["c0", "c1"],
+            ["c2", "c3"],
+            ["c4"],
+        ]
+        assert {page.resource_version for page in pages} == {whole.resource_version}
+        selected = [
+            p async for p in gw.list_pages(ManagedCluster, field_selector="metadata.name=c3")
+        ]
+        assert [[c.name for c in page.items] for page in selected] == [["c3"]]
+
+
+@pytest.mark.asyncio
 async def test_reads_give_up_after_the_last_attempt() -> None:
     async with hub() as (server, gw):
         server.faults.fail_next("get", 500, times=gw.read_attempts)
