@@ -1,0 +1,134 @@
+"""`python -m perf`: run the scale scenarios and write a report folder.
+
+    python -m perf --quick                  # small sizes, under 3 minutes on 2 cores
+    python -m perf --smoke                  # tiny sizes, seconds: the harness itself runs
+    python -m perf                          # the full run (about half an hour), see README
+    python -m perf --only cycle spread      # some scenarios
+    python -m perf --out perf/results       # where report.md, results.json and the plots go
+
+Scenarios: cycle (one scheduling cycle vs fleet size, against a per-cluster loop), spread
+(EvenSpread vs its oracle), cold-start and fan-out (the controller on the embedded hub, each run
+in a fresh process), memory (peak RSS of the scheduling core with its index, and in the full run
+of the controller at 100k clusters x 10k placements); report.md also fits growth exponents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from perf.harness import Case, Settings, machine
+from perf.report import verdicts, write_report
+from perf.scenarios import SCENARIOS, plan
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m perf",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick", action="store_true", help="small sizes, one repetition: under 3 minutes"
+    )
+    size.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, seconds: checks the harness runs (CI)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SCENARIOS,
+        default=list(SCENARIOS),
+        metavar="SCENARIO",
+        help=f"run only these scenarios ({', '.join(SCENARIOS)})",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("perf/reports/latest"),
+        help="report folder, created if missing (default: perf/reports/latest)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="repetitions of the target cases run in fresh processes (full run; default 3)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds spent repeating each in-process case (default 2; quick 0.5, smoke 0.05)",
+    )
+    parser.add_argument("--seed", type=int, default=20261122, help="workload seed")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.budget is not None and args.budget <= 0:
+        parser.error("--budget must be positive")
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        log = out / "children.log"
+        log.write_text("")
+    except OSError as exc:
+        print(f"python -m perf: cannot write the report folder {out}: {exc}", file=sys.stderr)
+        return 1
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    default_budget = {"smoke": 0.05, "quick": 0.5}.get(mode, 2.0)
+    budget = args.budget if args.budget is not None else default_budget
+    settings = Settings(mode, args.seed, budget, args.repeat, log.resolve())
+    steps = plan(settings, args.only)
+    began = time.perf_counter()
+    started = datetime.now(UTC).replace(microsecond=0)
+    before = machine()
+    cases: list[Case] = []
+    bar = tqdm(
+        total=sum(s.weight for s in steps),
+        unit="",
+        bar_format="{percentage:3.0f}%|{bar:20}| {elapsed}<{remaining} {desc}",
+        disable=args.no_progress,
+        file=sys.stderr,
+    )
+    with bar:
+        for step in steps:
+            bar.set_description_str(step.title)
+            try:
+                case = step.run()
+            except Exception as exc:  # a broken case is reported, the run goes on
+                case = Case(step.scenario, step.label, step.clusters, step.placements)
+                case.error = f"{type(exc).__name__}: {exc}"
+            cases.append(case)
+            if case.error:
+                bar.write(f"{step.title}: {case.error}", file=sys.stderr)
+            bar.update(step.weight)
+    header = {
+        "run": f"{mode} (`python -m perf{'' if mode == 'full' else ' --' + mode}`)",
+        "scenarios": ", ".join(args.only),
+        "started": started.isoformat(),
+        "took": f"{time.perf_counter() - began:.0f} s",
+        "load average at the end": ", ".join(f"{x}" for x in machine()["load_average"]),
+    }
+    report = write_report(out, cases, before, header)
+    for target, shown, verdict in verdicts(cases):
+        print(f"{target.text}: {shown} {verdict.replace('*', '')}")
+    print(f"report: {report}")
+    return 1 if any(c.error for c in cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""The scale harness's plumbing: measured cases and their statistics, repetitions in this
+process, runs in a fresh process, and the machine the figures come from.
+
+A `Case` is one thing measured at one size (say "scheduler" at 10,000 clusters) with one value
+per repetition. A `Step` is the work that produces it; the runner (`perf.__main__`) runs the
+steps in order behind one progress bar and hands the cases to `perf.report`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Case",
+    "ChildError",
+    "Settings",
+    "Step",
+    "in_child",
+    "machine",
+    "repeat",
+]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard to measure: `mode` is "full", "quick" (under 3 minutes) or "smoke" (tiny
+    sizes, seconds: checks that the harness itself runs)."""
+
+    mode: str
+    seed: int = 20261122
+    budget_s: float = 2.0  # time spent repeating one in-process case
+    repetitions: int = 3  # repetitions of a case run in fresh processes
+    log: Path | None = None  # where children's stderr goes
+
+
+@dataclass
+class Case:
+    """One measured case: a value per repetition (seconds, or MiB for memory)."""
+
+    scenario: str
+    label: str
+    clusters: int
+    placements: int = 1
+    values: list[float] = field(default_factory=list)
+    unit: str = "s"
+    # the case (label, clusters, placements) of the same scenario this one is compared with:
+    # ratio = baseline / this when `speedup`, else this / baseline
+    baseline: tuple[str, int, int] | None = None
+    speedup: bool = True
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # why the case has no (or not all) values
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.values)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    @property
+    def p90(self) -> float:
+        return float(np.percentile(self.values, 90)) if self.values else float("nan")
+
+    @property
+    def max(self) -> float:
+        return max(self.values) if self.values else float("nan")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "label": self.label,
+            "clusters": self.clusters,
+            "placements": self.placements,
+            "unit": self.unit,
+            "values": self.values,
+            "median": self.median if self.values else None,
+            "p90": self.p90 if self.values else None,
+            "max": self.max if self.values else None,
+            "baseline": list(self.baseline) if self.baseline else None,
+            "speedup": self.speedup,
+            "details": self.details,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class Step:
+    """The work that measures one case; `weight` is its rough share of the run (seconds)."""
+
+    scenario: str
+    label: str
+    clusters: int
+    placements: int
+    run: Callable[[], Case]
+    weight: float = 1.0
+
+    @property
+    def title(self) -> str:
+        size = f"{self.clusters:,} clusters"
+        if self.placements > 1:
+            size += f" x {self.placements:,} placements"
+        return f"{self.scenario}: {self.label}, {size}"
+
+
+def repeat(
+    fn: Callable[[], object],
+    *,
+    budget_s: float,
+    least: int = 5,
+    most: int = 500,
+) -> list[float]:
+    """Seconds per call of `fn`, after one untimed warm-up call: at least `least` calls, then
+    more until `budget_s` is spent or `most` calls are made."""
+    fn()
+    times: list[float] = []
+    began = time.perf_counter()
+    while len(times) < most and (len(times) < least or time.perf_counter() - began < budget_s):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+class ChildError(RuntimeError):
+    """A measurement run in a fresh process failed; the message says which and why."""
+
+
+def in_child(module: str, args: list[str], *, log: Path | None, timeout_s: float) -> Any:
+    """Run `python -m <module> <args>` in a fresh process (its peak RSS is its own, nothing
+    carries over from earlier cases) and return the JSON it printed last on stdout."""
+    command = [sys.executable, "-m", module, *args]
+    shown = "python " + " ".join(command[1:])
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            cwd=Path(__file__).resolve().parent.parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ChildError(f"{shown}: no answer within {timeout_s:.0f} s") from exc
+    if log is not None:
+        with log.open("a") as out:
+            out.write(f"\n$ {shown}\n{done.stderr}")
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not lines:
+        last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no output"]
+        raise ChildError(f"{shown} exited {done.returncode}: {last[0].strip()[:300]}")
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError as exc:
+        raise ChildError(f"{shown} printed no JSON: {lines[-1][:200]!r}") from exc
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _git_commit() -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{commit}{' (uncommitted changes)' if dirty else ''}"
+
+
+def machine() -> dict[str, Any]:
+    """What the figures depend on: CPU, cores, memory, load, versions, commit."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def version_of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": version_of("numpy"),
+        "pydantic": version_of("pydantic"),
+        "aiohttp": version_of("aiohttp"),
+        "kubernetes_asyncio": version_of("kubernetes-asyncio"),
+        "commit": _git_commit(),
+    }

@@ -1,0 +1,320 @@
+"""The harness's scenarios (issue 7), each a list of steps at the sizes of the chosen run.
+
+1. `cycle`: one warm scheduling cycle against fleet size, and the same rules as a per-cluster
+   Python loop (`perf/test_scheduling_bench.py`); both must select the same clusters.
+2. `spread`: EvenSpread picking n of N over 3 topology levels, against the line-by-line oracle
+   (`tests/plugins/spread_oracle.py`); both must pick the same sequence.
+3. `cold-start`: the controller on the embedded hub, fresh process per run
+   (`perf.controller_run`, OCM's benchmark shape), until every placement has its decisions;
+   every placement must decide 10 clusters.
+4. `fan-out`: after a cold start, one cluster label change re-queuing every placement, until all
+   decisions are updated (`perf.child fan-out`); the cluster must leave every placement.
+5. `memory`: peak RSS of the scheduling core with the in-memory index over a generated
+   workload (`perf.child core`), and of the controller alone at the target size (full run).
+6. Growth exponents are fitted from these curves by `perf.report`.
+
+Targets are DESIGN §9's, attached to the cases they judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, partial
+from typing import Any
+
+from perf.harness import Case, ChildError, Settings, Step, in_child, repeat
+
+__all__ = ["FULL", "QUICK", "SCENARIOS", "SMOKE", "TARGETS", "Sizes", "Target", "plan"]
+
+CYCLE, SPREAD, COLD, FANOUT, MEMORY = "cycle", "spread", "cold-start", "fan-out", "memory"
+SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A DESIGN §9 target: the case at this size must stay at or under `limit` (or, for a
+    speed-up, reach it: `at_least`)."""
+
+    scenario: str
+    label: str
+    clusters: int
+    placements: int
+    limit: float
+    unit: str
+    text: str
+    at_least: bool = False  # a speed-up against the case's baseline
+
+    def judge(self, value: float) -> bool:
+        return value >= self.limit if self.at_least else value <= self.limit
+
+
+TARGETS = (
+    Target(CYCLE, "scheduler", 10_000, 1, 0.001, "s", "one placement, warm, 10k clusters <= 1 ms"),
+    Target(CYCLE, "scheduler", 100_000, 1, 0.005, "s", "one placement, warm, 100k <= 5 ms"),
+    Target(CYCLE, "scheduler", 10_000, 1, 50, "x", "vs per-cluster loop at 10k >= 50x", True),
+    Target(SPREAD, "vectorized", 10_000, 1, 0.050, "s", "EvenSpread 1,000 of 10,000 <= 50 ms"),
+    Target(SPREAD, "vectorized", 1_000, 1, 500, "x", "EvenSpread vs the oracle >= 500x", True),
+    Target(COLD, "controller", 5_000, 10_000, 60, "s", "cold start 5,000 x 10,000 <= 60 s"),
+    Target(FANOUT, "controller", 5_000, 1_000, 3, "s", "label change, 1,000 re-queued <= 3 s"),
+    Target(MEMORY, "controller", 100_000, 10_000, 1024, "MiB", "RSS 100k x 10k <= 1 GiB"),
+    Target(MEMORY, "core", 100_000, 10_000, 1024, "MiB", "(core alone) RSS 100k x 10k <= 1 GiB"),
+)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    cycle: Sequence[int]
+    spread: Sequence[int]  # N; n = N / 10
+    oracle: Sequence[int]
+    cold: Sequence[tuple[int, int]]
+    fanout: Sequence[tuple[int, int]]
+    core: Sequence[tuple[int, int]]
+    controller_memory: Sequence[tuple[int, int]]
+
+
+SMOKE = Sizes(
+    cycle=(300, 1_000),
+    spread=(100, 300),
+    oracle=(100,),
+    cold=((100, 20), (200, 20), (200, 40)),
+    fanout=((100, 20),),
+    core=((200, 20), (400, 40)),
+    controller_memory=((200, 20),),
+)
+QUICK = Sizes(
+    cycle=(1_000, 3_000, 10_000, 30_000),
+    spread=(300, 1_000, 3_000, 10_000),
+    oracle=(300, 1_000),
+    cold=((1_000, 250), (1_000, 500), (1_000, 1_000), (2_000, 1_000), (4_000, 1_000)),
+    fanout=((5_000, 1_000),),
+    core=((3_000, 300), (10_000, 1_000)),
+    controller_memory=(),
+)
+FULL = Sizes(
+    cycle=(1_000, 3_000, 10_000, 30_000, 100_000),
+    spread=(300, 1_000, 2_000, 3_000, 10_000, 30_000),
+    oracle=(300, 1_000, 2_000),
+    cold=(
+        (1_000, 1_000),
+        (1_000, 3_000),
+        (1_000, 10_000),
+        (2_000, 1_000),
+        (5_000, 1_000),
+        (10_000, 1_000),
+        (20_000, 1_000),
+        (5_000, 10_000),
+    ),
+    fanout=((5_000, 250), (5_000, 1_000), (5_000, 3_000)),
+    core=((10_000, 1_000), (30_000, 3_000), (100_000, 10_000)),
+    controller_memory=((20_000, 2_000), (100_000, 10_000)),
+)
+
+
+# --- 1. one scheduling cycle, and the per-cluster loop -------------------------------------------
+
+
+@cache
+def _cycle_world(size: int) -> Any:
+    from perf.test_scheduling_bench import bench_placement, plain_world, world
+
+    fleet, snap = world(size)
+    p = bench_placement(size)
+    return fleet, snap, p, plain_world(fleet, p)
+
+
+def _cycle(size: int, settings: Settings) -> Case:
+    from placement.testing import NOW
+    from plugins import default_scheduler
+
+    _, snap, p, _ = _cycle_world(size)
+    scheduler = default_scheduler()
+    case = Case(CYCLE, "scheduler", size, baseline=("loop", size, 1))
+    case.values = repeat(lambda: scheduler.schedule(p, snap, NOW), budget_s=settings.budget_s)
+    result = scheduler.schedule(p, snap, NOW)
+    case.details["selected"] = len(result.selected)
+    return case
+
+
+def _loop(size: int, settings: Settings) -> Case:
+    from perf.test_scheduling_bench import loop_schedule
+    from placement.testing import NOW
+    from plugins import default_scheduler
+
+    _, snap, p, plain = _cycle_world(size)
+    case = Case(CYCLE, "loop", size)
+    case.values = repeat(lambda: loop_schedule(p, plain, NOW), budget_s=settings.budget_s)
+    expected = loop_schedule(p, plain, NOW)
+    got = snap.rows_to_names(default_scheduler().schedule(p, snap, NOW).selected)
+    if got != expected:
+        case.error = "the loop and the scheduler selected different clusters"
+    return case
+
+
+# --- 2. EvenSpread against its oracle ------------------------------------------------------------
+
+
+@cache
+def _spread_world(size: int) -> Any:
+    from perf.test_spread_bench import topology_fleet
+
+    return topology_fleet(size, 3)
+
+
+def _spread(size: int, settings: Settings) -> Case:
+    from perf.test_spread_bench import select, spread_placement
+
+    fleet, total = _spread_world(size)
+    p = spread_placement(3, size // 10)
+    case = Case(SPREAD, "vectorized", size, baseline=("oracle", size, 1))
+    case.values = repeat(lambda: select(fleet, total, p), budget_s=settings.budget_s, least=3)
+    case.details["picked"] = len(select(fleet, total, p))
+    return case
+
+
+def _oracle(size: int, settings: Settings) -> Case:
+    import time
+
+    from perf.test_spread_bench import oracle_inputs, select, spread_placement
+    from tests.plugins.spread_oracle import Term, oracle_select
+
+    fleet, total = _spread_world(size)
+    terms = [Term(1, False), Term(1, False), Term(1, True)]
+    candidates = oracle_inputs(fleet, total, 3)
+    case = Case(SPREAD, "oracle", size)
+    picked: list[str] = []
+    for _ in range(1 if settings.mode != "full" else 2):
+        began = time.perf_counter()
+        picked = oracle_select(candidates, terms, 2, size // 10)
+        case.values.append(time.perf_counter() - began)
+    fast = select(fleet, total, spread_placement(3, size // 10))
+    if picked != fleet.rows_to_names(fast):
+        case.error = "the oracle and EvenSpread picked different sequences"
+    return case
+
+
+# --- 3-5. fresh processes ------------------------------------------------------------------------
+
+
+def _children(
+    case: Case,
+    module: str,
+    args: list[str],
+    settings: Settings,
+    times: int,
+    read: Callable[[Any, Case], float],
+    timeout_s: float,
+) -> Case:
+    for _ in range(times):
+        try:
+            out = in_child(module, args, log=settings.log, timeout_s=timeout_s)
+        except ChildError as exc:
+            case.error = str(exc)
+            break
+        case.values.append(read(out, case))
+        if case.error is not None:
+            break
+    return case
+
+
+def _sized(clusters: int, placements: int) -> list[str]:
+    return [f"--clusters={clusters}", f"--placements={placements}"]
+
+
+def _cold(clusters: int, placements: int, settings: Settings, times: int) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("synced_s", "reconciles", "peak_rss_mib", "per_placement"):
+            case.details.setdefault(key, []).append(out.get(key))
+        if out["decided_ten"] != placements or out["selected_ten"] != placements:
+            case.error = f"only {out['decided_ten']} of {placements} placements decided 10 clusters"
+        return float(out["decided_s"])
+
+    ocm = ("controller", 1_000, placements) if clusters != 1_000 else None
+    case = Case(COLD, "controller", clusters, placements, baseline=ocm, speedup=False)
+    timeout = 120 + placements * 0.05 + clusters * 0.002
+    return _children(
+        case, "perf.controller_run", _sized(clusters, placements), settings, times, read, timeout
+    )
+
+
+def _fanout(clusters: int, placements: int, settings: Settings, times: int) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("requeued", "had_it", "changed"):
+            case.details.setdefault(key, []).append(out.get(key))
+        if out["still_have_it"] != 0 or out["requeued"] != placements:
+            case.error = (
+                f"{out['still_have_it']} placements kept the relabelled cluster; "
+                f"{out['requeued']} of {placements} re-queued"
+            )
+        return float(out["seconds"])
+
+    case = Case(FANOUT, "controller", clusters, placements)
+    timeout = 120 + placements * 0.05 + clusters * 0.002
+    args = ["fan-out", *_sized(clusters, placements)]
+    return _children(case, "perf.child", args, settings, times, read, timeout)
+
+
+def _core_memory(clusters: int, placements: int, settings: Settings) -> Case:
+    def read(out: Any, case: Case) -> float:
+        keys = ("floor_rss_mib", "loaded_rss_mib", "ms_per_placement", "generated_s", "verdicts")
+        for key in keys:
+            case.details.setdefault(key, []).append(out.get(key))
+        return float(out["peak_rss_mib"])
+
+    case = Case(MEMORY, "core", clusters, placements, unit="MiB")
+    args = ["core", *_sized(clusters, placements), f"--seed={settings.seed}"]
+    timeout = 120 + placements * 0.1 + clusters * 0.005
+    return _children(case, "perf.child", args, settings, 1, read, timeout)
+
+
+def _controller_memory(clusters: int, placements: int, settings: Settings) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("decided_s", "reconciles", "server_peak_rss_mib"):
+            case.details.setdefault(key, []).append(out.get(key))
+        if out["decided_ten"] != placements:
+            case.error = f"only {out['decided_ten']} of {placements} placements decided"
+        return float(out["peak_rss_mib"])
+
+    core = ("core", clusters, placements)
+    case = Case(
+        MEMORY, "controller", clusters, placements, unit="MiB", baseline=core, speedup=False
+    )
+    args = [*_sized(clusters, placements), "--split"]
+    timeout = 300 + placements * 0.1 + clusters * 0.01
+    return _children(case, "perf.controller_run", args, settings, 1, read, timeout)
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+
+def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
+    """The steps of a run, in order; `weight` is a rough cost used by the progress bar."""
+    sizes = {"smoke": SMOKE, "quick": QUICK}.get(settings.mode, FULL)
+    reps = settings.repetitions if settings.mode == "full" else 1
+    steps: list[Step] = []
+
+    def add(scenario: str, label: str, n: int, p: int, run: Callable[[], Case], w: float) -> None:
+        if scenario in only:
+            steps.append(Step(scenario, label, n, p, run, w))
+
+    for n in sizes.cycle:
+        add(CYCLE, "scheduler", n, 1, partial(_cycle, n, settings), 2 + n / 5_000)
+        add(CYCLE, "loop", n, 1, partial(_loop, n, settings), 2 + n / 50_000)
+    for n in sizes.spread:
+        add(SPREAD, "vectorized", n, 1, partial(_spread, n, settings), 2 + n / 10_000)
+    for n in sizes.oracle:
+        add(SPREAD, "oracle", n, 1, partial(_oracle, n, settings), (n / 500) ** 2)
+    for n, p in sizes.cold:
+        times = reps if (n, p) in ((5_000, 10_000), (1_000, 1_000), (1_000, 10_000)) else 1
+        w = times * (3 + p / 250 + n / 2_000)
+        add(COLD, "controller", n, p, partial(_cold, n, p, settings, times), w)
+    for n, p in sizes.fanout:
+        times = reps if p == 1_000 else 1
+        w = times * (3 + p / 250 + n / 2_000)
+        add(FANOUT, "controller", n, p, partial(_fanout, n, p, settings, times), w)
+    for n, p in sizes.core:
+        add(MEMORY, "core", n, p, partial(_core_memory, n, p, settings), 3 + n / 2_000)
+    for n, p in sizes.controller_memory:
+        w = 10 + n / 600
+        add(MEMORY, "controller", n, p, partial(_controller_memory, n, p, settings), w)
+    return steps

@@ -1,0 +1,153 @@
+"""The scale harness (`python -m perf`): statistics, ratios, verdicts, exponent fits, the report
+folder, and one smoke run of every scenario at tiny sizes through the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perf.__main__ import main
+from perf.harness import Case, ChildError, in_child, repeat
+from perf.report import fits, fmt, ratio, verdicts, write_report
+from perf.scenarios import COLD, CYCLE, MEMORY, SCENARIOS, SPREAD, TARGETS
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def case(scenario: str, label: str, n: int, values: list[float], **kw: object) -> Case:
+    return Case(scenario, label, n, values=values, **kw)  # type: ignore[arg-type]
+
+
+def test_case_statistics_are_median_p90_and_max_of_the_repetitions() -> None:
+    c = case(CYCLE, "scheduler", 1_000, [float(v) for v in range(1, 11)])
+    assert c.median == 5.5
+    assert c.p90 == pytest.approx(9.1)
+    assert c.max == 10
+    assert math.isnan(case(CYCLE, "x", 1, []).median)
+
+
+def test_repeat_calls_at_least_the_minimum_after_one_warm_up() -> None:
+    calls: list[int] = []
+    times = repeat(lambda: calls.append(1), budget_s=0.0, least=4)
+    assert len(times) == 4
+    assert len(calls) == 5
+
+
+def test_ratio_is_a_speed_up_or_a_relative_cost_against_the_baseline_of_the_same_run() -> None:
+    loop = case(CYCLE, "loop", 10_000, [0.030])
+    fast = case(CYCLE, "scheduler", 10_000, [0.001], baseline=("loop", 10_000, 1))
+    big = Case(COLD, "controller", 5_000, 1_000, [8.0], baseline=("controller", 1_000, 1_000))
+    big.speedup = False
+    ocm = Case(COLD, "controller", 1_000, 1_000, [4.0])
+    cases = [loop, fast, big, ocm]
+    assert ratio(fast, cases) == pytest.approx(30)
+    assert ratio(big, cases) == pytest.approx(2)
+    assert ratio(loop, cases) is None
+    assert ratio(fast, [fast]) is None  # its baseline did not run
+
+
+def test_verdicts_say_met_missed_failed_or_not_measured() -> None:
+    cases = [
+        case(CYCLE, "scheduler", 10_000, [0.0008], baseline=("loop", 10_000, 1)),
+        case(CYCLE, "loop", 10_000, [0.02]),
+        case(CYCLE, "scheduler", 100_000, [0.006]),
+        case(SPREAD, "vectorized", 10_000, [], error="boom"),
+    ]
+    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts(cases)}
+    assert by_text[TARGETS[0].text] == ("800 µs", "**met**")
+    assert by_text[TARGETS[1].text] == ("6 ms", "**missed**")
+    assert by_text[TARGETS[2].text] == ("25×", "**missed**")  # 20 ms / 0.8 ms
+    assert by_text[TARGETS[3].text][1] == "failed: boom"
+    assert by_text[TARGETS[5].text][1] == "not measured in this run"
+
+
+def test_fitted_exponent_recovers_a_power_law() -> None:
+    sizes = [1_000, 3_000, 10_000, 30_000]
+    cases = [case(CYCLE, "loop", n, [2e-9 * n**1.5]) for n in sizes]
+    cases += [Case(COLD, "controller", 1_000, p, [0.003 * p]) for p in (250, 1_000, 4_000)]
+    found = {(f.series, f.against): f.exponent for f in fits(cases)}
+    assert found[("per-cluster loop", "clusters N")] == pytest.approx(1.5)
+    assert found[("per-cluster loop, 3 largest", "clusters N")] == pytest.approx(1.5)
+    assert found[("cold start, 1,000 clusters", "placements P")] == pytest.approx(1.0)
+    assert ("cold start, 250 placements", "clusters N") not in found  # one point is no curve
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "shown"),
+    [
+        pytest.param(0.000412, "s", "412 µs", id="micro"),
+        pytest.param(0.0374, "s", "37.4 ms", id="milli"),
+        pytest.param(38.25, "s", "38.2 s", id="seconds"),
+        pytest.param(1563.4, "MiB", "1,563 MiB", id="memory"),
+        pytest.param(float("nan"), "s", "—", id="none"),
+    ],
+)
+def test_figures_are_shown_in_a_readable_unit(value: float, unit: str, shown: str) -> None:
+    assert fmt(value, unit) == shown
+
+
+def test_report_folder_has_tables_plots_and_every_value(tmp_path: Path) -> None:
+    cases = [
+        case(CYCLE, "scheduler", n, [1e-4 * n**0.5, 2e-4 * n**0.5], baseline=("loop", n, 1))
+        for n in (1_000, 10_000)
+    ]
+    cases += [case(CYCLE, "loop", n, [1e-6 * n]) for n in (1_000, 10_000)]
+    cases += [Case(MEMORY, "core", n, n // 10, [n / 100], unit="MiB") for n in (1_000, 10_000)]
+    report = write_report(tmp_path, cases, {"cpu": "test"}, {"run": "test"})
+    text = report.read_text()
+    assert "## 1. One scheduling cycle" in text
+    assert "## 5. Peak resident memory" in text
+    assert "| scheduling cycle | clusters N | 2 | 0.50 |" in text
+    assert "![cycle.png](cycle.png)" in text
+    for image in ("cycle.png", "cycle-speedup.png", "memory.png"):
+        assert (tmp_path / image).read_bytes().startswith(PNG)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [c["values"] for c in saved["cases"]] == [c.values for c in cases]
+
+
+def test_a_failed_child_names_the_command_and_its_last_error(tmp_path: Path) -> None:
+    log = tmp_path / "children.log"
+    with pytest.raises(ChildError, match=r"perf\.child core .* exited 2: .*at least 1"):
+        in_child("perf.child", ["core", "--clusters=0", "--placements=1"], log=log, timeout_s=60)
+    assert "--clusters=0" in log.read_text()
+
+
+def test_smoke_run_measures_every_scenario_and_writes_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--smoke", "--no-progress", "--out", str(tmp_path)]) == 0
+    saved = json.loads((tmp_path / "results.json").read_text())
+    measured = {c["scenario"] for c in saved["cases"] if c["values"] and not c["error"]}
+    assert measured == set(SCENARIOS)
+    text = (tmp_path / "report.md").read_text()
+    assert "## 6. How cost grows" in text
+    assert "exponent" in text
+    pngs = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert {"cycle.png", "spread.png", "cold-start-placements.png", "memory.png"} <= set(pngs)
+    assert "report:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--repeat", "0"], id="no-repetitions"),
+        pytest.param(["--only", "nonsense"], id="unknown-scenario"),
+        pytest.param(["--quick", "--smoke"], id="two-modes"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+
+
+def test_an_unwritable_report_folder_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["--smoke", "--out", str(blocker / "report")]) == 1
+    assert "cannot write the report folder" in capsys.readouterr().err
