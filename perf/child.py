@@ -2,6 +2,7 @@
 
     python -m perf.child fan-out --clusters 5000 --placements 1000
     python -m perf.child core --clusters 100000 --placements 10000
+    python -m perf.child mixed --clusters 5000 --placements 1000
 
 `fan-out`: a cold start of the controller against the embedded hub (OCM's benchmark shape,
 `perf.controller_run`), then one cluster label change that re-queues every placement; the time
@@ -10,7 +11,10 @@ in-memory index (DESIGN §9's memory target without the API machinery): a genera
 (`perf.workload`) is loaded into a `FleetIndex`, the generated objects are dropped, and every
 placement is scheduled in turn, its decisions written back into the index so later placements
 see them (as the controller does). It reports the resident memory once the index holds the
-fleet and the peak while scheduling.
+fleet and the peak while scheduling. `mixed`: a controller cold start like `perf.controller_run`
+but on the generated workload (spread policies, decision groups, Exact mode, tolerations, claims
+...) instead of OCM's benchmark shape; every placement must end with a status, none
+misconfigured, and its PlacementDecisions must hold what its status counts.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.meta import KubeObject
+from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
+from controllers.embedded import EmbeddedApiServer
 from controllers.run import tune_gc
-from perf.controller_run import Shape, fan_out, running_hub
+from perf.controller_run import ControllerRun, CountingFaults, Hub, Shape, fan_out, running_hub
 from placement.index import FleetIndex
 from placement.outcome import outcome
 from plugins import default_scheduler
@@ -117,6 +123,57 @@ def core(clusters: int, placements: int, seed: int) -> dict[str, Any]:
     }
 
 
+async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dict[str, Any]:
+    from perf.workload import generate
+
+    workload = generate(clusters, placements, seed, now=datetime.now(UTC))
+    history = 2 * clusters + 10 * placements + 10_000
+    faults = CountingFaults()
+    server = EmbeddedApiServer(faults=faults, history=history)
+    began = time.perf_counter()
+    server.add(workload.objects())
+    loaded_s = time.perf_counter() - began
+    del workload
+    await server.start()
+    try:
+        hub = Hub(Shape(clusters, placements, workers), server.url, server, faults, loaded_s)
+        run = ControllerRun(hub)
+        await run.open()
+        try:
+            cold = await run.start()
+            items = (await run.gateway.list(Placement)).items
+            held: Counter[str] = Counter()
+            for pd in (await run.gateway.list(PlacementDecision)).items:
+                owner = (pd.metadata.labels or {}).get(PLACEMENT_LABEL, "")
+                entries = pd.status.decisions if pd.status else []
+                held[f"{pd.namespace}/{owner}"] += len(entries)
+        finally:
+            await run.close()
+    finally:
+        await server.stop()
+    verdicts: Counter[str] = Counter()
+    mismatched = 0
+    for p in items:
+        conditions = {c.type: c for c in (p.status.conditions or [])} if p.status else {}
+        satisfied = conditions.get("PlacementSatisfied")
+        misconfigured = conditions.get("PlacementMisconfigured")
+        if satisfied is None:
+            verdicts["no status"] += 1
+        elif misconfigured is not None and misconfigured.status == "True":
+            verdicts["misconfigured"] += 1
+        else:
+            verdicts[f"{satisfied.reason}"] += 1
+        counted = p.status.number_of_selected_clusters if p.status else None
+        if counted != held[f"{p.namespace}/{p.name}"]:
+            mismatched += 1
+    return {
+        **asdict(cold),
+        "verdicts": dict(verdicts),
+        "status_and_decisions_disagree": mismatched,
+        "decisions": sum(held.values()),
+    }
+
+
 async def _fan_out(shape: Shape) -> dict[str, Any]:
     async with running_hub(shape) as hub:
         cold, change = await fan_out(hub)
@@ -129,17 +186,19 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawTextHelpFormatter,
     )
-    parser.add_argument("what", choices=["fan-out", "core"], help="the measurement to run")
+    parser.add_argument("what", choices=["fan-out", "core", "mixed"], help="the measurement to run")
     parser.add_argument("--clusters", type=int, required=True, help="fleet size")
     parser.add_argument("--placements", type=int, required=True, help="number of placements")
-    parser.add_argument("--seed", type=int, default=20261122, help="workload seed (core)")
-    parser.add_argument("--workers", type=int, default=4, help="controller workers (fan-out)")
+    parser.add_argument("--seed", type=int, default=20261122, help="workload seed (core, mixed)")
+    parser.add_argument("--workers", type=int, default=4, help="controller workers")
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.placements < 1:
         parser.error("--clusters and --placements must be at least 1")
     tune_gc()
     if args.what == "core":
         out = core(args.clusters, args.placements, args.seed)
+    elif args.what == "mixed":
+        out = asyncio.run(_mixed(args.clusters, args.placements, args.seed, args.workers))
     else:
         out = asyncio.run(_fan_out(Shape(args.clusters, args.placements, args.workers)))
     print(json.dumps(out))

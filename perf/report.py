@@ -127,6 +127,7 @@ def fits(cases: Sequence[Case]) -> list[Fit]:
             )
     for scenario, label, name in (
         (COLD, "controller", "cold start"),
+        (COLD, "mixed workload", "cold start, mixed workload"),
         (FANOUT, "controller", "fan-out"),
         (MEMORY, "core", "core peak RSS"),
         (MEMORY, "controller", "controller peak RSS"),
@@ -184,6 +185,12 @@ def _first(values: Any) -> Any:
 
 def _notes(c: Case) -> str:
     d = c.details
+    if c.label == "mixed workload" and "verdicts" in d:
+        verdicts = ", ".join(f"{k} {v:,}" for k, v in sorted(_first(d["verdicts"]).items()))
+        return (
+            f"{_first(d['reconciles']):,} reconciles, {_first(d['decisions']):,} decisions; "
+            f"{verdicts}"
+        )
     if c.scenario == COLD and "reconciles" in d:
         per = 1000 * c.median / c.placements
         return (

@@ -6,7 +6,9 @@
    (`tests/plugins/spread_oracle.py`); both must pick the same sequence.
 3. `cold-start`: the controller on the embedded hub, fresh process per run
    (`perf.controller_run`, OCM's benchmark shape), until every placement has its decisions;
-   every placement must decide 10 clusters.
+   every placement must decide 10 clusters. Also on the generated workload (`perf.workload`:
+   spread, decision groups, Exact, tolerations, claims; `perf.child mixed`): every placement
+   must have a status, none misconfigured, its decisions what its status counts.
 4. `fan-out`: after a cold start, one cluster label change re-queuing every placement, until all
    decisions are updated (`perf.child fan-out`); the cluster must leave every placement.
 5. `memory`: peak RSS of the scheduling core with the in-memory index over a generated
@@ -68,6 +70,7 @@ class Sizes:
     spread: Sequence[int]  # N; n = N / 10
     oracle: Sequence[int]
     cold: Sequence[tuple[int, int]]
+    mixed: Sequence[tuple[int, int]]
     fanout: Sequence[tuple[int, int]]
     core: Sequence[tuple[int, int]]
     controller_memory: Sequence[tuple[int, int]]
@@ -78,6 +81,7 @@ SMOKE = Sizes(
     spread=(100, 300),
     oracle=(100,),
     cold=((100, 20), (200, 20), (200, 40)),
+    mixed=((100, 20),),
     fanout=((100, 20),),
     core=((200, 20), (400, 40)),
     controller_memory=((200, 20),),
@@ -87,6 +91,7 @@ QUICK = Sizes(
     spread=(300, 1_000, 3_000, 10_000),
     oracle=(300, 1_000),
     cold=((1_000, 250), (1_000, 500), (1_000, 1_000), (2_000, 1_000), (4_000, 1_000)),
+    mixed=((2_000, 500),),
     fanout=((5_000, 1_000),),
     core=((3_000, 300), (10_000, 1_000)),
     controller_memory=(),
@@ -105,6 +110,7 @@ FULL = Sizes(
         (20_000, 1_000),
         (5_000, 10_000),
     ),
+    mixed=((5_000, 1_000), (5_000, 10_000)),
     fanout=((5_000, 250), (5_000, 1_000), (5_000, 3_000)),
     core=((10_000, 1_000), (30_000, 3_000), (100_000, 10_000)),
     controller_memory=((20_000, 2_000), (100_000, 10_000)),
@@ -237,6 +243,25 @@ def _cold(clusters: int, placements: int, settings: Settings, times: int) -> Cas
     )
 
 
+def _mixed(clusters: int, placements: int, settings: Settings) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("synced_s", "reconciles", "peak_rss_mib", "verdicts", "decisions"):
+            case.details.setdefault(key, []).append(out.get(key))
+        verdicts = out["verdicts"]
+        bad = verdicts.get("no status", 0) + verdicts.get("misconfigured", 0)
+        if bad or out["status_and_decisions_disagree"]:
+            case.error = (
+                f"{bad} placements without a status or misconfigured, "
+                f"{out['status_and_decisions_disagree']} whose decisions disagree with the status"
+            )
+        return float(out["decided_s"])
+
+    case = Case(COLD, "mixed workload", clusters, placements)
+    args = ["mixed", *_sized(clusters, placements), f"--seed={settings.seed}"]
+    timeout = 120 + placements * 0.1 + clusters * 0.005
+    return _children(case, "perf.child", args, settings, 1, read, timeout)
+
+
 def _fanout(clusters: int, placements: int, settings: Settings, times: int) -> Case:
     def read(out: Any, case: Case) -> float:
         for key in ("requeued", "had_it", "changed"):
@@ -308,6 +333,8 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
         times = reps if (n, p) in ((5_000, 10_000), (1_000, 1_000), (1_000, 10_000)) else 1
         w = times * (3 + p / 250 + n / 2_000)
         add(COLD, "controller", n, p, partial(_cold, n, p, settings, times), w)
+    for n, p in sizes.mixed:
+        add(COLD, "mixed workload", n, p, partial(_mixed, n, p, settings), 3 + p / 150 + n / 2_000)
     for n, p in sizes.fanout:
         times = reps if p == 1_000 else 1
         w = times * (3 + p / 250 + n / 2_000)
