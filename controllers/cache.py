@@ -30,10 +30,10 @@ log = logging.getLogger(__name__)
 ObjT = TypeVar("ObjT", bound=KubeObject)
 ItemT = TypeVar("ItemT")
 
-PAGE_SIZE = 1000
-"""Objects per list request. client-go pages by 500; a list of a page costs the embedded server
-a sort of the whole collection, so larger pages list 100,000 clusters faster, and one page of
-models (~7 MiB of clusters) is still small."""
+PAGE_SIZE = 5000
+"""Objects per list request: one page of cluster models is ~35 MiB (a whole list of 100,000 was
+700 MiB). client-go pages by 500; the embedded server sorts the whole collection for every page,
+so 100,000 clusters in pages of 1,000 took 8 s more to list than in pages of 5,000."""
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from controllers.kube.gateway import Gateway
 from controllers.leader import LeaderConfig, LeaderElector
 from controllers.metrics import Metrics
 from controllers.queue import Clock, LoopClock, WorkQueue
-from controllers.scheduling import Reconciler, WriteThrough
-from controllers.views import DecisionView, Latest
+from controllers.scheduling import EchoedGateway, Reconciler, WriteThrough
+from controllers.views import GONE, DecisionView, Echoes, Latest
 from controllers.writer import DecisionWriter
 from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
 from placement.scheduler import Scheduler
@@ -92,8 +92,10 @@ class Manager:
                 reason=reason, outcome=outcome
             ).inc(),
         )
+        # Re-queues that watch events ask for wait while a write of their object is in flight.
+        self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(
-            gateway,
+            EchoedGateway(gateway, self.echoes),
             self.recorder,
             sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
             on_write=lambda kind, verb: self.metrics.writes.labels(kind=kind, verb=verb).inc(),
@@ -136,17 +138,18 @@ class Manager:
     # --- watch events -> index, fan-out, queue -------------------------------------------
 
     def _informers(self) -> list[Informer[Any, Any]]:
-        def make(cls: type[Any], add: Any, update: Any, delete: Any) -> Informer[Any, Any]:
-            return Informer(self.gateway, cls, on_add=add, on_update=update, on_delete=delete)
+        def make(cls: type[Any], add: Any, update: Any, delete: Any, keep: Any = None) -> Any:
+            return Informer(
+                self.gateway, cls, keep=keep, on_add=add, on_update=update, on_delete=delete
+            )
 
         return [
-            Informer(
-                self.gateway,
+            make(
                 ManagedCluster,
-                keep=_CLUSTER_ROWS,
-                on_add=self._cluster_added,
-                on_update=self._cluster_updated,
-                on_delete=self._cluster_gone,
+                self._cluster_added,
+                self._cluster_updated,
+                self._cluster_gone,
+                _CLUSTER_ROWS,
             ),
             make(ManagedClusterSet, self._set_changed, self._set_updated, self._set_gone),
             make(
@@ -155,13 +158,12 @@ class Manager:
                 self._binding_updated,
                 self._binding_gone,
             ),
-            Informer(
-                self.gateway,
+            make(
                 AddOnPlacementScore,
-                keep=_SCORE_ROWS,
-                on_add=self._score_changed,
-                on_update=self._score_updated,
-                on_delete=self._score_gone,
+                self._score_changed,
+                self._score_updated,
+                self._score_gone,
+                _SCORE_ROWS,
             ),
             make(
                 PlacementDecision,
@@ -182,19 +184,28 @@ class Manager:
         for key in keys():
             self.queue.add(key)
 
+    def _requeue(
+        self, kind: str, key: str, version: str | None, keys: Callable[[], set[str]]
+    ) -> None:
+        """Queue `keys()` for an event of object `key`, unless it may echo one of our writes
+        still in flight: then `echoes` decides once the write settles."""
+        if not self._working:
+            return
+        placements = keys()
+        if not self.echoes.hold(kind, key, version, placements):
+            for placement in placements:
+                self.queue.add(placement)
+
     def _cluster_added(self, cluster: ClusterRow) -> None:
         self.index.upsert_cluster(cluster)
         self._enqueue(lambda: self.fanout.for_cluster(cluster.labels))
 
     def _cluster_updated(self, old: ClusterRow, new: ClusterRow) -> None:
-        # Stored even when nothing the scheduler reads changed (the index then keeps its
-        # snapshot), so that cache and index share one row per cluster.
-        self.index.upsert_cluster(new)
+        self.index.upsert_cluster(new)  # always: cache and index share one row per cluster
         if old == new:
             # Rows compare what the scheduler reads: an update that changes none of it (a
-            # heartbeat, a condition) re-queues nothing. OCM re-queues on every update; the
-            # decisions are the same either way, and at 5,000 clusters the heartbeats alone
-            # would keep every placement busy.
+            # heartbeat, a condition) re-queues nothing. OCM re-queues on every update; at
+            # 5,000 clusters the heartbeats alone would keep every placement busy.
             return
         self._enqueue(lambda: self.fanout.for_cluster(old.labels, new.labels))
 
@@ -246,7 +257,12 @@ class Manager:
     def _decision_changed(self, decision: PlacementDecision) -> None:
         if self.decisions.observe(decision):  # else an echo of our own write
             self.index.upsert_decision(decision)
-            self._enqueue(lambda: self.fanout.for_decision(decision))
+            self._requeue(
+                decision.KIND,
+                decision.key,
+                decision.metadata.resource_version,
+                lambda: self.fanout.for_decision(decision),
+            )
 
     def _decision_updated(self, _: PlacementDecision, new: PlacementDecision) -> None:
         self._decision_changed(new)
@@ -254,12 +270,19 @@ class Manager:
     def _decision_gone(self, decision: PlacementDecision) -> None:
         if self.decisions.observe_deleted(decision.key) is not None:
             self.index.delete_decision(decision.namespace, decision.name)
-            self._enqueue(lambda: self.fanout.for_decision(decision))
+            self._requeue(
+                decision.KIND, decision.key, GONE, lambda: self.fanout.for_decision(decision)
+            )
 
     def _placement_changed(self, placement: Placement) -> None:
         if self.placements.observe(placement):  # else an echo of our own status patch
             self.fanout.placement_upserted(placement)
-            self._enqueue(lambda: {placement.key})
+            self._requeue(
+                placement.KIND,
+                placement.key,
+                placement.metadata.resource_version,
+                lambda: {placement.key},
+            )
 
     def _placement_updated(self, _: Placement, new: Placement) -> None:
         self._placement_changed(new)

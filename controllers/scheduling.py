@@ -11,18 +11,21 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from apis.errors import ModelError
+from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
 from apis.registry import parse_as
 from controllers.enqueue import Fanout
+from controllers.kube.errors import ConflictError
+from controllers.kube.gateway import Gateway
 from controllers.logs import reconcile_context
 from controllers.metrics import Metrics
 from controllers.queue import Retry, WorkQueue
-from controllers.views import DecisionView, Latest
+from controllers.views import GONE, DecisionView, Echoes, Latest
 from controllers.writer import DecisionWriter, WritePlan
 from placement.explain import explain_json
 from placement.framework import Code
@@ -31,13 +34,79 @@ from placement.outcome import outcome, score_note
 from placement.scheduler import Scheduler
 from placement.simulate import is_disabled
 
-__all__ = ["SCHEDULING_NAME", "Reconciler", "WriteThrough"]
+__all__ = ["SCHEDULING_NAME", "EchoedGateway", "Reconciler", "WriteThrough"]
 
 log = logging.getLogger(__name__)
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
 
 HISTORY = 100_000
 SCHEDULING_NAME = "placement_scheduling"
 """The `name` label of OCM's scheduling metrics."""
+
+
+class EchoedGateway(Gateway):
+    """The writer's gateway: the same connection, with every create, patch and delete
+    announced to `echoes` before it is sent and settled with the version it produced, so that
+    the watch event echoing it is recognised even when it arrives before the response."""
+
+    def __init__(self, gateway: Gateway, echoes: Echoes) -> None:
+        vars(self).update(vars(gateway))  # its client and settings: one connection pool
+        self.echoes = echoes
+
+    async def create(self, obj: ObjT) -> ObjT:
+        return await self._announced(obj.KIND, obj.key, super().create(obj))
+
+    async def merge_patch(
+        self,
+        cls: type[ObjT],
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> ObjT:
+        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        written = super().merge_patch(cls, name, patch, namespace, status=status)
+        return await self._announced(cls.KIND, key, written)
+
+    async def delete(
+        self,
+        cls: type[ObjT],
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: Literal["Background", "Foreground", "Orphan"] | None = None,
+        resource_version: str | None = None,
+    ) -> ObjT | None:
+        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        self.echoes.expect(cls.KIND, key)
+        version: str | None = None
+        try:
+            held = await super().delete(
+                cls, name, namespace, propagation=propagation, resource_version=resource_version
+            )
+            # Held by finalizers: its DELETED event comes later and is news.
+            version = GONE if held is None else held.metadata.resource_version
+            return held
+        finally:
+            self.echoes.settle(cls.KIND, key, version)
+
+    async def _announced(self, kind: str, key: str, write: Awaitable[ObjT]) -> ObjT:
+        self.echoes.expect(kind, key)
+        version: str | None = None
+        try:
+            written = await write
+            version = written.metadata.resource_version
+            return written
+        except ConflictError:
+            if kind == Placement.KIND:
+                # Someone else wrote the placement since the reconcile read it: whatever the
+                # writer does next, the placement is scheduled again on what is there now.
+                self.echoes.requeue(key)
+            raise
+        finally:
+            self.echoes.settle(kind, key, version)
 
 
 class WriteThrough:
