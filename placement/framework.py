@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from placement.snapshot import FleetSnapshot
 
 __all__ = [
+    "SUCCESS",
     "BoolMask",
     "Code",
     "Cycle",
@@ -28,6 +29,8 @@ __all__ = [
     "FilterResult",
     "Prioritizer",
     "RowIndex",
+    "RowPrioritizer",
+    "RowSelector",
     "ScoreResult",
     "ScoreVector",
     "Selection",
@@ -75,13 +78,14 @@ class Status:
 
 
 SUCCESS = Status()
+"""The status of every plugin call that has nothing to report."""
 
 
 def worst(*statuses: Status) -> Status:
     """The most severe status; the first one among equals."""
     best = SUCCESS
     for status in statuses:
-        if status.code > best.code:
+        if status is not SUCCESS and status.code > best.code:
             best = status
     return best
 
@@ -105,7 +109,8 @@ class FilterResult:
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """Scores over all rows; `scored` marks the rows that have a score (None: every candidate)."""
+    """Scores over all rows (from `score`), or aligned with the rows asked about (from
+    `score_rows`); `scored` marks the rows that have a score (None: every candidate)."""
 
     scores: ScoreVector
     status: Status = SUCCESS
@@ -143,6 +148,17 @@ class Prioritizer(Protocol):
     ) -> ScoreResult: ...
 
 
+class RowPrioritizer(Prioritizer, Protocol):
+    """A prioritizer that can also score only the candidates, which the scheduler then calls
+    instead of `score`: `rows` are the candidates' row numbers, ascending, and the result's
+    `scores` and `scored` are aligned with `rows`. A cycle then never touches the rows the
+    filters removed, and OCM's prioritizers see only the filtered clusters too."""
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult: ...
+
+
 class Selector(Protocol):
     """Picks the clusters to decide on from the feasible candidates and their totals."""
 
@@ -154,5 +170,20 @@ class Selector(Protocol):
         placement: Placement,
         fleet: FleetSnapshot,
         candidates: BoolMask,
+        total: ScoreVector,
+    ) -> Selection: ...
+
+
+class RowSelector(Selector, Protocol):
+    """A selector that can also work on the candidates only (called instead of `select`):
+    `rows` are the candidates' row numbers, ascending, `total` is aligned with `rows`, and the
+    selection holds snapshot rows as usual."""
+
+    def select_rows(
+        self,
+        cycle: Cycle,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        rows: RowIndex,
         total: ScoreVector,
     ) -> Selection: ...

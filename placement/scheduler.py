@@ -7,24 +7,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from functools import cache, cached_property
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.clustersets import Availability, availability
 from placement.framework import (
+    SUCCESS,
     BoolMask,
     Code,
     Cycle,
     Prioritizer,
     RowIndex,
+    ScoreResult,
     ScoreVector,
     Selection,
+    Selector,
     Status,
     worst,
 )
 from placement.registry import Profile, Registry
+from placement.scoring import rows_mask, scatter
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
@@ -34,6 +39,7 @@ __all__ = [
     "Scheduler",
     "WeightedCoordinate",
     "rank",
+    "rank_rows",
     "weighted_coordinates",
 ]
 
@@ -54,19 +60,30 @@ class FilterRecord:
     mask: BoolMask
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class PrioritizerRecord:
-    """One prioritizer's scores and weight; `scored` marks the candidate rows that got a score
-    (values outside `scored` are meaningless)."""
+    """One prioritizer's scores and weight over the candidate `rows`: `row_scores` is aligned
+    with `rows`, and `row_scored` (None: all of them) marks the rows that got a score."""
 
     name: str
     weight: int
-    scores: ScoreVector
-    scored: BoolMask
+    rows: RowIndex
+    row_scores: ScoreVector
+    row_scored: BoolMask | None
+    size: int
+
+    @cached_property
+    def scores(self) -> ScoreVector:
+        """The scores over every snapshot row (0 outside the candidates)."""
+        return scatter(self.rows, self.row_scores, self.size)
+
+    @cached_property
+    def scored(self) -> BoolMask:
+        """The snapshot rows that got a score (a subset of the candidates)."""
+        return rows_mask(self.rows, self.size, self.row_scored)
 
 
-@dataclass(frozen=True)
-class WeightedCoordinate:
+class WeightedCoordinate(NamedTuple):
     """A prioritizer to run: its coordinate, the registry entry serving it and its weight."""
 
     coordinate: ScoreCoordinate
@@ -80,17 +97,29 @@ class ScheduleResult:
 
     placement: Placement
     size: int
-    status: Status = field(default_factory=Status)
+    status: Status = SUCCESS
     availability: Availability | None = None
     filters: list[FilterRecord] = field(default_factory=list)
     prioritizers: list[PrioritizerRecord] = field(default_factory=list)
     candidates: BoolMask | None = None
-    total: ScoreVector | None = None
+    rows: RowIndex | None = None
+    """The candidate rows (ascending) once the prioritizers ran."""
+    row_total: ScoreVector | None = None
+    """The total score of each of `rows`."""
     selection: Selection | None = None
     unscheduled: int = 0
     requeue_at: datetime | None = None
     timings: list[tuple[str, str, float]] = field(default_factory=list)
     """(plugin type, plugin name, seconds) of every plugin call, for the duration metrics."""
+    _total: ScoreVector | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def total(self) -> ScoreVector | None:
+        """The total score per snapshot row (0 outside the candidates), once the prioritizers
+        ran; built on first use, since a cycle itself only needs `row_total`."""
+        if self._total is None and self.rows is not None and self.row_total is not None:
+            self._total = scatter(self.rows, self.row_total, self.size)
+        return self._total
 
     @property
     def selected(self) -> RowIndex:
@@ -101,26 +130,40 @@ class ScheduleResult:
     @property
     def feasible(self) -> RowIndex:
         """Feasible rows, total descending then name ascending."""
-        if self.candidates is None or self.total is None:
+        if self.rows is None or self.row_total is None:
             return np.empty(0, dtype=np.intp)
-        return rank(self.candidates, self.total)
+        return rank_rows(self.rows, self.row_total)
 
 
 def rank(candidates: BoolMask, total: ScoreVector, limit: int | None = None) -> RowIndex:
     """Candidate rows by total descending (the first `limit` of them); rows are name-ordered,
     so a stable sort breaks ties by name ascending."""
     rows = np.flatnonzero(candidates)
-    scores = total[rows]
+    return rank_rows(rows, total[rows], limit)
+
+
+def rank_rows(rows: RowIndex, total: ScoreVector, limit: int | None = None) -> RowIndex:
+    """`rank` over candidate rows (ascending) and their totals (aligned with `rows`)."""
     if limit is not None and limit < rows.size:
         # Sort only the best `limit`: all above the limit-th best total, then the ties at that
         # total in name order.
         if limit <= 0:
             return rows[:0]
-        threshold = np.partition(scores, rows.size - limit)[rows.size - limit]
-        keep = scores > threshold
-        keep[np.flatnonzero(scores == threshold)[: limit - int(keep.sum())]] = True
-        rows, scores = rows[keep], scores[keep]
-    return rows[np.argsort(-scores, kind="stable")]
+        cut = rows.size - limit
+        threshold = np.partition(total, cut)[cut]
+        keep = total > threshold
+        ties = (total == threshold).nonzero()[0]
+        keep[ties[: limit - int(np.count_nonzero(keep))]] = True
+        picked = keep.nonzero()[0]
+        rows, total = rows[picked], total[picked]
+    order: RowIndex = (-total).argsort(kind="stable")
+    return rows[order]
+
+
+@cache
+def _builtin(name: str) -> ScoreCoordinate:
+    """The coordinate of a default prioritizer, built once (plugins only read it)."""
+    return ScoreCoordinate(type="BuiltIn", built_in=name)
 
 
 def weighted_coordinates(
@@ -134,7 +177,7 @@ def weighted_coordinates(
     merged: dict[object, tuple[ScoreCoordinate, int]] = {}
     if mode in ("Additive", ""):
         for name, weight in profile.default_weights.items():
-            merged[("BuiltIn", name)] = (ScoreCoordinate(type="BuiltIn", built_in=name), weight)
+            merged[("BuiltIn", name)] = (_builtin(name), weight)
     elif mode != "Exact":
         return [], Status(Code.MISCONFIGURED, f"incorrect prioritizer policy mode: {mode}")
     for config in configured:
@@ -162,14 +205,40 @@ def weighted_coordinates(
     return out, Status()
 
 
+def _coordinate_key(item: WeightedCoordinate) -> tuple[str | None, ...]:
+    coordinate = item.coordinate
+    add_on = coordinate.add_on
+    if add_on is None:
+        return (item.plugin, coordinate.type, coordinate.built_in)
+    return (
+        item.plugin,
+        coordinate.type,
+        coordinate.built_in,
+        add_on.resource_name,
+        add_on.score_name,
+    )
+
+
+_MAX_PRIORITIZERS = 1024  # distinct coordinates kept built; beyond that the cache starts over
+
+ScoreRows = Callable[[Cycle, Placement, FleetSnapshot, RowIndex], ScoreResult]
+SelectRows = Callable[[Cycle, Placement, FleetSnapshot, RowIndex, ScoreVector], Selection]
+
+
 class Scheduler:
-    """Schedules placements with the plugins of `registry` as `profile` arranges them."""
+    """Schedules placements with the plugins of `registry` as `profile` arranges them.
+
+    Plugins are built once and reused: filters and selectors per name, prioritizers per score
+    coordinate (a plugin's behaviour depends on its coordinate's value only)."""
 
     def __init__(self, registry: Registry, profile: Profile) -> None:
         profile.check(registry)
         self.registry = registry
         self.profile = profile
         self.filters = [registry.filters[name]() for name in profile.filters]
+        self._prioritizers: dict[tuple[str | None, ...], tuple[Prioritizer, ScoreRows | None]]
+        self._prioritizers = {}
+        self._selectors: dict[str, tuple[Selector, SelectRows | None]] = {}
 
     @staticmethod
     def _guard(plugin: str, call: Callable[..., T], *args: Any) -> T | Status:
@@ -184,6 +253,23 @@ class Scheduler:
     def selector_name(self, placement: Placement) -> str:
         return self.profile.selector_for(placement)
 
+    def _prioritizer(self, item: WeightedCoordinate) -> tuple[Prioritizer, ScoreRows | None]:
+        key = _coordinate_key(item)
+        built = self._prioritizers.get(key)
+        if built is None:
+            plugin = self.registry.prioritizers[item.plugin](item.coordinate)
+            if len(self._prioritizers) >= _MAX_PRIORITIZERS:
+                self._prioritizers.clear()
+            built = self._prioritizers[key] = (plugin, getattr(plugin, "score_rows", None))
+        return built
+
+    def _selector(self, name: str) -> tuple[Selector, SelectRows | None]:
+        built = self._selectors.get(name)
+        if built is None:
+            plugin = self.registry.selectors[name]()
+            built = self._selectors[name] = (plugin, getattr(plugin, "select_rows", None))
+        return built
+
     def schedule(
         self, placement: Placement, fleet: FleetSnapshot, now: datetime, explain: bool = False
     ) -> ScheduleResult:
@@ -196,11 +282,12 @@ class Scheduler:
         pipeline: list[str] = []
         requeue: list[datetime] = []
         statuses: list[Status] = []
+        timings = result.timings
         clock = time.perf_counter
         for plugin in self.filters:
             started = clock()
             outcome = self._guard(plugin.name, plugin.filter, cycle, placement, fleet, candidates)
-            result.timings.append(("filter", plugin.name, clock() - started))
+            timings.append(("filter", plugin.name, clock() - started))
             if isinstance(outcome, Status):
                 result.status = outcome
                 return result
@@ -215,38 +302,45 @@ class Scheduler:
         if not status.ok:
             result.status = status
             return result
-        total = np.zeros(fleet.size, dtype=np.int64)
+        # From here on only the candidates are scored and ranked, as a compacted index.
+        rows = np.flatnonzero(candidates)
+        total = np.zeros(rows.size, dtype=np.int64)
         for item in coordinates:
-            prioritizer: Prioritizer = self.registry.prioritizers[item.plugin](item.coordinate)
+            prioritizer, score_rows = self._prioritizer(item)
+            name = prioritizer.name
             started = clock()
-            scored = self._guard(
-                prioritizer.name, prioritizer.score, cycle, placement, fleet, candidates
-            )
-            result.timings.append(("prioritizer", prioritizer.name, clock() - started))
+            if score_rows is not None:
+                scored = self._guard(name, score_rows, cycle, placement, fleet, rows)
+            else:
+                scored = self._guard(
+                    name, _gathered, prioritizer, cycle, placement, fleet, candidates, rows
+                )
+            timings.append(("prioritizer", name, clock() - started))
             if isinstance(scored, Status):
                 result.status = scored
                 return result
             statuses.append(scored.status)
-            mask = candidates if scored.scored is None else scored.scored & candidates
             scores = scored.scores
-            # Rows outside the candidates may hold anything: only candidates are ranked,
-            # explained or selected, so masking every vector would be wasted passes.
             if item.weight == 1:
                 total += scores
             else:
                 total += scores * item.weight
             result.prioritizers.append(
-                PrioritizerRecord(prioritizer.name, item.weight, scores, mask)
+                PrioritizerRecord(name, item.weight, rows, scores, scored.scored, fleet.size)
             )
         result.candidates = candidates
-        result.total = total
+        result.rows = rows
+        result.row_total = total
 
-        selector = self.registry.selectors[self.selector_name(placement)]()
+        selector, select_rows = self._selector(self.selector_name(placement))
         started = clock()
-        selection = self._guard(
-            selector.name, selector.select, cycle, placement, fleet, candidates, total
-        )
-        result.timings.append(("selector", selector.name, clock() - started))
+        if select_rows is not None:
+            args: tuple[Any, ...] = (cycle, placement, fleet, rows, total)
+            selection = self._guard(selector.name, select_rows, *args)
+        else:
+            args = (cycle, placement, fleet, candidates, result.total)
+            selection = self._guard(selector.name, selector.select, *args)
+        timings.append(("selector", selector.name, clock() - started))
         if isinstance(selection, Status):
             result.status = selection
             return result
@@ -260,3 +354,17 @@ class Scheduler:
         result.requeue_at = min(requeue) if requeue else None
         result.status = worst(*statuses)
         return result
+
+
+def _gathered(
+    prioritizer: Prioritizer,
+    cycle: Cycle,
+    placement: Placement,
+    fleet: FleetSnapshot,
+    candidates: BoolMask,
+    rows: RowIndex,
+) -> ScoreResult:
+    """A full-length prioritizer's result at the candidate rows."""
+    out = prioritizer.score(cycle, placement, fleet, candidates)
+    scored = None if out.scored is None else out.scored[rows]
+    return ScoreResult(out.scores[rows], out.status, scored)

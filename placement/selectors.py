@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
@@ -61,10 +62,27 @@ def requirements_mask(
             mask &= codes < 0
         else:
             col = column(req.key)
-            wanted = np.asarray([col.code_of(v) for v in req.values or []], dtype=np.int32)
-            hit = np.isin(codes, wanted)
+            hit = _has_code(codes, [col.code_of(v) for v in req.values or []], len(col.values))
             mask &= hit if req.operator == "In" else ~hit
     return mask
+
+
+_FEW_CODES = 8  # up to this many values, comparisons beat a lookup table
+
+
+def _has_code(codes: npt.NDArray[np.int32], wanted: list[int], distinct: int) -> BoolMask:
+    """`np.isin(codes, wanted)` without its sort (50-100x slower on int32 columns): codes are
+    -1 (absent) or < `distinct`; a wanted code < 0 (a value no row has) matches nothing."""
+    present = sorted({code for code in wanted if code >= 0})
+    if len(present) > _FEW_CODES:
+        table = np.zeros(distinct + 1, dtype=bool)
+        table[np.asarray(present) + 1] = True
+        hit: BoolMask = table.take(codes + 1)
+        return hit
+    hit = np.zeros(codes.size, dtype=bool)
+    for code in present:
+        hit |= codes == code
+    return hit
 
 
 def selector_mask(

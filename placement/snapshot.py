@@ -38,6 +38,8 @@ __all__ = [
 
 RESOURCES = ("cpu", "memory")
 _MISSING = -1
+_NO_ROWS = np.empty(0, dtype=np.intp)
+_NO_ROWS.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,20 @@ class TaintTable:
             np.asarray(added, dtype=np.float64),
         )
 
+    @cached_property
+    def groups(self) -> tuple[RowIndex, ...]:
+        """The entries of each kind (aligned with `signatures`), built on first use: a cycle
+        then reads each kind's entries without comparing every entry's kind."""
+        order = np.argsort(self.kinds, kind="stable")
+        bounds = np.searchsorted(self.kinds[order], np.arange(len(self.signatures) + 1))
+        return tuple(order[bounds[k] : bounds[k + 1]] for k in range(len(self.signatures)))
+
 
 @dataclass(frozen=True)
 class AddOnColumn:
-    """The AddOnPlacementScores named `resource`, one per cluster namespace."""
+    """The AddOnPlacementScores named `resource`, one per cluster namespace. Rows without one
+    (not `present`) hold NaN in `valid_until` and 0 in every `scores` vector, as do rows
+    without that score name, so a reader may skip `present` and `has_score`."""
 
     present: BoolMask
     valid_until: npt.NDArray[np.float64]  # POSIX seconds, NaN = never expires
@@ -121,7 +133,8 @@ class DecisionTable:
     by_placement: Mapping[tuple[str, str], RowIndex]  # (namespace, placement) -> rows
 
     def rows_of(self, namespace: str, name: str) -> RowIndex:
-        return self.by_placement.get((namespace, name), np.empty(0, dtype=np.intp))
+        rows = self.by_placement.get((namespace, name))
+        return _NO_ROWS if rows is None else rows
 
 
 @dataclass(frozen=True)
@@ -171,10 +184,16 @@ class FleetSnapshot:
 
     def decided_mask(self, namespace: str, name: str) -> BoolMask:
         """Clusters of the fleet in the current decisions of placement namespace/name."""
-        rows = self.decisions.rows_of(namespace, name)
-        mask = self.empty_mask()
-        mask[rows[rows < self.size]] = True
-        return mask
+        table = self.decisions
+        rows = table.rows_of(namespace, name)
+        if not table.extra_names:
+            mask = self.empty_mask()
+            mask[rows] = True
+            return mask
+        # Rows past the fleet (clusters only named in decisions) land past the end.
+        mask = np.zeros(self.size + len(table.extra_names), dtype=bool)
+        mask[rows] = True
+        return mask[: self.size]
 
     def with_decisions(self, namespace: str, name: str, clusters: Sequence[str]) -> FleetSnapshot:
         """A snapshot in which placement namespace/name decides exactly `clusters`."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Code, Cycle, ScoreResult, Status
+from placement.framework import BoolMask, Code, Cycle, RowIndex, ScoreResult, Status
+from placement.scoring import full_result
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["AddOn"]
@@ -25,18 +26,22 @@ class AddOn:
     def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> ScoreResult:
-        scores = np.zeros(fleet.size, dtype=np.int64)
+        rows = np.flatnonzero(candidates)
+        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
         column = fleet.addons.get(self.resource)
+        values = None if column is None else column.scores.get(self.score_name)
+        scores = np.zeros(rows.size, dtype=np.int64) if values is None else values.take(rows)
         if column is None:
             return ScoreResult(scores)
-        with np.errstate(invalid="ignore"):
-            expired = candidates & column.present & (cycle.now.timestamp() > column.valid_until)
-        values = column.scores.get(self.score_name)
-        if values is not None:
-            usable = column.present & ~expired
-            scores[usable] = values[usable]
+        # Rows without a score hold 0 and NaN (which compares False): no `present` needed.
+        expired = column.valid_until.take(rows) < cycle.now.timestamp()
         if not expired.any():
             return ScoreResult(scores)
-        names = " ".join(f"{fleet.names[row]}/{self.resource}" for row in np.flatnonzero(expired))
+        scores[expired] = 0
+        names = " ".join(f"{fleet.names[row]}/{self.resource}" for row in rows[expired])
         warning = Status(Code.WARNING, f"AddOnPlacementScores {names} expired", self.name)
         return ScoreResult(scores, warning)

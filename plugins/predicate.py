@@ -24,7 +24,7 @@ class Predicate:
         # OCM checks nothing (not even a broken selector) when there is nothing to filter.
         if not predicates or not candidates.any():
             return FilterResult(candidates)
-        matched = fleet.empty_mask()
+        matched: BoolMask | None = None
         for index, predicate in enumerate(predicates):
             selector = predicate.required_cluster_selector
             if selector is None:
@@ -33,10 +33,11 @@ class Predicate:
                 message = CEL_UNSUPPORTED.format(index=index)
                 return FilterResult(candidates, Status(Code.MISCONFIGURED, message, self.name))
             try:
+                # Within the candidates already.
                 mask = cluster_mask(
                     selector.label_selector, selector.claim_selector, fleet, candidates
                 )
             except SelectorError as exc:
                 return FilterResult(candidates, Status(Code.MISCONFIGURED, str(exc), self.name))
-            matched |= mask
-        return FilterResult(matched & candidates)
+            matched = mask if matched is None else matched | mask
+        return FilterResult(candidates if matched is None else matched)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Cycle, ScoreResult
+from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult
+from placement.scoring import full_result
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["RESOURCE_PRIORITIZERS", "ResourceAllocatable"]
@@ -19,7 +20,7 @@ RESOURCE_PRIORITIZERS = {
 
 class ResourceAllocatable:
     """Scores clusters reporting both allocatable and capacity of one resource; others get
-    no score (they count 0)."""
+    no score (they count 0). Minimum and maximum are taken over the candidates, as OCM."""
 
     def __init__(self, name: str, coordinate: ScoreCoordinate | None = None) -> None:
         self.name = name
@@ -29,17 +30,35 @@ class ResourceAllocatable:
     def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> ScoreResult:
-        allocatable = fleet.allocatable[self.resource]
-        known = candidates & ~np.isnan(allocatable) & ~np.isnan(fleet.capacity[self.resource])
-        scores = np.zeros(fleet.size, dtype=np.int64)
-        if not known.any():
-            return ScoreResult(scores, scored=known)
-        values = allocatable[known]
+        rows = np.flatnonzero(candidates)
+        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        values = fleet.allocatable[self.resource].take(rows)
+        unknown = np.isnan(values)
+        unknown |= np.isnan(fleet.capacity[self.resource].take(rows))
+        known = None  # every candidate has a score
+        if unknown.any():
+            known = ~unknown
+            values = values[known]
+        if values.size == 0:
+            return ScoreResult(np.zeros(rows.size, dtype=np.int64), scored=known)
         low, high = values.min(), values.max()
         if high == low:
-            scores[known] = 100
+            scaled = np.full(values.size, 100, dtype=np.int64)
         else:
-            # Same operations in the same order as Go, then truncation toward zero.
-            scaled = ((values - low) / (high - low) - 0.5) * 2.0 * 100.0
-            scores[known] = np.trunc(scaled).astype(np.int64)
+            # Go: int64(((a - min) / (max - min) - 0.5) * 2.0 * 100.0), in place. `* 2.0` is
+            # exact, so `* 2.0 * 100.0` rounds once, as `* 200.0`; the cast to int64 truncates
+            # toward zero as Go's int64().
+            ratio = values - low
+            ratio /= high - low
+            ratio -= 0.5
+            ratio *= 200.0
+            scaled = ratio.astype(np.int64)
+        if known is None:
+            return ScoreResult(scaled)
+        scores = np.zeros(rows.size, dtype=np.int64)
+        scores[known] = scaled
         return ScoreResult(scores, scored=known)

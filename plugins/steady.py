@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Cycle, ScoreResult
+from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult
+from placement.scoring import full_result, positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Steady"]
@@ -22,5 +23,13 @@ class Steady:
     def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> ScoreResult:
-        decided = fleet.decided_mask(placement.namespace, placement.name)
-        return ScoreResult(np.where(decided, 100, 0).astype(np.int64))
+        rows = np.flatnonzero(candidates)
+        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        scores = np.zeros(rows.size, dtype=np.int64)
+        own = fleet.decisions.rows_of(placement.namespace, placement.name)
+        scores[positions(rows, own)] = 100
+        return ScoreResult(scores)

@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from apis.placements import Placement, ScoreCoordinate, Toleration
-from placement.framework import BoolMask, Code, Cycle, FilterResult, ScoreResult, Status
+from placement.framework import (
+    BoolMask,
+    Code,
+    Cycle,
+    FilterResult,
+    RowIndex,
+    ScoreResult,
+    Status,
+)
+from placement.scoring import full_result, positions
 from placement.snapshot import FleetSnapshot, TaintRow
 
 __all__ = [
@@ -24,6 +34,7 @@ __all__ = [
 ]
 
 PREFER_NO_SELECT_PENALTY = -100
+FloatVector = npt.NDArray[np.float64]
 # Go's zero time: a taint without timeAdded has always been there, so any tolerationSeconds ran out.
 _ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 
@@ -38,13 +49,43 @@ def validate_tolerations(tolerations: Sequence[Toleration]) -> str | None:
     return None
 
 
-def _matches(taint: TaintRow, toleration: Toleration) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
+class TolerationLike(Protocol):
+    """What matching reads of a toleration (a `Toleration`, or a derived plain tuple)."""
+
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def effect(self) -> str | None: ...
+    @property
+    def toleration_seconds(self) -> int | None: ...
+
+
+class _Soft(NamedTuple):
+    """A toleration applied to PreferNoSelect taints as if they were hard ones (no effect)."""
+
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+def _matches(taint: TaintRow, toleration: TolerationLike) -> bool:
+    return _kind_matches((taint.key, taint.value, taint.effect), toleration)
+
+
+def _kind_matches(kind: tuple[str, str, str], toleration: TolerationLike) -> bool:
+    """Whether the toleration matches taints of this (key, value, effect) kind."""
+    if toleration.effect and toleration.effect != kind[2]:
         return False
-    if toleration.key and toleration.key != taint.key:
+    if toleration.key and toleration.key != kind[0]:
         return False
     if toleration.operator in ("", "Equal"):
-        return (toleration.value or "") == taint.value
+        return (toleration.value or "") == kind[1]
     return toleration.operator == "Exists"  # any other operator never matches
 
 
@@ -72,36 +113,44 @@ def tolerated_until(
     kind: tuple[str, str, str],
     added: npt.NDArray[np.float64],
     in_decision: BoolMask,
-    tolerations: Sequence[Toleration],
+    tolerations: Sequence[TolerationLike],
     now: float,
 ) -> tuple[BoolMask, npt.NDArray[np.float64]]:
     """`tolerance` for many taints of one (key, value, effect) kind at once: whether each is
     tolerated, and until when (POSIX seconds, NaN: for good). `added` is each taint's timeAdded
     (-inf when unset) and `now` the cycle's clock in POSIX seconds."""
-    key, value, effect = kind
-    tolerated = np.zeros(added.size, dtype=bool)
+    effect = kind[2]
     until = np.full(added.size, np.nan)
     if effect == "PreferNoSelect":
-        tolerated[:] = True
-        return tolerated, until
+        return np.ones(added.size, dtype=bool), until
     if effect == "NoSelectIfNew":
-        tolerated |= in_decision
+        tolerated = in_decision.copy()
+    else:
+        tolerated = np.zeros(added.size, dtype=bool)
     pending = ~tolerated
-    probe = TaintRow(-1, key, value, effect, None)
     for toleration in tolerations:
-        if not pending.any():
-            break
-        if not _matches(probe, toleration):
+        if not _kind_matches(kind, toleration):
             continue
         if toleration.toleration_seconds is None:
             tolerated |= pending
             break
         expiry = added + toleration.toleration_seconds
-        hit = pending & (now < expiry)
+        hit = expiry > now
+        hit &= pending
         tolerated |= hit
-        until[hit] = expiry[hit]
+        np.copyto(until, expiry, where=hit)
         pending &= ~hit  # an expired match does not end the search
+        if not pending.any():
+            break
     return tolerated, until
+
+
+T = TypeVar("T", bound="TolerationLike")
+
+
+def _matching(kind: tuple[str, str, str], tolerations: Sequence[T]) -> list[T]:
+    """The tolerations that match taints of this (key, value, effect) kind, in order."""
+    return [t for t in tolerations if _kind_matches(kind, t)]
 
 
 class TaintToleration:
@@ -118,44 +167,63 @@ class TaintToleration:
         problem = validate_tolerations(tolerations)
         if problem:
             return FilterResult(candidates, Status(Code.MISCONFIGURED, problem, self.name))
-        decided = fleet.decided_mask(placement.namespace, placement.name)
         table = fleet.taint_table
-        decided_at = decided[table.rows]
         now = cycle.now.timestamp()
-        tolerated = np.ones(table.rows.size, dtype=bool)
-        for kind, signature in enumerate(table.signatures):
-            of_kind = table.kinds == kind
-            tolerated[of_kind], _ = tolerated_until(
-                signature, table.added[of_kind], decided_at[of_kind], tolerations, now
+        decided: BoolMask | None = None
+        dropped: list[RowIndex] = []  # rows with a taint that is not tolerated
+        timed: list[tuple[RowIndex, FloatVector]] = []  # decided entries tolerated until then
+        for kind, entries in zip(table.signatures, table.groups, strict=True):
+            if kind[2] == "PreferNoSelect":
+                continue  # never filters; the prioritizer scores it
+            matching = _matching(kind, tolerations)
+            if matching and matching[0].toleration_seconds is None:
+                continue  # every taint of the kind is tolerated for good
+            if decided is None:
+                decided = fleet.decided_mask(placement.namespace, placement.name)
+            in_decision = decided[table.rows[entries]]
+            tolerated, until = tolerated_until(
+                kind, table.added[entries], in_decision, matching, now
             )
+            if not tolerated.all():
+                dropped.append(table.rows[entries[~tolerated]])
+            expiring = in_decision & ~np.isnan(until)  # an expiry is set on tolerated ones only
+            if expiring.any():
+                timed.append((entries[expiring], until[expiring]))
+        if not dropped:
+            requeue_at = self._requeue_at(cycle, fleet, tolerations, timed)
+            return FilterResult(candidates, requeue_at=requeue_at)
+        drop = np.concatenate(dropped)
         keep = candidates.copy()
-        keep[table.rows[~tolerated]] = False
-        return FilterResult(keep, requeue_at=self._requeue_at(cycle, placement, fleet, decided))
+        keep[drop] = False
+        return FilterResult(
+            keep, requeue_at=self._requeue_at(cycle, fleet, tolerations, timed, drop)
+        )
 
     @staticmethod
     def _requeue_at(
-        cycle: Cycle, placement: Placement, fleet: FleetSnapshot, decided: BoolMask
+        cycle: Cycle,
+        fleet: FleetSnapshot,
+        tolerations: Sequence[Toleration],
+        timed: list[tuple[RowIndex, FloatVector]],
+        dropped: RowIndex | None = None,
     ) -> datetime | None:
         """Earliest toleration expiry among clusters in the placement's decisions that are
-        still tolerated: the moment they must be dropped."""
-        tolerations = placement.spec.tolerations or []
-        table = fleet.taint_table
-        mine = decided[table.rows]
-        tolerated = np.ones(table.rows.size, dtype=bool)
-        until = np.full(table.rows.size, np.nan)
-        now = cycle.now.timestamp()
-        for kind, signature in enumerate(table.signatures):
-            of_kind = mine & (table.kinds == kind)
-            tolerated[of_kind], until[of_kind] = tolerated_until(
-                signature, table.added[of_kind], mine[of_kind], tolerations, now
-            )
-        intolerable = np.zeros(fleet.size, dtype=bool)
-        intolerable[table.rows[~tolerated]] = True
-        expiring = mine & ~intolerable[table.rows] & ~np.isnan(until)
-        if not expiring.any():
+        still tolerated (no other taint of theirs is not): the moment they must be dropped."""
+        if not timed:
             return None
-        # The exact expiry (datetime arithmetic) of the earliest entry.
-        first = fleet.taints[int(np.flatnonzero(expiring)[np.argmin(until[expiring])])]
+        entries = np.concatenate([e for e, _ in timed])
+        until = np.concatenate([u for _, u in timed])
+        table = fleet.taint_table
+        if dropped is not None:
+            intolerable = np.zeros(fleet.size, dtype=bool)
+            intolerable[dropped] = True
+            still = ~intolerable[table.rows[entries]]
+            entries, until = entries[still], until[still]
+            if entries.size == 0:
+                return None
+        # The exact expiry (datetime arithmetic) of the earliest entry, the first in table
+        # order among equals.
+        first = fleet.taints[int(entries[until == until.min()].min())]
         return tolerance(first, tolerations, True, cycle.now)[1]
 
 
@@ -170,29 +238,40 @@ class TaintTolerationPrioritizer:
     def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> ScoreResult:
-        scores = np.zeros(fleet.size, dtype=np.int64)
-        tolerations = _as_no_select(
-            [t for t in placement.spec.tolerations or [] if t.effect in (None, "PreferNoSelect")]
-        )
+        rows = np.flatnonzero(candidates)
+        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        scores = np.zeros(rows.size, dtype=np.int64)
         table = fleet.taint_table
-        now = cycle.now.timestamp()
-        for kind, (key, value, effect) in enumerate(table.signatures):
+        soft: list[_Soft] | None = None
+        for (key, value, effect), entries in zip(table.signatures, table.groups, strict=True):
             if effect != "PreferNoSelect":
                 continue
-            of_kind = table.kinds == kind
+            if soft is None:
+                soft = _as_no_select(placement.spec.tolerations or [])
             # Matched with the same rules as a hard taint.
-            tolerated, _ = tolerated_until(
-                (key, value, "NoSelect"),
-                table.added[of_kind],
-                np.zeros(int(of_kind.sum()), dtype=bool),
-                tolerations,
-                now,
-            )
-            scores[table.rows[of_kind][~tolerated]] = PREFER_NO_SELECT_PENALTY
-        return ScoreResult(np.where(candidates, scores, 0))
+            hard = (key, value, "NoSelect")
+            matching = _matching(hard, soft)
+            if matching and matching[0].toleration_seconds is None:
+                continue  # tolerated for good
+            penalized = entries
+            if matching:
+                no = np.zeros(entries.size, dtype=bool)
+                now = cycle.now.timestamp()
+                tolerated, _ = tolerated_until(hard, table.added[entries], no, matching, now)
+                penalized = entries[~tolerated]
+            scores[positions(rows, table.rows[penalized])] = PREFER_NO_SELECT_PENALTY
+        return ScoreResult(scores)
 
 
-def _as_no_select(tolerations: Sequence[Toleration]) -> list[Toleration]:
+def _as_no_select(tolerations: Sequence[Toleration]) -> list[_Soft]:
     # Match PreferNoSelect taints with the same rules as hard ones: an effect-less toleration,
     # or one naming PreferNoSelect, applies.
-    return [t.model_copy(update={"effect": None}) for t in tolerations]
+    return [
+        _Soft(t.key, t.operator, t.value, None, t.toleration_seconds)
+        for t in tolerations
+        if t.effect in (None, "PreferNoSelect")
+    ]

@@ -4,8 +4,8 @@ name ascending; all feasible clusters when `numberOfClusters` is unset."""
 from __future__ import annotations
 
 from apis.placements import Placement
-from placement.framework import BoolMask, Cycle, ScoreVector, Selection
-from placement.scheduler import rank
+from placement.framework import BoolMask, Cycle, RowIndex, ScoreVector, Selection
+from placement.scheduler import rank, rank_rows
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["TopN"]
@@ -25,3 +25,13 @@ class TopN:
         total: ScoreVector,
     ) -> Selection:
         return Selection(rank(candidates, total, placement.spec.number_of_clusters))
+
+    def select_rows(
+        self,
+        cycle: Cycle,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        rows: RowIndex,
+        total: ScoreVector,
+    ) -> Selection:
+        return Selection(rank_rows(rows, total, placement.spec.number_of_clusters))

@@ -1,0 +1,47 @@
+"""Helpers for prioritizers and selectors that work on the candidate rows only.
+
+After the filters, a cycle scores a compacted index: `rows`, the candidates' snapshot row numbers
+in ascending (that is, name) order, and vectors aligned with `rows` instead of full-length ones.
+OCM's prioritizers also see only the filtered clusters, so what each one normalises over (the
+candidates for ResourceAllocatable, every decision entry for Balance) does not change.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from placement.framework import BoolMask, RowIndex, ScoreResult, ScoreVector
+
+__all__ = ["full_result", "positions", "rows_mask", "scatter"]
+
+
+def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
+    """Positions in `rows` (ascending, unique) of those `targets` that are among them, once per
+    occurrence in `targets`."""
+    if rows.size == 0 or targets.size == 0:
+        return np.empty(0, dtype=np.intp)
+    at: RowIndex = np.searchsorted(rows, targets)
+    np.minimum(at, rows.size - 1, out=at)  # a target past the last row matches no row
+    found: RowIndex = at[rows[at] == targets]
+    return found
+
+
+def scatter(rows: RowIndex, values: ScoreVector, size: int) -> ScoreVector:
+    """A full-length vector holding `values` at `rows` and 0 elsewhere."""
+    out = np.zeros(size, dtype=np.int64)
+    out[rows] = values
+    return out
+
+
+def rows_mask(rows: RowIndex, size: int, within: BoolMask | None = None) -> BoolMask:
+    """A full-length mask of `rows` (only those flagged in `within`, aligned with `rows`)."""
+    mask = np.zeros(size, dtype=bool)
+    mask[rows if within is None else rows[within]] = True
+    return mask
+
+
+def full_result(result: ScoreResult, rows: RowIndex, size: int) -> ScoreResult:
+    """A row-aligned `ScoreResult` (from `score_rows`) as a full-length one (for `score`), with
+    `scored` spelled out."""
+    scored = rows_mask(rows, size, result.scored)
+    return ScoreResult(scatter(rows, result.scores, size), result.status, scored)
