@@ -74,11 +74,15 @@ class Latest(Generic[ObjT]):
 
     def observe_deleted(self, key: str, *, ours: bool = False) -> ObjT | None:
         """Forget an object; returns what was known of it (None: nothing, so no news)."""
-        if ours:
-            self._deleted.add(key)
-        else:
+        gone = self._objects.pop(key, None)
+        if not ours:
             self._deleted.discard(key)
-        return self._objects.pop(key, None)
+        elif gone is not None:
+            # Our delete answered before its DELETED event: events until then are stale. When
+            # the event came first, nothing is pending, and a mark would hide a later object
+            # of the same name.
+            self._deleted.add(key)
+        return gone
 
 
 class DecisionView(Latest[PlacementDecision]):
