@@ -8,10 +8,10 @@
 `perf.controller_run`), then one cluster label change that re-queues every placement; the time
 from the patch until every decision is updated. `core`: the scheduling core alone with the
 in-memory index (DESIGN §9's memory target without the API machinery): a generated workload
-(`perf.workload`) is loaded into a `FleetIndex`, the generated objects are dropped, and every
-placement is scheduled in turn, its decisions written back into the index so later placements
-see them (as the controller does). It reports the resident memory once the index holds the
-fleet and the peak while scheduling. `mixed`: a controller cold start like `perf.controller_run`
+(`perf.workload`) is handed, as the rows the controller's caches keep, to a second fresh process
+that loads it into a `FleetIndex` and schedules every placement in turn, its decisions written
+back into the index so later placements see them (as the controller does). It reports that
+process's resident memory once the index holds the fleet, and its peak. `mixed`: a controller cold start like `perf.controller_run`
 but on the generated workload (spread policies, decision groups, Exact mode, tolerations, claims
 ...) instead of OCM's benchmark shape; every placement must end with a status, none
 misconfigured, and its PlacementDecisions must hold what its status counts.
@@ -21,32 +21,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
+import pickle
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from apis.cluster import (
-    AddOnPlacementScore,
-    ManagedCluster,
-    ManagedClusterSet,
-    ManagedClusterSetBinding,
-)
-from apis.meta import KubeObject
 from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
 from controllers.embedded import EmbeddedApiServer
 from controllers.run import tune_gc
 from perf.controller_run import ControllerRun, CountingFaults, Hub, Shape, fan_out, running_hub
-from placement.index import FleetIndex
+from placement.index import FleetIndex, cluster_row, score_row
 from placement.outcome import outcome
 from plugins import default_scheduler
 
-__all__ = ["core", "main", "memory_mib", "reset_peak"]
+__all__ = ["core", "core_run", "main", "memory_mib"]
 
 STATUS = Path("/proc/self/status")
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)  # the workload's scores are valid around it
@@ -60,40 +56,73 @@ def memory_mib(field: str = "VmHWM") -> float:
     raise RuntimeError(f"{STATUS} has no {field}")
 
 
-def reset_peak() -> None:
-    """Start the peak (`VmHWM`) again from the current resident size (Linux >= 4.0)."""
-    Path("/proc/self/clear_refs").write_text("5")
+class _Pickler(pickle.Pickler):
+    """Rows share one empty read-only mapping, which pickle cannot store: a dict will do."""
 
-
-def _load(index: FleetIndex, obj: KubeObject) -> None:
-    if isinstance(obj, ManagedCluster):
-        index.upsert_cluster(obj)
-    elif isinstance(obj, ManagedClusterSet):
-        index.upsert_cluster_set(obj)
-    elif isinstance(obj, ManagedClusterSetBinding):
-        index.upsert_binding(obj)
-    elif isinstance(obj, AddOnPlacementScore):
-        index.upsert_score(obj)
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, MappingProxyType):
+            return dict, (dict(obj),)
+        return NotImplemented
 
 
 def core(clusters: int, placements: int, seed: int) -> dict[str, Any]:
+    """Generate the workload here, hand the fleet over as the rows the controller's caches keep
+    (plus the placements), and measure `core_run` in a fresh process: freed models would
+    otherwise stay in this one's heap (CPython rarely returns small-object arenas)."""
     from perf.workload import generate  # only the core measurement needs the generator
 
-    floor_mib = memory_mib("VmRSS")  # the interpreter and the imports
     began = time.perf_counter()
     workload = generate(clusters, placements, seed, now=NOW)
     generated_s = time.perf_counter() - began
-    index = FleetIndex()
+    fleet = (
+        [cluster_row(c) for c in workload.clusters],
+        [score_row(s) for s in workload.scores],
+        list(workload.cluster_sets),
+        list(workload.bindings),
+        list(workload.placements),
+    )
+    with tempfile.TemporaryDirectory(prefix="perf-core-") as folder:
+        path = Path(folder) / "fleet.pickle"
+        with path.open("wb") as out:
+            _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(fleet)
+        del workload, fleet
+        done = subprocess.run(
+            [sys.executable, "-m", "perf.child", "core-run", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        raise RuntimeError(f"core-run exited {done.returncode}")
+    return {
+        "clusters": clusters,
+        "placements": placements,
+        "generated_s": generated_s,
+        **json.loads(done.stdout.splitlines()[-1]),
+    }
+
+
+def core_run(path: Path) -> dict[str, Any]:
+    """Load the handed-over fleet into a `FleetIndex` and schedule every placement in turn, its
+    decisions written back into the index; this process's memory is the core's."""
+    floor_mib = memory_mib("VmRSS")  # the interpreter and the imports
     started = time.perf_counter()
-    for obj in workload.fleet_objects():
-        _load(index, obj)
+    with path.open("rb") as source:
+        rows, scores, sets, bindings, todo = pickle.load(source)
+    index = FleetIndex()
+    for row in rows:
+        index.upsert_cluster(row)
+    for score in scores:
+        index.upsert_score(score)
+    for cluster_set in sets:
+        index.upsert_cluster_set(cluster_set)
+    for binding in bindings:
+        index.upsert_binding(binding)
+    del rows, scores
     index.snapshot()
     loaded_s = time.perf_counter() - started
-    todo = list(workload.placements)
-    del workload, obj
-    gc.collect()
     loaded_mib = memory_mib("VmRSS")
-    reset_peak()
     scheduler = default_scheduler()
     verdicts: Counter[str] = Counter()
     selected = 0
@@ -109,9 +138,6 @@ def core(clusters: int, placements: int, seed: int) -> dict[str, Any]:
                 index.upsert_decision(decision)
     scheduled_s = time.perf_counter() - started
     return {
-        "clusters": clusters,
-        "placements": placements,
-        "generated_s": generated_s,
         "loaded_s": loaded_s,
         "scheduled_s": scheduled_s,
         "ms_per_placement": 1000 * scheduled_s / max(len(todo), 1),
@@ -181,6 +207,12 @@ async def _fan_out(shape: Shape) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["core-run"] and len(argv) == 2:  # the second half of `core`, internal
+        tune_gc()
+        print(json.dumps(core_run(Path(argv[1]))))
+        return 0
     parser = argparse.ArgumentParser(
         prog="python -m perf.child",
         description=__doc__,
