@@ -151,11 +151,12 @@ def rank_rows(rows: RowIndex, total: ScoreVector, limit: int | None = None) -> R
             return rows[:0]
         cut = rows.size - limit
         threshold = np.partition(total, cut)[cut]
-        keep = total > threshold
+        above = (total > threshold).nonzero()[0]
         ties = (total == threshold).nonzero()[0]
-        keep[ties[: limit - int(np.count_nonzero(keep))]] = True
-        picked = keep.nonzero()[0]
-        rows, total = rows[picked], total[picked]
+        # Equal totals are all above or all ties, each group in row order: the stable sort
+        # below keeps them by name.
+        picked = np.concatenate((above, ties[: limit - above.size]))
+        rows, total = rows.take(picked), total.take(picked)
     order: RowIndex = (-total).argsort(kind="stable")
     return rows[order]
 
@@ -279,32 +280,35 @@ class Scheduler:
         avail = availability(placement, fleet)
         result.availability = avail
         candidates = avail.available
-        pipeline: list[str] = []
+        pipeline = ""
         requeue: list[datetime] = []
-        statuses: list[Status] = []
+        statuses: list[Status] = []  # the ok ones that are not SUCCESS
         timings = result.timings
         clock = time.perf_counter
         for plugin in self.filters:
+            name = plugin.name
             started = clock()
-            outcome = self._guard(plugin.name, plugin.filter, cycle, placement, fleet, candidates)
-            timings.append(("filter", plugin.name, clock() - started))
+            outcome = self._guard(name, plugin.filter, cycle, placement, fleet, candidates)
+            timings.append(("filter", name, clock() - started))
             if isinstance(outcome, Status):
                 result.status = outcome
                 return result
-            statuses.append(outcome.status)
+            if outcome.status is not SUCCESS:
+                statuses.append(outcome.status)
             candidates = outcome.mask & candidates
             if outcome.requeue_at is not None:
                 requeue.append(outcome.requeue_at)
-            pipeline.append(plugin.name)
-            result.filters.append(FilterRecord(",".join(pipeline), candidates))
+            pipeline = f"{pipeline},{name}" if pipeline else name
+            result.filters.append(FilterRecord(pipeline, candidates))
 
         coordinates, status = weighted_coordinates(placement, self.profile, self.registry)
         if not status.ok:
             result.status = status
             return result
         # From here on only the candidates are scored and ranked, as a compacted index.
-        rows = np.flatnonzero(candidates)
-        total = np.zeros(rows.size, dtype=np.int64)
+        rows = candidates.nonzero()[0]
+        total: ScoreVector | None = None
+        records = result.prioritizers
         for item in coordinates:
             prioritizer, score_rows = self._prioritizer(item)
             name = prioritizer.name
@@ -319,15 +323,17 @@ class Scheduler:
             if isinstance(scored, Status):
                 result.status = scored
                 return result
-            statuses.append(scored.status)
+            if scored.status is not SUCCESS:
+                statuses.append(scored.status)
             scores = scored.scores
-            if item.weight == 1:
-                total += scores
+            weight = item.weight
+            if total is None:  # a new array: `scores` stays as the prioritizer gave it
+                total = scores.astype(np.int64) if weight == 1 else scores * weight
             else:
-                total += scores * item.weight
-            result.prioritizers.append(
-                PrioritizerRecord(name, item.weight, rows, scores, scored.scored, fleet.size)
-            )
+                total += scores if weight == 1 else scores * weight
+            records.append(PrioritizerRecord(name, weight, rows, scores, scored.scored, fleet.size))
+        if total is None:
+            total = np.zeros(rows.size, dtype=np.int64)
         result.candidates = candidates
         result.rows = rows
         result.row_total = total

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.framework import BoolMask, RowIndex, ScoreResult, ScoreVector
+from apis.placements import Placement
+from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult, ScoreVector
+from placement.snapshot import FleetSnapshot
 
-__all__ = ["full_result", "positions", "rows_mask", "scatter"]
+__all__ = ["full_result", "own_positions", "positions", "rows_mask", "scatter"]
 
 
 def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
@@ -24,6 +26,24 @@ def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
     np.minimum(at, rows.size - 1, out=at)  # a target past the last row matches no row
     found: RowIndex = at[rows[at] == targets]
     return found
+
+
+def own_positions(
+    cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+) -> RowIndex:
+    """`positions` of the placement's current decisions among `rows`, computed once per cycle
+    (Balance and Steady both need them)."""
+    known = cycle.scratch.get(_OWN_POSITIONS)
+    # Holding the keys themselves (not their ids) keeps the identity test sound.
+    if known is not None and known[0] is rows and known[1] is fleet and known[2] is placement:
+        found: RowIndex = known[3]
+        return found
+    found = positions(rows, fleet.decisions.rows_of(placement.namespace, placement.name))
+    cycle.scratch[_OWN_POSITIONS] = (rows, fleet, placement, found)
+    return found
+
+
+_OWN_POSITIONS = "placement.scoring.own_positions"
 
 
 def scatter(rows: RowIndex, values: ScoreVector, size: int) -> ScoreVector:

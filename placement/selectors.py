@@ -73,14 +73,16 @@ _FEW_CODES = 8  # up to this many values, comparisons beat a lookup table
 def _has_code(codes: npt.NDArray[np.int32], wanted: list[int], distinct: int) -> BoolMask:
     """`np.isin(codes, wanted)` without its sort (50-100x slower on int32 columns): codes are
     -1 (absent) or < `distinct`; a wanted code < 0 (a value no row has) matches nothing."""
-    present = sorted({code for code in wanted if code >= 0})
+    present = [code for code in wanted if code >= 0]
+    if not present:
+        return np.zeros(codes.size, dtype=bool)
     if len(present) > _FEW_CODES:
         table = np.zeros(distinct + 1, dtype=bool)
         table[np.asarray(present) + 1] = True
         hit: BoolMask = table.take(codes + 1)
         return hit
-    hit = np.zeros(codes.size, dtype=bool)
-    for code in present:
+    hit = codes == present[0]
+    for code in present[1:]:
         hit |= codes == code
     return hit
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ __all__ = [
     "Column",
     "DecisionTable",
     "FleetSnapshot",
+    "TaintKind",
     "TaintRow",
     "TaintTable",
 ]
@@ -100,12 +102,26 @@ class TaintTable:
         )
 
     @cached_property
-    def groups(self) -> tuple[RowIndex, ...]:
-        """The entries of each kind (aligned with `signatures`), built on first use: a cycle
-        then reads each kind's entries without comparing every entry's kind."""
+    def by_kind(self) -> tuple[TaintKind, ...]:
+        """The entries of each kind (aligned with `signatures`), built on first use with the
+        table: a cycle reads each kind's rows without comparing every entry's kind."""
         order = np.argsort(self.kinds, kind="stable")
         bounds = np.searchsorted(self.kinds[order], np.arange(len(self.signatures) + 1))
-        return tuple(order[bounds[k] : bounds[k + 1]] for k in range(len(self.signatures)))
+        out = []
+        for k, signature in enumerate(self.signatures):
+            entries = order[bounds[k] : bounds[k + 1]]
+            out.append(TaintKind(signature, entries, self.rows[entries], self.added[entries]))
+        return tuple(out)
+
+
+class TaintKind(NamedTuple):
+    """The taints of one (key, value, effect) kind: their entries in the `TaintTable`
+    (ascending), rows and timeAdded."""
+
+    signature: tuple[str, str, str]
+    entries: RowIndex
+    rows: RowIndex
+    added: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

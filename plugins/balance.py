@@ -6,7 +6,7 @@ import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult, ScoreVector
-from placement.scoring import full_result, positions
+from placement.scoring import full_result, own_positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Balance", "balance_scores"]
@@ -59,7 +59,7 @@ class Balance:
         # This placement's own decisions do not count against it.
         own = table.rows_of(placement.namespace, placement.name)
         if own.size:
-            np.subtract.at(counts, positions(rows, own), 1)
+            np.subtract.at(counts, own_positions(cycle, placement, fleet, rows), 1)
             if int(totals.take(own).max()) >= top:
                 # The busiest cluster may be one of our own: count again without them.
                 others = totals.copy()

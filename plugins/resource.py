@@ -37,14 +37,18 @@ class ResourceAllocatable:
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         values = fleet.allocatable[self.resource].take(rows)
-        unknown = np.isnan(values)
-        unknown |= np.isnan(fleet.capacity[self.resource].take(rows))
+        capacity = fleet.capacity[self.resource]
+        # NaN marks a missing amount, and min() propagates it: a cluster lacking either amount
+        # shows up in these two reductions, so the masks are only built when one does.
         known = None  # every candidate has a score
-        if unknown.any():
-            known = ~unknown
-            values = values[known]
-        if values.size == 0:
-            return ScoreResult(np.zeros(rows.size, dtype=np.int64), scored=known)
+        if values.size == 0 or np.isnan(values.min()) or np.isnan(capacity.min()):
+            unknown = np.isnan(values)
+            unknown |= np.isnan(capacity.take(rows))
+            if unknown.any():
+                known = ~unknown
+                values = values[known]
+            if values.size == 0:
+                return ScoreResult(np.zeros(rows.size, dtype=np.int64), scored=known)
         low, high = values.min(), values.max()
         if high == low:
             scaled = np.full(values.size, 100, dtype=np.int64)
@@ -52,7 +56,7 @@ class ResourceAllocatable:
             # Go: int64(((a - min) / (max - min) - 0.5) * 2.0 * 100.0), in place. `* 2.0` is
             # exact, so `* 2.0 * 100.0` rounds once, as `* 200.0`; the cast to int64 truncates
             # toward zero as Go's int64().
-            ratio = values - low
+            ratio = np.subtract(values, low, out=values)  # `values` is our own copy
             ratio /= high - low
             ratio -= 0.5
             ratio *= 200.0

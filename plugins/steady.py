@@ -6,7 +6,7 @@ import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult
-from placement.scoring import full_result, positions
+from placement.scoring import full_result, own_positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Steady"]
@@ -30,6 +30,5 @@ class Steady:
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         scores = np.zeros(rows.size, dtype=np.int64)
-        own = fleet.decisions.rows_of(placement.namespace, placement.name)
-        scores[positions(rows, own)] = 100
+        scores[own_positions(cycle, placement, fleet, rows)] = 100
         return ScoreResult(scores)

@@ -120,29 +120,32 @@ def tolerated_until(
     tolerated, and until when (POSIX seconds, NaN: for good). `added` is each taint's timeAdded
     (-inf when unset) and `now` the cycle's clock in POSIX seconds."""
     effect = kind[2]
-    until = np.full(added.size, np.nan)
+    size = added.size
     if effect == "PreferNoSelect":
-        return np.ones(added.size, dtype=bool), until
-    if effect == "NoSelectIfNew":
-        tolerated = in_decision.copy()
-    else:
-        tolerated = np.zeros(added.size, dtype=bool)
-    pending = ~tolerated
+        return np.ones(size, dtype=bool), np.full(size, np.nan)
+    tolerated = in_decision.copy() if effect == "NoSelectIfNew" else None
+    until = None
     for toleration in tolerations:
         if not _kind_matches(kind, toleration):
             continue
-        if toleration.toleration_seconds is None:
-            tolerated |= pending
+        seconds = toleration.toleration_seconds
+        if seconds is None:
+            tolerated = np.ones(size, dtype=bool)  # every one still pending, for good
             break
-        expiry = added + toleration.toleration_seconds
+        expiry = added + seconds
         hit = expiry > now
-        hit &= pending
-        tolerated |= hit
-        np.copyto(until, expiry, where=hit)
-        pending &= ~hit  # an expired match does not end the search
-        if not pending.any():
-            break
-    return tolerated, until
+        if tolerated is None:
+            tolerated = hit
+        else:
+            hit &= ~tolerated  # an expired match does not end the search
+            tolerated |= hit
+        if until is None:
+            until = np.where(hit, expiry, np.nan)
+        else:
+            np.copyto(until, expiry, where=hit)
+    if tolerated is None:
+        tolerated = np.zeros(size, dtype=bool)
+    return tolerated, np.full(size, np.nan) if until is None else until
 
 
 T = TypeVar("T", bound="TolerationLike")
@@ -167,32 +170,37 @@ class TaintToleration:
         problem = validate_tolerations(tolerations)
         if problem:
             return FilterResult(candidates, Status(Code.MISCONFIGURED, problem, self.name))
-        table = fleet.taint_table
         now = cycle.now.timestamp()
         decided: BoolMask | None = None
         dropped: list[RowIndex] = []  # rows with a taint that is not tolerated
         timed: list[tuple[RowIndex, FloatVector]] = []  # decided entries tolerated until then
-        for kind, entries in zip(table.signatures, table.groups, strict=True):
-            if kind[2] == "PreferNoSelect":
+        for kind in fleet.taint_table.by_kind:
+            effect = kind.signature[2]
+            if effect == "PreferNoSelect":
                 continue  # never filters; the prioritizer scores it
-            matching = _matching(kind, tolerations)
+            matching = _matching(kind.signature, tolerations)
             if matching and matching[0].toleration_seconds is None:
                 continue  # every taint of the kind is tolerated for good
+            if not matching and effect == "NoSelect":
+                dropped.append(kind.rows)
+                continue
             if decided is None:
                 decided = fleet.decided_mask(placement.namespace, placement.name)
-            in_decision = decided[table.rows[entries]]
+            in_decision = decided.take(kind.rows)
             tolerated, until = tolerated_until(
-                kind, table.added[entries], in_decision, matching, now
+                kind.signature, kind.added, in_decision, matching, now
             )
             if not tolerated.all():
-                dropped.append(table.rows[entries[~tolerated]])
-            expiring = in_decision & ~np.isnan(until)  # an expiry is set on tolerated ones only
-            if expiring.any():
-                timed.append((entries[expiring], until[expiring]))
+                dropped.append(kind.rows[~tolerated])
+            if matching:
+                expiring = ~np.isnan(until)  # set on tolerated entries only
+                expiring &= in_decision
+                if expiring.any():
+                    timed.append((kind.entries[expiring], until[expiring]))
         if not dropped:
             requeue_at = self._requeue_at(cycle, fleet, tolerations, timed)
             return FilterResult(candidates, requeue_at=requeue_at)
-        drop = np.concatenate(dropped)
+        drop = dropped[0] if len(dropped) == 1 else np.concatenate(dropped)
         keep = candidates.copy()
         keep[drop] = False
         return FilterResult(
@@ -211,20 +219,25 @@ class TaintToleration:
         still tolerated (no other taint of theirs is not): the moment they must be dropped."""
         if not timed:
             return None
-        entries = np.concatenate([e for e, _ in timed])
-        until = np.concatenate([u for _, u in timed])
-        table = fleet.taint_table
+        if len(timed) == 1:
+            entries, until = timed[0]
+        else:
+            entries = np.concatenate([e for e, _ in timed])
+            until = np.concatenate([u for _, u in timed])
         if dropped is not None:
             intolerable = np.zeros(fleet.size, dtype=bool)
             intolerable[dropped] = True
-            still = ~intolerable[table.rows[entries]]
+            still = ~intolerable[fleet.taint_table.rows[entries]]
             entries, until = entries[still], until[still]
             if entries.size == 0:
                 return None
         # The exact expiry (datetime arithmetic) of the earliest entry, the first in table
-        # order among equals.
-        first = fleet.taints[int(entries[until == until.min()].min())]
-        return tolerance(first, tolerations, True, cycle.now)[1]
+        # order among equals (entries of one kind are ascending, argmin takes the first).
+        if len(timed) == 1:
+            first = int(entries[until.argmin()])
+        else:
+            first = int(entries[until == until.min()].min())
+        return tolerance(fleet.taints[first], tolerations, True, cycle.now)[1]
 
 
 class TaintTolerationPrioritizer:
@@ -245,9 +258,9 @@ class TaintTolerationPrioritizer:
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         scores = np.zeros(rows.size, dtype=np.int64)
-        table = fleet.taint_table
         soft: list[_Soft] | None = None
-        for (key, value, effect), entries in zip(table.signatures, table.groups, strict=True):
+        for kind in fleet.taint_table.by_kind:
+            key, value, effect = kind.signature
             if effect != "PreferNoSelect":
                 continue
             if soft is None:
@@ -257,13 +270,13 @@ class TaintTolerationPrioritizer:
             matching = _matching(hard, soft)
             if matching and matching[0].toleration_seconds is None:
                 continue  # tolerated for good
-            penalized = entries
+            penalized = kind.rows
             if matching:
-                no = np.zeros(entries.size, dtype=bool)
+                no = np.zeros(penalized.size, dtype=bool)
                 now = cycle.now.timestamp()
-                tolerated, _ = tolerated_until(hard, table.added[entries], no, matching, now)
-                penalized = entries[~tolerated]
-            scores[positions(rows, table.rows[penalized])] = PREFER_NO_SELECT_PENALTY
+                tolerated, _ = tolerated_until(hard, kind.added, no, matching, now)
+                penalized = penalized[~tolerated]
+            scores[positions(rows, penalized)] = PREFER_NO_SELECT_PENALTY
         return ScoreResult(scores)
 
 
