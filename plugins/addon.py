@@ -38,7 +38,12 @@ class AddOn:
         if column is None:
             return ScoreResult(scores)
         # Rows without a score hold 0 and NaN (which compares False): no `present` needed.
-        expired = column.valid_until.take(rows) < cycle.now.timestamp()
+        # One comparison over the fleet is cheaper than gathering the candidates' expiries,
+        # and usually nothing has expired.
+        now = cycle.now.timestamp()
+        if not (column.valid_until < now).any():
+            return ScoreResult(scores)
+        expired = column.valid_until.take(rows) < now
         if not expired.any():
             return ScoreResult(scores)
         scores[expired] = 0

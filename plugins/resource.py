@@ -37,19 +37,23 @@ class ResourceAllocatable:
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         values = fleet.allocatable[self.resource].take(rows)
+        if values.size == 0:
+            return ScoreResult(values.astype(np.int64), scored=np.zeros(0, dtype=bool))
         capacity = fleet.capacity[self.resource]
         # NaN marks a missing amount, and min() propagates it: a cluster lacking either amount
         # shows up in these two reductions, so the masks are only built when one does.
         known = None  # every candidate has a score
-        if values.size == 0 or np.isnan(values.min()) or np.isnan(capacity.min()):
+        low = values.min()
+        if np.isnan(low) or np.isnan(capacity.min()):
             unknown = np.isnan(values)
             unknown |= np.isnan(capacity.take(rows))
             if unknown.any():
                 known = ~unknown
                 values = values[known]
-            if values.size == 0:
-                return ScoreResult(np.zeros(rows.size, dtype=np.int64), scored=known)
-        low, high = values.min(), values.max()
+                if values.size == 0:
+                    return ScoreResult(np.zeros(rows.size, dtype=np.int64), scored=known)
+                low = values.min()
+        high = values.max()
         if high == low:
             scaled = np.full(values.size, 100, dtype=np.int64)
         else:
