@@ -203,7 +203,7 @@ def weighted_coordinates(
             if coordinate.add_on is None:
                 return [], Status(Code.MISCONFIGURED, "addOn should not be empty")
             out.append(WeightedCoordinate(coordinate, profile.addon_prioritizer, weight))
-    return out, Status()
+    return out, SUCCESS
 
 
 def _coordinate_key(item: WeightedCoordinate) -> tuple[str | None, ...]:
@@ -248,8 +248,9 @@ class Scheduler:
         try:
             out = call(*args)
         except Exception as exc:  # a plugin bug must not stop the controller
-            return Status(Code.ERROR, f"{type(exc).__name__}: {exc}", plugin)
-        return out if out.status.ok else out.status
+            return _crashed(plugin, exc)
+        status = out.status
+        return out if status is SUCCESS or status.ok else status
 
     def selector_name(self, placement: Placement) -> str:
         return self.profile.selector_for(placement)
@@ -313,17 +314,20 @@ class Scheduler:
             prioritizer, score_rows = self._prioritizer(item)
             name = prioritizer.name
             started = clock()
-            if score_rows is not None:
-                scored = self._guard(name, score_rows, cycle, placement, fleet, rows)
-            else:
-                scored = self._guard(
-                    name, _gathered, prioritizer, cycle, placement, fleet, candidates, rows
-                )
-            timings.append(("prioritizer", name, clock() - started))
-            if isinstance(scored, Status):
-                result.status = scored
+            try:  # _guard, inlined in this loop
+                if score_rows is not None:
+                    scored = score_rows(cycle, placement, fleet, rows)
+                else:
+                    scored = _gathered(prioritizer, cycle, placement, fleet, candidates, rows)
+            except Exception as exc:  # a plugin bug must not stop the controller
+                timings.append(("prioritizer", name, clock() - started))
+                result.status = _crashed(name, exc)
                 return result
+            timings.append(("prioritizer", name, clock() - started))
             if scored.status is not SUCCESS:
+                if not scored.status.ok:
+                    result.status = scored.status
+                    return result
                 statuses.append(scored.status)
             scores = scored.scores
             weight = item.weight
@@ -360,6 +364,10 @@ class Scheduler:
         result.requeue_at = min(requeue) if requeue else None
         result.status = worst(*statuses)
         return result
+
+
+def _crashed(plugin: str, exc: Exception) -> Status:
+    return Status(Code.ERROR, f"{type(exc).__name__}: {exc}", plugin)
 
 
 def _gathered(
