@@ -67,6 +67,7 @@ TARGETS = (
 @dataclass(frozen=True)
 class Sizes:
     cycle: Sequence[int]
+    loop: Sequence[int]  # the per-cluster loop, at these of the cycle's sizes
     spread: Sequence[int]  # N; n = N / 10
     oracle: Sequence[int]
     cold: Sequence[tuple[int, int]]
@@ -78,6 +79,7 @@ class Sizes:
 
 SMOKE = Sizes(
     cycle=(300, 1_000),
+    loop=(300, 1_000),
     spread=(100, 300),
     oracle=(100,),
     cold=((100, 20), (200, 20), (200, 40)),
@@ -87,7 +89,8 @@ SMOKE = Sizes(
     controller_memory=((200, 20),),
 )
 QUICK = Sizes(
-    cycle=(1_000, 3_000, 10_000, 30_000),
+    cycle=(1_000, 3_000, 10_000, 30_000, 100_000),
+    loop=(1_000, 3_000, 10_000, 30_000),
     spread=(300, 1_000, 3_000, 10_000),
     oracle=(300, 1_000),
     cold=((1_000, 250), (1_000, 500), (1_000, 1_000), (2_000, 1_000), (4_000, 1_000)),
@@ -98,6 +101,7 @@ QUICK = Sizes(
 )
 FULL = Sizes(
     cycle=(1_000, 3_000, 10_000, 30_000, 100_000),
+    loop=(1_000, 3_000, 10_000, 30_000, 100_000),
     spread=(300, 1_000, 2_000, 3_000, 10_000, 30_000),
     oracle=(300, 1_000, 2_000),
     cold=(
@@ -122,18 +126,25 @@ FULL = Sizes(
 
 @cache
 def _cycle_world(size: int) -> Any:
-    from perf.test_scheduling_bench import bench_placement, plain_world, world
+    from perf.test_scheduling_bench import bench_placement, world
 
     fleet, snap = world(size)
-    p = bench_placement(size)
-    return fleet, snap, p, plain_world(fleet, p)
+    return fleet, snap, bench_placement(size)
+
+
+@cache
+def _plain(size: int) -> Any:
+    from perf.test_scheduling_bench import plain_world
+
+    fleet, _, p = _cycle_world(size)
+    return plain_world(fleet, p)
 
 
 def _cycle(size: int, settings: Settings) -> Case:
     from placement.testing import NOW
     from plugins import default_scheduler
 
-    _, snap, p, _ = _cycle_world(size)
+    _, snap, p = _cycle_world(size)
     scheduler = default_scheduler()
     case = Case(CYCLE, "scheduler", size, baseline=("loop", size, 1))
     case.values = repeat(lambda: scheduler.schedule(p, snap, NOW), budget_s=settings.budget_s)
@@ -147,7 +158,8 @@ def _loop(size: int, settings: Settings) -> Case:
     from placement.testing import NOW
     from plugins import default_scheduler
 
-    _, snap, p, plain = _cycle_world(size)
+    _, snap, p = _cycle_world(size)
+    plain = _plain(size)
     case = Case(CYCLE, "loop", size)
     case.values = repeat(lambda: loop_schedule(p, plain, NOW), budget_s=settings.budget_s)
     expected = loop_schedule(p, plain, NOW)
@@ -324,7 +336,8 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
 
     for n in sizes.cycle:
         add(CYCLE, "scheduler", n, 1, partial(_cycle, n, settings), 2 + n / 5_000)
-        add(CYCLE, "loop", n, 1, partial(_loop, n, settings), 2 + n / 50_000)
+        if n in sizes.loop:
+            add(CYCLE, "loop", n, 1, partial(_loop, n, settings), 2 + n / 50_000)
     for n in sizes.spread:
         add(SPREAD, "vectorized", n, 1, partial(_spread, n, settings), 2 + n / 10_000)
     for n in sizes.oracle:
