@@ -107,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     with bar:
         for step in steps:
             bar.set_description_str(step.title)
+            step_began = time.perf_counter()
             try:
                 case = step.run()
             except Exception as exc:  # a broken case is reported, the run goes on
                 case = Case(step.scenario, step.label, step.clusters, step.placements)
                 case.error = f"{type(exc).__name__}: {exc}"
+            case.details["took_s"] = round(time.perf_counter() - step_began, 2)
             cases.append(case)
             if case.error:
                 bar.write(f"{step.title}: {case.error}", file=sys.stderr)

@@ -11,10 +11,11 @@ in-memory index (DESIGN §9's memory target without the API machinery): a genera
 (`perf.workload`) is handed, as the rows the controller's caches keep, to a second fresh process
 that loads it into a `FleetIndex` and schedules every placement in turn, its decisions written
 back into the index so later placements see them (as the controller does). It reports that
-process's resident memory once the index holds the fleet, and its peak. `mixed`: a controller cold start like `perf.controller_run`
-but on the generated workload (spread policies, decision groups, Exact mode, tolerations, claims
-...) instead of OCM's benchmark shape; every placement must end with a status, none
-misconfigured, and its PlacementDecisions must hold what its status counts.
+process's resident memory once the index holds the fleet, and its peak. `mixed`: a controller
+cold start like `perf.controller_run` but on the generated workload (spread policies, decision
+groups, Exact mode, tolerations, claims ...) instead of OCM's benchmark shape; every placement
+must end with a status, none misconfigured, and its PlacementDecisions must hold what its status
+counts.
 """
 
 from __future__ import annotations

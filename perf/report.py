@@ -15,21 +15,21 @@ from typing import Any
 import numpy as np
 
 from perf.harness import Case
-from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, SPREAD, TARGETS, Target
+from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, OCM_SHAPE, SPREAD, TARGETS, Target
 
 __all__ = ["Fit", "fits", "ratio", "verdicts", "write_report"]
 
 TITLES = {
     CYCLE: "1. One scheduling cycle against fleet size",
     SPREAD: "2. EvenSpread, pick n = N/10 of N over 3 levels, against the oracle",
-    COLD: "3. Controller cold start on the embedded hub (OCM's benchmark shape)",
+    COLD: "3. Controller cold start on the embedded hub",
     FANOUT: "4. Event fan-out: one cluster label change re-queuing every placement",
     MEMORY: "5. Peak resident memory",
 }
 RATIO_MEANS = {
     CYCLE: "ratio: per-cluster loop ÷ scheduler (speed-up), same fleet, same run",
     SPREAD: "ratio: oracle ÷ vectorized (speed-up), same inputs, same run",
-    COLD: "ratio: this ÷ the 1,000-cluster run (OCM's shape) with as many placements",
+    COLD: "ratio: this ÷ the 1,000-cluster run with as many placements (OCM's own benchmark size)",
     FANOUT: "no baseline: the time from the patch until every placement ran again",
     MEMORY: "ratio: controller ÷ scheduling core alone at the same size",
 }
@@ -126,7 +126,7 @@ def fits(cases: Sequence[Case]) -> list[Fit]:
                 _fit(f"{name}, 3 largest", "clusters N", [(c.clusters, c.median) for c in large])
             )
     for scenario, label, name in (
-        (COLD, "controller", "cold start"),
+        (COLD, OCM_SHAPE, "cold start"),
         (COLD, "mixed workload", "cold start, mixed workload"),
         (FANOUT, "controller", "fan-out"),
         (MEMORY, "core", "core peak RSS"),
@@ -231,6 +231,10 @@ def _plot(
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.6g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)

@@ -12,7 +12,7 @@ import pytest
 from perf.__main__ import main
 from perf.harness import Case, ChildError, in_child, repeat
 from perf.report import fits, fmt, ratio, verdicts, write_report
-from perf.scenarios import COLD, CYCLE, MEMORY, SCENARIOS, SPREAD, TARGETS
+from perf.scenarios import COLD, CYCLE, MEMORY, OCM_SHAPE, SCENARIOS, SPREAD, TARGETS
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -67,7 +67,7 @@ def test_verdicts_say_met_missed_failed_or_not_measured() -> None:
 def test_fitted_exponent_recovers_a_power_law() -> None:
     sizes = [1_000, 3_000, 10_000, 30_000]
     cases = [case(CYCLE, "loop", n, [2e-9 * n**1.5]) for n in sizes]
-    cases += [Case(COLD, "controller", 1_000, p, [0.003 * p]) for p in (250, 1_000, 4_000)]
+    cases += [Case(COLD, OCM_SHAPE, 1_000, p, [0.003 * p]) for p in (250, 1_000, 4_000)]
     found = {(f.series, f.against): f.exponent for f in fits(cases)}
     assert found[("per-cluster loop", "clusters N")] == pytest.approx(1.5)
     assert found[("per-cluster loop, 3 largest", "clusters N")] == pytest.approx(1.5)
