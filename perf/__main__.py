@@ -15,6 +15,7 @@ of the controller at 100k clusters x 10k placements); report.md also fits growth
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -70,7 +71,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=20261122, help="workload seed")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="measure nothing: write report.md and the plots again from --out's results.json",
+    )
     return parser
+
+
+def _render(out: Path) -> int:
+    """The report of an earlier run, from its results.json."""
+    try:
+        saved = json.loads((out / "results.json").read_text())
+        cases = [Case.from_json(c) for c in saved["cases"]]
+        report = write_report(out, cases, saved["machine"], saved["header"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"python -m perf: cannot render {out / 'results.json'}: {exc}", file=sys.stderr)
+        return 1
+    print(f"report: {report}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget is not None and args.budget <= 0:
         parser.error("--budget must be positive")
     out: Path = args.out
+    if args.render:
+        return _render(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         log = out / "children.log"

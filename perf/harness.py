@@ -78,6 +78,23 @@ class Case:
     def max(self) -> float:
         return max(self.values) if self.values else float("nan")
 
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Case:
+        """The case `to_json` wrote (statistics are recomputed from the values)."""
+        baseline = doc.get("baseline")
+        return cls(
+            scenario=doc["scenario"],
+            label=doc["label"],
+            clusters=int(doc["clusters"]),
+            placements=int(doc["placements"]),
+            values=[float(v) for v in doc["values"]],
+            unit=doc["unit"],
+            baseline=(baseline[0], int(baseline[1]), int(baseline[2])) if baseline else None,
+            speedup=bool(doc.get("speedup", True)),
+            details=dict(doc.get("details") or {}),
+            error=doc.get("error"),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,

@@ -108,6 +108,25 @@ def test_report_folder_has_tables_plots_and_every_value(tmp_path: Path) -> None:
     assert [c["values"] for c in saved["cases"]] == [c.values for c in cases]
 
 
+def test_render_writes_the_same_report_again_from_results_json(tmp_path: Path) -> None:
+    cases = [
+        case(CYCLE, "scheduler", n, [1e-4, 2e-4], baseline=("loop", n, 1)) for n in (1_000, 10_000)
+    ]
+    cases += [case(CYCLE, "loop", n, [3e-3 * n / 1_000], error=None) for n in (1_000, 10_000)]
+    cases.append(case(SPREAD, "oracle", 300, [], error="boom"))
+    first = write_report(tmp_path, cases, {"cpu": "test"}, {"run": "test"}).read_text()
+    (tmp_path / "report.md").unlink()
+    assert main(["--render", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "report.md").read_text() == first
+
+
+def test_render_without_results_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--render", "--out", str(tmp_path)]) == 1
+    assert "cannot render" in capsys.readouterr().err
+
+
 def test_a_failed_child_names_the_command_and_its_last_error(tmp_path: Path) -> None:
     log = tmp_path / "children.log"
     with pytest.raises(ChildError, match=r"perf\.child core .* exited 2: .*at least 1"):
