@@ -14,7 +14,7 @@ from apis.placements import Placement
 from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult, ScoreVector
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["full_result", "own_positions", "positions", "rows_mask", "scatter"]
+__all__ = ["RowScored", "full_result", "own_positions", "positions", "rows_mask", "scatter"]
 
 
 def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
@@ -65,3 +65,19 @@ def full_result(result: ScoreResult, rows: RowIndex, size: int) -> ScoreResult:
     `scored` spelled out."""
     scored = rows_mask(rows, size, result.scored)
     return ScoreResult(scatter(rows, result.scores, size), result.status, scored)
+
+
+class RowScored:
+    """Base of prioritizers written as `score_rows`: the full-length `score` of the `Prioritizer`
+    protocol (for explain and third-party callers), derived from it, 0 outside the candidates."""
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        raise NotImplementedError
+
+    def score(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
+    ) -> ScoreResult:
+        rows = np.flatnonzero(candidates)
+        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)

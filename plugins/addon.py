@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Code, Cycle, RowIndex, ScoreResult, Status
-from placement.scoring import full_result
+from placement.framework import Code, Cycle, RowIndex, ScoreResult, Status
+from placement.scoring import RowScored
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["AddOn"]
 
 
-class AddOn:
+class AddOn(RowScored):
     """Reads score `scoreName` of AddOnPlacementScore `resourceName` in each cluster's namespace."""
 
     def __init__(self, coordinate: ScoreCoordinate) -> None:
@@ -22,12 +22,6 @@ class AddOn:
         self.resource = coordinate.add_on.resource_name
         self.score_name = coordinate.add_on.score_name
         self.name = f"AddOn/{self.resource}/{self.score_name}"
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex

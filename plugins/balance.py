@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult, ScoreVector
-from placement.scoring import full_result, own_positions
+from placement.framework import Cycle, RowIndex, ScoreResult, ScoreVector
+from placement.scoring import RowScored, own_positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Balance", "balance_scores"]
@@ -33,19 +33,13 @@ def balance_scores(counts: ScoreVector, max_count: int) -> ScoreVector:
 _FEW_COUNTS = 64
 
 
-class Balance:
+class Balance(RowScored):
     """100 for clusters without decisions elsewhere, down to -100 for the busiest one."""
 
     name = "Balance"
 
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult
-from placement.scoring import full_result
+from placement.framework import Cycle, RowIndex, ScoreResult
+from placement.scoring import RowScored
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["RESOURCE_PRIORITIZERS", "ResourceAllocatable"]
@@ -18,7 +18,7 @@ RESOURCE_PRIORITIZERS = {
 }
 
 
-class ResourceAllocatable:
+class ResourceAllocatable(RowScored):
     """Scores clusters reporting both allocatable and capacity of one resource; others get
     no score (they count 0). Minimum and maximum are taken over the candidates, as OCM."""
 
@@ -26,12 +26,6 @@ class ResourceAllocatable:
         self.name = name
         self.resource = RESOURCE_PRIORITIZERS[name]
         self.coordinate = coordinate
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex

@@ -5,26 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult
-from placement.scoring import full_result, own_positions
+from placement.framework import Cycle, RowIndex, ScoreResult
+from placement.scoring import RowScored, own_positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Steady"]
 
 
-class Steady:
+class Steady(RowScored):
     """100 for clusters in this placement's current decisions, 0 otherwise."""
 
     name = "Steady"
 
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex

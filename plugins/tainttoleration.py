@@ -21,7 +21,7 @@ from placement.framework import (
     ScoreResult,
     Status,
 )
-from placement.scoring import full_result, positions
+from placement.scoring import RowScored, positions
 from placement.snapshot import FleetSnapshot, TaintRow
 
 __all__ = [
@@ -240,19 +240,13 @@ class TaintToleration:
         return tolerance(fleet.taints[first], tolerations, True, cycle.now)[1]
 
 
-class TaintTolerationPrioritizer:
+class TaintTolerationPrioritizer(RowScored):
     """Scores -100 for candidates with a PreferNoSelect taint the placement does not tolerate."""
 
     name = "TaintToleration"
 
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
