@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from perf.harness import Case, Settings, machine
+from perf.harness import Case, Settings, Step, machine
 from perf.report import verdicts, write_report
 from perf.scenarios import SCENARIOS, plan
 
@@ -125,12 +125,16 @@ def main(argv: list[str] | None = None) -> int:
         disable=args.no_progress,
         file=sys.stderr,
     )
+    interrupted: Step | None = None
     with bar:
         for step in steps:
             bar.set_description_str(step.title)
             step_began = time.perf_counter()
             try:
                 case = step.run()
+            except KeyboardInterrupt:  # keep what was measured: the report covers it
+                interrupted = step
+                break
             except Exception as exc:  # a broken case is reported, the run goes on
                 case = Case(step.scenario, step.label, step.clusters, step.placements)
                 case.error = f"{type(exc).__name__}: {exc}"
@@ -146,10 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         "took": f"{time.perf_counter() - began:.0f} s",
         "load average at the end": ", ".join(f"{x}" for x in machine()["load_average"]),
     }
+    if interrupted is not None:
+        left = len(steps) - len(cases)
+        header["interrupted"] = f"during {interrupted.title}; {left} of {len(steps)} steps not run"
     report = write_report(out, cases, before, header)
     for target, shown, verdict in verdicts(cases):
         print(f"{target.text}: {shown} {verdict.replace('*', '')}")
     print(f"report: {report}")
+    if interrupted is not None:
+        print(f"python -m perf: interrupted during {interrupted.title}", file=sys.stderr)
+        return 130
     return 1 if any(c.error for c in cases) else 0
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perf.__main__ import main
-from perf.harness import Case, ChildError, in_child, repeat
+from perf.harness import Case, ChildError, Settings, Step, in_child, repeat
 from perf.report import fits, fmt, ratio, verdicts, write_report
 from perf.scenarios import COLD, CYCLE, MEMORY, OCM_SHAPE, SCENARIOS, SPREAD, TARGETS
 
@@ -170,3 +170,22 @@ def test_an_unwritable_report_folder_is_an_error(
     blocker.write_text("")
     assert main(["--smoke", "--out", str(blocker / "report")]) == 1
     assert "cannot write the report folder" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_still_reports_what_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import perf.__main__ as runner
+
+    def steps(settings: Settings, only: object) -> list[Step]:
+        def interrupt() -> Case:
+            raise KeyboardInterrupt
+
+        done = Step(CYCLE, "loop", 1_000, 1, lambda: case(CYCLE, "loop", 1_000, [0.001]))
+        return [done, Step(CYCLE, "scheduler", 1_000, 1, interrupt), done]
+
+    monkeypatch.setattr(runner, "plan", steps)
+    assert main(["--smoke", "--no-progress", "--out", str(tmp_path)]) == 130
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [c["label"] for c in saved["cases"]] == ["loop"]
+    assert "2 of 3 steps not run" in saved["header"]["interrupted"]
