@@ -2,12 +2,8 @@
 the command line, which measures one cold start in a fresh process (for its peak RSS) or
 profiles it.
 
-The hub is OCM's benchmark shape (reference §5) at our sizes: every placement picks
-`numberOfClusters: 10` among the clusters labelled `pool=a` (half of them), Additive mode with
-Balance and Steady (the defaults) + ResourceAllocatableCPU (weight 1) + AddOn `demo/demo`
-(weight 1); every cluster has an AddOnPlacementScore valid for 1,000 minutes; one `global` set
-(every cluster) bound in each of the placements' namespaces. Objects are stored directly
-(`EmbeddedApiServer.add`), then a `Manager` with a real gateway starts against the server.
+The hub is OCM's benchmark shape at our sizes (`perf._controller_hub`); a `Manager` with a real
+gateway starts against it.
 
     python -m perf.controller_run --clusters 5000 --placements 10000          # one process
     python -m perf.controller_run --clusters 5000 --placements 10000 --split  # server apart
@@ -21,40 +17,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import cProfile
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from apis.cluster import ManagedCluster
-from apis.meta import KubeObject
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
-from controllers.embedded import EmbeddedApiServer
-from controllers.embedded.faults import Faults
+from apis.placements import Placement, PlacementDecision
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from controllers.manager import Manager, ManagerOptions
 from controllers.run import tune_gc
-from placement.testing import (
-    addon,
-    binding,
-    builtin,
-    cluster,
-    cluster_set,
-    placement,
-    predicate,
-    score,
+from perf._controller_hub import (
+    POOL,
+    CountingFaults,
+    Hub,
+    Shape,
+    cluster_name,
+    decisions_on_server,
+    hub_objects,
+    peak_rss_mib,
+    running_hub,
+    stored_writes,
+    until_idle,
 )
 
 __all__ = [
@@ -71,140 +62,6 @@ __all__ = [
     "peak_rss_mib",
     "running_hub",
 ]
-
-POOL = "pool"  # half the clusters have pool=a, the placements' predicate
-POLL_SECONDS = 0.002  # how often the waits look at the queue
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One benchmark hub: sizes and the controller's workers."""
-
-    clusters: int
-    placements: int
-    workers: int = 4
-    namespaces: int = 10
-
-    def namespace(self, i: int) -> str:
-        return f"bench-{i % self.namespaces}"
-
-
-def cluster_name(i: int) -> str:
-    return f"cluster-{i:06d}"
-
-
-def placement_name(i: int) -> str:
-    return f"placement-{i:05d}"
-
-
-def hub_objects(shape: Shape, now: datetime) -> Iterator[KubeObject]:
-    """The hub's objects, generated one at a time (so that they need not all be alive at once)."""
-    until = now + timedelta(minutes=1000)
-    for i in range(shape.clusters):
-        name = cluster_name(i)
-        yield cluster(
-            name,
-            labels={POOL: "a" if i % 2 == 0 else "b", "region": f"r{i % 10}"},
-            cpu=str(8 + (i * 13) % 57),
-            memory=f"{32 + (i * 7) % 97}Gi",
-        )
-        yield score(name, "demo", {"demo": (i * 7919) % 201 - 100}, valid_until=until)
-    yield cluster_set("global", {})
-    for n in range(min(shape.namespaces, shape.placements)):
-        yield binding(shape.namespace(n), "global")
-    policy = {
-        "mode": "Additive",
-        "configurations": [builtin("ResourceAllocatableCPU", 1), addon("demo", "demo", 1)],
-    }
-    for i in range(shape.placements):
-        yield placement(
-            shape.namespace(i),
-            placement_name(i),
-            numberOfClusters=10,
-            predicates=[predicate(labels={POOL: "a"})],
-            prioritizerPolicy=policy,
-        )
-
-
-@dataclass
-class CountingFaults(Faults):
-    """No faults; counts the server's requests by verb (every request asks for its fault)."""
-
-    requests: Counter[str] = field(default_factory=Counter)
-
-    def error_for(self, verb: str) -> int | None:
-        self.requests[verb] += 1
-        return super().error_for(verb)
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident set size: `VmHWM`, since `ru_maxrss` survives exec on Linux
-    (a child of a big pytest process would report its parent's peak)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-@dataclass
-class Hub:
-    """A server holding the shape's objects (in this process, or `url` of another one)."""
-
-    shape: Shape
-    url: str
-    server: EmbeddedApiServer | None = None
-    faults: CountingFaults | None = None
-    loaded_s: float = 0.0
-
-
-@contextlib.asynccontextmanager
-async def running_hub(shape: Shape) -> AsyncIterator[Hub]:
-    """An embedded server in this process with the shape's objects stored."""
-    faults = CountingFaults()
-    # History enough for every stored object and every write of the run: informers resume
-    # watches from the list's resourceVersion, which must not be compacted away.
-    history = 2 * shape.clusters + 8 * shape.placements + 10_000
-    server = EmbeddedApiServer(faults=faults, history=history)
-    began = time.perf_counter()
-    server.add(hub_objects(shape, datetime.now(UTC)))
-    loaded = time.perf_counter() - began
-    await server.start()
-    try:
-        yield Hub(shape, server.url, server, faults, loaded)
-    finally:
-        await server.stop()
-
-
-def _writes(server: EmbeddedApiServer, since_rv: int) -> dict[str, int]:
-    """What the server stored after `since_rv`: `Kind VERB` -> count."""
-    counts = Counter(
-        f"{event.resource.kind} {event.type}"
-        for event in server.store.history
-        if event.rv > since_rv
-    )
-    return dict(sorted(counts.items()))
-
-
-async def _until_idle(manager: Manager, keys: set[str] | None = None) -> None:
-    """Until no key is queued or in flight (and, with `keys`, all of them have run)."""
-    seen: set[str] = set()
-    while True:
-        if keys is not None and not keys <= seen:
-            seen.update(manager.reconciler.history)
-        elif not manager.busy:
-            return
-        await asyncio.sleep(POLL_SECONDS)
-
-
-async def _decisions(gateway: Gateway) -> dict[str, list[str]]:
-    """`namespace/placement` -> its decided clusters, from the server."""
-    out: dict[str, list[str]] = {}
-    for pd in (await gateway.list(PlacementDecision)).items:
-        owner = (pd.metadata.labels or {}).get(PLACEMENT_LABEL, "")
-        clusters = [d.cluster_name for d in (pd.status.decisions if pd.status else [])]
-        out.setdefault(f"{pd.namespace}/{owner}", []).extend(clusters)
-    return out
 
 
 @dataclass
@@ -271,7 +128,7 @@ class ControllerRun:
         began = time.perf_counter()
         await manager.start(sync_timeout=600)
         synced = time.perf_counter() - began
-        await _until_idle(manager)
+        await until_idle(manager)
         decided = time.perf_counter() - began
         await manager.recorder.flush()
         events = time.perf_counter() - began
@@ -287,7 +144,7 @@ class ControllerRun:
             reconciles=len(manager.reconciler.history),
             events_dropped=manager.recorder.dropped,
             requests=dict(sorted(hub.faults.requests.items())) if hub.faults else {},
-            writes=_writes(hub.server, since) if hub.server is not None else {},
+            writes=stored_writes(hub.server, since) if hub.server is not None else {},
             peak_rss_mib=peak_rss_mib(),  # before the checks, whose lists would add to it
             loaded_s=hub.loaded_s,
         )
@@ -296,7 +153,7 @@ class ControllerRun:
     async def checked(self) -> ColdStart:
         """The cold start's figures with what the server holds now."""
         assert self.cold is not None, "start() first"
-        decisions = await _decisions(self.gateway)
+        decisions = await decisions_on_server(self.gateway)
         pool_a = {cluster_name(i) for i in range(0, self.shape.clusters, 2)}
         placements = (await self.gateway.list(Placement)).items
         self.cold.placement_decisions = len((await self.gateway.list(PlacementDecision)).items)
@@ -358,7 +215,7 @@ class FanoutRun:
     async def prepare(self) -> ColdStart:
         await self.run.open()
         cold = await self.run.start()
-        self.before = await _decisions(self.run.gateway)
+        self.before = await decisions_on_server(self.run.gateway)
         counts = Counter(c for chosen in self.before.values() for c in chosen)
         self.target = counts.most_common(1)[0][0]
         await self.run.manager.wait_idle()
@@ -372,14 +229,14 @@ class FanoutRun:
         patch = {"metadata": {"labels": {POOL: "b"}}}
         began = time.perf_counter()
         await self.run.gateway.merge_patch(ManagedCluster, self.target, patch)
-        await _until_idle(manager, keys)
+        await until_idle(manager, keys)
         self.result = Fanout(self.target, time.perf_counter() - began)
         self.result.requeued = len(set(manager.reconciler.history))
         return self.result
 
     async def checked(self) -> Fanout:
         assert self.result is not None, "relabel() first"
-        after = await _decisions(self.run.gateway)
+        after = await decisions_on_server(self.run.gateway)
         had = [key for key, chosen in self.before.items() if self.target in chosen]
         result = self.result
         result.had_it = len(had)
@@ -389,7 +246,7 @@ class FanoutRun:
             1 for key, chosen in after.items() if sorted(self.before.get(key, [])) != sorted(chosen)
         )
         if self.hub.server is not None:
-            result.writes = _writes(self.hub.server, self.since)
+            result.writes = stored_writes(self.hub.server, self.since)
         return result
 
     async def close(self) -> None:
