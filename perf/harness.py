@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,11 @@ __all__ = [
     "ChildError",
     "Settings",
     "Step",
+    "cases_of",
+    "find_case",
     "in_child",
     "machine",
+    "ratio",
     "repeat",
 ]
 
@@ -149,6 +152,31 @@ def repeat(
         fn()
         times.append(time.perf_counter() - start)
     return times
+
+
+def find_case(cases: Iterable[Case], scenario: str, label: str, n: int, p: int) -> Case | None:
+    """The measured case of that scenario and label at `n` clusters and `p` placements."""
+    for case in cases:
+        key = (case.scenario, case.label, case.clusters, case.placements)
+        if key == (scenario, label, n, p) and case.values:
+            return case
+    return None
+
+
+def ratio(case: Case, cases: Sequence[Case]) -> float | None:
+    """The case against its baseline measured in the same run
+    (baseline ÷ case for a speed-up, else case ÷ baseline)."""
+    if case.baseline is None or not case.values:
+        return None
+    base = find_case(cases, case.scenario, *case.baseline)
+    if base is None or base.median <= 0 or case.median <= 0:
+        return None
+    return base.median / case.median if case.speedup else case.median / base.median
+
+
+def cases_of(cases: Sequence[Case], scenario: str, label: str) -> list[Case]:
+    """The measured cases of one curve, in run order."""
+    return [c for c in cases if c.scenario == scenario and c.label == label and c.values]
 
 
 class ChildError(RuntimeError):

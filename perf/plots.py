@@ -1,0 +1,176 @@
+"""The report's log-log plots: median per size with whiskers from the fastest repetition to p90,
+and the DESIGN §9 targets drawn as dashed lines (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from perf.harness import Case, cases_of, ratio
+from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, SPREAD
+
+__all__ = ["plots"]
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+
+def _plot(
+    folder: Path,
+    name: str,
+    title: str,
+    draw: Callable[[Any], bool],
+) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    if not draw(ax):
+        plt.close(fig)
+        return None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.6g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(folder / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def _curve(
+    ax: Any, series: Sequence[Case], x: Callable[[Case], int], label: str, scale: float
+) -> bool:
+    series = sorted(series, key=x)
+    if not series:
+        return False
+    xs = [x(c) for c in series]
+    med = [c.median * scale for c in series]
+    low = [(c.median - min(c.values)) * scale for c in series]
+    high = [(c.p90 - c.median) * scale for c in series]
+    ax.errorbar(xs, med, yerr=[low, high], marker="o", capsize=3, label=label)
+    return True
+
+
+def _target_line(ax: Any, value: float, text: str) -> None:
+    ax.axhline(value, linestyle="--", linewidth=1, color="crimson", alpha=0.7, label=text)
+
+
+def _target_points(ax: Any, points: Sequence[tuple[float, float]], text: str) -> None:
+    """A target set at some sizes only: a dashed line through them."""
+    xs, ys = zip(*points, strict=True)
+    ax.plot(xs, ys, linestyle="--", marker="v", color="crimson", alpha=0.7, label=text)
+
+
+def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
+    made: list[str | None] = []
+
+    def cycle(ax: Any) -> bool:
+        ax.set_xlabel("clusters")
+        ax.set_ylabel("ms per cycle")
+        drawn = _curve(
+            ax, cases_of(cases, CYCLE, "scheduler"), lambda c: c.clusters, "scheduler", 1e3
+        )
+        drawn |= _curve(
+            ax, cases_of(cases, CYCLE, "loop"), lambda c: c.clusters, "per-cluster loop", 1e3
+        )
+        if drawn:
+            _target_points(ax, [(1e4, 1.0), (1e5, 5.0)], "targets: 1 ms at 10k, 5 ms at 100k")
+        return drawn
+
+    def speedup(ax: Any) -> bool:
+        pts = [(c.clusters, ratio(c, cases)) for c in cases_of(cases, CYCLE, "scheduler")]
+        pts = sorted((n, r) for n, r in pts if r is not None)
+        if not pts:
+            return False
+        ax.plot([n for n, _ in pts], [r for _, r in pts], marker="o", label="loop ÷ scheduler")
+        _target_line(ax, 50, "target at 10k: 50×")
+        ax.set_xlabel("clusters")
+        ax.set_ylabel("speed-up")
+        return True
+
+    def spread(ax: Any) -> bool:
+        ax.set_xlabel("clusters N (picking N/10)")
+        ax.set_ylabel("ms per selection")
+        drawn = _curve(
+            ax, cases_of(cases, SPREAD, "vectorized"), lambda c: c.clusters, "EvenSpread", 1e3
+        )
+        drawn |= _curve(ax, cases_of(cases, SPREAD, "oracle"), lambda c: c.clusters, "oracle", 1e3)
+        if drawn:
+            _target_line(ax, 50.0, "target, 1,000 of 10,000: 50 ms")
+        return drawn
+
+    def by(
+        scenario: str, along: str, target: tuple[float, str] | None, ylabel: str, scale: float = 1.0
+    ) -> Callable[[Any], bool]:
+        def draw(ax: Any) -> bool:
+            series = [c for c in cases if c.scenario == scenario and c.values]
+            other = "clusters" if along == "placements" else "placements"
+            drawn = False
+            for fixed in sorted({getattr(c, other) for c in series}):
+                line = [c for c in series if getattr(c, other) == fixed]
+                labels = sorted({c.label for c in line})
+                for label in labels:
+                    curve = [c for c in line if c.label == label]
+                    if len(curve) >= 2 or len(series) == 1:
+                        name = f"{label}, {fixed:,} {other}"
+                        drawn |= _curve(ax, curve, lambda c: getattr(c, along), name, scale)
+            if drawn and target is not None:
+                _target_line(ax, *target)
+            ax.set_xlabel(along)
+            ax.set_ylabel(ylabel)
+            return drawn
+
+        return draw
+
+    made.append(_plot(folder, "cycle.png", "One scheduling cycle (warm snapshot)", cycle))
+    made.append(_plot(folder, "cycle-speedup.png", "Speed-up over a per-cluster loop", speedup))
+    made.append(_plot(folder, "spread.png", "EvenSpread against the oracle", spread))
+    made.append(
+        _plot(
+            folder,
+            "cold-start-placements.png",
+            "Cold start against placements",
+            by(
+                COLD, "placements", (60, "target, 5,000 x 10,000: 60 s"), "seconds to all decisions"
+            ),
+        )
+    )
+    made.append(
+        _plot(
+            folder,
+            "cold-start-clusters.png",
+            "Cold start against clusters",
+            by(COLD, "clusters", (60, "target, 5,000 x 10,000: 60 s"), "seconds to all decisions"),
+        )
+    )
+    made.append(
+        _plot(
+            folder,
+            "fan-out.png",
+            "One label change re-queuing every placement",
+            by(FANOUT, "placements", (3, "target, 1,000 re-queued: 3 s"), "seconds to all updated"),
+        )
+    )
+
+    def memory(ax: Any) -> bool:
+        ax.set_xlabel("clusters (placements = clusters / 10)")
+        ax.set_ylabel("peak RSS, MiB")
+        drawn = False
+        for label, name in (("core", "scheduling core + index"), ("controller", "controller")):
+            series = cases_of(cases, MEMORY, label)
+            drawn |= _curve(ax, series, lambda c: c.clusters, name, 1.0)
+        if drawn:
+            _target_line(ax, 1024, "target at 100k x 10k: 1 GiB")
+        return drawn
+
+    made.append(_plot(folder, "memory.png", "Peak resident memory", memory))
+    return [m for m in made if m is not None]
