@@ -66,8 +66,9 @@ class Case:
     error: str | None = None  # why the case has no (or not all) values
 
     @property
-    def ok(self) -> bool:
-        return self.error is None and bool(self.values)
+    def key(self) -> tuple[str, str, int, int]:
+        """What the case is: scenario, label, clusters, placements."""
+        return (self.scenario, self.label, self.clusters, self.placements)
 
     @property
     def median(self) -> float:
@@ -156,11 +157,8 @@ def repeat(
 
 def find_case(cases: Iterable[Case], scenario: str, label: str, n: int, p: int) -> Case | None:
     """The measured case of that scenario and label at `n` clusters and `p` placements."""
-    for case in cases:
-        key = (case.scenario, case.label, case.clusters, case.placements)
-        if key == (scenario, label, n, p) and case.values:
-            return case
-    return None
+    wanted = (scenario, label, n, p)
+    return next((case for case in cases if case.key == wanted and case.values), None)
 
 
 def ratio(case: Case, cases: Sequence[Case]) -> float | None:

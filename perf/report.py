@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perf.harness import Case, cases_of, find_case, ratio
+from perf.harness import Case, cases_of, ratio
 from perf.plots import plots
 from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, OCM_SHAPE, SPREAD, TARGETS, Target
 
@@ -40,21 +40,11 @@ def verdicts(cases: Sequence[Case]) -> list[tuple[Target, str, str]]:
     """Each DESIGN §9 target with the measured figure and met / missed / not measured."""
     out = []
     for target in TARGETS:
-        case = find_case(cases, target.scenario, target.label, target.clusters, target.placements)
-        failed = next(
-            (
-                c
-                for c in cases
-                if (c.scenario, c.label, c.clusters, c.placements)
-                == (target.scenario, target.label, target.clusters, target.placements)
-                and c.error
-            ),
-            None,
-        )
-        if failed is not None:
-            out.append((target, "failed", f"failed: {failed.error}"))
+        case = next((c for c in cases if c.key == target.key), None)
+        if case is not None and case.error:
+            out.append((target, "failed", f"failed: {case.error}"))
             continue
-        if case is None:
+        if case is None or not case.values:
             out.append((target, "—", "not measured in this run"))
             continue
         value = ratio(case, cases) if target.at_least else case.median

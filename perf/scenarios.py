@@ -48,6 +48,10 @@ class Target:
     text: str
     at_least: bool = False  # a speed-up against the case's baseline
 
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        return (self.scenario, self.label, self.clusters, self.placements)
+
     def judge(self, value: float) -> bool:
         return value >= self.limit if self.at_least else value <= self.limit
 
