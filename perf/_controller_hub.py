@@ -17,7 +17,7 @@ import contextlib
 import resource
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -141,15 +141,17 @@ class Hub:
 
 
 @contextlib.asynccontextmanager
-async def running_hub(shape: Shape) -> AsyncIterator[Hub]:
-    """An embedded server in this process with the shape's objects stored."""
+async def running_hub(
+    shape: Shape, objects: Iterable[KubeObject] | None = None
+) -> AsyncIterator[Hub]:
+    """An embedded server in this process with the shape's objects (or `objects`) stored."""
     faults = CountingFaults()
     # History enough for every stored object and every write of the run: informers resume
     # watches from the list's resourceVersion, which must not be compacted away.
-    history = 2 * shape.clusters + 8 * shape.placements + 10_000
+    history = 2 * shape.clusters + 10 * shape.placements + 10_000
     server = EmbeddedApiServer(faults=faults, history=history)
     began = time.perf_counter()
-    server.add(hub_objects(shape, datetime.now(UTC)))
+    server.add(hub_objects(shape, datetime.now(UTC)) if objects is None else objects)
     loaded = time.perf_counter() - began
     await server.start()
     try:

@@ -35,10 +35,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
-from controllers.embedded import EmbeddedApiServer
+from apis.placements import Placement
 from controllers.run import tune_gc
-from perf.controller_run import ControllerRun, CountingFaults, Hub, Shape, fan_out, running_hub
+from perf._controller_hub import Shape, decisions_on_server, running_hub
+from perf.controller_run import ControllerRun, fan_out
 from placement.index import FleetIndex, cluster_row, score_row
 from placement.outcome import outcome
 from plugins import default_scheduler
@@ -154,30 +154,18 @@ async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dic
     from perf.workload import generate
 
     workload = generate(clusters, placements, seed, now=datetime.now(UTC))
-    history = 2 * clusters + 10 * placements + 10_000
-    faults = CountingFaults()
-    server = EmbeddedApiServer(faults=faults, history=history)
-    began = time.perf_counter()
-    server.add(workload.objects())
-    loaded_s = time.perf_counter() - began
-    del workload
-    await server.start()
-    try:
-        hub = Hub(Shape(clusters, placements, workers), server.url, server, faults, loaded_s)
+    async with running_hub(Shape(clusters, placements, workers), workload.objects()) as hub:
+        del workload
         run = ControllerRun(hub)
         await run.open()
         try:
             cold = await run.start()
             items = (await run.gateway.list(Placement)).items
-            held: Counter[str] = Counter()
-            for pd in (await run.gateway.list(PlacementDecision)).items:
-                owner = (pd.metadata.labels or {}).get(PLACEMENT_LABEL, "")
-                entries = pd.status.decisions if pd.status else []
-                held[f"{pd.namespace}/{owner}"] += len(entries)
+            held = {
+                key: len(chosen) for key, chosen in (await decisions_on_server(run.gateway)).items()
+            }
         finally:
             await run.close()
-    finally:
-        await server.stop()
     verdicts: Counter[str] = Counter()
     mismatched = 0
     for p in items:
@@ -191,7 +179,7 @@ async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dic
         else:
             verdicts[f"{satisfied.reason}"] += 1
         counted = p.status.number_of_selected_clusters if p.status else None
-        if counted != held[f"{p.namespace}/{p.name}"]:
+        if counted != held.get(f"{p.namespace}/{p.name}", 0):
             mismatched += 1
     return {
         **asdict(cold),
