@@ -26,8 +26,8 @@ from apis.meta import KubeObject
 from apis.placements import PLACEMENT_LABEL, PlacementDecision
 from controllers.embedded import EmbeddedApiServer
 from controllers.embedded.faults import Faults
+from controllers.hub.manager import Manager
 from controllers.kube.gateway import Gateway
-from controllers.manager import Manager
 from placement.testing import (
     addon,
     binding,

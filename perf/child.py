@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from apis.placements import Placement
-from controllers.run import tune_gc
+from controllers.cli.run import tune_gc
 from perf._controller_hub import Shape, decisions_on_server, running_hub
 from perf.controller_run import ControllerRun, fan_out
 from placement.index import FleetIndex, cluster_row, score_row

@@ -30,10 +30,10 @@ from typing import Any
 
 from apis.cluster import ManagedCluster
 from apis.placements import Placement, PlacementDecision
+from controllers.cli.run import tune_gc
+from controllers.hub.manager import Manager, ManagerOptions
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
-from controllers.manager import Manager, ManagerOptions
-from controllers.run import tune_gc
 from perf._controller_hub import (
     POOL,
     CountingFaults,

@@ -15,8 +15,8 @@ from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
 from apis.core import Namespace
 from apis.meta import KubeObject, format_time
 from apis.placements import Placement
-from controllers import cli
-from controllers.manifests import load_paths
+from controllers.cli import main as cli
+from controllers.cli.manifests import load_paths
 from perf import workload
 from perf._workload_fleet import (
     CLAIM_KUBEVERSION,

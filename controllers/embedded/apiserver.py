@@ -18,12 +18,12 @@ import yaml
 from aiohttp import web
 
 from apis.meta import KubeObject
-from controllers.crds import CRD_DIR
+from controllers.cli.crds import CRD_DIR
+from controllers.cli.manifests import load_paths
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
 from controllers.embedded.resources import load_resources
 from controllers.embedded.store import Store, Watcher
-from controllers.manifests import load_paths
 
 __all__ = ["EmbeddedApiServer", "SnapshotError"]
 

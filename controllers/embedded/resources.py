@@ -16,7 +16,7 @@ import yaml
 from apis.core import CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
-from controllers.crds import CRD_DIR
+from controllers.cli.crds import CRD_DIR
 
 __all__ = [
     "CORE_KINDS",

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis import ManagedCluster, Placement, parse_as, parse_object
-from controllers.manifests import load_paths
+from controllers.cli.manifests import load_paths
 from placement.framework import Code, Cycle
 from placement.simulate import simulate
 from placement.snapshot import FleetSnapshot

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from apis.placements import Placement
-from controllers.manifests import load_paths
+from controllers.cli.manifests import load_paths
 from tests.controllers.embedded.hub import hub
 
 SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"

@@ -1,0 +1,216 @@
+"""CustomResourceDefinitions generated from the `apis` models, so the two cannot drift apart.
+
+`python -m controllers.cli.crds [--check] [DIR]` writes (or, with --check, compares) one YAML file
+per custom kind in `config/crds/`. The schema is the model's JSON schema turned structural: refs
+inlined, nullable unions unwrapped, IntOrString and quantities marked
+`x-kubernetes-int-or-string`, free-form maps marked `x-kubernetes-preserve-unknown-fields`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from apis.meta import KubeObject
+from apis.registry import CUSTOM_KINDS
+from controllers.cli.manifests import dump_yaml
+
+__all__ = ["CRD_DIR", "build_crd", "crd_file_name", "main", "render_all"]
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crds"
+
+_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def _condition_column(name: str, condition: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "type": "string",
+        "jsonPath": f'.status.conditions[?(@.type=="{condition}")].status',
+    }
+
+
+# kubectl get columns, as OCM and scheduler-plugins print them.
+PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
+    "ManagedCluster": [
+        {"name": "Hub Accepted", "type": "boolean", "jsonPath": ".spec.hubAcceptsClient"},
+        _condition_column("Joined", "ManagedClusterJoined"),
+        _condition_column("Available", "ManagedClusterConditionAvailable"),
+        _AGE,
+    ],
+    "ManagedClusterSet": [
+        _condition_column("Empty", "ClusterSetEmpty"),
+        _AGE,
+    ],
+    "ManagedClusterSetBinding": [
+        {"name": "ClusterSet", "type": "string", "jsonPath": ".spec.clusterSet"},
+        _AGE,
+    ],
+    "Placement": [
+        _condition_column("Succeeded", "PlacementSatisfied"),
+        {
+            "name": "Reason",
+            "type": "string",
+            "jsonPath": '.status.conditions[?(@.type=="PlacementSatisfied")].reason',
+        },
+        {
+            "name": "SelectedClusters",
+            "type": "integer",
+            "jsonPath": ".status.numberOfSelectedClusters",
+        },
+    ],
+    "PlacementDecision": [
+        {
+            "name": "Placement",
+            "type": "string",
+            "jsonPath": ".metadata.labels.cluster\\.open-cluster-management\\.io/placement",
+        },
+        _AGE,
+    ],
+    "AddOnPlacementScore": [
+        {"name": "ValidUntil", "type": "date", "jsonPath": ".status.validUntil"},
+        _AGE,
+    ],
+    "PodGroup": [
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
+        {"name": "Running", "type": "integer", "jsonPath": ".status.running"},
+        {"name": "Succeeded", "type": "integer", "jsonPath": ".status.succeeded"},
+        {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+        _AGE,
+    ],
+    "ElasticQuota": [
+        {"name": "Used", "type": "string", "jsonPath": ".status.used"},
+        {"name": "Max", "type": "string", "jsonPath": ".spec.max"},
+        _AGE,
+    ],
+}
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> Any:
+    """Inline refs and rewrite one JSON-schema node into Kubernetes' structural form."""
+    if isinstance(node, list):
+        return [_structural(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _structural(merged, defs)
+    if "anyOf" in node:
+        options = [opt for opt in node["anyOf"] if opt.get("type") != "null"]
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        if rest.get("default", 0) is None:
+            del rest["default"]
+        if len(options) == 1:
+            return _structural({**options[0], **rest}, defs)
+        node = {**rest, "anyOf": options}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("title", "$defs"):
+            continue
+        if key == "additionalProperties" and value is True:
+            continue  # extra fields are kept by the models but pruned by the server
+        if key == "properties":
+            out[key] = {name: _structural(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "anyOf"):
+            out[key] = _structural(value, defs)
+        else:
+            out[key] = value
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and "additionalProperties" not in out
+    ):
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    return out
+
+
+def _schema(cls: type[KubeObject]) -> dict[str, Any]:
+    raw = cls.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    schema: dict[str, Any] = _structural(raw, defs)
+    props = schema["properties"]
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    props["metadata"] = {"type": "object"}  # the API server owns metadata's schema
+    schema.pop("x-kubernetes-preserve-unknown-fields", None)
+    return schema
+
+
+def build_crd(cls: type[KubeObject]) -> dict[str, Any]:
+    """The CustomResourceDefinition of one custom kind."""
+    names: dict[str, Any] = {
+        "kind": cls.KIND,
+        "listKind": f"{cls.KIND}List",
+        "plural": cls.PLURAL,
+        "singular": cls.KIND.lower(),
+    }
+    if cls.SHORT_NAMES:
+        names["shortNames"] = list(cls.SHORT_NAMES)
+    version: dict[str, Any] = {
+        "name": cls.VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": _schema(cls)},
+    }
+    if cls.HAS_STATUS:
+        version["subresources"] = {"status": {}}
+    if cls.KIND in PRINTER_COLUMNS:
+        version["additionalPrinterColumns"] = PRINTER_COLUMNS[cls.KIND]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{cls.PLURAL}.{cls.GROUP}"},
+        "spec": {
+            "group": cls.GROUP,
+            "names": names,
+            "scope": "Namespaced" if cls.NAMESPACED else "Cluster",
+            "versions": [version],
+        },
+    }
+
+
+def crd_file_name(cls: type[KubeObject]) -> str:
+    return f"{cls.GROUP}_{cls.PLURAL}.yaml"
+
+
+def render_all() -> dict[str, str]:
+    """File name -> YAML text of every custom kind's CRD."""
+    header = "# Generated by `python -m controllers.cli.crds` from the apis models. Do not edit.\n"
+    return {crd_file_name(cls): header + dump_yaml([build_crd(cls)]) for cls in CUSTOM_KINDS}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m controllers.cli.crds",
+        description="Write the CRDs of the custom kinds, generated from the apis models.",
+    )
+    parser.add_argument("directory", nargs="?", type=Path, default=CRD_DIR)
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the files differ from the models"
+    )
+    args = parser.parse_args(argv)
+    stale = []
+    args.directory.mkdir(parents=True, exist_ok=True)
+    for name, text in render_all().items():
+        path = args.directory / name
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.write_text(text, encoding="utf-8")
+    if args.check and stale:
+        for path in stale:
+            print(f"{path}: out of date; run `python -m controllers.cli.crds`", file=sys.stderr)
+        return 1
+    for path in [] if args.check else stale:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The reconciler: one placement key -> snapshot -> scheduler -> decision writer -> status.
+
+It reads only in-memory state (the `FleetIndex` snapshot and the views of placements and
+decisions), so a reconcile that changes nothing costs one scheduling cycle and no request.
+What it writes comes back to it at once through the writer's sink (write-through), both into
+the views and into the index, so the next placement's Balance already counts these decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from apis.errors import ModelError
+from apis.meta import KubeObject
+from apis.placements import Placement, PlacementDecision
+from apis.registry import parse_as
+from controllers.hub.fanout import Fanout
+from controllers.hub.writer import DecisionWriter, WritePlan
+from controllers.kube.errors import ConflictError
+from controllers.kube.gateway import Gateway
+from controllers.runtime.logs import reconcile_context
+from controllers.runtime.metrics import Metrics
+from controllers.runtime.queue import Retry, WorkQueue
+from controllers.runtime.views import GONE, DecisionView, Echoes, Latest
+from placement.explain import explain_json
+from placement.framework import Code
+from placement.index import FleetIndex
+from placement.outcome import outcome, score_note
+from placement.scheduler import Scheduler
+from placement.simulate import is_disabled
+
+__all__ = ["SCHEDULING_NAME", "EchoedGateway", "Reconciler", "WriteThrough"]
+
+log = logging.getLogger(__name__)
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+
+HISTORY = 100_000
+SCHEDULING_NAME = "placement_scheduling"
+"""The `name` label of OCM's scheduling metrics."""
+
+
+class EchoedGateway(Gateway):
+    """The writer's gateway: the same connection, with every create, patch and delete
+    announced to `echoes` before it is sent and settled with the version it produced, so that
+    the watch event echoing it is recognised even when it arrives before the response."""
+
+    def __init__(self, gateway: Gateway, echoes: Echoes) -> None:
+        vars(self).update(vars(gateway))  # its client and settings: one connection pool
+        self.echoes = echoes
+
+    async def create(self, obj: ObjT) -> ObjT:
+        return await self._announced(obj.KIND, obj.key, super().create(obj))
+
+    async def merge_patch(
+        self,
+        cls: type[ObjT],
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> ObjT:
+        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        written = super().merge_patch(cls, name, patch, namespace, status=status)
+        return await self._announced(cls.KIND, key, written)
+
+    async def delete(
+        self,
+        cls: type[ObjT],
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: Literal["Background", "Foreground", "Orphan"] | None = None,
+        resource_version: str | None = None,
+    ) -> ObjT | None:
+        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        self.echoes.expect(cls.KIND, key)
+        version: str | None = None
+        try:
+            held = await super().delete(
+                cls, name, namespace, propagation=propagation, resource_version=resource_version
+            )
+            # Held by finalizers: its DELETED event comes later and is news.
+            version = GONE if held is None else held.metadata.resource_version
+            return held
+        finally:
+            self.echoes.settle(cls.KIND, key, version)
+
+    async def _announced(self, kind: str, key: str, write: Awaitable[ObjT]) -> ObjT:
+        self.echoes.expect(kind, key)
+        version: str | None = None
+        try:
+            written = await write
+            version = written.metadata.resource_version
+            return written
+        except ConflictError:
+            if kind == Placement.KIND:
+                # Someone else wrote the placement since the reconcile read it: whatever the
+                # writer does next, the placement is scheduled again on what is there now.
+                self.echoes.requeue(key)
+            raise
+        finally:
+            self.echoes.settle(kind, key, version)
+
+
+class WriteThrough:
+    """The writer's sink: what the server returned goes into the views and the index at once,
+    marked as ours so that its watch event is recognised as an echo."""
+
+    def __init__(
+        self,
+        placements: Latest[Placement],
+        decisions: DecisionView,
+        index: FleetIndex,
+        fanout: Fanout,
+    ) -> None:
+        self.placements = placements
+        self.decisions = decisions
+        self.index = index
+        self.fanout = fanout
+
+    def written(self, obj: PlacementDecision | Placement) -> None:
+        if isinstance(obj, PlacementDecision):
+            if self.decisions.observe(obj, ours=True):
+                self.index.upsert_decision(obj)
+        elif self.placements.observe(obj, ours=True):
+            self.fanout.placement_upserted(obj)
+
+    def deleted(self, namespace: str, name: str) -> None:
+        if self.decisions.observe_deleted(f"{namespace}/{name}", ours=True) is not None:
+            self.index.delete_decision(namespace, name)
+
+
+class Reconciler:
+    """The work queue's handler for placement keys."""
+
+    def __init__(
+        self,
+        *,
+        scheduler: Scheduler,
+        index: FleetIndex,
+        placements: Latest[Placement],
+        decisions: DecisionView,
+        writer: DecisionWriter,
+        queue: WorkQueue,
+        metrics: Metrics,
+        wall: Callable[[], datetime],
+    ) -> None:
+        self.scheduler = scheduler
+        self.index = index
+        self.placements = placements
+        self.decisions = decisions
+        self.writer = writer
+        self.queue = queue
+        self.metrics = metrics
+        self.wall = wall
+        self.history: deque[str] = deque(maxlen=HISTORY)
+        """The latest keys reconciled, in order (tests read which placements ran)."""
+
+    async def __call__(self, key: str) -> float | None:
+        with reconcile_context(key):
+            try:
+                await self.reconcile(key)
+            except Retry:
+                self.metrics.reconciles.labels(result="requeue").inc()
+                raise
+            except Exception:
+                self.metrics.reconciles.labels(result="error").inc()
+                self.metrics.reconcile_errors.inc()
+                raise
+            self.metrics.reconciles.labels(result="success").inc()
+            return None
+
+    async def reconcile(self, key: str) -> None:
+        self.history.append(key)
+        placement = self.placements.get(key)
+        if placement is None or is_disabled(placement):
+            return  # gone (its decisions go with it, by owner reference) or left alone
+        now = self.wall()
+        fleet = self.index.snapshot()
+        started = time.perf_counter()
+        result = self.scheduler.schedule(placement, fleet, now)
+        done = outcome(result, fleet, placement.status, now)
+        plan = WritePlan(
+            placement=placement,
+            decisions=done.paged.decisions if done.paged is not None else None,
+            status=done.placement_status,
+            score_note=score_note(result, fleet) if done.paged is not None else "",
+            warning=(
+                (done.status.message, done.status.plugin)
+                if done.status.code == Code.WARNING
+                else None
+            ),
+        )
+        bind_started = time.perf_counter()
+        self.metrics.scheduling_duration.labels(name=SCHEDULING_NAME).observe(
+            bind_started - started
+        )
+        for kind, plugin, seconds in result.timings:
+            self.metrics.plugin_duration.labels(
+                name=SCHEDULING_NAME, plugin_type=kind, plugin_name=plugin
+            ).observe(seconds)
+        report = await self.writer.apply(
+            plan, self.decisions.of(placement.namespace, placement.name)
+        )
+        self.metrics.bind_duration.labels(name=SCHEDULING_NAME).observe(
+            time.perf_counter() - bind_started
+        )
+        if report.wrote:
+            log.info(
+                "scheduled: %d selected; decisions created %s, updated %s, deleted %s%s",
+                done.placement_status.number_of_selected_clusters or 0,
+                report.created,
+                report.updated,
+                report.deleted,
+                ", status patched" if report.status_patched else "",
+            )
+        if result.requeue_at is not None:
+            # A toleration expires: schedule again then (OCM's AddAfter).
+            self.queue.add_after(key, max((result.requeue_at - now).total_seconds(), 0.0))
+        if done.status.code != Code.SUCCESS:
+            # OCM keeps Warning, Misconfigured and Error placements in rate-limited retry.
+            raise Retry(str(done.status))
+
+    # --- the debug endpoint -------------------------------------------------------------------
+
+    def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The explain JSON of the stored placement, scheduled now, nothing written."""
+        placement = self.placements.get(f"{namespace}/{name}")
+        if placement is None:
+            return None
+        return self._explain(placement)
+
+    def dry_run(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """The explain JSON of a posted Placement (OCM's `POST /debug/placements/`)."""
+        try:
+            placement = parse_as(Placement, doc)
+        except ModelError as exc:  # the endpoint answers 400 with the message for a ValueError
+            raise ValueError(str(exc)) from exc
+        return self._explain(placement)
+
+    def _explain(self, placement: Placement) -> dict[str, Any]:
+        fleet = self.index.snapshot()
+        result = self.scheduler.schedule(placement, fleet, self.wall(), explain=True)
+        return explain_json(result, fleet)

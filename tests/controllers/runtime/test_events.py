@@ -1,0 +1,166 @@
+"""The event recorder against the embedded API server: events.k8s.io Events named and filled as
+client-go's recorder does, notes capped at 1024 bytes, and best effort (a failing server, too
+many events in flight, no event loop) that never raises and never retries."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import cast
+
+import pytest
+
+from apis.core import Event
+from apis.meta import ObjectMeta
+from apis.placements import Placement, PlacementDecision
+from controllers.embedded import EmbeddedApiServer
+from controllers.kube.gateway import Gateway
+from controllers.runtime.events import MAX_NOTE_BYTES, EventRecorder, truncated_note
+from tests.controllers.embedded.hub import hub, placement
+
+WALL = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+@asynccontextmanager
+async def recording(
+    max_pending: int = 1000,
+) -> AsyncIterator[tuple[EmbeddedApiServer, Gateway, EventRecorder, Placement, list[str]]]:
+    async with hub() as (server, gw):
+        outcomes: list[str] = []
+        recorder = EventRecorder(
+            gw,
+            wall=lambda: WALL,
+            instance="hub-1",
+            on_recorded=lambda _, outcome: outcomes.append(outcome),
+            max_pending=max_pending,
+        )
+        p = await gw.create(placement("p", "team"))
+        yield server, gw, recorder, p, outcomes
+
+
+async def stored(gw: Gateway) -> list[Event]:
+    return sorted((await gw.list(Event)).items, key=lambda e: e.name)
+
+
+@pytest.mark.asyncio
+async def test_an_event_is_named_after_what_it_regards_in_its_namespace() -> None:
+    async with recording() as (_, gw, recorder, p, _outcomes):
+        recorder.record(p, None, "Normal", "DecisionCreate", "DecisionCreated", "hello")
+        await recorder.flush()
+        (event,) = await stored(gw)
+        assert re.fullmatch(r"p\.[0-9a-f]{16}", event.name)
+        assert event.namespace == "team"
+
+
+@pytest.mark.asyncio
+async def test_an_event_carries_time_reporter_reason_note_and_both_references() -> None:
+    async with recording() as (_, gw, recorder, p, _outcomes):
+        pd = await gw.create(PlacementDecision(metadata=ObjectMeta(name="pd", namespace="team")))
+        recorder.record(p, pd, "Warning", "DecisionUpdate", "DecisionUpdated", "moved")
+        await recorder.flush()
+        (event,) = await stored(gw)
+        assert (event.event_time, event.reporting_controller, event.reporting_instance) == (
+            WALL,
+            "placement-controller",
+            "hub-1",
+        )
+        assert (event.type, event.reason, event.action, event.note) == (
+            "Warning",
+            "DecisionUpdate",
+            "DecisionUpdated",
+            "moved",
+        )
+        assert event.regarding is not None
+        assert event.regarding.to_wire() == {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "name": "p",
+            "namespace": "team",
+            "uid": p.metadata.uid,
+            "resourceVersion": p.metadata.resource_version,
+        }
+        assert event.related is not None
+        assert (event.related.kind, event.related.name, event.related.uid) == (
+            "PlacementDecision",
+            "pd",
+            pd.metadata.uid,
+        )
+
+
+@pytest.mark.asyncio
+async def test_events_recorded_under_a_frozen_clock_still_get_distinct_names() -> None:
+    async with recording() as (_, gw, recorder, p, outcomes):
+        for i in range(3):
+            recorder.record(p, None, "Normal", "ScoreUpdate", "ScoreUpdated", f"n{i}")
+        await recorder.flush()
+        events = await stored(gw)
+        assert [e.note for e in events] == ["n0", "n1", "n2"]  # names sort in record order
+        assert outcomes == ["created"] * 3
+
+
+@pytest.mark.parametrize(
+    ("note", "chars"),
+    [
+        pytest.param("x" * 2000, 1024, id="ascii"),
+        pytest.param("é" * 1000, 512, id="two-byte-characters"),
+        pytest.param("x" + "€" * 400, 342, id="never-half-a-character"),
+        pytest.param("short", 5, id="short-notes-stay"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_notes_are_capped_at_1024_bytes(note: str, chars: int) -> None:
+    async with recording() as (_, gw, recorder, p, _outcomes):
+        recorder.record(p, None, "Normal", "ScoreUpdate", "ScoreUpdated", note)
+        await recorder.flush()
+        (event,) = await stored(gw)
+        assert event.note == note[:chars]
+        assert len(truncated_note(note).encode()) <= MAX_NOTE_BYTES
+
+
+@pytest.mark.asyncio
+async def test_a_failing_server_is_logged_never_raised_and_never_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with recording() as (server, gw, recorder, p, outcomes):
+        server.faults.fail_next("create", 500)
+        with caplog.at_level(logging.WARNING, logger="controllers.runtime.events"):
+            recorder.record(p, None, "Normal", "DecisionCreate", "DecisionCreated", "lost")
+            await recorder.flush()  # concurrent creates would reach the server in any order
+            recorder.record(p, None, "Normal", "DecisionCreate", "DecisionCreated", "kept")
+            await recorder.flush()
+        assert [e.note for e in await stored(gw)] == ["kept"]
+        assert outcomes == ["failed", "created"]
+        assert any("not recorded" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.asyncio
+async def test_events_beyond_max_pending_are_dropped_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with recording(max_pending=2) as (_, gw, recorder, p, outcomes):
+        with caplog.at_level(logging.WARNING, logger="controllers.runtime.events"):
+            # No await in between: none of the creates has started, so all five are in flight.
+            for i in range(5):
+                recorder.record(p, None, "Normal", "ScoreUpdate", "ScoreUpdated", f"n{i}")
+            assert recorder.pending == 2
+            await recorder.flush()
+        assert [e.note for e in await stored(gw)] == ["n0", "n1"]
+        assert (recorder.dropped, outcomes.count("dropped"), outcomes.count("created")) == (3, 3, 2)
+        assert [r.getMessage().startswith("dropping event") for r in caplog.records] == [True]
+
+
+def test_an_event_recorded_outside_an_event_loop_is_dropped() -> None:
+    outcomes: list[str] = []
+    recorder = EventRecorder(
+        cast(Gateway, object()), on_recorded=lambda _, outcome: outcomes.append(outcome)
+    )
+    recorder.record(placement("p"), None, "Normal", "DecisionCreate", "DecisionCreated", "x")
+    assert (outcomes, recorder.pending) == (["dropped"], 0)
+
+
+def test_the_reporting_instance_defaults_to_the_host_name() -> None:
+    assert EventRecorder(cast(Gateway, object())).instance == socket.gethostname()[:128]
