@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.quantity import Quantity
-from placement.framework import BoolMask, RowIndex
+from placement.arrays import BoolMask, RowIndex
 from placement.snapshot import RESOURCES, AddOnColumn, Column
 
 __all__ = [

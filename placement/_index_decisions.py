@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from apis.placements import PLACEMENT_LABEL, PlacementDecision
 from placement._index_columns import Cow, Epoch, Layout
-from placement.framework import RowIndex
+from placement.arrays import RowIndex
 from placement.snapshot import DecisionTable
 
 __all__ = ["DecisionState"]

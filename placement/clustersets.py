@@ -10,7 +10,7 @@ import numpy as np
 
 from apis.cluster import CLUSTER_SET_LABEL, ManagedClusterSet
 from apis.placements import Placement
-from placement.framework import BoolMask
+from placement.arrays import BoolMask
 from placement.selectors import SelectorError, labels_match, selector_mask
 from placement.snapshot import FleetSnapshot
 

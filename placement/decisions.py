@@ -20,7 +20,8 @@ from apis.placements import (
     PlacementDecision,
     PlacementDecisionStatus,
 )
-from placement.framework import Code, RowIndex, Status
+from placement.arrays import RowIndex
+from placement.framework import Code, Status
 from placement.selectors import SelectorError, cluster_mask
 from placement.snapshot import FleetSnapshot
 

@@ -2,7 +2,9 @@
 
 A scheduling cycle works on boolean masks and integer score vectors over the rows of a
 `FleetSnapshot` (clusters sorted by name). Expected outcomes are values (`Status`); a plugin
-that raises has a bug, and the `Scheduler` turns the exception into an ERROR status.
+that raises has a bug, and the `Scheduler` turns the exception into an ERROR status. The array
+types (`BoolMask`, `ScoreVector`, `RowIndex`) live in `placement.arrays`; they are re-exported
+here, with the interfaces that use them.
 """
 
 from __future__ import annotations
@@ -10,15 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any, Protocol
 
 from apis.placements import Placement
-
-if TYPE_CHECKING:
-    from placement.snapshot import FleetSnapshot
+from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.snapshot import FleetSnapshot
 
 __all__ = [
     "SUCCESS",
@@ -38,13 +36,6 @@ __all__ = [
     "Status",
     "worst",
 ]
-
-BoolMask = npt.NDArray[np.bool_]
-"""One flag per snapshot row."""
-ScoreVector = npt.NDArray[np.int64]
-"""One integer score per snapshot row (0 where a plugin has no score)."""
-RowIndex = npt.NDArray[np.intp]
-"""Snapshot row numbers, in a meaningful order (e.g. pick order)."""
 
 
 class Code(IntEnum):

@@ -42,7 +42,7 @@ from placement._index_columns import (
     score_row,
 )
 from placement._index_decisions import DecisionState
-from placement.framework import BoolMask
+from placement.arrays import BoolMask
 from placement.snapshot import RESOURCES, FleetSnapshot, TaintRow
 
 __all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]

@@ -13,16 +13,14 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
+from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.clustersets import Availability, availability
 from placement.framework import (
     SUCCESS,
-    BoolMask,
     Code,
     Cycle,
     Prioritizer,
-    RowIndex,
     ScoreResult,
-    ScoreVector,
     Selection,
     Selector,
     Status,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement
-from placement.framework import BoolMask, Cycle, RowIndex, ScoreResult, ScoreVector
+from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.framework import Cycle, ScoreResult
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["RowScored", "full_result", "own_positions", "positions", "rows_mask", "scatter"]

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
-from placement.framework import BoolMask
+from placement.arrays import BoolMask
 from placement.snapshot import Column, FleetSnapshot
 
 __all__ = [

@@ -25,7 +25,7 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.placements import PLACEMENT_LABEL, PlacementDecision
-from placement.framework import BoolMask, RowIndex
+from placement.arrays import BoolMask, RowIndex
 
 __all__ = [
     "RESOURCES",
