@@ -15,6 +15,7 @@ from apis.meta import Condition, KubeModel, KubeObject, LabelSelector, ObjectMet
 from apis.placements import (
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
+    DISABLE_ANNOTATION,
     PLACEMENT_LABEL,
     ClusterDecision,
     Placement,
@@ -33,6 +34,7 @@ __all__ = [
     "CUSTOM_KINDS",
     "DECISION_GROUP_INDEX_LABEL",
     "DECISION_GROUP_NAME_LABEL",
+    "DISABLE_ANNOTATION",
     "KINDS",
     "PLACEMENT_LABEL",
     "AddOnPlacementScore",

@@ -34,6 +34,7 @@ __all__ = [
     "CLUSTERS_PER_GROUP_PATTERN",
     "DECISION_GROUP_INDEX_LABEL",
     "DECISION_GROUP_NAME_LABEL",
+    "DISABLE_ANNOTATION",
     "GROUP_NAME_PATTERN",
     "MAX_SPREAD_CONSTRAINTS",
     "PLACEMENT_LABEL",
@@ -63,11 +64,14 @@ __all__ = [
     "Toleration",
     "TopologyKeyType",
     "WhenUnsatisfiable",
+    "is_disabled",
 ]
 
 PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
 DECISION_GROUP_NAME_LABEL = "cluster.open-cluster-management.io/decision-group-name"
 DECISION_GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-index"
+DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
+"""Set to "true" on a Placement, it turns scheduling of that placement off (see `is_disabled`)."""
 MAX_SPREAD_CONSTRAINTS = 8
 
 CLUSTERS_PER_GROUP_PATTERN = r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$"
@@ -275,6 +279,15 @@ class Placement(KubeObject):
 
     spec: PlacementSpec
     status: PlacementStatus | None = None
+
+
+def is_disabled(placement: Placement) -> bool:
+    """Placements the controller leaves alone: annotated off, or being deleted."""
+    annotations = placement.metadata.annotations or {}
+    return (
+        annotations.get(DISABLE_ANNOTATION) == "true"
+        or placement.metadata.deletion_timestamp is not None
+    )
 
 
 # --- decisions ---------------------------------------------------------------------------------

@@ -14,21 +14,13 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.meta import KubeObject
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
+from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision, is_disabled
 from placement.outcome import Outcome, outcome
 from placement.scheduler import Scheduler
 from placement.snapshot import FleetSnapshot
 
-__all__ = [
-    "DISABLE_ANNOTATION",
-    "SCHEDULING_KINDS",
-    "Simulated",
-    "fleet_of",
-    "is_disabled",
-    "simulate",
-]
+__all__ = ["SCHEDULING_KINDS", "Simulated", "fleet_of", "simulate"]
 
-DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
 SCHEDULING_KINDS: tuple[type[KubeObject], ...] = (
     ManagedCluster,
     ManagedClusterSet,
@@ -47,15 +39,6 @@ class Simulated:
     decisions: tuple[PlacementDecision, ...]
     outcome: Outcome | None  # None: skipped (disabled or being deleted)
     fleet: FleetSnapshot
-
-
-def is_disabled(placement: Placement) -> bool:
-    """Placements the controller leaves alone: annotated off, or being deleted."""
-    annotations = placement.metadata.annotations or {}
-    return (
-        annotations.get(DISABLE_ANNOTATION) == "true"
-        or placement.metadata.deletion_timestamp is not None
-    )
 
 
 def fleet_of(objects: Iterable[KubeObject]) -> tuple[FleetSnapshot, list[Placement]]:

@@ -15,13 +15,12 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
-from apis.placements import Placement, PlacementDecision
+from apis.placements import Placement, PlacementDecision, is_disabled
 from controllers.cli.crds import CRD_DIR
 from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
 from controllers.hub.manager import Manager, ManagerOptions
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
-from placement.simulate import is_disabled
 
 __all__ = ["SAMPLES_DIR", "demo_clusters", "run_demo"]
 

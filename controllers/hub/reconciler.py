@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from apis.errors import ModelError
 from apis.meta import KubeObject
-from apis.placements import Placement, PlacementDecision
+from apis.placements import Placement, PlacementDecision, is_disabled
 from apis.registry import parse_as
 from controllers.hub.fanout import Fanout
 from controllers.hub.writer import DecisionWriter, WritePlan
@@ -32,7 +32,6 @@ from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
 from placement.scheduler import Scheduler
-from placement.simulate import is_disabled
 
 __all__ = ["SCHEDULING_NAME", "EchoedGateway", "Reconciler", "WriteThrough"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from apis.meta import KubeObject
-from apis.placements import PlacementDecision
-from placement.simulate import DISABLE_ANNOTATION, simulate
+from apis.placements import DISABLE_ANNOTATION, PlacementDecision
+from placement.simulate import simulate
 from placement.testing import NOW, cluster, decision, global_set, placement, predicate
 from plugins import default_scheduler
 
