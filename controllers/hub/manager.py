@@ -1,21 +1,17 @@
-"""The hub controller as one object: caches, fan-out, index, queue, reconciler, writer, leader
-election and the HTTP endpoint, started and stopped in the right order.
+"""The hub placement controller as one object: the runtime's life cycle (informers, queue,
+leader election, HTTP endpoint, events) wired to the placement parts: caches of rows, the
+`FleetIndex`, OCM's fan-out, the views, the reconciler and the decision writer.
 
-Start: the HTTP endpoint answers at once (`/readyz` says what it waits for), the caches list and
-watch, and once every cache has synced (and, with leader election, once this replica leads) the
-workers start on the placements the caches queued. Stop (SIGTERM): no new keys are taken, the
-reconciles in flight finish their writes, pending events are flushed, the lease is released so a
-standby takes over at once, then the caches and the endpoint close.
+Watch events update the index, the views and the fan-out at once; the fan-out says which
+placements to queue. Until the workers start, nothing is queued (the first lists would cost
+clusters x placements in fan-out): starting queues every placement once, in key order.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from apis.cluster import (
@@ -25,35 +21,31 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.placements import Placement, PlacementDecision
+from controllers.hub.debug import DebugRoutes
+from controllers.hub.decision_view import DecisionView
 from controllers.hub.fanout import Fanout
-from controllers.hub.reconciler import EchoedGateway, Reconciler, WriteThrough
+from controllers.hub.metrics import Metrics
+from controllers.hub.reconciler import Reconciler, WriteThrough
 from controllers.hub.writer import DecisionWriter
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
-from controllers.runtime.events import EventRecorder
-from controllers.runtime.http import HttpServer
-from controllers.runtime.leader import LeaderConfig, LeaderElector
-from controllers.runtime.metrics import Metrics
-from controllers.runtime.queue import Clock, LoopClock, WorkQueue
-from controllers.runtime.views import GONE, DecisionView, Echoes, Latest
+from controllers.runtime.controller import Controller, ControllerOptions
+from controllers.runtime.echoes import GONE, EchoedGateway, Echoes
+from controllers.runtime.queue import Clock, Handler
+from controllers.runtime.views import Latest
 from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
 from placement.scheduler import Scheduler
 from plugins import default_scheduler
 
-__all__ = ["Manager", "ManagerOptions"]
+__all__ = ["CONTROLLER_NAME", "Manager", "ManagerOptions"]
 
 log = logging.getLogger(__name__)
 
+CONTROLLER_NAME = "placement-controller"
+"""The reportingController of our events and the name of the leader-election Lease."""
 
-@dataclass(frozen=True)
-class ManagerOptions:
-    workers: int = 4
-    resync: float = 600.0
-    """Every placement is scheduled again this often (OCM's informer resync is 10 minutes)."""
-    http_addr: str | None = "127.0.0.1:8080"
-    """None: no HTTP endpoint (tests running several controllers)."""
-    leader: LeaderConfig | None = None
-    """None: no leader election, this instance always writes."""
+ManagerOptions = ControllerOptions
+"""Workers, resync period, HTTP address and leader election: the runtime's options."""
 
 
 # The caches keep rows of clusters and scores (what the index and the fan-out read), not
@@ -62,8 +54,8 @@ _CLUSTER_ROWS: Keep[ManagedCluster, ClusterRow] = Keep(cluster_row, lambda r: r.
 _SCORE_ROWS: Keep[AddOnPlacementScore, ScoreRow] = Keep(score_row, lambda r: r.resource_version)
 
 
-class Manager:
-    """Wires and runs one controller instance against `gateway`."""
+class Manager(Controller):
+    """Wires and runs one placement controller instance against `gateway`."""
 
     def __init__(
         self,
@@ -74,28 +66,26 @@ class Manager:
         clock: Clock | None = None,
         wall: Callable[[], datetime] | None = None,
     ) -> None:
-        self.gateway = gateway
-        self.options = options or ManagerOptions()
-        self.clock: Clock = clock or LoopClock()
-        self.wall = wall or (lambda: datetime.now(UTC))
         self.metrics = Metrics()
         self.index = FleetIndex()
         self.fanout = Fanout()
         self.placements: Latest[Placement] = Latest()
         self.decisions = DecisionView()
-        self.queue = WorkQueue(clock=self.clock)
-        self.metrics.queue_depth.set_function(lambda: len(self.queue))
-        self.recorder = EventRecorder(
+        self._debug = DebugRoutes(self._explain, self._dry_run)
+        super().__init__(
             gateway,
-            wall=self.wall,
-            on_recorded=lambda reason, outcome: self.metrics.events.labels(
-                reason=reason, outcome=outcome
-            ).inc(),
+            options or ManagerOptions(),
+            name=CONTROLLER_NAME,
+            metrics=self.metrics,
+            routes=[self._debug],
+            clock=clock,
+            wall=wall,
         )
+        self.metrics.queue_depth.set_function(lambda: len(self.queue))
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(
-            EchoedGateway(gateway, self.echoes),
+            EchoedGateway(gateway, self.echoes, requeue_on_conflict=[Placement.KIND]),
             self.recorder,
             sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
             on_write=lambda kind, verb: self.metrics.writes.labels(kind=kind, verb=verb).inc(),
@@ -110,30 +100,34 @@ class Manager:
             metrics=self.metrics,
             wall=self.wall,
         )
-        self.elector: LeaderElector | None = None
-        if self.options.leader is not None:
-            self.elector = LeaderElector(
-                gateway,
-                self.options.leader,
-                clock=self.clock,
-                wall=self.wall,
-                on_started_leading=lambda: self.metrics.leader.set(1),
-                on_stopped_leading=lambda: self.metrics.leader.set(0),
-            )
-        self.http: HttpServer | None = None
-        if self.options.http_addr is not None:
-            self.http = HttpServer(
-                address=self.options.http_addr,
-                metrics=self.metrics,
-                ready=self.ready,
-                explain=self.reconciler.explain,
-                dry_run=self.reconciler.dry_run,
-            )
-        self.http_address = ""
-        self.informers: list[Informer[Any, Any]] = self._informers()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._working = False
-        self._stopped = asyncio.Event()
+        self.informers = self._informers()
+
+    # --- the runtime's hooks -------------------------------------------------------------------
+
+    def keys(self) -> Iterable[str]:
+        return self.fanout.all()
+
+    @property
+    def handler(self) -> Handler:
+        return self.reconciler
+
+    def leadership_changed(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+
+    def event_recorded(self, reason: str, outcome: str) -> None:
+        self.metrics.events.labels(reason=reason, outcome=outcome).inc()
+
+    def synced_message(self) -> str:
+        return (
+            f"caches synced: {len(self.index)} clusters, {len(self.placements)} placements, "
+            f"{len(self.decisions)} decisions"
+        )
+
+    def _explain(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.reconciler.explain(namespace, name)
+
+    def _dry_run(self, doc: dict[str, Any]) -> dict[str, Any]:
+        return self.reconciler.dry_run(doc)
 
     # --- watch events -> index, fan-out, queue -------------------------------------------
 
@@ -179,7 +173,7 @@ class Manager:
         caches and the fan-out is not even computed (during the first lists it would cost
         clusters x placements): starting enqueues every placement once, in key order (as
         `placement simulate` schedules them)."""
-        if not self._working:
+        if not self.working:
             return
         for key in keys():
             self.queue.add(key)
@@ -189,7 +183,7 @@ class Manager:
     ) -> None:
         """Queue `keys()` for an event of object `key`, unless it may echo one of our writes
         still in flight: then `echoes` decides once the write settles."""
-        if not self._working:
+        if not self.working:
             return
         placements = keys()
         if not self.echoes.hold(kind, key, version, placements):
@@ -291,116 +285,3 @@ class Manager:
         self.placements.observe_deleted(placement.key)
         self.fanout.placement_deleted(placement.key)
         self._enqueue(lambda: {placement.key})
-
-    # --- life cycle ------------------------------------------------------------------------
-
-    @property
-    def synced(self) -> bool:
-        return all(informer.synced for informer in self.informers)
-
-    @property
-    def leading(self) -> bool:
-        return self.elector is None or self.elector.is_leader
-
-    def ready(self) -> tuple[bool, str]:
-        if not self.synced:
-            waiting = [i.cls.KIND for i in self.informers if not i.synced]
-            return False, f"caches not synced: {', '.join(waiting)}"
-        return True, "leader" if self.leading else "standby"
-
-    async def start(self, sync_timeout: float | None = 60.0) -> None:
-        """Start everything; returns once the caches have synced (workers start when this
-        replica leads, possibly later)."""
-        if self.http is not None:
-            self.http_address = await self.http.start()
-        for informer in self.informers:
-            informer.start()
-        await asyncio.gather(*(i.wait_synced(sync_timeout) for i in self.informers))
-        log.info(
-            "caches synced: %d clusters, %d placements, %d decisions",
-            len(self.index),
-            len(self.placements),
-            len(self.decisions),
-        )
-        if self.elector is None:
-            self._start_working()
-        else:
-            self._tasks.append(asyncio.create_task(self._elect(), name="leader election"))
-        self._tasks.append(asyncio.create_task(self._resync(), name="resync"))
-
-    async def _elect(self) -> None:
-        assert self.elector is not None
-        runner = asyncio.create_task(self.elector.run(), name="lease")
-        try:
-            await self.elector.wait_leader()
-            self._start_working()
-            await self.elector.lost().wait()
-            log.error("leadership lost: stopping so that only the new leader writes")
-            self._stopped.set()
-        finally:
-            runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
-
-    def _start_working(self) -> None:
-        if self._working:
-            return
-        self._working = True
-        for key in self.fanout.all():
-            self.queue.add(key)
-        self.queue.start(self.reconciler, workers=self.options.workers)
-        log.info("started %d workers", self.options.workers)
-
-    async def _resync(self) -> None:
-        while True:
-            await self.clock.sleep_until(self.clock.now() + self.options.resync)
-            self.resync_now()
-
-    def resync_now(self) -> None:
-        """Queue every placement (what the periodic resync does)."""
-        if self._working:
-            for key in self.fanout.all():
-                self.queue.add(key)
-
-    @property
-    def busy(self) -> bool:
-        """Keys queued or being reconciled (delayed keys do not count)."""
-        return self.queue.busy
-
-    async def wait_idle(self, timeout: float = 30.0, settle: float = 0.05) -> None:
-        """Wait until no key is queued or in flight for `settle` seconds in a row."""
-        async with asyncio.timeout(timeout):
-            quiet_since: float | None = None
-            loop = asyncio.get_running_loop()
-            while True:
-                if self.busy or not self.synced:
-                    quiet_since = None
-                elif quiet_since is None:
-                    quiet_since = loop.time()
-                elif loop.time() - quiet_since >= settle:
-                    return
-                await asyncio.sleep(0.005)
-
-    async def wait_stopped(self) -> None:
-        """Returns when the manager must stop on its own (leadership lost)."""
-        await self._stopped.wait()
-
-    async def stop(self) -> None:
-        """Graceful stop: finish in-flight writes, flush events, release the lease."""
-        await self.queue.shutdown(drain=False)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
-        await self.recorder.flush()
-        if self.elector is not None:
-            await self.elector.release()
-            self.metrics.leader.set(0)
-        for informer in self.informers:
-            await informer.stop()
-        if self.http is not None:
-            await self.http.stop()
-        self._working = False
-        log.info("stopped")

@@ -11,101 +11,33 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 from apis.errors import ModelError
-from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision, is_disabled
 from apis.registry import parse_as
+from controllers.hub.decision_view import DecisionView
 from controllers.hub.fanout import Fanout
+from controllers.hub.metrics import SCHEDULING_NAME, Metrics
 from controllers.hub.writer import DecisionWriter, WritePlan
-from controllers.kube.errors import ConflictError
-from controllers.kube.gateway import Gateway
 from controllers.runtime.logs import reconcile_context
-from controllers.runtime.metrics import Metrics
 from controllers.runtime.queue import Retry, WorkQueue
-from controllers.runtime.views import GONE, DecisionView, Echoes, Latest
+from controllers.runtime.views import Latest
 from placement.explain import explain_json
 from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
 from placement.scheduler import Scheduler
 
-__all__ = ["SCHEDULING_NAME", "EchoedGateway", "Reconciler", "WriteThrough"]
+__all__ = ["LOG_SUBJECT", "Reconciler", "WriteThrough"]
 
 log = logging.getLogger(__name__)
 
-ObjT = TypeVar("ObjT", bound=KubeObject)
-
 HISTORY = 100_000
-SCHEDULING_NAME = "placement_scheduling"
-"""The `name` label of OCM's scheduling metrics."""
-
-
-class EchoedGateway(Gateway):
-    """The writer's gateway: the same connection, with every create, patch and delete
-    announced to `echoes` before it is sent and settled with the version it produced, so that
-    the watch event echoing it is recognised even when it arrives before the response."""
-
-    def __init__(self, gateway: Gateway, echoes: Echoes) -> None:
-        vars(self).update(vars(gateway))  # its client and settings: one connection pool
-        self.echoes = echoes
-
-    async def create(self, obj: ObjT) -> ObjT:
-        return await self._announced(obj.KIND, obj.key, super().create(obj))
-
-    async def merge_patch(
-        self,
-        cls: type[ObjT],
-        name: str,
-        patch: Mapping[str, Any],
-        namespace: str | None = None,
-        *,
-        status: bool = False,
-    ) -> ObjT:
-        key = f"{namespace}/{name}" if cls.NAMESPACED else name
-        written = super().merge_patch(cls, name, patch, namespace, status=status)
-        return await self._announced(cls.KIND, key, written)
-
-    async def delete(
-        self,
-        cls: type[ObjT],
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation: Literal["Background", "Foreground", "Orphan"] | None = None,
-        resource_version: str | None = None,
-    ) -> ObjT | None:
-        key = f"{namespace}/{name}" if cls.NAMESPACED else name
-        self.echoes.expect(cls.KIND, key)
-        version: str | None = None
-        try:
-            held = await super().delete(
-                cls, name, namespace, propagation=propagation, resource_version=resource_version
-            )
-            # Held by finalizers: its DELETED event comes later and is news.
-            version = GONE if held is None else held.metadata.resource_version
-            return held
-        finally:
-            self.echoes.settle(cls.KIND, key, version)
-
-    async def _announced(self, kind: str, key: str, write: Awaitable[ObjT]) -> ObjT:
-        self.echoes.expect(kind, key)
-        version: str | None = None
-        try:
-            written = await write
-            version = written.metadata.resource_version
-            return written
-        except ConflictError:
-            if kind == Placement.KIND:
-                # Someone else wrote the placement since the reconcile read it: whatever the
-                # writer does next, the placement is scheduled again on what is there now.
-                self.echoes.requeue(key)
-            raise
-        finally:
-            self.echoes.settle(kind, key, version)
+LOG_SUBJECT = "placement"
+"""What log lines call the key of the object being reconciled (`placement=<ns/name>`)."""
 
 
 class WriteThrough:

@@ -1,5 +1,6 @@
-"""Best-effort events.k8s.io/v1 Events, as OCM's placement controller records them (reference
-§1.8): `record` returns at once and the create runs in the background.
+"""Best-effort events.k8s.io/v1 Events, recorded the way client-go's recorder does (and OCM's
+placement controller with it, reference §1.8): `record` returns at once and the create runs in
+the background.
 
 An event is never worth slowing scheduling down for: a failed create is logged and forgotten
 (no retry), and once `max_pending` creates are in flight new events are dropped with a warning.
@@ -20,7 +21,6 @@ from apis.meta import KubeObject, ObjectMeta
 from controllers.kube.gateway import Gateway
 
 __all__ = [
-    "CONTROLLER",
     "MAX_NOTE_BYTES",
     "EventRecorder",
     "EventType",
@@ -30,7 +30,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CONTROLLER = "placement-controller"
 MAX_NOTE_BYTES = 1024  # the API server rejects longer notes (events.k8s.io validation)
 _MAX_NAME = 253
 _NAME_SUFFIX = 17  # "." and 16 hex digits
@@ -61,7 +60,8 @@ def object_reference(obj: KubeObject) -> ObjectReference:
 
 
 class EventRecorder:
-    """Records Events about objects in the background; see the module docstring.
+    """Records Events about objects in the background as `controller` (the events'
+    reportingController); see the module docstring.
 
     `on_recorded(reason, outcome)` is called once per `record` call with the event's reason and
     `created`, `failed` or `dropped` (for metrics and tests).
@@ -71,7 +71,7 @@ class EventRecorder:
         self,
         gateway: Gateway,
         *,
-        controller: str = CONTROLLER,
+        controller: str,
         instance: str | None = None,
         wall: Callable[[], datetime] | None = None,
         max_pending: int = 1000,

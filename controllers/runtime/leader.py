@@ -48,8 +48,8 @@ def default_identity() -> str:
 class LeaderConfig:
     """Which Lease to contend for, as whom, and the timings (client-go's defaults 15/10/2 s)."""
 
-    name: str = "placement-controller"
-    namespace: str = "open-cluster-management-hub"
+    name: str
+    namespace: str
     identity: str = field(default_factory=default_identity)
     lease_duration: float = 15.0
     renew_deadline: float = 10.0

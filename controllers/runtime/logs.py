@@ -1,11 +1,12 @@
-"""Structured logs: every line says which placement and which reconcile it belongs to.
+"""Structured logs: every line says which object and which reconcile it belongs to.
 
-`reconcile_context(key)` puts the placement key and a fresh short reconcile id into context
-variables for the duration of one reconcile; a filter on the handler copies them onto every
-record as `placement` and `reconcile_id`. Context variables follow asyncio tasks (each task runs
-in a copy of its creator's context), so concurrent reconciles on one event loop never see each
-other's ids. `setup_logging` installs one handler on the root logger, as text for people or as
-JSON lines for a log pipeline.
+`reconcile_context(key)` puts the key of the object being reconciled and a fresh short
+reconcile id into context variables for the duration of one reconcile; a filter on the handler
+copies them onto every record as `reconcile_key` and `reconcile_id`. Context variables follow
+asyncio tasks (each task runs in a copy of its creator's context), so concurrent reconciles on
+one event loop never see each other's ids. `setup_logging` installs one handler on the root
+logger, as text for people or as JSON lines for a log pipeline; its `subject` names the key in
+the output (the hub's lines say `placement=<ns/name>`).
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ __all__ = [
     "ContextFilter",
     "JsonFormatter",
     "TextFormatter",
-    "current_placement",
+    "current_key",
     "current_reconcile_id",
     "reconcile_context",
     "setup_logging",
 ]
 
 LogFormat = Literal["text", "json"]
+DEFAULT_SUBJECT = "key"
 
-_placement: ContextVar[str] = ContextVar("placement", default="")
+_key: ContextVar[str] = ContextVar("reconcile_key", default="")
 _reconcile_id: ContextVar[str] = ContextVar("reconcile_id", default="")
 
 # Attributes every LogRecord has; anything else on a record came in through `extra=`.
@@ -40,14 +42,14 @@ _STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {
     "message",
     "asctime",
     "taskName",
-    "placement",
+    "reconcile_key",
     "reconcile_id",
 }
 
 
-def current_placement() -> str:
-    """The key of the placement being reconciled in this context ("" outside a reconcile)."""
-    return _placement.get()
+def current_key() -> str:
+    """The key of the object being reconciled in this context ("" outside a reconcile)."""
+    return _key.get()
 
 
 def current_reconcile_id() -> str:
@@ -56,16 +58,16 @@ def current_reconcile_id() -> str:
 
 
 @contextmanager
-def reconcile_context(placement_key: str) -> Iterator[str]:
-    """Tag the logs of one reconcile of `placement_key`; yields the fresh reconcile id."""
+def reconcile_context(key: str) -> Iterator[str]:
+    """Tag the logs of one reconcile of the object `key`; yields the fresh reconcile id."""
     reconcile_id = uuid.uuid4().hex[:8]
-    placement_token = _placement.set(placement_key)
+    key_token = _key.set(key)
     id_token = _reconcile_id.set(reconcile_id)
     try:
         yield reconcile_id
     finally:
         _reconcile_id.reset(id_token)
-        _placement.reset(placement_token)
+        _key.reset(key_token)
 
 
 class ContextFilter(logging.Filter):
@@ -73,7 +75,7 @@ class ContextFilter(logging.Filter):
     every logger get it, not only those of one logger)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.placement = _placement.get()
+        record.reconcile_key = _key.get()
         record.reconcile_id = _reconcile_id.get()
         return True
 
@@ -96,13 +98,17 @@ def _json_value(value: Any) -> Any:
 
 
 class TextFormatter(logging.Formatter):
-    """`<ts> <LEVEL> <logger> [placement=<key> reconcile=<id>] <message> [k=v ...]`."""
+    """`<ts> <LEVEL> <logger> [<subject>=<key> reconcile=<id>] <message> [k=v ...]`."""
+
+    def __init__(self, subject: str = DEFAULT_SUBJECT) -> None:
+        super().__init__()
+        self.subject = subject
 
     def format(self, record: logging.LogRecord) -> str:
         parts = [_timestamp(record), record.levelname, record.name]
-        placement = getattr(record, "placement", "")
-        if placement:
-            parts.append(f"placement={placement} reconcile={getattr(record, 'reconcile_id', '')}")
+        key = getattr(record, "reconcile_key", "")
+        if key:
+            parts.append(f"{self.subject}={key} reconcile={getattr(record, 'reconcile_id', '')}")
         parts.append(record.getMessage())
         parts.extend(f"{key}={value}" for key, value in _extras(record).items())
         line = " ".join(parts)
@@ -116,19 +122,25 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, msg, placement, reconcile, exception and
-    the record's `extra=` fields (those that are not JSON as their repr)."""
+    """One JSON object per line: ts, level, logger, msg, `<subject>` (the key), reconcile,
+    exception and the record's `extra=` fields (those that are not JSON as their repr)."""
+
+    def __init__(self, subject: str = DEFAULT_SUBJECT) -> None:
+        super().__init__()
+        self.subject = subject
 
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, Any] = {key: _json_value(value) for key, value in _extras(record).items()}
         # The fixed keys win over an extra of the same name.
         doc.update(
-            ts=_timestamp(record),
-            level=record.levelname,
-            logger=record.name,
-            msg=record.getMessage(),
-            placement=getattr(record, "placement", ""),
-            reconcile=getattr(record, "reconcile_id", ""),
+            {
+                "ts": _timestamp(record),
+                "level": record.levelname,
+                "logger": record.name,
+                "msg": record.getMessage(),
+                self.subject: getattr(record, "reconcile_key", ""),
+                "reconcile": getattr(record, "reconcile_id", ""),
+            }
         )
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
@@ -147,9 +159,12 @@ def setup_logging(
     format: LogFormat = "text",
     level: str = "INFO",
     stream: TextIO | None = None,
+    *,
+    subject: str = DEFAULT_SUBJECT,
 ) -> None:
-    """Log to `stream` (stderr) from the root logger at `level`; calling it again replaces
-    the handler it installed before instead of adding a second one."""
+    """Log to `stream` (stderr) from the root logger at `level`, naming the key of the object
+    being reconciled `subject`; calling it again replaces the handler it installed before
+    instead of adding a second one."""
     formatters: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json": JsonFormatter}
     if format not in formatters:
         raise ValueError(f"unknown log format {format!r}: expected one of {sorted(formatters)}")
@@ -162,6 +177,6 @@ def setup_logging(
         old.close()
     handler = _Handler(stream if stream is not None else sys.stderr)
     handler.addFilter(ContextFilter())
-    handler.setFormatter(formatters[format]())
+    handler.setFormatter(formatters[format](subject))
     root.addHandler(handler)
     root.setLevel(numeric)

@@ -20,7 +20,7 @@ from apis.cluster import ManagedClusterSet
 from apis.meta import KubeObject
 from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
 from controllers.cli.demo import run_demo
-from controllers.hub.manager import Manager
+from controllers.hub.manager import CONTROLLER_NAME, Manager
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from controllers.runtime.leader import LeaderConfig
@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def lease(identity: str) -> LeaderConfig:
     return LeaderConfig(
+        name=CONTROLLER_NAME,
         namespace="placement-system",
         identity=identity,
         lease_duration=0.6,

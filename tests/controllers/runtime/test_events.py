@@ -33,6 +33,7 @@ async def recording(
         outcomes: list[str] = []
         recorder = EventRecorder(
             gw,
+            controller="placement-controller",
             wall=lambda: WALL,
             instance="hub-1",
             on_recorded=lambda _, outcome: outcomes.append(outcome),
@@ -156,11 +157,14 @@ async def test_events_beyond_max_pending_are_dropped_with_one_warning(
 def test_an_event_recorded_outside_an_event_loop_is_dropped() -> None:
     outcomes: list[str] = []
     recorder = EventRecorder(
-        cast(Gateway, object()), on_recorded=lambda _, outcome: outcomes.append(outcome)
+        cast(Gateway, object()),
+        controller="placement-controller",
+        on_recorded=lambda _, outcome: outcomes.append(outcome),
     )
     recorder.record(placement("p"), None, "Normal", "DecisionCreate", "DecisionCreated", "x")
     assert (outcomes, recorder.pending) == (["dropped"], 0)
 
 
 def test_the_reporting_instance_defaults_to_the_host_name() -> None:
-    assert EventRecorder(cast(Gateway, object())).instance == socket.gethostname()[:128]
+    recorder = EventRecorder(cast(Gateway, object()), controller="placement-controller")
+    assert recorder.instance == socket.gethostname()[:128]

@@ -132,7 +132,7 @@ def test_the_default_identity_is_the_hostname_and_a_unique_suffix() -> None:
 )
 def test_inconsistent_timings_are_rejected(timings: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="must be"):
-        LeaderConfig(**timings)  # type: ignore[arg-type]
+        LeaderConfig(name=NAME, namespace=NAMESPACE, **timings)  # type: ignore[arg-type]
 
 
 @pytest.mark.asyncio

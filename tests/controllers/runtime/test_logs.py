@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from controllers.runtime.logs import (
-    current_placement,
+    current_key,
     current_reconcile_id,
     reconcile_context,
     setup_logging,
@@ -38,7 +38,7 @@ def root_restored() -> Iterator[None]:
 
 def logged(fmt: str = "text", level: str = "INFO") -> io.StringIO:
     stream = io.StringIO()
-    setup_logging(fmt, level, stream)  # type: ignore[arg-type]
+    setup_logging(fmt, level, stream, subject="placement")  # type: ignore[arg-type]
     return stream
 
 
@@ -98,7 +98,7 @@ def test_a_json_line_keeps_an_unserialisable_extra_as_its_repr_and_the_fixed_key
 def test_exceptions_are_in_both_formats() -> None:
     text, as_json = io.StringIO(), io.StringIO()
     for stream, fmt in ((text, "text"), (as_json, "json")):
-        setup_logging(fmt, "INFO", stream)  # type: ignore[arg-type]
+        setup_logging(fmt, "INFO", stream, subject="placement")  # type: ignore[arg-type]
         try:
             raise KeyError("cluster-7")
         except KeyError:
@@ -139,19 +139,19 @@ def test_unknown_formats_and_levels_are_rejected_naming_them(
     message: str,
 ) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        setup_logging(fmt, level)  # type: ignore[arg-type]
+        setup_logging(fmt, level, subject="placement")  # type: ignore[arg-type]
 
 
 def test_each_reconcile_gets_a_fresh_short_id_and_nesting_restores_the_outer_one() -> None:
     with reconcile_context("apps/a") as outer:
         with reconcile_context("apps/b") as inner:
-            nested = (current_placement(), current_reconcile_id())
-        restored = (current_placement(), current_reconcile_id())
+            nested = (current_key(), current_reconcile_id())
+        restored = (current_key(), current_reconcile_id())
     assert re.fullmatch(r"[0-9a-f]{8}", outer)
     assert inner != outer
     assert nested == ("apps/b", inner)
     assert restored == ("apps/a", outer)
-    assert (current_placement(), current_reconcile_id()) == ("", "")
+    assert (current_key(), current_reconcile_id()) == ("", "")
 
 
 @pytest.mark.asyncio
@@ -185,4 +185,4 @@ async def test_a_task_started_inside_a_reconcile_inherits_its_context() -> None:
 
 
 async def _context() -> tuple[str, str]:
-    return current_placement(), current_reconcile_id()
+    return current_key(), current_reconcile_id()

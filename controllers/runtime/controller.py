@@ -1,0 +1,225 @@
+"""The life cycle every controller of ours shares: informers, a work queue and its workers,
+leader election, the periodic resync, the HTTP endpoint and the event recorder, started and
+stopped in the right order.
+
+Start: the HTTP endpoint answers at once (`/readyz` says what it waits for), the informers list
+and watch, and once every cache has synced (and, with leader election, once this replica leads)
+the workers start on every key the controller owns. Stop (SIGTERM): no new keys are taken, the
+reconciles in flight finish their writes, pending events are flushed, the lease is released so
+a standby takes over at once, then the informers and the endpoint close.
+
+A controller subclasses `Controller`, builds its informers in its constructor and says which
+keys it owns (`keys`) and what reconciles one (`handler`); the hooks `leadership_changed` and
+`event_recorded` are for its metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controllers.kube.gateway import Gateway
+from controllers.runtime.cache import Informer
+from controllers.runtime.events import EventRecorder
+from controllers.runtime.http import HttpServer, Routes
+from controllers.runtime.leader import LeaderConfig, LeaderElector
+from controllers.runtime.metrics import Exposition
+from controllers.runtime.queue import Clock, Handler, LoopClock, WorkQueue
+
+__all__ = ["Controller", "ControllerOptions"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    workers: int = 4
+    resync: float = 600.0
+    """Every key is reconciled again this often (OCM's informer resync is 10 minutes)."""
+    http_addr: str | None = "127.0.0.1:8080"
+    """None: no HTTP endpoint (tests running several controllers)."""
+    leader: LeaderConfig | None = None
+    """None: no leader election, this instance always writes."""
+
+
+class Controller:
+    """One controller instance against `gateway`, reporting events as `name`."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        options: ControllerOptions,
+        *,
+        name: str,
+        metrics: Exposition,
+        routes: Sequence[Routes] = (),
+        clock: Clock | None = None,
+        wall: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.options = options
+        self.clock: Clock = clock or LoopClock()
+        self.wall = wall or (lambda: datetime.now(UTC))
+        self.queue = WorkQueue(clock=self.clock)
+        self.recorder = EventRecorder(
+            gateway, controller=name, wall=self.wall, on_recorded=self.event_recorded
+        )
+        self.elector: LeaderElector | None = None
+        if options.leader is not None:
+            self.elector = LeaderElector(
+                gateway,
+                options.leader,
+                clock=self.clock,
+                wall=self.wall,
+                on_started_leading=lambda: self.leadership_changed(True),
+                on_stopped_leading=lambda: self.leadership_changed(False),
+            )
+        self.http: HttpServer | None = None
+        if options.http_addr is not None:
+            self.http = HttpServer(
+                address=options.http_addr, metrics=metrics, ready=self.ready, routes=routes
+            )
+        self.http_address = ""
+        self.informers: list[Informer[Any, Any]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._working = False
+        self._stopped = asyncio.Event()
+
+    # --- what a controller supplies ------------------------------------------------------------
+
+    def keys(self) -> Iterable[str]:
+        """Every key the controller owns, in the order the workers should first take them."""
+        raise NotImplementedError
+
+    @property
+    def handler(self) -> Handler:
+        """What reconciles one key (the work queue's handler)."""
+        raise NotImplementedError
+
+    def leadership_changed(self, leading: bool) -> None:
+        """Called when this replica starts or stops leading."""
+
+    def event_recorded(self, reason: str, outcome: str) -> None:
+        """Called once per event recorded: `created`, `failed` or `dropped`."""
+
+    @property
+    def working(self) -> bool:
+        """Whether the workers have started: until then events only fill the caches."""
+        return self._working
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return all(informer.synced for informer in self.informers)
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.synced:
+            waiting = [i.cls.KIND for i in self.informers if not i.synced]
+            return False, f"caches not synced: {', '.join(waiting)}"
+        return True, "leader" if self.leading else "standby"
+
+    def synced_message(self) -> str:
+        """What the log line announcing synced caches says."""
+        return "caches synced"
+
+    async def start(self, sync_timeout: float | None = 60.0) -> None:
+        """Start everything; returns once the caches have synced (workers start when this
+        replica leads, possibly later)."""
+        if self.http is not None:
+            self.http_address = await self.http.start()
+        for informer in self.informers:
+            informer.start()
+        await asyncio.gather(*(i.wait_synced(sync_timeout) for i in self.informers))
+        log.info("%s", self.synced_message())
+        if self.elector is None:
+            self._start_working()
+        else:
+            self._tasks.append(asyncio.create_task(self._elect(), name="leader election"))
+        self._tasks.append(asyncio.create_task(self._resync(), name="resync"))
+
+    async def _elect(self) -> None:
+        assert self.elector is not None
+        runner = asyncio.create_task(self.elector.run(), name="lease")
+        try:
+            await self.elector.wait_leader()
+            self._start_working()
+            await self.elector.lost().wait()
+            log.error("leadership lost: stopping so that only the new leader writes")
+            self._stopped.set()
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+
+    def _start_working(self) -> None:
+        if self._working:
+            return
+        self._working = True
+        for key in self.keys():
+            self.queue.add(key)
+        self.queue.start(self.handler, workers=self.options.workers)
+        log.info("started %d workers", self.options.workers)
+
+    async def _resync(self) -> None:
+        while True:
+            await self.clock.sleep_until(self.clock.now() + self.options.resync)
+            self.resync_now()
+
+    def resync_now(self) -> None:
+        """Queue every key (what the periodic resync does)."""
+        if self._working:
+            for key in self.keys():
+                self.queue.add(key)
+
+    @property
+    def busy(self) -> bool:
+        """Keys queued or being reconciled (delayed keys do not count)."""
+        return self.queue.busy
+
+    async def wait_idle(self, timeout: float = 30.0, settle: float = 0.05) -> None:
+        """Wait until no key is queued or in flight for `settle` seconds in a row."""
+        async with asyncio.timeout(timeout):
+            quiet_since: float | None = None
+            loop = asyncio.get_running_loop()
+            while True:
+                if self.busy or not self.synced:
+                    quiet_since = None
+                elif quiet_since is None:
+                    quiet_since = loop.time()
+                elif loop.time() - quiet_since >= settle:
+                    return
+                await asyncio.sleep(0.005)
+
+    async def wait_stopped(self) -> None:
+        """Returns when the controller must stop on its own (leadership lost)."""
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Graceful stop: finish in-flight writes, flush events, release the lease."""
+        await self.queue.shutdown(drain=False)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self.recorder.flush()
+        if self.elector is not None:
+            await self.elector.release()
+            self.leadership_changed(False)
+        for informer in self.informers:
+            await informer.stop()
+        if self.http is not None:
+            await self.http.stop()
+        self._working = False
+        log.info("stopped")
