@@ -2,7 +2,8 @@
 both before and after never vanishes from all of them in between (DESIGN §4.2, OCM issue 1346)
 and no PlacementDecision ever holds more than 100 decisions, not even for a moment.
 
-Pure: cluster names in, an ordered list of steps out; `controllers.hub.writer` executes them.
+Pure: cluster names in, an ordered list of steps out; `controllers.hub.decision_run` executes
+them.
 
 The guarantee. Call `kept` the clusters in some current page and in some desired page. A cluster
 is *anchored* by a page that holds it now and keeps holding it until the last step:

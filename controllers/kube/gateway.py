@@ -1,44 +1,34 @@
 """The one I/O seam to Kubernetes (DESIGN §7): async, over kubernetes-asyncio's `ApiClient`,
 typed with our `apis` models in and out.
 
-Requests go through `ApiClient.call_api` with raw responses, so one code path serves every kind
-of `apis.registry` (custom or core) without generated per-kind clients, and every failure comes
-out as our own `ApiError` tree. Idempotent reads are retried with exponential backoff; writes
-never are, because a write that timed out may have been applied.
-
-kubernetes-asyncio opens its aiohttp session with `trust_env=True`, which makes every request
-look up `~/.netrc` and the proxy variables in a worker thread (two thread hops per request, a
-third of a controller's cold start against a local server). The gateway reads the proxy
-variables once instead, when it is created, as client-go does (`ProxyFromEnvironment`, and no
-netrc), and turns the per-request lookups off.
+The verbs live here: which URL path, query and body each one sends, which of them are reads
+(retried) and which are writes (never retried), and how the answers become models (`ListResult`,
+`WatchEvent`, the kind asked for). How a request travels and fails is `controllers.kube.transport`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
 
 import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client
-from yarl import URL
 
 from apis.core import Binding, Eviction, ObjectReference, Pod
 from apis.errors import ObjectValidationError
 from apis.meta import KubeObject, ObjectMeta
 from apis.registry import parse_as
 from controllers.kube.config import ClusterAccess, new_api_client
-from controllers.kube.errors import (
-    ApiError,
-    ServerError,
-    TooManyRequestsError,
-    TransportError,
-    error_from_status,
+from controllers.kube.errors import TransportError, error_from_status
+from controllers.kube.transport import (
+    InvalidResponseError,
+    open_response,
+    read_env_once,
+    read_json,
+    retry_read,
 )
 
 __all__ = [
@@ -49,19 +39,12 @@ __all__ = [
     "WatchEvent",
 ]
 
-log = logging.getLogger(__name__)
-
 ObjT = TypeVar("ObjT", bound=KubeObject)
 R = TypeVar("R")
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-_AUTH = ["BearerToken"]
-
-
-class InvalidResponseError(ApiError):
-    """The server answered with an object our models reject (or with no JSON at all)."""
 
 
 @dataclass(frozen=True)
@@ -100,26 +83,6 @@ def object_path(cls: type[KubeObject], name: str, namespace: str | None, sub: st
     return f"{path}/{sub}" if sub else path
 
 
-def _read_env_once(api_client: client.ApiClient) -> None:
-    """Resolve the proxy variables for the client's host now, then stop aiohttp from reading
-    the environment (netrc, proxy variables) on every request; see the module docstring."""
-    rest: Any = getattr(api_client, "rest_client", None)
-    session = getattr(rest, "pool_manager", None)
-    if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
-        return
-    if not rest.proxy:
-        host = getattr(api_client.configuration, "host", "") or ""
-        try:
-            proxy, auth = get_env_proxy_for_url(URL(host))
-        except (LookupError, ValueError):
-            pass  # no proxy for this host
-        else:
-            rest.proxy = str(proxy)
-            if auth is not None and not rest.proxy_headers:
-                rest.proxy_headers = {"Proxy-Authorization": auth.encode()}
-    session._trust_env = False
-
-
 class Gateway:
     """Typed list, watch, get, create, replace, patch, delete, binding, eviction and events."""
 
@@ -133,7 +96,7 @@ class Gateway:
         request_timeout: float = 30.0,
     ) -> None:
         self._client = api_client
-        _read_env_once(api_client)
+        read_env_once(api_client)
         self.read_attempts = read_attempts
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -153,7 +116,7 @@ class Gateway:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # --- raw requests ----------------------------------------------------------------------
+    # --- raw requests (subclasses in tests wrap `_open`: every request goes through it) -------
 
     async def _open(
         self,
@@ -165,58 +128,23 @@ class Gateway:
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
-        try:
-            response: aiohttp.ClientResponse = await self._client.call_api(
-                path,
-                method,
-                query_params=list((query or {}).items()),
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=_AUTH,
-                _preload_content=False,
-                _request_timeout=timeout if timeout is not None else self.request_timeout,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TransportError(f"{method} {path}: {exc or type(exc).__name__}") from exc
-        if response.status >= 400:
-            try:
-                body_bytes = await response.read()
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                raise TransportError(f"{method} {path}: {exc}") from exc
-            finally:
-                response.release()
-            raise error_from_status(
-                response.status, body_bytes, response.headers.get("Retry-After")
-            )
-        return response
+        return await open_response(
+            self._client,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout if timeout is not None else self.request_timeout,
+        )
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self._open(method, path, **kwargs)
-        try:
-            data = await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransportError(f"{method} {path}: {exc}") from exc
-        finally:
-            response.release()
-        try:
-            return json.loads(data) if data else None
-        except ValueError as exc:
-            raise InvalidResponseError(f"{method} {path}: response is not JSON") from exc
+        return await read_json(await self._open(method, path, **kwargs), method, path)
 
     async def _retrying(self, read: Callable[[], Awaitable[R]]) -> R:
-        """Run an idempotent read, retrying server errors and throttling with backoff."""
-        delay = self.backoff
-        for attempt in range(1, self.read_attempts + 1):
-            try:
-                return await read()
-            except (ServerError, TooManyRequestsError) as exc:
-                if attempt == self.read_attempts:
-                    raise
-                wait = exc.retry_after if exc.retry_after is not None else delay
-                log.debug("read failed (%s), retry %d in %.2fs", exc, attempt, wait)
-                await asyncio.sleep(min(wait, self.max_backoff))
-                delay = min(delay * 2, self.max_backoff)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await retry_read(
+            read, attempts=self.read_attempts, backoff=self.backoff, max_backoff=self.max_backoff
+        )
 
     @staticmethod
     def _typed(cls: type[ObjT], doc: Any) -> ObjT:

@@ -25,11 +25,12 @@ from apis.placements import (
     PlacementStatus,
 )
 from controllers.embedded import EmbeddedApiServer
-from controllers.hub.writer import DecisionWriter, WritePlan, WriteReport, merge_patch_between
+from controllers.hub.writer import DecisionWriter, WritePlan, WriteReport
 from controllers.kube.config import ClusterAccess
 from controllers.kube.errors import ApiError, ConflictError, ServerError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder
+from controllers.runtime.patches import merge_patch_between
 from placement.decisions import MAX_DECISIONS_PER_OBJECT, DecisionGroup, paginate
 from tests.controllers.embedded.hub import WAIT, hub, placement
 
@@ -111,7 +112,9 @@ async def rig(max_conflict_retries: int = 3) -> AsyncIterator[Rig]:
     async with hub() as (server, plain):
         gateway = await RecordingGateway.connect(ClusterAccess(url=server.url), backoff=0.01)
         assert isinstance(gateway, RecordingGateway)
-        recorder = EventRecorder(plain, wall=lambda: WALL, instance="test")
+        recorder = EventRecorder(
+            plain, controller="placement-controller", wall=lambda: WALL, instance="test"
+        )
         sink = Sink()
         writes: list[tuple[str, str]] = []
         writer = DecisionWriter(

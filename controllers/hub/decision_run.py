@@ -1,0 +1,325 @@
+"""The PlacementDecision writes of one `DecisionWriter.apply`: the steps that
+`controllers.hub.decision_steps` plans, executed against the API server, and planned again from
+what the server holds whenever the cached PDs turn out to be stale.
+
+Differences from OCM, on purpose:
+
+* No transient disappearance (DESIGN §4.2): writes follow the steps, so a cluster selected
+  before and after is always in at least one of the placement's PDs and no PD ever holds more
+  than 100 decisions.
+* Labels and owner references are patched whenever they differ from the desired ones (OCM patches
+  labels only in a reconcile where the decisions did not change). Only the desired label keys are
+  compared and set: labels others add are left alone. The one controller owner reference is the
+  placement's.
+* An empty PD gets `status.decisions: []` written once after its create (OCM leaves the status
+  out, its semantic comparison taking nil for []), so readers always find the list.
+
+Events are OCM's (regarding the placement, related the PD): `DecisionCreate` on create;
+`DecisionUpdate` (Warning when scheduling warned) then `ScoreUpdate` whenever a PD's decisions
+change, including the first write right after a create, as OCM's create-then-update-status does;
+`DecisionDelete` on delete. Carriers emit nothing.
+
+Writes carry the cached resourceVersion, so a stale cache shows up as 409 Conflict (or as
+AlreadyExists on a create, NotFound on a patch): the object is re-read and the remaining steps
+are planned again from what the server holds. The run knows nothing of the writer: it is handed
+the plan's parts, the report to fill and where to announce what the server returned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from apis.meta import ObjectMeta
+from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
+from controllers.hub.decision_steps import Create, Delete, Page, Step, Update, plan_steps
+from controllers.kube.errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    NotFoundError,
+)
+from controllers.kube.gateway import Gateway
+from controllers.runtime.events import EventRecorder, EventType
+from controllers.runtime.patches import without_nulls
+
+__all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
+
+# An object as the server returned it, and the verb that wrote it (None: a re-read).
+Written = Callable[[PlacementDecision, str | None], None]
+# A PD that is gone (namespace, name), and whether it was our delete that removed it.
+Deleted = Callable[[str, str, bool], None]
+
+
+class StepReport(Protocol):
+    """The names of the PDs a run wrote (`controllers.hub.writer.WriteReport` is one)."""
+
+    created: list[str]
+    updated: list[str]
+    deleted: list[str]
+    carriers: list[str]
+
+
+# --- a PD as held against the PD as wanted ------------------------------------------------------
+
+_DecisionKey = tuple[tuple[str, str, int | None], ...]
+
+
+def _decision_key(pd: PlacementDecision) -> _DecisionKey | None:
+    # Compared on every reconcile, so plain tuples rather than wire dicts. None (no status at
+    # all, as a create leaves it) differs from an empty list: an empty PD gets
+    # `status.decisions: []` written once, so readers always find the list.
+    if pd.status is None:
+        return None
+    return tuple((d.cluster_name, d.reason, d.score) for d in pd.status.decisions)
+
+
+def _decisions(pd: PlacementDecision) -> list[dict[str, Any]]:
+    return [without_nulls(d.to_wire()) for d in (pd.status.decisions if pd.status else [])]
+
+
+def _clusters(pd: PlacementDecision) -> tuple[str, ...]:
+    return tuple(d.cluster_name for d in (pd.status.decisions if pd.status else []))
+
+
+def _owners_key(refs: Sequence[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(ref, sort_keys=True) for ref in refs)
+
+
+def _metadata_patch(have: PlacementDecision, want: PlacementDecision) -> dict[str, Any]:
+    """The label and ownerReference changes `have` needs ({} when none)."""
+    patch: dict[str, Any] = {}
+    labels = have.metadata.labels or {}
+    changed = {k: v for k, v in (want.metadata.labels or {}).items() if labels.get(k) != v}
+    if changed:
+        patch["labels"] = changed
+    now = [without_nulls(ref.to_wire()) for ref in have.metadata.owner_references or []]
+    wanted = [without_nulls(ref.to_wire()) for ref in want.metadata.owner_references or []]
+    uids = {ref.get("uid") for ref in wanted}
+    # Another controller's reference (an earlier placement of the same name) has to go.
+    merged = [r for r in now if r.get("uid") not in uids and not r.get("controller")] + wanted
+    if _owners_key(merged) != _owners_key(now):
+        patch["ownerReferences"] = merged
+    return patch
+
+
+class _StaleError(Exception):
+    """The cached copy of `name` was stale; `cause` is what the server said."""
+
+    def __init__(self, name: str, cause: ApiError) -> None:
+        super().__init__(name)
+        self.name = name
+        self.cause = cause
+
+
+class DecisionRun:
+    """One `apply` of a plan's decisions: the server state as we know it, the steps, and the
+    re-planning after a stale cache."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        recorder: EventRecorder,
+        placement: Placement,  # as cached
+        want: Sequence[PlacementDecision],  # the desired PDs, as `paginate` builds them
+        current: Sequence[PlacementDecision],  # as cached, possibly stale
+        *,
+        warning: tuple[str, str] | None,  # (message, plugin) when scheduling said Warning
+        score_note: str,  # the ScoreUpdate note
+        report: StepReport,
+        written: Written,
+        deleted: Deleted,
+        max_conflict_retries: int,
+    ) -> None:
+        self.gateway = gateway
+        self.recorder = recorder
+        self.warning = warning
+        self.score_note = score_note
+        self.report = report
+        self.written = written
+        self.deleted = deleted
+        self.max_conflict_retries = max_conflict_retries
+        self.carrier_names: set[str] = set()
+        self.placement = placement
+        self.namespace = placement.namespace
+        self.want = {pd.name: pd for pd in want}
+        # Only this placement's PDs, whatever the caller passed: deleting another placement's
+        # decisions would be far worse than missing a stale one.
+        self.view = {
+            pd.name: pd
+            for pd in current
+            if pd.namespace == self.namespace
+            and (pd.metadata.labels or {}).get(PLACEMENT_LABEL) == self.placement.name
+        }
+        self.recoveries: Counter[str] = Counter()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._execute(self._steps())
+                return
+            except _StaleError as stale:
+                await self._recover(stale)
+
+    def _steps(self) -> list[Step]:
+        rewrite = [
+            name
+            for name, want in self.want.items()
+            if name in self.view
+            and _clusters(self.view[name]) == _clusters(want)
+            and _decision_key(self.view[name]) != _decision_key(want)
+        ]
+        return plan_steps(
+            [Page(name, _clusters(pd)) for name, pd in self.view.items()],
+            [Page(name, _clusters(pd)) for name, pd in self.want.items()],
+            carrier_prefix=f"{self.placement.name}-decision-",
+            rewrite=rewrite,
+        )
+
+    async def _execute(self, steps: list[Step]) -> None:
+        fixed = False
+        for step in steps:
+            if isinstance(step, Delete) and not fixed:
+                await self._fix_metadata()
+                fixed = True
+            if isinstance(step, Create):
+                await self._create(step)
+            elif isinstance(step, Update):
+                await self._update(step.name)
+            else:
+                await self._delete(step)
+        if not fixed:
+            await self._fix_metadata()
+
+    async def _recover(self, stale: _StaleError) -> None:
+        name, cause = stale.name, stale.cause
+        self.recoveries[name] += 1
+        # A conflict may repeat while someone else keeps writing; AlreadyExists and NotFound are
+        # settled by one re-read, so they get one attempt more than the conflict budget.
+        limit = self.max_conflict_retries
+        if isinstance(cause, AlreadyExistsError | NotFoundError):
+            limit += 1
+        if self.recoveries[name] > limit:
+            raise cause
+        try:
+            fresh = await self.gateway.get(PlacementDecision, name, self.namespace)
+        except NotFoundError:
+            self.view.pop(name, None)
+            self.deleted(self.namespace, name, False)
+            return
+        self.view[name] = fresh
+        self.written(fresh, None)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def _event(self, pd: PlacementDecision, reason: str, action: str, verb: str) -> None:
+        p = self.placement
+        note = f"Decision {pd.name} is {verb} with placement {p.name} in namespace {p.namespace}"
+        kind: EventType = "Normal"
+        if reason == "DecisionUpdate" and self.warning is not None:
+            message, plugin = self.warning
+            note = f"{note}: {message} in plugin {plugin}"
+            kind = "Warning"
+        self.recorder.record(p, pd, kind, reason, action, note)
+        if reason == "DecisionUpdate":
+            self.recorder.record(p, pd, "Normal", "ScoreUpdate", "ScoreUpdated", self.score_note)
+
+    async def _create(self, step: Create) -> None:
+        if step.carrier_for is None:
+            template = self.want[step.name]
+            labels = template.metadata.labels
+        else:
+            # A carrier keeps the labels of the PD it relieves: consumers see its clusters in
+            # the group they were in until the move completes.
+            template = next(iter(self.want.values()))
+            labels = self.view[step.carrier_for].metadata.labels
+        body = PlacementDecision(
+            metadata=ObjectMeta(
+                name=step.name,
+                namespace=self.namespace,
+                labels=dict(labels or {}),
+                owner_references=list(template.metadata.owner_references or []),
+            )
+        )
+        try:
+            created = await self.gateway.create(body)
+        except AlreadyExistsError as exc:
+            raise _StaleError(step.name, exc) from exc
+        self.view[step.name] = created
+        self.written(created, "create")
+        if step.carrier_for is None:
+            self.report.created.append(step.name)
+            self._event(created, "DecisionCreate", "DecisionCreated", "created")
+        else:
+            self.report.carriers.append(step.name)
+            self.carrier_names.add(step.name)
+        decisions = (
+            _decisions(self.want[step.name])
+            if step.carrier_for is None
+            else [{"clusterName": c, "reason": ""} for c in step.clusters]
+        )
+        if created.status is None or decisions != _decisions(created):
+            await self._write_decisions(created, decisions, announce=step.carrier_for is None)
+
+    async def _update(self, name: str) -> None:
+        await self._write_decisions(self.view[name], _decisions(self.want[name]), announce=True)
+        if name not in self.report.updated:
+            self.report.updated.append(name)
+
+    async def _write_decisions(
+        self, pd: PlacementDecision, decisions: list[dict[str, Any]], *, announce: bool
+    ) -> None:
+        patch = {
+            "metadata": {"resourceVersion": pd.metadata.resource_version},
+            "status": {"decisions": decisions},
+        }
+        try:
+            written = await self.gateway.patch_status(
+                PlacementDecision, pd.name, patch, self.namespace
+            )
+        except (ConflictError, NotFoundError) as exc:
+            raise _StaleError(pd.name, exc) from exc
+        self.view[pd.name] = written
+        self.written(written, "patch")
+        # A missing status filled with an empty list is no change of decisions: no event.
+        if announce and _decisions(pd) != decisions:
+            self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
+
+    async def _fix_metadata(self) -> None:
+        for name, want in self.want.items():
+            have = self.view.get(name)
+            if have is None:
+                continue
+            changes = _metadata_patch(have, want)
+            if not changes:
+                continue
+            changes["resourceVersion"] = have.metadata.resource_version
+            try:
+                written = await self.gateway.merge_patch(
+                    PlacementDecision, name, {"metadata": changes}, self.namespace
+                )
+            except (ConflictError, NotFoundError) as exc:
+                raise _StaleError(name, exc) from exc
+            self.view[name] = written
+            self.written(written, "patch")
+            if name not in self.report.updated and name not in self.report.created:
+                self.report.updated.append(name)
+
+    async def _delete(self, step: Delete) -> None:
+        pd = self.view.get(step.name)
+        try:
+            await self.gateway.delete(PlacementDecision, step.name, self.namespace)
+        except NotFoundError:
+            gone = False
+        else:
+            gone = True
+        self.view.pop(step.name, None)
+        self.deleted(self.namespace, step.name, gone)
+        if step.carrier or step.name in self.carrier_names:
+            return
+        if gone:
+            self.report.deleted.append(step.name)
+            if pd is not None:
+                self._event(pd, "DecisionDelete", "DecisionDeleted", "deleted")
