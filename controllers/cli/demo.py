@@ -5,6 +5,7 @@ selected cluster tainted `NoSelect`) and the decisions that moved because of it.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import random
@@ -12,17 +13,21 @@ import sys
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
 from apis.placements import Placement, PlacementDecision, is_disabled
 from controllers.cli.crds import CRD_DIR
-from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
-from controllers.hub.manager import Manager, ManagerOptions
-from controllers.kube.config import ClusterAccess
-from controllers.kube.gateway import Gateway
 
-__all__ = ["SAMPLES_DIR", "demo_clusters", "run_demo"]
+# The hub, the embedded server and the client are imported where they are used: the command's
+# parser imports this module, and the offline verbs should not pay for them.
+if TYPE_CHECKING:
+    from controllers.cli.common import Subparsers
+    from controllers.embedded.apiserver import EmbeddedApiServer
+    from controllers.hub.manager import Manager
+    from controllers.kube.gateway import Gateway
+
+__all__ = ["SAMPLES_DIR", "add_parser", "demo_clusters", "run_demo"]
 
 SAMPLES_DIR = CRD_DIR.parent / "samples"
 TAINT_KEY = "example.com/maintenance"
@@ -171,6 +176,11 @@ def _report(
 
 async def run_demo(out: TextIO = sys.stdout, *, timeout: float = 60.0) -> int:
     """Run the demo; 0 when every placement got scheduled and the change was followed."""
+    from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
+    from controllers.hub.manager import Manager, ManagerOptions
+    from controllers.kube.config import ClusterAccess
+    from controllers.kube.gateway import Gateway
+
     logging.getLogger().setLevel(logging.WARNING)
     server = EmbeddedApiServer()
     try:
@@ -258,6 +268,27 @@ async def _show(
             print(f"  {key}: {change}", file=out)
     print(f"the tainted cluster left every decision {elapsed:.2f} s after the taint", file=out)
     return 0
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Add `demo` to the command's subparsers."""
+    demo = subparsers.add_parser(
+        "demo",
+        help="embedded hub + controller + sample fleet: show the decisions, then a live change",
+        description=(
+            "Start an embedded hub with config/samples grown to 200 clusters, run the "
+            "controller until every placement is scheduled, print the decisions per group, "
+            "taint the most selected cluster and show the decisions that moved. Exit 0."
+        ),
+    )
+    demo.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for each step (default 60)"
+    )
+    demo.set_defaults(func=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    return asyncio.run(run_demo(timeout=args.timeout))
 
 
 def main() -> int:

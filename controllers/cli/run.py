@@ -9,6 +9,7 @@ Deployment restarts it as a standby).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -21,15 +22,20 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
-from controllers.hub.manager import Manager, ManagerOptions
-from controllers.kube.config import ClusterAccess
+from controllers.cli.common import CliError
 from controllers.kube.errors import ApiError
-from controllers.kube.gateway import Gateway
-from controllers.runtime.leader import LeaderConfig
+from controllers.runtime.logs import setup_logging
 
-__all__ = ["RunOptions", "lease_namespace", "run_controller", "tune_gc"]
+# The hub, the embedded server and the client are imported in the functions that use them: the
+# command's parser imports this module, and the offline verbs should not pay for them.
+if TYPE_CHECKING:
+    from controllers.cli.common import Subparsers
+    from controllers.embedded.apiserver import EmbeddedApiServer
+    from controllers.kube.config import ClusterAccess
+
+__all__ = ["RunOptions", "add_parser", "lease_namespace", "run_controller", "tune_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +81,8 @@ def tune_gc() -> None:
 
 def _access(options: RunOptions) -> ClusterAccess | None:
     """How to reach the hub; None: start an embedded one."""
+    from controllers.kube.config import ClusterAccess
+
     if options.embedded:
         return None
     if options.kubeconfig is not None:
@@ -87,6 +95,9 @@ def _access(options: RunOptions) -> ClusterAccess | None:
 
 
 async def _embedded(load: Path | None) -> tuple[EmbeddedApiServer, ClusterAccess]:
+    from controllers.embedded.apiserver import EmbeddedApiServer
+    from controllers.kube.config import ClusterAccess
+
     server = EmbeddedApiServer(snapshot=load)
     url = await server.start()
     kubeconfig = server.kubeconfig(Path(tempfile.mkdtemp(prefix="ocm-placement-")) / "kubeconfig")
@@ -97,6 +108,11 @@ async def _embedded(load: Path | None) -> tuple[EmbeddedApiServer, ClusterAccess
 
 async def run_controller(options: RunOptions) -> int:
     """Run until a signal (exit 0) or lost leadership (exit 1)."""
+    from controllers.embedded.apiserver import SnapshotError
+    from controllers.hub.manager import CONTROLLER_NAME, Manager, ManagerOptions
+    from controllers.kube.gateway import Gateway
+    from controllers.runtime.leader import LeaderConfig
+
     access = _access(options)
     server: EmbeddedApiServer | None = None
     if access is None:
@@ -111,7 +127,11 @@ async def run_controller(options: RunOptions) -> int:
     leader = None
     if options.leader_elect:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        leader = LeaderConfig(namespace=lease_namespace(options.lease_namespace), identity=identity)
+        leader = LeaderConfig(
+            name=CONTROLLER_NAME,
+            namespace=lease_namespace(options.lease_namespace),
+            identity=identity,
+        )
     tune_gc()
     gateway = await Gateway.connect(access)
     manager = Manager(
@@ -147,3 +167,75 @@ async def run_controller(options: RunOptions) -> int:
         if server is not None:
             await server.stop()
     return code
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Add `run` to the command's subparsers."""
+    run = subparsers.add_parser(
+        "run",
+        help="run the placement controller",
+        description=(
+            "Run the hub placement controller: watch Placements, ManagedClusters, sets, "
+            "bindings, PlacementDecisions and AddOnPlacementScores, and write decisions. The "
+            "hub is --kubeconfig (and --context), else $KUBECONFIG, else the in-cluster "
+            "service account, else an embedded API server on 127.0.0.1 whose kubeconfig is "
+            "printed. Stops cleanly on SIGTERM or SIGINT."
+        ),
+    )
+    run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the hub")
+    run.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
+    run.add_argument(
+        "--embedded", action="store_true", help="start an embedded hub even if one is configured"
+    )
+    run.add_argument(
+        "--load", type=Path, metavar="DIR", help="embedded hub only: manifests to store at start"
+    )
+    run.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default 4)")
+    run.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="elect a leader over a coordination.k8s.io Lease; only the leader writes",
+    )
+    run.add_argument(
+        "--lease-namespace",
+        metavar="NS",
+        help="namespace of the Lease (default: $POD_NAMESPACE, the pod's namespace, "
+        "or open-cluster-management-hub)",
+    )
+    run.add_argument(
+        "--http-addr",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="/healthz, /readyz, /metrics and /debug/placements (default 127.0.0.1:8080; "
+        "':8080' listens on every interface)",
+    )
+    run.add_argument(
+        "--resync",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="schedule every placement again this often (default 600, as OCM)",
+    )
+    run.add_argument("--log-format", choices=["text", "json"], default="text")
+    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+    run.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    if args.workers < 1:
+        raise CliError(f"--workers: must be at least 1 (got {args.workers})")
+    if args.resync <= 0:
+        raise CliError(f"--resync: must be positive (got {args.resync})")
+    setup_logging(args.log_format, args.log_level)
+    options = RunOptions(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        embedded=args.embedded,
+        load=args.load,
+        workers=args.workers,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        http_addr=args.http_addr,
+        resync=args.resync,
+    )
+    return asyncio.run(run_controller(options))

@@ -1,38 +1,19 @@
-"""`placement simulate` and `placement explain` on the samples, bad input and usage errors."""
+"""`placement simulate` on the samples, and the input handling it shares with `placement
+explain`: bad input, the clock, other kinds skipped, usage errors."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from apis.placements import PLACEMENT_LABEL
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
-from controllers.cli.manifests import load_paths
+from tests.controllers.cli.samples import NOW, PLACEMENTS, ROOT, SAMPLES, run
 
-ROOT = Path(__file__).resolve().parents[3]
-SAMPLES = str(ROOT / "config" / "samples")
-NOW = ["--now", "2026-11-22T12:00:00Z"]
 INVALID = ROOT / "tests" / "data" / "invalid" / "placement-weight-too-high.yaml"
-
-
-def sample_placements() -> list[str]:
-    loaded = load_paths([SAMPLES])
-    return sorted(
-        f"{o.obj.namespace}/{o.obj.name}" for o in loaded.objects if o.obj.kind == "Placement"
-    )
-
-
-PLACEMENTS = sample_placements()
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_samples_have_placements_to_simulate() -> None:
@@ -80,50 +61,6 @@ def test_simulate_table_has_one_row_per_placement(capsys: pytest.CaptureFixture[
     assert select_none.split()[2:5] == ["False", "NoManagedClusterMatched", "0"]
 
 
-@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
-def test_explain_json_works_on_every_sample_placement(
-    capsys: pytest.CaptureFixture[str], key: str
-) -> None:
-    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, *NOW)
-    assert code == EXIT_OK
-    doc: dict[str, Any] = json.loads(out)
-    namespace, name = key.split("/")
-    assert doc["placement"]["metadata"]["name"] == name
-    assert doc["placement"]["metadata"]["namespace"] == namespace
-    for section in ("filteredPipelineResults", "prioritizeResults", "aggregatedScores", "error"):
-        assert section in doc
-    if not doc["error"]:
-        assert [r["name"] for r in doc["filteredPipelineResults"]] == [
-            "Predicate",
-            "Predicate,TaintToleration",
-        ]
-        feasible = doc["filteredPipelineResults"][-1]["filteredClusters"]
-        assert sorted(s["clusterName"] for s in doc["aggregatedScores"]) == sorted(feasible)
-        scores = [(-s["score"], s["clusterName"].encode()) for s in doc["aggregatedScores"]]
-        assert scores == sorted(scores)
-        assert all(r["weight"] != 0 for r in doc["prioritizeResults"])
-
-
-@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
-def test_explain_table_works_on_every_sample_placement(
-    capsys: pytest.CaptureFixture[str], key: str
-) -> None:
-    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, "-o", "table", *NOW)
-    assert code == EXIT_OK
-    header, *rows = out.splitlines()
-    assert header.split()[0] == "CLUSTER"
-    assert header.split()[-2:] == ["TOTAL", "PICKED"]
-    assert rows, "every sample placement has clusters available to it"
-
-
-def test_explain_json_of_cel_sample_reports_the_misconfiguration(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", "apps/web-cel-predicate")
-    assert code == EXIT_OK
-    assert json.loads(out)["error"].startswith("Predicate:celSelector is not supported yet")
-
-
 def test_invalid_object_exits_1_naming_file_and_object(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "simulate", "-f", str(INVALID))
     assert code == EXIT_ERROR
@@ -137,13 +74,6 @@ def test_missing_file_exits_1_naming_it(capsys: pytest.CaptureFixture[str], tmp_
     code, _, err = run(capsys, "simulate", "-f", str(missing))
     assert code == EXIT_ERROR
     assert str(missing) in err
-
-
-def test_unknown_placement_exits_1_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "explain", "-f", SAMPLES, "--placement", "apps/nope")
-    assert code == EXIT_ERROR
-    assert out == ""
-    assert "Placement apps/nope" in err
 
 
 def test_bad_clock_exits_1(capsys: pytest.CaptureFixture[str]) -> None:

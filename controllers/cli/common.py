@@ -1,0 +1,122 @@
+"""What the verbs of `placement` share (DESIGN §6): the exit codes, the error a verb raises for
+bad input, the `-f`/`-o`/`--now` options, reading the objects simulate and explain schedule,
+and printing JSON, YAML or a table.
+
+Every verb module imports this one and none imports another verb or `main`, so the command
+has no import cycles: main -> verbs -> common.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from apis.meta import KubeObject, parse_time
+from controllers.cli.manifests import dump_yaml, load_paths
+from placement.simulate import SCHEDULING_KINDS
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # What `add_subparsers` returns; each verb adds its parser to it.
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliError",
+    "add_filename",
+    "add_manifest_options",
+    "emit",
+    "parse_now",
+    "scheduling_objects",
+    "table",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """Bad input: printed on stderr, exit code 1."""
+
+
+def parse_now(text: str | None) -> datetime:
+    """The `--now` clock: the given RFC 3339 time, else the current time."""
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return parse_time(text)
+    except ValueError as exc:  # PydanticCustomError is a ValueError
+        raise CliError(f"--now: {exc}") from None
+
+
+def scheduling_objects(paths: list[str]) -> list[KubeObject]:
+    """Read the objects simulate and explain use; other kinds are skipped with a warning."""
+    result = load_paths(paths)
+    errors = [e for e in result.errors if not e.unknown_kind]
+    if errors:
+        raise CliError("\n".join(str(e) for e in errors))
+    kinds = Counter(
+        e.message.split("'")[1] if e.message.count("'") >= 2 else "unknown"
+        for e in result.errors
+        if e.unknown_kind
+    )
+    kinds.update(
+        type(o.obj).KIND for o in result.objects if not isinstance(o.obj, SCHEDULING_KINDS)
+    )
+    if kinds:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        print(f"warning: skipped objects of other kinds: {listed}", file=sys.stderr)
+    return [o.obj for o in result.objects if isinstance(o.obj, SCHEDULING_KINDS)]
+
+
+def emit(data: Any, output: str) -> None:
+    """Print `data` on stdout as YAML when `output` is "yaml", else as indented JSON."""
+    if output == "yaml":
+        sys.stdout.write(dump_yaml([data]))
+    else:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """Left-aligned columns three spaces apart, kubectl style, one line per row."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    lines = [
+        "   ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def add_filename(parser: argparse.ArgumentParser) -> None:
+    """`-f/--filename PATH`, required and repeatable."""
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="PATH",
+        help="file or folder of YAML/JSON manifests (repeatable)",
+    )
+
+
+def add_manifest_options(parser: argparse.ArgumentParser, outputs: list[str]) -> None:
+    """`-f`, `-o/--output` (one of `outputs`, the first the default) and `--now`."""
+    add_filename(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=outputs,
+        default=outputs[0],
+        help=f"output format (default {outputs[0]})",
+    )
+    parser.add_argument(
+        "--now", metavar="RFC3339", help="the clock for toleration and score expiry (default: now)"
+    )
