@@ -226,7 +226,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"--workers: must be at least 1 (got {args.workers})")
     if args.resync <= 0:
         raise CliError(f"--resync: must be positive (got {args.resync})")
-    setup_logging(args.log_format, args.log_level)
+    from controllers.hub.reconciler import LOG_SUBJECT
+
+    setup_logging(args.log_format, args.log_level, subject=LOG_SUBJECT)
     options = RunOptions(
         kubeconfig=args.kubeconfig,
         context=args.context,
