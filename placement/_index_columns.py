@@ -7,34 +7,26 @@ ever add codes, so a published `Column` keeps seeing its own prefix of them (`Pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from itertools import islice
-from sys import intern
-from types import MappingProxyType
 from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from apis.cluster import AddOnPlacementScore, ManagedCluster
-from apis.quantity import Quantity
 from placement.arrays import BoolMask, RowIndex
-from placement.snapshot import RESOURCES, AddOnColumn, Column
+from placement.rows import ScoreRow
+from placement.snapshot import AddOnColumn, Column
 
 __all__ = [
     "AddOnState",
-    "ClusterRow",
     "CodedColumn",
     "Cow",
     "Epoch",
     "Layout",
     "Prefix",
-    "ScoreRow",
-    "cluster_row",
     "columns_of",
-    "score_row",
 ]
 
 ScalarT = TypeVar("ScalarT", bound=np.generic)
@@ -42,9 +34,6 @@ MISSING = -1
 # A column recodes when it holds more unused values than used ones (and more than this), so
 # that churning values (timestamps in labels) do not grow it forever.
 _COMPACT_AT = 64
-_TaintSpec = tuple[str, str, str, datetime | None]  # key, value, effect, timeAdded
-_NO_RESOURCES: tuple[float | None, ...] = (None,) * len(RESOURCES)
-_EMPTY: Mapping[str, str] = MappingProxyType({})  # shared by every row without labels or claims
 
 
 class Epoch:
@@ -194,92 +183,6 @@ class CodedColumn:
         self.codes.replace(recode[self.codes.read])
         self.values, self.uses = values, uses
         self.index = {v: i for i, v in enumerate(values)}
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterRow:
-    """What the index (and the controller's cluster cache) keeps of a ManagedCluster: the
-    features its row shows, a few hundred bytes instead of the model's kilobytes. Rows compare
-    by those features only (name and resourceVersion do not count), so `==` tells whether an
-    update changed anything the scheduler reads."""
-
-    labels: Mapping[str, str]
-    claims: Mapping[str, str]
-    deleting: bool
-    allocatable: tuple[float | None, ...]  # per RESOURCES; None, not NaN, so that == works
-    capacity: tuple[float | None, ...]
-    taints: tuple[_TaintSpec, ...]
-    name: str = field(default="", compare=False)
-    resource_version: str | None = field(default=None, compare=False)
-
-
-def _interned(pairs: Iterable[tuple[str, str]]) -> Mapping[str, str]:
-    """Keys and values repeat across clusters (a fleet has few label keys and, mostly, few
-    values per key): one string object each instead of one per cluster."""
-    out = {intern(key): intern(value) for key, value in pairs}
-    return out or _EMPTY
-
-
-def cluster_row(cluster: ManagedCluster) -> ClusterRow:
-    """The features of a cluster that its row shows."""
-    status = cluster.status
-    claims: Mapping[str, str] = _EMPTY
-    allocatable: tuple[float | None, ...] = _NO_RESOURCES
-    capacity = allocatable
-    if status is not None:
-        if status.cluster_claims:  # later duplicates win
-            claims = _interned((c.name or "", c.value or "") for c in status.cluster_claims)
-        if status.allocatable:
-            allocatable = _amounts(status.allocatable)
-        if status.capacity:
-            capacity = _amounts(status.capacity)
-            if capacity == allocatable:
-                capacity = allocatable  # one tuple for both, as is common
-    taints = cluster.spec.taints
-    meta = cluster.metadata
-    return ClusterRow(
-        _interned(meta.labels.items()) if meta.labels else _EMPTY,
-        claims,
-        meta.deletion_timestamp is not None,
-        allocatable,
-        capacity,
-        tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
-        meta.name or "",
-        meta.resource_version,
-    )
-
-
-def _amounts(resources: Mapping[str, Quantity]) -> tuple[float | None, ...]:
-    amounts = tuple([resources[r].approximate() if r in resources else None for r in RESOURCES])
-    return _NO_RESOURCES if amounts == _NO_RESOURCES else amounts
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreRow:
-    """What the index (and the controller's score cache) keeps of an AddOnPlacementScore: what
-    it contributes to its cluster's row, validUntil and the scores (later duplicates win).
-    Rows compare by that content only."""
-
-    valid_until: float | None
-    values: tuple[tuple[str, int], ...]
-    namespace: str = field(default="", compare=False)
-    name: str = field(default="", compare=False)
-    resource_version: str | None = field(default=None, compare=False)
-
-
-def score_row(score: AddOnPlacementScore) -> ScoreRow:
-    status = score.status
-    until: float | None = None
-    values: tuple[tuple[str, int], ...] = ()
-    if status is not None:
-        if status.valid_until is not None:
-            until = status.valid_until.timestamp()
-        found = {intern(item.name): item.value for item in status.scores or []}
-        values = tuple(found.items())
-    meta = score.metadata
-    return ScoreRow(
-        until, values, meta.namespace or "", intern(meta.name or ""), meta.resource_version
-    )
 
 
 class AddOnState:

@@ -2,10 +2,12 @@
 
 The controller feeds it every ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding,
 PlacementDecision and AddOnPlacementScore event and asks for a `FleetSnapshot` per scheduling
-cycle. A snapshot equals `FleetSnapshot.build` of the stored objects, but costs what changed:
+cycle (clusters and scores come as models or as the compact rows of `placement.rows`). A
+snapshot equals `FleetSnapshot.build` of the stored objects, but costs what changed:
 
 * an update of a known cluster rewrites its row only, in place (arrays a snapshot already holds
-  are copied once before the first write: copy on write, so a snapshot never changes);
+  are copied once before the first write: copy on write, so a snapshot never changes; the
+  cluster columns are in `placement._index_clusters`);
 * added and deleted clusters move rows (sorted by name), so they wait for the next `snapshot()`
   and are applied together, vectorized: a cold start is about one build, not N inserts;
 * a PlacementDecision changes its own entries and its placement's row array
@@ -14,10 +16,6 @@ cycle. A snapshot equals `FleetSnapshot.build` of the stored objects, but costs 
 """
 
 from __future__ import annotations
-
-from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
-from operator import attrgetter
 
 import numpy as np
 
@@ -29,25 +27,14 @@ from apis.cluster import (
 )
 from apis.meta import KubeObject
 from apis.placements import PlacementDecision
-from placement._index_columns import (
-    AddOnState,
-    ClusterRow,
-    CodedColumn,
-    Cow,
-    Epoch,
-    Layout,
-    ScoreRow,
-    cluster_row,
-    columns_of,
-    score_row,
-)
+from placement._index_clusters import ClusterColumns
+from placement._index_columns import AddOnState, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement.arrays import BoolMask
-from placement.snapshot import RESOURCES, FleetSnapshot, TaintRow
+from placement.rows import ClusterRow, ScoreRow, cluster_row, score_row
+from placement.snapshot import FleetSnapshot
 
 __all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
-
-_row = attrgetter("row")
 
 
 def _same_version(old: KubeObject, new: KubeObject) -> bool:
@@ -57,10 +44,6 @@ def _same_version(old: KubeObject, new: KubeObject) -> bool:
 
 def _same_row_version(old: ClusterRow | ScoreRow, new: ClusterRow | ScoreRow) -> bool:
     return new.resource_version is not None and new.resource_version == old.resource_version
-
-
-def _nan(value: float | None) -> float:
-    return np.nan if value is None else value
 
 
 class FleetIndex:
@@ -79,12 +62,7 @@ class FleetIndex:
         self._index: dict[str, int] = {}
         self._adds: dict[str, ClusterRow] = {}
         self._deletes: dict[str, ClusterRow] = {}  # deleted committed rows: what they still show
-        self._labels: dict[str, CodedColumn] = {}
-        self._claims: dict[str, CodedColumn] = {}
-        self._deleting = Cow(self._epoch, np.zeros(0, dtype=bool))
-        self._allocatable = {r: Cow(self._epoch, np.full(0, np.nan)) for r in RESOURCES}
-        self._capacity = {r: Cow(self._epoch, np.full(0, np.nan)) for r in RESOURCES}
-        self._taints: tuple[TaintRow, ...] = ()
+        self._columns = ClusterColumns(self._epoch)
         # Small mappings are replaced, never mutated, so snapshots can hold them as they are.
         self._sets: dict[str, ManagedClusterSet] = {}
         self._bindings: dict[tuple[str, str], ManagedClusterSetBinding] = {}
@@ -94,8 +72,8 @@ class FleetIndex:
         self._scores_of: dict[str, tuple[ScoreRow, ...]] = {}
         self._addons: dict[str, AddOnState] = {}
         self._decisions = DecisionState(self._epoch)
-        # What the cluster-set masks of the last snapshot depend on, changed since.
-        self._labels_moved = False
+        # What the cluster-set masks of the last snapshot depend on, changed since (the label
+        # cells: `_columns.labels_moved`).
         self._sets_changed: set[str] = set()
 
     @property
@@ -134,7 +112,7 @@ class FleetIndex:
         before = shown if shown is not None else old
         assert before is not None  # a committed row is known or pending deletion
         if before != after:
-            self._rewrite(row, before, after)
+            self._columns.rewrite(row, before, after)
             changed = True
         if changed:
             self._changed()
@@ -146,47 +124,6 @@ class FleetIndex:
         if self._adds.pop(name, None) is None:
             self._deletes[name] = gone
         self._changed()
-
-    def _rewrite(self, row: int, before: ClusterRow, after: ClusterRow) -> None:
-        self._labels_moved |= self._rewrite_cells(self._labels, row, before.labels, after.labels)
-        self._rewrite_cells(self._claims, row, before.claims, after.claims)
-        if before.deleting != after.deleting:
-            self._deleting.write()[row] = after.deleting
-        for resources, old, new in (
-            (self._allocatable, before.allocatable, after.allocatable),
-            (self._capacity, before.capacity, after.capacity),
-        ):
-            for resource, was, now in zip(RESOURCES, old, new, strict=True):
-                if was != now:
-                    resources[resource].write()[row] = _nan(now)
-        if before.taints != after.taints:
-            lo = bisect_left(self._taints, row, key=_row)
-            hi = bisect_right(self._taints, row, key=_row)
-            mine = tuple(TaintRow(row, *t) for t in after.taints)
-            self._taints = self._taints[:lo] + mine + self._taints[hi:]
-
-    def _rewrite_cells(
-        self,
-        columns: dict[str, CodedColumn],
-        row: int,
-        before: Mapping[str, str],
-        after: Mapping[str, str],
-    ) -> bool:
-        changed = False
-        for key in before.keys() - after.keys():
-            columns[key].set(row, None)
-            changed = True
-        for key, value in after.items():
-            if before.get(key) != value:
-                self._column(columns, key).set(row, value)
-                changed = True
-        return changed
-
-    def _column(self, columns: dict[str, CodedColumn], key: str) -> CodedColumn:
-        column = columns.get(key)
-        if column is None:
-            column = columns[key] = CodedColumn(self._epoch, len(self._names))
-        return column
 
     # --- adds and deletes, applied together -----------------------------------------------
 
@@ -203,22 +140,6 @@ class FleetIndex:
         fresh[added_rows] = True
         layout = Layout(keep, np.flatnonzero(~fresh), size)
 
-        taint_rows = np.fromiter((t.row for t in self._taints), np.intp, len(self._taints))
-        moved_to = np.full(keep.size, -1, dtype=np.intp)
-        moved_to[keep] = layout.kept_rows
-        taints = [
-            TaintRow(row, t.key, t.value, t.effect, t.time_added)
-            for t, row in zip(self._taints, moved_to[taint_rows].tolist(), strict=True)
-            if row >= 0
-        ]
-        for state in (*self._labels.values(), *self._claims.values()):
-            state.relayout(layout)
-        self._deleting.replace(layout.move(self._deleting.read, False))
-        for column in (*self._allocatable.values(), *self._capacity.values()):
-            column.replace(layout.move(column.read, np.nan))
-        for addon in self._addons.values():
-            addon.relayout(layout)
-
         names = np.empty(size, dtype=object)
         names[layout.kept_rows] = kept
         names[added_rows] = new_names
@@ -226,7 +147,9 @@ class FleetIndex:
         self._names = tuple(names.tolist())
         self._index = dict(zip(self._names, range(size), strict=True))
         rows = added_rows.tolist()
-        self._fill(rows, added, taints)
+        self._columns.relayout(layout, rows, map(self._adds.__getitem__, added))
+        for addon in self._addons.values():
+            addon.relayout(layout)
         self._decisions.relayout(layout, list(zip(rows, added, strict=True)))
         scored: dict[str, list[tuple[int, ScoreRow]]] = {}
         for row, name in zip(rows, added, strict=True):
@@ -236,50 +159,6 @@ class FleetIndex:
             self._addon(resource).fill(items)
         self._adds.clear()
         self._deletes.clear()
-        self._labels_moved = True
-
-    def _fill(self, rows: list[int], names: list[str], taints: list[TaintRow]) -> None:
-        """Write the new rows: lists of cells per column, then one numpy call per column."""
-        label_cells: dict[str, tuple[list[int], list[str]]] = {}
-        claim_cells: dict[str, tuple[list[int], list[str]]] = {}
-        deleting: list[int] = []
-        allocatable: list[tuple[float | None, ...]] = []
-        capacity: list[tuple[float | None, ...]] = []
-        for row, name in zip(rows, names, strict=True):
-            features = self._adds[name]
-            for key, value in features.labels.items():
-                cell = label_cells.get(key)
-                if cell is None:
-                    cell = label_cells[key] = ([], [])
-                cell[0].append(row)
-                cell[1].append(value)
-            for key, value in features.claims.items():
-                cell = claim_cells.get(key)
-                if cell is None:
-                    cell = claim_cells[key] = ([], [])
-                cell[0].append(row)
-                cell[1].append(value)
-            if features.deleting:
-                deleting.append(row)
-            allocatable.append(features.allocatable)
-            capacity.append(features.capacity)
-            if features.taints:
-                taints.extend(TaintRow(row, *t) for t in features.taints)
-        for columns, cells in ((self._labels, label_cells), (self._claims, claim_cells)):
-            for key, (at, values) in cells.items():
-                self._column(columns, key).fill(at, values)
-            for state in columns.values():
-                state.recount()
-        self._deleting.write()[deleting] = True
-        new_rows = np.asarray(rows, dtype=np.intp)
-        for arrays, amounts in ((self._allocatable, allocatable), (self._capacity, capacity)):
-            table = np.array(amounts, dtype=object).reshape(len(amounts), len(RESOURCES))
-            known = table != None  # noqa: E711 (elementwise, on an object array)
-            for i, resource in enumerate(RESOURCES):
-                at = known[:, i]
-                arrays[resource].write()[new_rows[at]] = table[at, i].astype(np.float64)
-        taints.sort(key=_row)  # stable: a cluster's taints keep their order
-        self._taints = tuple(taints)
 
     # --- sets and bindings ----------------------------------------------------------------
 
@@ -376,11 +255,12 @@ class FleetIndex:
             return self._cached
         if self._adds or self._deletes:
             self._apply_layout()
-        for states in (self._labels, self._claims, self._addons):
+        columns = self._columns
+        for states in (columns.labels, columns.claims, self._addons):
             for key in [k for k, state in states.items() if not state.rows]:
                 del states[key]  # as if never seen: build() has no column for them either
         last = self._last
-        if last is None or self._labels_moved:
+        if last is None or columns.labels_moved:
             masks: dict[str, BoolMask] = {}
         elif self._sets_changed:
             masks = {k: v for k, v in last._set_masks.items() if k not in self._sets_changed}
@@ -389,12 +269,12 @@ class FleetIndex:
         fleet = FleetSnapshot(
             names=self._names,
             index=self._index,
-            labels=columns_of(self._labels),
-            claims=columns_of(self._claims),
-            deleting=self._deleting.read,
-            allocatable={r: column.read for r, column in self._allocatable.items()},
-            capacity={r: column.read for r, column in self._capacity.items()},
-            taints=self._taints,
+            labels=columns_of(columns.labels),
+            claims=columns_of(columns.claims),
+            deleting=columns.deleting.read,
+            allocatable={r: column.read for r, column in columns.allocatable.items()},
+            capacity={r: column.read for r, column in columns.capacity.items()},
+            taints=columns.taints,
             cluster_sets=self._sets,
             bindings=self._binding_view,
             decisions=self._decisions.table(),
@@ -404,7 +284,7 @@ class FleetIndex:
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
         self._epoch.now += 1  # from now on every array above is copied before a write
-        self._labels_moved = False
+        columns.labels_moved = False
         self._sets_changed.clear()
         self._cached = self._last = fleet
         return fleet

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apis.cluster import ManagedCluster
-from placement.index import cluster_row, score_row
+from placement.rows import cluster_row, score_row
 from placement.testing import NOW, cluster, score, taint
 
 
