@@ -38,6 +38,8 @@ __all__ = [
     "GROUP_NAME_PATTERN",
     "MAX_SPREAD_CONSTRAINTS",
     "PLACEMENT_LABEL",
+    "PLACEMENT_MISCONFIGURED",
+    "PLACEMENT_SATISFIED",
     "TOPOLOGY_KEY_PATTERN",
     "AddOnScoreCoordinate",
     "CelSelector",
@@ -73,6 +75,9 @@ DECISION_GROUP_INDEX_LABEL = "cluster.open-cluster-management.io/decision-group-
 DISABLE_ANNOTATION = "cluster.open-cluster-management.io/experimental-scheduling-disable"
 """Set to "true" on a Placement, it turns scheduling of that placement off (see `is_disabled`)."""
 MAX_SPREAD_CONSTRAINTS = 8
+# The condition types of a Placement's status, as OCM names them.
+PLACEMENT_SATISFIED = "PlacementSatisfied"
+PLACEMENT_MISCONFIGURED = "PlacementMisconfigured"
 
 CLUSTERS_PER_GROUP_PATTERN = r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$"
 GROUP_NAME_PATTERN = r"^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$"
@@ -317,3 +322,8 @@ class PlacementDecision(KubeObject):
     HAS_STATUS: ClassVar[bool] = True
 
     status: PlacementDecisionStatus | None = None
+
+    @property
+    def placement_name(self) -> str | None:
+        """The placement this decision belongs to, by its label (None when unlabelled)."""
+        return (self.metadata.labels or {}).get(PLACEMENT_LABEL)

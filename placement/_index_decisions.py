@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from apis.placements import PLACEMENT_LABEL, PlacementDecision
+from apis.placements import PlacementDecision
 from placement._index_columns import Cow, Epoch, Layout
 from placement.arrays import RowIndex
 from placement.snapshot import DecisionTable
@@ -68,7 +68,7 @@ class DecisionState:
     def upsert(self, decision: PlacementDecision, fleet: Mapping[str, int]) -> bool:
         """Store a PlacementDecision; `fleet` is the committed name -> row. True if it changed
         what a snapshot shows."""
-        owner = (decision.metadata.labels or {}).get(PLACEMENT_LABEL)
+        owner = decision.placement_name
         placement = (decision.namespace, owner) if owner else None
         entries = decision.status.decisions if decision.status else []
         names = [e.cluster_name for e in entries]

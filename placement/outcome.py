@@ -14,15 +14,13 @@ from datetime import datetime
 import numpy as np
 
 from apis.meta import Condition, ConditionStatus
-from apis.placements import PlacementStatus
+from apis.placements import PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED, PlacementStatus
 from placement.decisions import Paged, cluster_decision_groups, paginate
 from placement.framework import Code, Status
 from placement.scheduler import ScheduleResult
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
-    "MISCONFIGURED",
-    "SATISFIED",
     "Outcome",
     "misconfigured_condition",
     "outcome",
@@ -31,8 +29,6 @@ __all__ = [
     "set_condition",
 ]
 
-SATISFIED = "PlacementSatisfied"
-MISCONFIGURED = "PlacementMisconfigured"
 MAX_NOTE = 1000
 """OCM caps the ScoreUpdate note at 1000 of the 1024 characters an event allows."""
 
@@ -145,9 +141,11 @@ def outcome(
     selected = len(result.selected) if paged is not None else 0
     conditions = list(previous.conditions or []) if previous else []
     conditions = set_condition(
-        conditions, SATISFIED, satisfied_condition(result, status, selected), now
+        conditions, PLACEMENT_SATISFIED, satisfied_condition(result, status, selected), now
     )
-    conditions = set_condition(conditions, MISCONFIGURED, misconfigured_condition(status), now)
+    conditions = set_condition(
+        conditions, PLACEMENT_MISCONFIGURED, misconfigured_condition(status), now
+    )
     if paged is not None:
         new_status = PlacementStatus(
             number_of_selected_clusters=selected,

@@ -14,7 +14,7 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.meta import KubeObject
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision, is_disabled
+from apis.placements import Placement, PlacementDecision, is_disabled
 from placement.outcome import Outcome, outcome
 from placement.scheduler import Scheduler
 from placement.snapshot import FleetSnapshot
@@ -74,7 +74,7 @@ def simulate(
     current: dict[tuple[str, str], list[PlacementDecision]] = {}
     for obj in items:
         if isinstance(obj, PlacementDecision):
-            owner = (obj.metadata.labels or {}).get(PLACEMENT_LABEL)
+            owner = obj.placement_name
             if owner:
                 current.setdefault((obj.namespace, owner), []).append(obj)
     out: list[Simulated] = []

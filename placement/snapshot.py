@@ -24,7 +24,7 @@ from apis.cluster import (
     ManagedClusterSet,
     ManagedClusterSetBinding,
 )
-from apis.placements import PLACEMENT_LABEL, PlacementDecision
+from apis.placements import PlacementDecision
 from placement.arrays import BoolMask, RowIndex
 
 __all__ = [
@@ -309,7 +309,7 @@ def _decision_table(
     all_rows: list[int] = []
     by_placement: dict[tuple[str, str], list[int]] = {}
     for decision in decisions:
-        placement = (decision.metadata.labels or {}).get(PLACEMENT_LABEL)
+        placement = decision.placement_name
         own = by_placement.setdefault((decision.namespace, placement), []) if placement else None
         for entry in decision.status.decisions if decision.status else []:
             row = index.get(entry.cluster_name)

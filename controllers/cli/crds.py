@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from apis.meta import KubeObject
+from apis.placements import PLACEMENT_SATISFIED
 from apis.registry import CUSTOM_KINDS
 from controllers.cli.manifests import dump_yaml
 
@@ -49,11 +50,11 @@ PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
         _AGE,
     ],
     "Placement": [
-        _condition_column("Succeeded", "PlacementSatisfied"),
+        _condition_column("Succeeded", PLACEMENT_SATISFIED),
         {
             "name": "Reason",
             "type": "string",
-            "jsonPath": '.status.conditions[?(@.type=="PlacementSatisfied")].reason',
+            "jsonPath": f'.status.conditions[?(@.type=="{PLACEMENT_SATISFIED}")].reason',
         },
         {
             "name": "SelectedClusters",

@@ -16,7 +16,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
-from apis.placements import Placement, PlacementDecision, is_disabled
+from apis.placements import (
+    PLACEMENT_MISCONFIGURED,
+    PLACEMENT_SATISFIED,
+    Placement,
+    PlacementDecision,
+    is_disabled,
+)
 from controllers.cli.crds import CRD_DIR
 
 # The hub, the embedded server and the client are imported where they are used: the command's
@@ -132,11 +138,11 @@ def _report(
     by_name = {pd.key: pd for pd in decisions}
     rows = [["PLACEMENT", "SATISFIED", "REASON", "GROUP", "CLUSTERS"]]
     for p in placements:
-        satisfied = _condition(p, "PlacementSatisfied")
+        satisfied = _condition(p, PLACEMENT_SATISFIED)
         if is_disabled(p) or satisfied is None:
             rows.append([p.key, "-", "scheduling disabled", "", ""])
             continue
-        misconfigured = _condition(p, "PlacementMisconfigured")
+        misconfigured = _condition(p, PLACEMENT_MISCONFIGURED)
         reason = satisfied[1]
         if misconfigured is not None and misconfigured[0] == "True":
             reason = f"Misconfigured: {misconfigured[2]}"

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from apis.placements import PLACEMENT_SATISFIED
 from controllers.cli.common import (
     EXIT_OK,
     add_manifest_options,
@@ -42,7 +43,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def _satisfied(item: Simulated) -> tuple[str, str]:
     for condition in item.placement.status.conditions or [] if item.placement.status else []:
-        if condition.type == "PlacementSatisfied":
+        if condition.type == PLACEMENT_SATISFIED:
             return condition.status, condition.reason
     return "", ""
 

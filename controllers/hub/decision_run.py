@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from apis.meta import ObjectMeta
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
+from apis.placements import Placement, PlacementDecision
 from controllers.hub.decision_steps import Create, Delete, Page, Step, Update, plan_steps
 from controllers.kube.errors import (
     AlreadyExistsError,
@@ -150,8 +150,7 @@ class DecisionRun:
         self.view = {
             pd.name: pd
             for pd in current
-            if pd.namespace == self.namespace
-            and (pd.metadata.labels or {}).get(PLACEMENT_LABEL) == self.placement.name
+            if pd.namespace == self.namespace and pd.placement_name == self.placement.name
         }
         self.recoveries: Counter[str] = Counter()
 

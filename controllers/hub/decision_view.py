@@ -3,7 +3,7 @@ their label (`controllers.runtime.views.Latest` with an index)."""
 
 from __future__ import annotations
 
-from apis.placements import PLACEMENT_LABEL, PlacementDecision
+from apis.placements import PlacementDecision
 from controllers.runtime.views import Latest
 
 __all__ = ["DecisionView"]
@@ -27,7 +27,7 @@ class DecisionView(Latest[PlacementDecision]):
             return False
         if old is not None:
             self._unindex(old)
-        owner = (obj.metadata.labels or {}).get(PLACEMENT_LABEL)
+        owner = obj.placement_name
         if owner:
             self._by_placement.setdefault((obj.namespace, owner), set()).add(obj.key)
         return True
@@ -39,7 +39,7 @@ class DecisionView(Latest[PlacementDecision]):
         return gone
 
     def _unindex(self, obj: PlacementDecision) -> None:
-        owner = (obj.metadata.labels or {}).get(PLACEMENT_LABEL)
+        owner = obj.placement_name
         if not owner:
             return
         keys = self._by_placement.get((obj.namespace, owner))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from apis.cluster import ManagedClusterSet, ManagedClusterSetBinding
-from apis.placements import PLACEMENT_LABEL, Placement, PlacementDecision
+from apis.placements import Placement, PlacementDecision
 from placement.clustersets import set_contains
 
 __all__ = ["Fanout", "placement_key"]
@@ -169,7 +169,7 @@ class Fanout:
 
     @staticmethod
     def for_decision(decision: PlacementDecision) -> set[str]:
-        owner = (decision.metadata.labels or {}).get(PLACEMENT_LABEL)
+        owner = decision.placement_name
         return {placement_key(decision.namespace, owner)} if owner else set()
 
 

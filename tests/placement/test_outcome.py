@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from apis.meta import Condition, KubeObject
+from apis.placements import PLACEMENT_MISCONFIGURED as MISCONFIGURED
+from apis.placements import PLACEMENT_SATISFIED as SATISFIED
 from apis.placements import Placement, PlacementStatus
 from placement.framework import Code, Status
-from placement.outcome import MISCONFIGURED, SATISFIED, Outcome, outcome, score_note
+from placement.outcome import Outcome, outcome, score_note
 from placement.scheduler import ScheduleResult
 from placement.testing import (
     NOW,

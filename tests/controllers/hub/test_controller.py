@@ -17,9 +17,10 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.meta import KubeObject
+from apis.placements import PLACEMENT_MISCONFIGURED as MISCONFIGURED
+from apis.placements import PLACEMENT_SATISFIED as SATISFIED
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.manager import Manager
-from placement.outcome import MISCONFIGURED, SATISFIED
 from placement.simulate import simulate
 from placement.testing import (
     addon,
