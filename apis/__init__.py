@@ -26,7 +26,15 @@ from apis.placements import (
     Toleration,
 )
 from apis.quantity import Quantity, QuantityError
-from apis.registry import CUSTOM_KINDS, KINDS, kind_for, parse_as, parse_object
+from apis.registry import (
+    CUSTOM_KINDS,
+    KINDS,
+    UnknownField,
+    kind_for,
+    parse_as,
+    parse_object,
+    unknown_fields,
+)
 from apis.scheduling import ElasticQuota, PodGroup
 
 __all__ = [
@@ -63,8 +71,10 @@ __all__ = [
     "SpreadConstraintsTerm",
     "Taint",
     "Toleration",
+    "UnknownField",
     "UnknownKindError",
     "kind_for",
     "parse_as",
     "parse_object",
+    "unknown_fields",
 ]

@@ -34,6 +34,8 @@ class GroupVersionResource(KubeModel):
 class AdmissionRequest(KubeModel):
     """What the API server asks the webhook about."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"requestSubResource"})
+
     uid: str
     kind: GroupVersionKind
     resource: GroupVersionResource

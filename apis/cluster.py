@@ -64,6 +64,8 @@ class ClusterClaim(KubeModel):
 class ManagedClusterSpec(KubeModel):
     """What the hub admin declares about a registered cluster."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"managedClusterClientConfigs"})
+
     hub_accepts_client: bool | None = None
     lease_duration_seconds: Annotated[int, IntRange(0, None)] | None = None
     taints: list[Taint] | None = None
@@ -71,6 +73,8 @@ class ManagedClusterSpec(KubeModel):
 
 class ManagedClusterStatus(KubeModel):
     """What the cluster's agent reports: conditions, resources and claims."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"version", "managedNamespaces"})
 
     conditions: list[Condition] | None = None
     capacity: ResourceList | None = None

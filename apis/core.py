@@ -45,6 +45,8 @@ __all__ = [
 class ObjectReference(KubeModel):
     """A reference to another object (core/v1 ObjectReference)."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"fieldPath"})
+
     api_version: str | None = None
     kind: str | None = None
     name: str | None = None
@@ -72,12 +74,24 @@ class Namespace(KubeObject):
 class ResourceRequirements(KubeModel):
     """A container's resource requests and limits."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"claims"})
+
     requests: ResourceList | None = None
     limits: ResourceList | None = None
 
 
 class Container(KubeModel):
     """A container of a pod; only its name and resources matter for scheduling."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            *("command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy"),
+            *("restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe"),
+            *("readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath"),
+            *("terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin"),
+            *("stdinOnce", "tty"),
+        }
+    )
 
     name: str
     image: str | None = None
@@ -124,6 +138,8 @@ class NodeAffinity(KubeModel):
 class Affinity(KubeModel):
     """Pod affinity; only node affinity is typed."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"podAffinity", "podAntiAffinity"})
+
     node_affinity: NodeAffinity | None = None
 
 
@@ -140,6 +156,19 @@ class PodToleration(KubeModel):
 class PodSpec(KubeModel):
     """The scheduling-relevant part of a pod spec."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            *("volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds"),
+            *("activeDeadlineSeconds", "dnsPolicy", "serviceAccountName", "serviceAccount"),
+            *("automountServiceAccountToken", "hostNetwork", "hostPID", "hostIPC"),
+            *("shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname"),
+            *("subdomain", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName"),
+            *("enableServiceLinks", "preemptionPolicy", "topologySpreadConstraints"),
+            *("setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims"),
+            *("resources", "hostnameOverride"),
+        }
+    )
+
     scheduler_name: str | None = None
     node_name: str | None = None
     node_selector: dict[str, str] | None = None
@@ -154,6 +183,9 @@ class PodSpec(KubeModel):
 
 class PodStatus(KubeModel):
     """Pod phase and conditions."""
+
+    # Written by the kubelet; its many fields change with the Kubernetes version.
+    ALL_FIELDS_KNOWN: ClassVar[bool] = False
 
     phase: str | None = None
     conditions: list[dict[str, Any]] | None = None
@@ -184,12 +216,19 @@ class NodeTaint(KubeModel):
 class NodeSpec(KubeModel):
     """Node taints and cordon state."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"podCIDR", "podCIDRs", "providerID", "configSource", "externalID"}
+    )
+
     taints: list[NodeTaint] | None = None
     unschedulable: bool | None = None
 
 
 class NodeStatus(KubeModel):
     """Node resources and conditions."""
+
+    # Written by the kubelet; its many fields change with the Kubernetes version.
+    ALL_FIELDS_KNOWN: ClassVar[bool] = False
 
     capacity: ResourceList | None = None
     allocatable: ResourceList | None = None
@@ -234,6 +273,8 @@ class Eviction(KubeObject):
 class CoreEvent(KubeObject):
     """A core/v1 Event (what `kubectl get events` lists)."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"source", "series", "related"})
+
     KIND: ClassVar[str] = "Event"
     PLURAL: ClassVar[str] = "events"
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ev",)
@@ -261,6 +302,15 @@ class EventSeries(KubeModel):
 class Event(KubeObject):
     """An events.k8s.io/v1 Event, as OCM's event recorder writes them."""
 
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "deprecatedSource",
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedCount",
+        }
+    )
+
     GROUP: ClassVar[str] = "events.k8s.io"
     KIND: ClassVar[str] = "Event"
     PLURAL: ClassVar[str] = "events"
@@ -280,6 +330,8 @@ class Event(KubeObject):
 
 class LeaseSpec(KubeModel):
     """Who holds a lease and until when."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"strategy", "preferredHolder"})
 
     holder_identity: str | None = None
     lease_duration_seconds: Int32 | None = None

@@ -73,6 +73,13 @@ class KubeModel(BaseModel):
         validate_default=False,
     )
 
+    # Wire fields of the API type that the model keeps as they came, without typing them (their
+    # contents are not checked for unknown fields). See apis.fields.
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    # False for a model typing only a subset of a large Kubernetes type: any other field is
+    # accepted there without a check.
+    ALL_FIELDS_KNOWN: ClassVar[bool] = True
+
     def to_wire(self) -> dict[str, Any]:
         """The object as the API server would store it: aliases, only the fields that were set."""
         return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
@@ -220,6 +227,8 @@ class OwnerReference(KubeModel):
 
 class ObjectMeta(KubeModel):
     """metav1.ObjectMeta: the fields the project reads or writes; the rest is kept as is."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"selfLink", "managedFields"})
 
     name: str | None = None
     generate_name: str | None = None

@@ -1,5 +1,7 @@
-"""Which model reads which document: the kinds of this project by apiVersion and kind, and
-`parse_object`, which turns one decoded document into a typed object or a clear error."""
+"""Which model reads which document: the kinds of this project by apiVersion and kind,
+`parse_object`, which turns one decoded document into a typed object or a clear error, and
+`unknown_fields`, the strict check of a document's field names (kept apart from parsing, so that
+objects read from a server keep the fields of a newer API)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from apis.cluster import (
 )
 from apis.core import Binding, CoreEvent, Event, Eviction, Lease, Namespace, Node, Pod
 from apis.errors import FieldProblem, ObjectValidationError, UnknownKindError, problems_from
+from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
 from apis.scheduling import ElasticQuota, PodGroup
@@ -23,10 +26,12 @@ from apis.scheduling import ElasticQuota, PodGroup
 __all__ = [
     "CUSTOM_KINDS",
     "KINDS",
+    "UnknownField",
     "describe",
     "kind_for",
     "parse_as",
     "parse_object",
+    "unknown_fields",
 ]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -105,3 +110,17 @@ def parse_object(doc: Any) -> KubeObject:
     if missing:
         raise ObjectValidationError(describe(doc), missing)
     return parse_as(kind_for(doc["apiVersion"], doc["kind"]), doc)
+
+
+def unknown_fields(doc: Any, cls: type[KubeObject] | None = None) -> list[UnknownField]:
+    """The fields of `doc` that its kind does not know (`spec.numberOfCluster`), in document
+    order, each with a suggestion when a known name is close. `cls` defaults to the model that
+    the document's apiVersion and kind name; a document of no known kind, or no mapping, has
+    none (parse_object reports those)."""
+    if cls is None:
+        if not isinstance(doc, dict):
+            return []
+        cls = KINDS.get((doc.get("apiVersion"), doc.get("kind")))  # type: ignore[arg-type]
+        if cls is None:
+            return []
+    return unknown_fields_of(cls, doc)
