@@ -15,19 +15,27 @@ of the controller at 100k clusters x 10k placements); report.md also fits growth
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tqdm import tqdm
-
 from perf.harness import Case, Settings, Step, machine
 from perf.report import verdicts, write_report
 from perf.scenarios import SCENARIOS, plan
 
-__all__ = ["main"]
+__all__ = ["PERF_EXTRA", "main", "missing_extra"]
+
+PERF_EXTRA = ("matplotlib", "tqdm")
+"""What the `perf` extra installs: the report's plots and the progress bar. Imported only when a
+run needs them, so that pytest collects perf/ (and the offline tests run) without them."""
+
+
+def missing_extra() -> list[str]:
+    """The modules of the perf extra that are not installed."""
+    return [name for name in PERF_EXTRA if importlib.util.find_spec(name) is None]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--repeat must be at least 1")
     if args.budget is not None and args.budget <= 0:
         parser.error("--budget must be positive")
+    missing = missing_extra()
+    if missing:
+        print(
+            f"python -m perf: needs the perf extra ({', '.join(missing)} not installed): "
+            "pip install -e '.[perf]'",
+            file=sys.stderr,
+        )
+        return 1
     out: Path = args.out
     if args.render:
         return _render(out)
@@ -118,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC).replace(microsecond=0)
     before = machine()
     cases: list[Case] = []
+    from tqdm import tqdm
+
     bar = tqdm(
         total=sum(s.weight for s in steps),
         unit="",

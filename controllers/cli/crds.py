@@ -4,12 +4,17 @@
 per custom kind in `config/crds/`. The schema is the model's JSON schema turned structural: refs
 inlined, nullable unions unwrapped, IntOrString and quantities marked
 `x-kubernetes-int-or-string`, free-form maps marked `x-kubernetes-preserve-unknown-fields`.
+
+`config_dir` finds the CRD and sample folders: the copies a wheel ships inside this package
+(`data/`, from pyproject's force-include), so that a regular install and the container image
+have them, else `config/` of the source tree (the canonical copies, which kustomize reads).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +23,36 @@ from apis.placements import PLACEMENT_SATISFIED
 from apis.registry import CUSTOM_KINDS
 from controllers.cli.manifests import dump_yaml
 
-__all__ = ["CRD_DIR", "build_crd", "crd_file_name", "main", "render_all"]
+__all__ = [
+    "CRD_DIR",
+    "SAMPLES_DIR",
+    "build_crd",
+    "config_dir",
+    "crd_file_name",
+    "main",
+    "render_all",
+]
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crds"
+SOURCE_CONFIG = Path(__file__).resolve().parents[2] / "config"
+"""`config/` of the source tree this module runs from (absent in an installed wheel)."""
+PACKAGED_CONFIG = "data"
+"""The folder of this package a wheel carries the CRDs and samples in."""
+
+
+def config_dir(name: str) -> Path:
+    """The folder `config/<name>` (`crds` or `samples`): the copy a wheel packages inside this
+    package, else the source tree's (a clone, an editable install). When neither exists (a
+    broken install), the source tree's path, so that errors name the canonical folder."""
+    packaged = resources.files(__package__ or "controllers.cli") / PACKAGED_CONFIG / name
+    # An installed wheel is a plain folder, so the Traversable is a Path; zipped installs are
+    # not supported (the embedded server globs the CRD folder).
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return SOURCE_CONFIG / name
+
+
+CRD_DIR = config_dir("crds")
+SAMPLES_DIR = config_dir("samples")
 
 _AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 

@@ -23,7 +23,7 @@ from apis.placements import (
     PlacementDecision,
     is_disabled,
 )
-from controllers.cli.crds import CRD_DIR
+from controllers.cli.crds import config_dir
 
 # The hub, the embedded server and the client are imported where they are used: the command's
 # parser imports this module, and the offline verbs should not pay for them.
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLES_DIR", "add_parser", "demo_clusters", "run_demo"]
 
-SAMPLES_DIR = CRD_DIR.parent / "samples"
+SAMPLES_DIR = config_dir("samples")
 TAINT_KEY = "example.com/maintenance"
 
 # provider -> region -> zones, the samples' topology plus a few more regions.

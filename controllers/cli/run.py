@@ -3,8 +3,14 @@
 Which hub: `--kubeconfig` (and `--context`), else `$KUBECONFIG`, else the in-cluster service
 account when running in a pod, else an embedded API server on 127.0.0.1 serving the CRDs of
 `config/crds` (optionally preloaded with `--load`), whose kubeconfig is printed so kubectl can
-reach it. Runs until SIGTERM or SIGINT (clean stop) or until leadership is lost (exit 1, so the
-Deployment restarts it as a standby).
+reach it (the folder of that kubeconfig is removed at exit). Runs until SIGTERM or SIGINT or
+until leadership is lost (exit 1, so the Deployment restarts it as a standby).
+
+Exit codes: 0 after SIGTERM or SIGINT, whether it came during start-up (which stops at once) or
+after (a graceful stop), as controller-runtime's managers do, so that Kubernetes does not count a
+requested stop as a crash; 1 when start-up fails or leadership is lost; 2 for usage errors. A
+start-up failure is one line on stderr saying what failed: the kubeconfig file or its context,
+the HTTP address, the embedded hub, or which informers could not list and why.
 """
 
 from __future__ import annotations
@@ -15,16 +21,18 @@ import contextlib
 import gc
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controllers.cli.common import CliError
+from controllers.cli.common import EXIT_USAGE
 from controllers.kube.errors import ApiError
 from controllers.runtime.logs import setup_logging
 
@@ -33,9 +41,18 @@ from controllers.runtime.logs import setup_logging
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
     from controllers.embedded.apiserver import EmbeddedApiServer
+    from controllers.hub.manager import Manager
     from controllers.kube.config import ClusterAccess
+    from controllers.kube.gateway import Gateway
 
-__all__ = ["RunOptions", "add_parser", "lease_namespace", "run_controller", "tune_gc"]
+__all__ = [
+    "RunOptions",
+    "add_parser",
+    "hub_access",
+    "lease_namespace",
+    "run_controller",
+    "tune_gc",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +71,7 @@ class RunOptions:
     lease_namespace: str | None = None
     http_addr: str = "127.0.0.1:8080"
     resync: float = 600.0
+    sync_timeout: float = 60.0
 
 
 def lease_namespace(explicit: str | None) -> str:
@@ -79,51 +97,72 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def _access(options: RunOptions) -> ClusterAccess | None:
+def hub_access(options: RunOptions) -> ClusterAccess | None:
     """How to reach the hub; None: start an embedded one."""
     from controllers.kube.config import ClusterAccess
 
     if options.embedded:
         return None
-    if options.kubeconfig is not None:
+    if options.kubeconfig is not None or options.context or os.environ.get("KUBECONFIG"):
+        # --context alone means the default kubeconfig, as for kubectl.
         return ClusterAccess(kubeconfig=options.kubeconfig, context=options.context)
-    if os.environ.get("KUBECONFIG"):
-        return ClusterAccess(context=options.context)
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         return ClusterAccess(in_cluster=True)
     return None
 
 
-async def _embedded(load: Path | None) -> tuple[EmbeddedApiServer, ClusterAccess]:
+class _Started:
+    """What start-up has opened so far, closed in reverse by `close` however it ended."""
+
+    def __init__(self) -> None:
+        self.server: EmbeddedApiServer | None = None
+        self.folder: Path | None = None
+        self.gateway: Gateway | None = None
+        self.manager: Manager | None = None
+
+    async def close(self) -> None:
+        if self.manager is not None:
+            await self.manager.stop()
+        if self.gateway is not None:
+            await self.gateway.close()
+        if self.server is not None:
+            await self.server.stop()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+async def _embedded(load: Path | None, started: _Started) -> ClusterAccess:
+    from controllers.cli.crds import CRD_DIR
     from controllers.embedded.apiserver import EmbeddedApiServer
     from controllers.kube.config import ClusterAccess
 
+    if not CRD_DIR.is_dir():
+        raise OSError(f"CRD folder {CRD_DIR} is missing (a broken install: reinstall)")
     server = EmbeddedApiServer(snapshot=load)
     url = await server.start()
-    kubeconfig = server.kubeconfig(Path(tempfile.mkdtemp(prefix="ocm-placement-")) / "kubeconfig")
+    started.server = server
+    started.folder = Path(tempfile.mkdtemp(prefix="ocm-placement-"))
+    kubeconfig = server.kubeconfig(started.folder / "kubeconfig")
     print(f"embedded hub listening on {url}", flush=True)
     print(f"export KUBECONFIG={kubeconfig}", flush=True)
-    return server, ClusterAccess(url=url)
+    return ClusterAccess(url=url)
 
 
-async def run_controller(options: RunOptions) -> int:
-    """Run until a signal (exit 0) or lost leadership (exit 1)."""
+async def _start(options: RunOptions, started: _Started) -> None:
+    """Everything up to synced caches; what it opened is in `started`, for the caller to
+    close. Raises the one-line errors `run_controller` prints."""
     from controllers.embedded.apiserver import SnapshotError
     from controllers.hub.manager import CONTROLLER_NAME, Manager, ManagerOptions
     from controllers.kube.gateway import Gateway
+    from controllers.runtime.controller import StartError
     from controllers.runtime.leader import LeaderConfig
 
-    access = _access(options)
-    server: EmbeddedApiServer | None = None
+    access = hub_access(options)
     if access is None:
         try:
-            server, access = await _embedded(options.load)
+            access = await _embedded(options.load, started)
         except (SnapshotError, OSError) as exc:
-            print(f"error: embedded hub: {exc}", file=sys.stderr)
-            return 1
-    elif options.load is not None:
-        print("error: --load only applies to the embedded hub", file=sys.stderr)
-        return 1
+            raise StartError(f"embedded hub: {exc}") from None
     leader = None
     if options.leader_elect:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
@@ -133,9 +172,9 @@ async def run_controller(options: RunOptions) -> int:
             identity=identity,
         )
     tune_gc()
-    gateway = await Gateway.connect(access)
-    manager = Manager(
-        gateway,
+    started.gateway = await Gateway.connect(access)
+    started.manager = Manager(
+        started.gateway,
         ManagerOptions(
             workers=options.workers,
             resync=options.resync,
@@ -143,30 +182,82 @@ async def run_controller(options: RunOptions) -> int:
             leader=leader,
         ),
     )
+    await started.manager.start(sync_timeout=options.sync_timeout)
+
+
+async def run_controller(options: RunOptions) -> int:
+    """Run until a signal (exit 0) or lost leadership (exit 1). A start-up failure prints one
+    line on stderr and returns 1; a signal during start-up stops it at once (exit 0)."""
+    from controllers.kube.config import ClusterAccessError
+    from controllers.runtime.controller import StartError
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    code = 0
+    started = _Started()
+    failure = ""
     try:
-        await manager.start()
-        print(f"controller running; http on {manager.http_address}", flush=True)
-        stopping = asyncio.create_task(stop.wait())
-        lost = asyncio.create_task(manager.wait_stopped())
-        await asyncio.wait({stopping, lost}, return_when=asyncio.FIRST_COMPLETED)
+        starting = asyncio.create_task(_start(options, started), name="start-up")
+        signalled = asyncio.create_task(stop.wait(), name="signal")
+        await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            log.info("stopped by a signal during start-up")
+            return 0
+        signalled.cancel()
+        try:
+            starting.result()
+        except (StartError, ClusterAccessError, ApiError, OSError) as exc:
+            failure = f"error: {exc}"
+            return 1
+        assert started.manager is not None
+        print(f"controller running; http on {started.manager.http_address}", flush=True)
+        signalled = asyncio.create_task(stop.wait(), name="signal")
+        lost = asyncio.create_task(started.manager.wait_stopped(), name="leadership lost")
+        await asyncio.wait({signalled, lost}, return_when=asyncio.FIRST_COMPLETED)
         code = 1 if lost.done() else 0
-        for task in (stopping, lost):
+        for task in (signalled, lost):
             task.cancel()
-    except (ApiError, OSError, TimeoutError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = 1
+        return code
     finally:
-        await manager.stop()
-        await gateway.close()
-        if server is not None:
-            await server.stop()
-    return code
+        await started.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.remove_signal_handler(sig)
+        if failure:  # last, after the log lines of the stop: what a person reads first
+            print(failure, file=sys.stderr)
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` above zero (a usage error otherwise)."""
+
+    expected = "a whole number above 0" if kind is int else "a number above 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:  # also NaN
+            raise argparse.ArgumentTypeError(f"expected {expected} (got {text!r})")
+        return value
+
+    return parse
+
+
+def _listen_address(text: str) -> str:
+    """An argparse type: `host:port`, `:port` or `[ipv6]:port`."""
+    from controllers.runtime.http import parse_address
+
+    try:
+        parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -179,18 +270,26 @@ def add_parser(subparsers: Subparsers) -> None:
             "bindings, PlacementDecisions and AddOnPlacementScores, and write decisions. The "
             "hub is --kubeconfig (and --context), else $KUBECONFIG, else the in-cluster "
             "service account, else an embedded API server on 127.0.0.1 whose kubeconfig is "
-            "printed. Stops cleanly on SIGTERM or SIGINT."
+            "printed. SIGTERM or SIGINT stops it cleanly, during start-up too (exit 0); a "
+            "start-up failure exits 1 with one line on stderr saying what failed."
         ),
     )
     run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the hub")
-    run.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
+    run.add_argument(
+        "--context",
+        metavar="NAME",
+        help="kubeconfig context (default: the current one; alone: of $KUBECONFIG or "
+        "~/.kube/config)",
+    )
     run.add_argument(
         "--embedded", action="store_true", help="start an embedded hub even if one is configured"
     )
     run.add_argument(
         "--load", type=Path, metavar="DIR", help="embedded hub only: manifests to store at start"
     )
-    run.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default 4)")
+    run.add_argument(
+        "--workers", type=_positive(int), default=4, help="concurrent reconciles (default 4)"
+    )
     run.add_argument(
         "--leader-elect",
         action="store_true",
@@ -204,17 +303,26 @@ def add_parser(subparsers: Subparsers) -> None:
     )
     run.add_argument(
         "--http-addr",
+        type=_listen_address,
         default="127.0.0.1:8080",
         metavar="HOST:PORT",
         help="/healthz, /readyz, /metrics and /debug/placements (default 127.0.0.1:8080; "
-        "':8080' listens on every interface)",
+        "':8080' listens on every interface, port 0 on a free port)",
     )
     run.add_argument(
         "--resync",
-        type=float,
+        type=_positive(float),
         default=600.0,
         metavar="SECONDS",
         help="schedule every placement again this often (default 600, as OCM)",
+    )
+    run.add_argument(
+        "--sync-timeout",
+        type=_positive(float),
+        default=60.0,
+        metavar="SECONDS",
+        help="give up start-up (exit 1) when a watched kind cannot be listed for this long; "
+        "the error says which kinds and why (default 60)",
     )
     run.add_argument("--log-format", choices=["text", "json"], default="text")
     run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
@@ -222,13 +330,6 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    if args.workers < 1:
-        raise CliError(f"--workers: must be at least 1 (got {args.workers})")
-    if args.resync <= 0:
-        raise CliError(f"--resync: must be positive (got {args.resync})")
-    from controllers.hub.reconciler import LOG_SUBJECT
-
-    setup_logging(args.log_format, args.log_level, subject=LOG_SUBJECT)
     options = RunOptions(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -239,5 +340,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         lease_namespace=args.lease_namespace,
         http_addr=args.http_addr,
         resync=args.resync,
+        sync_timeout=args.sync_timeout,
     )
+    if options.load is not None and hub_access(options) is not None:
+        # argparse's words, as every other usage error of the command.
+        print(
+            "placement run: error: --load only applies to the embedded hub (add --embedded, "
+            "or drop --kubeconfig, --context and $KUBECONFIG)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from controllers.hub.reconciler import LOG_SUBJECT
+
+    setup_logging(args.log_format, args.log_level, subject=LOG_SUBJECT)
     return asyncio.run(run_controller(options))

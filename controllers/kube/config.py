@@ -1,15 +1,28 @@
 """Where the gateway's API server is and how to authenticate to it: a kubeconfig file and
-context, the in-cluster service account, or an explicit URL (the embedded server)."""
+context, the in-cluster service account, or an explicit URL (the embedded server).
+
+A kubeconfig or service account that cannot be used is a `ClusterAccessError` whose message is
+one line naming the file and the context (kubectl's words where it has them), never the client
+library's exception: `placement run` prints it and exits.
+"""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
 from kubernetes_asyncio import client, config
 
-__all__ = ["ClusterAccess", "new_api_client"]
+__all__ = ["DEFAULT_KUBECONFIG", "ClusterAccess", "ClusterAccessError", "new_api_client"]
+
+DEFAULT_KUBECONFIG = Path("~/.kube/config")
+
+
+class ClusterAccessError(Exception):
+    """The kubeconfig, its context or the service account cannot be used (one-line message)."""
 
 
 @dataclass(frozen=True)
@@ -23,9 +36,80 @@ class ClusterAccess:
     token: str | None = None
     verify_tls: bool = True
 
+    def kubeconfig_path(self) -> Path:
+        """The kubeconfig file used: the explicit one, else the first of `$KUBECONFIG`, else
+        `~/.kube/config`."""
+        if self.kubeconfig is not None:
+            return self.kubeconfig.expanduser()
+        first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+        return Path(first).expanduser() if first else DEFAULT_KUBECONFIG.expanduser()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _kubeconfig(path: Path) -> dict[str, Any]:
+    """The kubeconfig document, checked enough to name what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ClusterAccessError(f"kubeconfig {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
+        raise ClusterAccessError(f"kubeconfig {path}: cannot read: {reason}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ClusterAccessError(f"kubeconfig {path}: not YAML: {_one_line(exc)}") from None
+    if not isinstance(doc, dict):
+        raise ClusterAccessError(
+            f"kubeconfig {path}: not a kubeconfig (expected a mapping with clusters, contexts "
+            "and users)"
+        )
+    return doc
+
+
+def _context(path: Path, doc: dict[str, Any], wanted: str | None) -> str:
+    """The context to use: `wanted`, else the file's current-context; it must exist."""
+    entries = doc.get("contexts") or []
+    names = sorted(
+        str(entry["name"]) for entry in entries if isinstance(entry, dict) and "name" in entry
+    )
+    known = f"contexts: {', '.join(names)}" if names else "the file has no contexts"
+    name = wanted or doc.get("current-context")
+    if not name:
+        raise ClusterAccessError(
+            f"kubeconfig {path}: no current-context set; pass --context ({known})"
+        )
+    if str(name) not in names:
+        source = "context" if wanted else "current-context"
+        raise ClusterAccessError(f'kubeconfig {path}: {source} "{name}" does not exist ({known})')
+    return str(name)
+
+
+async def _load_kubeconfig(access: ClusterAccess, configuration: client.Configuration) -> None:
+    path = access.kubeconfig_path()
+    context = _context(path, _kubeconfig(path), access.context)
+    try:
+        await config.load_kube_config(
+            config_file=str(path),
+            context=context,
+            client_configuration=configuration,
+            # The embedded server of tests and demos rewrites its file; do not keep a refresher.
+            persist_config=False,
+        )
+    except (config.ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
+        # A context naming a missing cluster or user, an unreadable certificate file, a failing
+        # exec plugin: the library's own words, on one line, with the file and the context.
+        raise ClusterAccessError(
+            f'kubeconfig {path}: context "{context}": {_one_line(exc)}'
+        ) from None
+
 
 async def new_api_client(access: ClusterAccess) -> client.ApiClient:
-    """An ApiClient configured from `access` (the caller closes it)."""
+    """An ApiClient configured from `access` (the caller closes it); `ClusterAccessError` when
+    the kubeconfig or the service account cannot be used."""
     configuration = client.Configuration()
     if access.url is not None:
         configuration.host = access.url.rstrip("/")
@@ -34,16 +118,10 @@ async def new_api_client(access: ClusterAccess) -> client.ApiClient:
             configuration.api_key = {"BearerToken": access.token}
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
     elif access.in_cluster:
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError) as exc:
+            raise ClusterAccessError(f"in-cluster service account: {_one_line(exc)}") from None
     else:
-        path = access.kubeconfig or Path(
-            os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
-        )
-        await config.load_kube_config(
-            config_file=str(path.expanduser()),
-            context=access.context,
-            client_configuration=configuration,
-            # The embedded server of tests and demos rewrites its file; do not keep a refresher.
-            persist_config=False,
-        )
+        await _load_kubeconfig(access, configuration)
     return client.ApiClient(configuration)

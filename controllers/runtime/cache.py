@@ -124,6 +124,9 @@ class Informer(Generic[ObjT, ItemT]):
         self.resource_version = ""
         self.relists = 0  # how many lists it took (1 + one per 410 Gone)
         self.resumes = 0  # how many times a watch was reopened from the last resourceVersion
+        self.last_error: ApiError | None = None
+        """Why the last list or watch failed (None once a list succeeds): what a controller
+        whose caches do not sync reports."""
         self._store: dict[str, ItemT] = {}
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -191,7 +194,9 @@ class Informer(Generic[ObjT, ItemT]):
                 )
                 must_list = True
             except ApiError as exc:
-                log.warning("%s watch failed (%s); retrying in %.2fs", self.cls.KIND, exc, delay)
+                self.last_error = exc
+                verb = "list" if must_list else "watch"
+                log.warning("%s %s failed (%s); retrying in %.2fs", self.cls.KIND, verb, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_retry_delay)
                 self.resumes += 1
@@ -211,6 +216,7 @@ class Informer(Generic[ObjT, ItemT]):
                 fresh[obj.key] = project(obj)
             resource_version = page.resource_version
         self.relists += 1
+        self.last_error = None
         old = self._store
         self._store = fresh
         self.resource_version = resource_version

@@ -8,6 +8,11 @@ the workers start on every key the controller owns. Stop (SIGTERM): no new keys 
 reconciles in flight finish their writes, pending events are flushed, the lease is released so
 a standby takes over at once, then the informers and the endpoint close.
 
+A start that cannot complete raises `StartError`, one line saying what failed: the address the
+endpoint could not listen on, or which informers did not sync in time and why (their last list
+error), or which one stopped. Cancelling `start` (a signal during start-up) leaves what it
+started for `stop` to close.
+
 A controller subclasses `Controller`, builds its informers in its constructor and says which
 keys it owns (`keys`) and what reconciles one (`handler`); the hooks `leadership_changed` and
 `event_recorded` are for its metrics.
@@ -18,22 +23,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from controllers.kube.errors import NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from controllers.runtime.events import EventRecorder
 from controllers.runtime.http import HttpServer, Routes
 from controllers.runtime.leader import LeaderConfig, LeaderElector
-from controllers.runtime.metrics import Exposition
+from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.queue import Clock, Handler, LoopClock, WorkQueue
 
-__all__ = ["Controller", "ControllerOptions"]
+__all__ = ["Controller", "ControllerOptions", "StartError", "unsynced_reasons"]
 
 log = logging.getLogger(__name__)
+
+# "GET /apis/...: detail" -> "detail": the request is the same for all informers but the path.
+_REQUEST = re.compile(r"^[A-Z]+ /\S*: ")
+
+
+class StartError(Exception):
+    """The controller could not start; the message is one line saying what failed."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def unsynced_reasons(informers: Iterable[Informer[Any, Any]]) -> str:
+    """Why these informers have not synced, informers with the same reason grouped:
+    `ManagedCluster, Placement: list failed: Cannot connect to host ...; Lease: no answer yet`."""
+    groups: dict[str, list[str]] = {}
+    for informer in informers:
+        error = informer.last_error
+        if error is None:
+            reason = "no answer yet"
+        else:
+            reason = "list failed: " + _REQUEST.sub("", _one_line(error))
+            if isinstance(error, NotFoundError):
+                reason += " (is the kind served? a CustomResourceDefinition missing?)"
+        groups.setdefault(reason, []).append(informer.cls.KIND)
+    return "; ".join(f"{', '.join(kinds)}: {reason}" for reason, kinds in groups.items())
 
 
 @dataclass(frozen=True)
@@ -56,7 +90,7 @@ class Controller:
         options: ControllerOptions,
         *,
         name: str,
-        metrics: Exposition,
+        metrics: MetricsRegistry,
         routes: Sequence[Routes] = (),
         clock: Clock | None = None,
         wall: Callable[[], datetime] | None = None,
@@ -65,7 +99,10 @@ class Controller:
         self.options = options
         self.clock: Clock = clock or LoopClock()
         self.wall = wall or (lambda: datetime.now(UTC))
-        self.queue = WorkQueue(clock=self.clock)
+        # The runtime's own series (workqueue_*, rest_client_requests_total) in the controller's
+        # registry, labelled with its name and its API server.
+        self.queue = WorkQueue(clock=self.clock, metrics=metrics.workqueue(name))
+        gateway.observe_requests = metrics.request_observer(gateway.host)
         self.recorder = EventRecorder(
             gateway, controller=name, wall=self.wall, on_recorded=self.event_recorded
         )
@@ -134,18 +171,54 @@ class Controller:
 
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Start everything; returns once the caches have synced (workers start when this
-        replica leads, possibly later)."""
+        replica leads, possibly later). `StartError` when the endpoint cannot listen, an
+        informer stops, or the caches have not synced within `sync_timeout` seconds."""
         if self.http is not None:
-            self.http_address = await self.http.start()
-        for informer in self.informers:
-            informer.start()
-        await asyncio.gather(*(i.wait_synced(sync_timeout) for i in self.informers))
+            try:
+                self.http_address = await self.http.start()
+            except OSError as exc:
+                reason = exc.strerror or _one_line(exc)
+                raise StartError(
+                    f"HTTP endpoint {self.options.http_addr}: cannot listen: {reason}"
+                ) from None
+        await self._sync(sync_timeout)
         log.info("%s", self.synced_message())
         if self.elector is None:
             self._start_working()
         else:
             self._tasks.append(asyncio.create_task(self._elect(), name="leader election"))
         self._tasks.append(asyncio.create_task(self._resync(), name="resync"))
+
+    async def _sync(self, timeout: float | None) -> None:
+        """Start the informers and wait for every first list, or until one stops (a bug or a
+        broken object: nothing retries it) or the time is up."""
+        runs: dict[asyncio.Future[Any], Informer[Any, Any]] = {
+            informer.start(): informer for informer in self.informers
+        }
+        synced: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.gather(*(informer.wait_synced() for informer in self.informers))
+        )
+        try:
+            async with asyncio.timeout(timeout):
+                while not synced.done():
+                    done, _ = await asyncio.wait(
+                        {synced, *runs}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    for run in done & runs.keys():
+                        informer = runs.pop(run)
+                        if not informer.synced:
+                            error = None if run.cancelled() else run.exception()
+                            why = f": {_one_line(error)}" if error is not None else ""
+                            raise StartError(f"{informer.cls.KIND} informer stopped{why}")
+        except TimeoutError:
+            waiting = [informer for informer in self.informers if not informer.synced]
+            raise StartError(
+                f"caches not synced after {timeout:g}s: {unsynced_reasons(waiting)}"
+            ) from None
+        finally:
+            synced.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await synced
 
     async def _elect(self) -> None:
         assert self.elector is not None

@@ -1,4 +1,5 @@
-"""`placement run` options that need no hub: where the Lease lives, usage errors."""
+"""`placement run` options that need no hub: where the Lease lives, which hub, usage errors.
+Its failures against a hub are in test_bad_invocations.py (run as a subprocess)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from controllers.cli.main import EXIT_ERROR, EXIT_USAGE, main
-from controllers.cli.run import DEFAULT_LEASE_NAMESPACE, lease_namespace
+from controllers.cli.main import EXIT_USAGE, main
+from controllers.cli.run import DEFAULT_LEASE_NAMESPACE, RunOptions, hub_access, lease_namespace
+from controllers.kube.config import ClusterAccess
 
 
 def test_the_lease_namespace_comes_from_the_flag_then_the_pod_then_the_default(
@@ -24,21 +26,71 @@ def test_the_lease_namespace_comes_from_the_flag_then_the_pod_then_the_default(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        pytest.param(["--workers", "0"], "--workers: must be at least 1 (got 0)", id="workers"),
-        pytest.param(["--resync", "0"], "--resync: must be positive (got 0.0)", id="resync"),
+        pytest.param(
+            ["--workers", "0"],
+            "argument --workers: expected a whole number above 0 (got '0')",
+            id="workers",
+        ),
+        pytest.param(
+            ["--resync", "0"], "argument --resync: expected a number above 0 (got '0')", id="resync"
+        ),
+        pytest.param(
+            ["--sync-timeout", "-1"],
+            "argument --sync-timeout: expected a number above 0 (got '-1')",
+            id="sync-timeout",
+        ),
+        pytest.param(
+            ["--http-addr", "8080"],
+            "argument --http-addr: invalid listen address '8080'",
+            id="http-addr",
+        ),
+        pytest.param(["--log-format", "xml"], "argument --log-format", id="log-format"),
     ],
 )
-def test_run_refuses_nonsense_numbers(
+def test_run_with_a_nonsense_option_is_a_usage_error(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", *argv]) == EXIT_ERROR
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", *argv])
+    assert exit_info.value.code == EXIT_USAGE
     assert message in capsys.readouterr().err
 
 
-def test_run_with_an_unknown_log_format_is_a_usage_error(
-    capsys: pytest.CaptureFixture[str],
+def test_load_with_a_configured_hub_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["run", "--log-format", "xml"])
-    assert exit_info.value.code == EXIT_USAGE
-    assert "--log-format" in capsys.readouterr().err
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    assert main(["run", "--load", str(tmp_path)]) == EXIT_USAGE
+    assert "--load only applies to the embedded hub" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env", "argv", "expected"),
+    [
+        pytest.param({}, [], None, id="nothing-configured-embedded"),
+        pytest.param({"KUBECONFIG": "/k"}, ["--embedded"], None, id="embedded-wins"),
+        pytest.param({}, ["--kubeconfig", "/k"], ClusterAccess(kubeconfig=Path("/k")), id="flag"),
+        pytest.param({}, ["--context", "c"], ClusterAccess(context="c"), id="context-alone"),
+        pytest.param({"KUBECONFIG": "/k"}, [], ClusterAccess(), id="env"),
+        pytest.param(
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, [], ClusterAccess(in_cluster=True), id="pod"
+        ),
+    ],
+)
+def test_the_hub_is_the_flags_then_kubeconfig_then_the_pod_then_an_embedded_one(
+    env: dict[str, str],
+    argv: list[str],
+    expected: ClusterAccess | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    kubeconfig = argv[argv.index("--kubeconfig") + 1] if "--kubeconfig" in argv else None
+    options = RunOptions(
+        kubeconfig=Path(kubeconfig) if kubeconfig else None,
+        context=argv[argv.index("--context") + 1] if "--context" in argv else None,
+        embedded="--embedded" in argv,
+    )
+    assert hub_access(options) == expected
