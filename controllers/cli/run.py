@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_LEASE_NAMESPACE = "open-cluster-management-hub"
+# The debug API stays on loopback unless asked: reach it with `kubectl port-forward`.
+DEFAULT_DEBUG_ADDR = "127.0.0.1:8081"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class RunOptions:
     leader_elect: bool = False
     lease_namespace: str | None = None
     http_addr: str = "127.0.0.1:8080"
+    debug_addr: str | None = DEFAULT_DEBUG_ADDR
     resync: float = 600.0
     sync_timeout: float = 60.0
 
@@ -179,6 +182,7 @@ async def _start(options: RunOptions, started: _Started) -> None:
             workers=options.workers,
             resync=options.resync,
             http_addr=options.http_addr,
+            debug_addr=options.debug_addr,
             leader=leader,
         ),
     )
@@ -306,8 +310,16 @@ def add_parser(subparsers: Subparsers) -> None:
         type=_listen_address,
         default="127.0.0.1:8080",
         metavar="HOST:PORT",
-        help="/healthz, /readyz, /metrics and /debug/placements (default 127.0.0.1:8080; "
+        help="/healthz, /readyz and /metrics (default 127.0.0.1:8080; "
         "':8080' listens on every interface, port 0 on a free port)",
+    )
+    run.add_argument(
+        "--debug-addr",
+        type=lambda text: _listen_address(text) if text else "",
+        default=DEFAULT_DEBUG_ADDR,
+        metavar="HOST:PORT",
+        help=f"OCM's debug API /debug/placements/, unauthenticated: keep it on loopback and "
+        f"reach it with kubectl port-forward (default {DEFAULT_DEBUG_ADDR}; '' turns it off)",
     )
     run.add_argument(
         "--resync",
@@ -339,6 +351,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         http_addr=args.http_addr,
+        debug_addr=args.debug_addr or None,
         resync=args.resync,
         sync_timeout=args.sync_timeout,
     )

@@ -5,12 +5,18 @@ leader election, HTTP endpoint, events) wired to the placement parts: caches of 
 Watch events update the index, the views and the fan-out at once; the fan-out says which
 placements to queue. Until the workers start, nothing is queued (the first lists would cost
 clusters x placements in fan-out): starting queues every placement once, in key order.
+
+OCM's debug API (`/debug/placements/`) is not on the runtime's endpoint, which the metrics
+Service exposes: it has a listener of its own (`debug_addr`), meant for loopback, so that only
+who may `kubectl port-forward` to the pod (RBAC `pods/portforward`) can read how every placement
+was scheduled or dry-run placements of their own.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,8 +35,9 @@ from controllers.hub.reconciler import Reconciler, WriteThrough
 from controllers.hub.writer import DecisionWriter
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
-from controllers.runtime.controller import Controller, ControllerOptions
+from controllers.runtime.controller import Controller, ControllerOptions, StartError
 from controllers.runtime.echoes import GONE, EchoedGateway, Echoes
+from controllers.runtime.http import HttpServer
 from controllers.runtime.queue import Clock, Handler
 from controllers.runtime.views import Latest
 from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
@@ -44,8 +51,15 @@ log = logging.getLogger(__name__)
 CONTROLLER_NAME = "placement-controller"
 """The reportingController of our events and the name of the leader-election Lease."""
 
-ManagerOptions = ControllerOptions
-"""Workers, resync period, HTTP address and leader election: the runtime's options."""
+
+@dataclass(frozen=True)
+class ManagerOptions(ControllerOptions):
+    """The runtime's options (workers, resync period, HTTP address, leader election) and where
+    the debug API listens."""
+
+    debug_addr: str | None = None
+    """`/debug/placements/`; None: not served. `placement run` binds it to 127.0.0.1:8081: keep
+    it on loopback, its answers show every placement and cluster the controller sees."""
 
 
 # The caches keep rows of clusters and scores (what the index and the fan-out read), not
@@ -71,17 +85,25 @@ class Manager(Controller):
         self.fanout = Fanout()
         self.placements: Latest[Placement] = Latest()
         self.decisions = DecisionView()
-        self._debug = DebugRoutes(self._explain, self._dry_run)
+        options = options or ManagerOptions()
+        self.debug_http: HttpServer | None = None
+        if options.debug_addr is not None:
+            debug = DebugRoutes(self._explain, self._dry_run)
+            self.debug_http = HttpServer(
+                address=options.debug_addr, routes=[debug], name="debug endpoint"
+            )
+        self.debug_address = ""
         super().__init__(
             gateway,
-            options or ManagerOptions(),
+            options,
             name=CONTROLLER_NAME,
             metrics=self.metrics,
-            routes=[self._debug],
             clock=clock,
             wall=wall,
         )
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
+        # Without leader election this replica always writes: it is the leader.
+        self.metrics.leader.set(1 if options.leader is None else 0)
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(
@@ -101,6 +123,27 @@ class Manager(Controller):
             wall=self.wall,
         )
         self.informers = self._informers()
+
+    # --- life cycle: the runtime's, plus the debug endpoint ----------------------------------
+
+    async def start(self, sync_timeout: float | None = 60.0) -> None:
+        """The runtime's start, then the debug endpoint: it answers from the caches, so it
+        listens once they have synced (and a start-up that fails before never binds it)."""
+        await super().start(sync_timeout)
+        if self.debug_http is not None and not self.debug_address:
+            try:
+                self.debug_address = await self.debug_http.start()
+            except OSError as exc:
+                reason = exc.strerror or str(exc) or type(exc).__name__
+                raise StartError(
+                    f"debug endpoint {self.debug_http.address}: cannot listen: {reason}"
+                ) from None
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self.debug_http is not None:
+            await self.debug_http.stop()
+            self.debug_address = ""
 
     # --- the runtime's hooks -------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ endpoint.
 The three scheduling histograms carry OCM's names, labels and buckets (its
 `pkg/placement/controllers/metrics`), so dashboards built for OCM's placement controller keep
 working; the `placement_*` series are this controller's own (queue, reconciles, writes, events,
-leadership).
+leadership). The registry also carries the runtime's `process_*`, `workqueue_*` and
+`rest_client_requests_total` series (`controllers.runtime.metrics`).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class Metrics(MetricsRegistry):
         )
         self.leader = Gauge(
             "placement_leader",
-            "1 while this replica holds the leader lease, 0 otherwise.",
+            "1 while this replica leads (holds the Lease, or runs without leader election), "
+            "0 otherwise.",
             registry=reg,
         )
         # Series present from the first scrape (at zero), as OCM's are: a rate() over a series

@@ -4,6 +4,9 @@ typed with our `apis` models in and out.
 The verbs live here: which URL path, query and body each one sends, which of them are reads
 (retried) and which are writes (never retried), and how the answers become models (`ListResult`,
 `WatchEvent`, the kind asked for). How a request travels and fails is `controllers.kube.transport`.
+
+`observe_requests`, when set, hears the method and status code of every request (the controller
+runtime counts them as `rest_client_requests_total`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 from kubernetes_asyncio import client
@@ -25,6 +29,7 @@ from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import TransportError, error_from_status
 from controllers.kube.transport import (
     InvalidResponseError,
+    RequestObserver,
     open_response,
     read_env_once,
     read_json,
@@ -101,6 +106,13 @@ class Gateway:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.request_timeout = request_timeout
+        self.observe_requests: RequestObserver | None = None
+
+    @property
+    def host(self) -> str:
+        """`host:port` of the API server (the `host` label of client-go's request metrics)."""
+        url = getattr(self._client.configuration, "host", "") or ""
+        return urlsplit(url).netloc or url
 
     @classmethod
     async def connect(cls, access: ClusterAccess, **options: Any) -> Gateway:
@@ -136,6 +148,7 @@ class Gateway:
             body=body,
             content_type=content_type,
             timeout=timeout if timeout is not None else self.request_timeout,
+            observe=self.observe_requests,
         )
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> Any:

@@ -11,6 +11,9 @@ look up `~/.netrc` and the proxy variables in a worker thread (two thread hops p
 third of a controller's cold start against a local server). `read_env_once` reads the proxy
 variables once instead, when the gateway is created, as client-go does (`ProxyFromEnvironment`,
 and no netrc), and turns the per-request lookups off.
+
+Each request can be reported to a `RequestObserver` as (HTTP method, status code), the code
+`<error>` when no answer came: what client-go's `rest_client_requests_total` counts.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -35,7 +38,9 @@ from controllers.kube.errors import (
 )
 
 __all__ = [
+    "NO_RESPONSE_CODE",
     "InvalidResponseError",
+    "RequestObserver",
     "open_response",
     "read_env_once",
     "read_json",
@@ -47,6 +52,11 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 _AUTH = ["BearerToken"]
+
+# The status code reported for a request that got no HTTP answer (client-go's "<error>").
+NO_RESPONSE_CODE: Final = "<error>"
+# Hears (method, status code) of every request sent; must be cheap and must not raise.
+RequestObserver = Callable[[str, str], None]
 
 
 class InvalidResponseError(ApiError):
@@ -82,9 +92,11 @@ async def open_response(
     body: Any,
     content_type: str,
     timeout: aiohttp.ClientTimeout | float,
+    observe: RequestObserver | None = None,
 ) -> aiohttp.ClientResponse:
     """The server's response with its body unread (the caller releases it), or the ApiError
-    for a failed request: no answer at all, or an HTTP status of 400 and above."""
+    for a failed request: no answer at all, or an HTTP status of 400 and above. `observe`
+    hears how the request ended."""
     try:
         response: aiohttp.ClientResponse = await api_client.call_api(
             path,
@@ -97,7 +109,11 @@ async def open_response(
             _request_timeout=timeout,
         )
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        if observe is not None:
+            observe(method, NO_RESPONSE_CODE)
         raise TransportError(f"{method} {path}: {exc or type(exc).__name__}") from exc
+    if observe is not None:
+        observe(method, str(response.status))
     if response.status >= 400:
         try:
             body_bytes = await response.read()

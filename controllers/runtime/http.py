@@ -1,11 +1,16 @@
-"""A controller's HTTP endpoint (aiohttp): probes, Prometheus metrics and whatever routes the
+"""A controller's HTTP endpoints (aiohttp): probes, Prometheus metrics and whatever routes the
 controller adds.
 
-* `GET /healthz` — liveness: the process serves requests.
+* `GET /healthz` — liveness: the process serves requests (served with a `ready` callback).
 * `GET /readyz` — readiness, from the controller's `ready()` callback (503 while not ready).
-* `GET /metrics` — `exposition()` of the controller's metrics, in the Prometheus text format.
+* `GET /metrics` — `exposition()` of the controller's metrics, in the Prometheus text format
+  (served with `metrics`).
 * the routes of each `Routes` passed in (the hub's `/debug/placements/`, for one); an error
   under a `Routes.prefix` is answered as a JSON object with an `error` message.
+
+One process may listen twice: the probes and metrics where kubelet and Prometheus reach them,
+and routes that must stay private (the debug API) on a second server bound to loopback, reached
+with `kubectl port-forward`, which Kubernetes RBAC guards (`pods/portforward`).
 
 The server itself is stateless: what it reports comes from callbacks, so it serves a leader and
 a standby alike, and a callback that fails costs one 500, not the server.
@@ -80,18 +85,22 @@ def json_error(status: int, message: str) -> web.Response:
 
 
 class HttpServer:
-    """`await start()` (the bound "host:port" back), `await stop()`."""
+    """`await start()` (the bound "host:port" back), `await stop()`. Serves the probes when
+    given `ready`, `/metrics` when given `metrics`, and `routes`; `name` is for the logs."""
 
     def __init__(
         self,
         *,
         address: str = "127.0.0.1:8080",
-        metrics: Exposition,
-        ready: Readiness,
+        metrics: Exposition | None = None,
+        ready: Readiness | None = None,
         routes: Sequence[Routes] = (),
+        name: str = "HTTP endpoint",
     ) -> None:
         self.host, self.port = parse_address(address)
+        self.address = address
         self.metrics = metrics
+        self.name = name
         self._ready = ready
         self._routes = tuple(routes)
         self._runner: web.AppRunner | None = None
@@ -101,9 +110,11 @@ class HttpServer:
         if self._runner is not None:
             raise RuntimeError("the HTTP server is already started")
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
+        if self._ready is not None:
+            app.router.add_get("/healthz", self._healthz)
+            app.router.add_get("/readyz", self._readyz)
+        if self.metrics is not None:
+            app.router.add_get("/metrics", self._metrics)
         for routes in self._routes:
             routes.add_to(app.router)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -117,7 +128,7 @@ class HttpServer:
         host, port = runner.addresses[0][:2]
         self.port = port
         bound = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        log.info("HTTP endpoint listening on %s", bound)
+        log.info("%s listening on %s", self.name, bound)
         return bound
 
     async def stop(self) -> None:
@@ -144,12 +155,14 @@ class HttpServer:
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
+        assert self._ready is not None  # the route exists only with a callback
         ready, detail = self._ready()
         if ready:
             return web.Response(text=f"ok ({detail})" if detail else "ok")
         return web.Response(status=503, text=f"not ready ({detail})" if detail else "not ready")
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        assert self.metrics is not None  # the route exists only with metrics
         return web.Response(
             body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )

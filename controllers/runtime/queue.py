@@ -5,6 +5,9 @@ while a worker processes it is queued again only after that worker is done, so o
 two workers at a time. `add_after` delays a key; `add_rate_limited` delays it by a per-key
 exponential backoff (capped), and by an overall token bucket so a burst of failures cannot
 hammer the API server. Time comes from an injected `Clock` so tests run without sleeping.
+
+An optional `QueueMetrics` hook hears what client-go's workqueue metrics are made of (a key
+added, taken by a worker, done, retried); the runtime wires it to the `workqueue_*` series.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-__all__ = ["Clock", "Handler", "LoopClock", "ManualClock", "Retry", "WorkQueue"]
+__all__ = ["Clock", "Handler", "LoopClock", "ManualClock", "QueueMetrics", "Retry", "WorkQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,25 @@ class Clock(Protocol):
         """Return once `now() >= deadline` (an absolute time, so a late start cannot shift
         it)."""
         ...
+
+
+class QueueMetrics(Protocol):
+    """What a work queue reports, key by key (client-go's `queueMetrics`)."""
+
+    def added(self, key: str) -> None:
+        """`key` became due: queued now, or owed a run once the one in progress is done."""
+
+    def started(self, key: str) -> None:
+        """A worker took `key`."""
+
+    def finished(self, key: str) -> None:
+        """The worker that took `key` is done with it."""
+
+    def retried(self, key: str) -> None:
+        """`key` was asked for again after a delay (`add_after`, `add_rate_limited`)."""
+
+    def dropped(self, keys: int) -> None:
+        """`keys` due keys were thrown away unprocessed (a shutdown without draining)."""
 
 
 class LoopClock:
@@ -95,8 +117,10 @@ class WorkQueue:
         max_delay: float = 300.0,
         qps: float = 10.0,
         burst: int = 100,
+        metrics: QueueMetrics | None = None,
     ) -> None:
         self.clock: Clock = clock or LoopClock()
+        self.metrics = metrics
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.qps = qps
@@ -135,6 +159,8 @@ class WorkQueue:
         if self._shutting_down or key in self._dirty:
             return
         self._dirty.add(key)
+        if self.metrics is not None:
+            self.metrics.added(key)
         if key not in self._processing:
             self._queue.append(key)
             self._notify()
@@ -143,6 +169,8 @@ class WorkQueue:
         """Queue `key` after `delay` seconds (the earliest of several pending times wins)."""
         if self._shutting_down:
             return
+        if self.metrics is not None:
+            self.metrics.retried(key)
         if delay <= 0:
             self.add(key)
             return
@@ -220,9 +248,13 @@ class WorkQueue:
         key = self._queue.popleft()
         self._dirty.discard(key)
         self._processing.add(key)
+        if self.metrics is not None:
+            self.metrics.started(key)
         return key
 
     def done(self, key: str) -> None:
+        if self.metrics is not None and key in self._processing:
+            self.metrics.finished(key)
         self._processing.discard(key)
         if key in self._dirty:
             # Added while it was processed (and so before any shutdown): it is still owed a run.
@@ -256,6 +288,8 @@ class WorkQueue:
         keys are dropped. Returns once every worker has stopped."""
         self._shutting_down = True
         if not drain:
+            if self.metrics is not None and self._dirty:
+                self.metrics.dropped(len(self._dirty))
             self._queue.clear()
             self._dirty.clear()
         self._timers.clear()

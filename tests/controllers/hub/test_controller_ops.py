@@ -92,7 +92,7 @@ async def get(address: str, path: str) -> tuple[int, str]:
 async def test_a_running_controller_answers_health_readiness_metrics_and_debug() -> None:
     async with hub() as h:
         await create(h, TWO_TEAMS)
-        manager = await h.manager(http_addr="127.0.0.1:0")
+        manager = await h.manager(http_addr="127.0.0.1:0", debug_addr="127.0.0.1:0")
         await manager.wait_idle()
         await manager.recorder.flush()
         address = manager.http_address
@@ -119,6 +119,9 @@ async def test_a_running_controller_answers_health_readiness_metrics_and_debug()
             if line.startswith('scheduling_scheduling_duration_seconds_count{name="placement')
         )
         assert float(count.split()[-1]) >= 3  # one per placement at least
+        # The debug API listens apart (on loopback), never where the metrics are scraped.
+        assert (await get(address, "/debug/placements/ns-a/prod"))[0] == 404
+        address = manager.debug_address
 
         status, text = await get(address, "/debug/placements/ns-a/prod")
         assert status == 200
@@ -241,6 +244,8 @@ async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigte
         "--load",
         str(ROOT / "config" / "samples"),
         "--http-addr",
+        "127.0.0.1:0",
+        "--debug-addr",
         "127.0.0.1:0",
         "--log-format",
         "json",

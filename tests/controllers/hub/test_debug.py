@@ -1,18 +1,24 @@
-"""OCM's debug API on the HTTP endpoint through aiohttp's client: a stored placement
-explained, a posted one dry-run, the error codes and JSON errors, and a failing callback."""
+"""OCM's debug API through aiohttp's client: a stored placement explained, a posted one
+dry-run, the error codes and JSON errors, a failing callback; and where the controller serves
+it: only on a listener of its own (`debug_addr`), never beside the metrics."""
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import pytest
 
+from controllers.cli.main import EXIT_USAGE, build_parser
 from controllers.hub.debug import DebugRoutes, DryRun, Explain
+from controllers.runtime.controller import StartError
 from controllers.runtime.http import MAX_BODY_BYTES
+from tests.controllers.hub.controller_hub import hub
 from tests.controllers.runtime.test_http import Served
 from tests.controllers.runtime.test_http import serving as serving_routes
 
@@ -147,3 +153,66 @@ async def test_a_failing_callback_is_a_logged_500_and_the_server_keeps_serving(
     assert any("GET /debug/placements/apps/web failed" in r.message for r in caplog.records)
     assert (probe[0], probe[2]) == (500, "internal error: informers gone")
     assert (health[0], health[2]) == (200, "ok")
+
+
+# --- where the controller serves it --------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_the_controller_serves_no_debug_api_unless_given_a_debug_address() -> None:
+    async with hub() as h:
+        manager = await h.manager(http_addr="127.0.0.1:0")
+        assert manager.debug_http is None and manager.debug_address == ""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://{manager.http_address}/debug/placements/a/b") as response,
+        ):
+            assert response.status == 404
+
+
+@pytest.mark.asyncio
+async def test_the_debug_listener_closes_with_the_controller() -> None:
+    async with hub() as h:
+        manager = await h.manager(debug_addr="127.0.0.1:0")
+        address = manager.debug_address
+        assert address.startswith("127.0.0.1:")
+        await h.stop(manager)
+    with pytest.raises(aiohttp.ClientConnectionError):
+        async with aiohttp.ClientSession() as session, session.get(f"http://{address}/"):
+            pass
+
+
+@pytest.mark.asyncio
+async def test_a_debug_address_in_use_fails_start_up_in_one_line_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with hub() as h:
+            with pytest.raises(
+                StartError, match=f"^debug endpoint 127.0.0.1:{port}: cannot listen: "
+            ):
+                await h.manager(debug_addr=f"127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param([], "127.0.0.1:8081", id="default-loopback"),
+        pytest.param(["--debug-addr", "127.0.0.1:9000"], "127.0.0.1:9000", id="another-port"),
+        pytest.param(["--debug-addr", ""], "", id="off"),
+    ],
+)
+def test_placement_run_keeps_the_debug_api_on_loopback_unless_told(
+    argv: list[str], expected: str
+) -> None:
+    args = build_parser().parse_args(["run", *argv])
+    assert args.debug_addr == expected
+    assert args.http_addr == "127.0.0.1:8080"
+
+
+def test_a_bad_debug_address_is_a_usage_error_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["run", "--debug-addr", "8081"])
+    assert exit_info.value.code == EXIT_USAGE
+    assert "argument --debug-addr: invalid listen address '8081'" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+import aiohttp.web
 import pytest
 
 from controllers.runtime.http import HttpServer, Routes, parse_address
@@ -94,6 +95,40 @@ async def test_unknown_paths_are_404(path: str) -> None:
     async with serving() as served:
         status, _, _ = await served.get(path)
     assert status == 404
+
+
+class Private:
+    """Routes for a listener of their own: `/private/`."""
+
+    prefix = "/private"
+
+    def add_to(self, router: aiohttp.web.UrlDispatcher) -> None:
+        async def answer(_: aiohttp.web.Request) -> aiohttp.web.Response:
+            return aiohttp.web.json_response({"private": True})
+
+        router.add_get("/private/", answer)
+
+
+@pytest.mark.asyncio
+async def test_a_server_given_only_routes_serves_no_probes_and_no_metrics() -> None:
+    server = HttpServer(address="127.0.0.1:0", routes=[Private()], name="private endpoint")
+    bound = await server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            statuses = {}
+            for path in ("/private/", "/metrics", "/healthz", "/readyz"):
+                async with session.get(f"http://{bound}{path}") as response:
+                    statuses[path] = response.status
+    finally:
+        await server.stop()
+    assert statuses == {"/private/": 200, "/metrics": 404, "/healthz": 404, "/readyz": 404}
+
+
+@pytest.mark.asyncio
+async def test_routes_given_to_another_server_are_not_served_beside_the_metrics() -> None:
+    async with serving(metrics=MetricsRegistry()) as served:
+        assert (await served.get("/metrics"))[0] == 200
+        assert (await served.get("/private/"))[0] == 404
 
 
 # --- listen addresses ----------------------------------------------------------------------

@@ -252,3 +252,97 @@ async def test_shutdown_without_drain_drops_queued_keys() -> None:
     queue.start(handle)
     await queue.shutdown()
     assert seen == []
+
+
+# --- the metrics hook ---------------------------------------------------------------------------
+
+
+class Heard:
+    """A QueueMetrics that writes down what the queue reports, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | int]] = []
+
+    def added(self, key: str) -> None:
+        self.calls.append(("added", key))
+
+    def started(self, key: str) -> None:
+        self.calls.append(("started", key))
+
+    def finished(self, key: str) -> None:
+        self.calls.append(("finished", key))
+
+    def retried(self, key: str) -> None:
+        self.calls.append(("retried", key))
+
+    def dropped(self, keys: int) -> None:
+        self.calls.append(("dropped", keys))
+
+
+async def test_the_metrics_hook_hears_each_add_take_and_done_once_per_run() -> None:
+    heard = Heard()
+    queue = WorkQueue(metrics=heard)
+    release = asyncio.Event()
+
+    async def handle(key: str) -> None:
+        if release.is_set():
+            return
+        queue.add("a")  # while "a" is processed: owed one more run
+        queue.add("a")  # ... still one
+        release.set()
+
+    queue.add("a")
+    queue.add("a")  # deduplicated: not heard
+    queue.start(handle)
+    await _settle()
+    await queue.shutdown()
+    assert heard.calls == [
+        ("added", "a"),
+        ("started", "a"),
+        ("added", "a"),
+        ("finished", "a"),
+        ("started", "a"),
+        ("finished", "a"),
+    ]
+
+
+async def test_the_metrics_hook_counts_every_delayed_add_as_a_retry_as_client_go_does() -> None:
+    heard = Heard()
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock, metrics=heard, base_delay=1, qps=1000, burst=1000)
+    queue.add_after("a", 5)
+    queue.add_after("a", 9)  # a later time than the pending one: still a retry asked for
+    queue.add_rate_limited("b")
+    await clock.advance(5)
+    assert heard.calls == [
+        ("retried", "a"),
+        ("retried", "a"),
+        ("retried", "b"),
+        ("added", "b"),
+        ("added", "a"),
+    ]
+    await queue.shutdown(drain=False)
+
+
+async def test_the_metrics_hook_hears_a_failed_reconcile_as_a_retry() -> None:
+    heard = Heard()
+    clock = ManualClock()
+    queue = WorkQueue(clock=clock, metrics=heard, base_delay=1, qps=1000, burst=1000)
+
+    async def handle(key: str) -> None:
+        raise RuntimeError("boom")
+
+    queue.add("a")
+    queue.start(handle)
+    await _settle()
+    assert heard.calls == [("added", "a"), ("started", "a"), ("retried", "a"), ("finished", "a")]
+    await queue.shutdown(drain=False)
+
+
+async def test_shutdown_without_drain_tells_the_hook_how_many_due_keys_it_dropped() -> None:
+    heard = Heard()
+    queue = WorkQueue(metrics=heard)
+    for key in ("a", "b", "c"):
+        queue.add(key)
+    await queue.shutdown(drain=False)
+    assert heard.calls[-1] == ("dropped", 3)
