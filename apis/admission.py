@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from apis.meta import KubeModel, KubeObject
+from apis.names import NameRule
 
 __all__ = [
     "AdmissionRequest",
@@ -71,6 +72,8 @@ class AdmissionReview(KubeObject):
     KIND: ClassVar[str] = "AdmissionReview"
     PLURAL: ClassVar[str] = "admissionreviews"
     NAMESPACED: ClassVar[bool] = False
+    # Never stored: an AdmissionReview carries no name.
+    NAME_RULE: ClassVar[NameRule | None] = None
 
     request: AdmissionRequest | None = None
     response: AdmissionResponse | None = None

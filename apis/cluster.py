@@ -3,9 +3,10 @@ AddOnPlacementScore (v1alpha1)."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from apis.meta import (
     QUALIFIED_NAME_PATTERN,
@@ -15,7 +16,9 @@ from apis.meta import (
     KubeObject,
     LabelSelector,
     Time,
+    field_error,
 )
+from apis.names import NameRule, invalid_value
 from apis.quantity import ResourceList
 
 __all__ = [
@@ -91,6 +94,8 @@ class ManagedCluster(KubeObject):
     PLURAL: ClassVar[str] = "managedclusters"
     NAMESPACED: ClassVar[bool] = False
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("mcl", "mcls")
+    # OCM's webhook: the name is also the name of the cluster's namespace on the hub.
+    NAME_RULE: ClassVar[NameRule | None] = "label"
     HAS_STATUS: ClassVar[bool] = True
 
     spec: ManagedClusterSpec = Field(default_factory=ManagedClusterSpec)
@@ -109,6 +114,8 @@ class ManagedClusterSetSelector(KubeModel):
 
 class ManagedClusterSetSpec(KubeModel):
     """The member selector of a ManagedClusterSet."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"managedNamespaces"})
 
     cluster_selector: ManagedClusterSetSelector = Field(default_factory=ManagedClusterSetSelector)
 
@@ -152,6 +159,18 @@ class ManagedClusterSetBinding(KubeObject):
 
     spec: ManagedClusterSetBindingSpec
     status: _ConditionsStatus | None = None
+
+    @model_validator(mode="after")
+    def _named_after_its_set(self) -> ManagedClusterSetBinding:
+        # OCM's webhook rejects a binding named otherwise, on create and on update.
+        name, cluster_set = self.metadata.name, self.spec.cluster_set
+        if name and name != cluster_set:
+            reason = (
+                "The ManagedClusterSetBinding must have the same name as the target "
+                f"ManagedClusterSet (spec.clusterSet {json.dumps(cluster_set)})"
+            )
+            raise field_error(self, [(("metadata", "name"), name, invalid_value(name, reason))])
+        return self
 
 
 class AddOnPlacementScoreItem(KubeModel):

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
+from apis.names import NameRule
 from apis.quantity import ResourceList
 
 __all__ = [
@@ -62,6 +63,7 @@ class Namespace(KubeObject):
     PLURAL: ClassVar[str] = "namespaces"
     NAMESPACED: ClassVar[bool] = False
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("ns",)
+    NAME_RULE: ClassVar[NameRule | None] = "label"
     HAS_STATUS: ClassVar[bool] = True
 
     spec: dict[str, Any] | None = None

@@ -21,12 +21,16 @@ from pydantic import (
     GetJsonSchemaHandler,
     PlainSerializer,
     PlainValidator,
+    ValidationError,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import PydanticCustomError, core_schema
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
+
+from apis.names import NameRule, invalid_value, name_problems
 
 __all__ = [
     "LABEL_KEY_PATTERN",
@@ -45,6 +49,7 @@ __all__ = [
     "OwnerReference",
     "SelectorOperator",
     "Time",
+    "field_error",
     "format_time",
     "parse_time",
 ]
@@ -283,6 +288,26 @@ class Condition(KubeModel):
 # --- objects -----------------------------------------------------------------------------------
 
 
+def field_error(
+    model: BaseModel | type[BaseModel], problems: list[tuple[tuple[str | int, ...], Any, str]]
+) -> ValidationError:
+    """A validation error with one line per (location, value, message) in `problems`, for rules
+    a validator checks across fields; raised inside a validator, the locations join the
+    enclosing ones (`spec` in a Placement becomes `spec...` of the document)."""
+    title = model.__name__ if isinstance(model, type) else type(model).__name__
+    return ValidationError.from_exception_data(
+        title,
+        [
+            InitErrorDetails(
+                type=PydanticCustomError("field_rule", "{message}", {"message": message}),
+                loc=loc,
+                input=value,
+            )
+            for loc, value, message in problems
+        ],
+    )
+
+
 class KubeObject(KubeModel):
     """A top-level API object. Subclasses set the class data that locates them in the API."""
 
@@ -293,6 +318,9 @@ class KubeObject(KubeModel):
     NAMESPACED: ClassVar[bool] = True
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ()
     HAS_STATUS: ClassVar[bool] = False
+    # How `metadata.name` is validated (Kubernetes: a DNS-1123 subdomain for most kinds); None
+    # for kinds that are never stored, whose names are free.
+    NAME_RULE: ClassVar[NameRule | None] = "subdomain"
 
     api_version: str | None = None
     kind: str | None = None
@@ -302,6 +330,28 @@ class KubeObject(KubeModel):
     def api_version_string(cls) -> str:
         """`group/version`, or just `version` for the core group."""
         return f"{cls.GROUP}/{cls.VERSION}" if cls.GROUP else cls.VERSION
+
+    @field_validator("metadata", mode="after")
+    @classmethod
+    def _check_names(cls, meta: ObjectMeta) -> ObjectMeta:
+        # A field validator rather than a model one, so that a bad name is reported together
+        # with the other fields' problems; a name that is unset is fine here (a document must
+        # have one, but objects built in code and generateName may leave it empty).
+        checks: list[tuple[str, str | None, NameRule | None, bool]] = [
+            ("name", meta.name, cls.NAME_RULE, False),
+            ("generateName", meta.generate_name, cls.NAME_RULE, True),
+        ]
+        if cls.NAMESPACED:
+            checks.append(("namespace", meta.namespace, "label", False))
+        problems: list[tuple[tuple[str | int, ...], Any, str]] = [
+            ((field,), value, invalid_value(value, reason))
+            for field, value, rule, prefix in checks
+            if value and rule is not None
+            for reason in name_problems(value, rule, prefix)
+        ]
+        if problems:
+            raise field_error(cls, problems)
+        return meta
 
     @model_validator(mode="after")
     def _fill_type_meta(self) -> KubeObject:

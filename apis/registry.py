@@ -118,9 +118,16 @@ def unknown_fields(doc: Any, cls: type[KubeObject] | None = None) -> list[Unknow
     the document's apiVersion and kind name; a document of no known kind, or no mapping, has
     none (parse_object reports those)."""
     if cls is None:
-        if not isinstance(doc, dict):
-            return []
-        cls = KINDS.get((doc.get("apiVersion"), doc.get("kind")))  # type: ignore[arg-type]
+        cls = _kind_of(doc)
         if cls is None:
             return []
     return unknown_fields_of(cls, doc)
+
+
+def _kind_of(doc: Any) -> type[KubeObject] | None:
+    if not isinstance(doc, dict):
+        return None
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    return KINDS.get((api_version, kind))

@@ -1,8 +1,13 @@
 """Reading objects from files: multi-document YAML and JSON, files and folders, `v1 List`s.
 
-Every problem (a missing file, broken YAML, an unknown kind, a field breaking a rule) becomes a
-`LoadError` naming the file, the 1-based document index and, when known, the object and field;
-nothing raises past `load_paths`, so one bad document never hides the others.
+Every problem (a missing file, broken YAML, an unknown kind, a field breaking a rule, a field
+the kind does not know, a missing name) becomes a `LoadError` naming the file, the 1-based
+document index and, when known, the object and field; nothing raises past `load_paths`, so one
+bad document never hides the others.
+
+Unknown fields are errors by default, as `kubectl apply --validate=strict` makes them: a typo
+such as `spec.numberOfCluster` would otherwise be dropped silently and the placement select
+every cluster. `validation="warn"` reports them as warnings, `"ignore"` not at all.
 """
 
 from __future__ import annotations
@@ -11,25 +16,31 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
-from apis.errors import ModelError, UnknownKindError
+from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
 from apis.meta import KubeObject
-from apis.registry import parse_object
+from apis.registry import describe, parse_object, unknown_fields
 
 __all__ = [
     "MANIFEST_SUFFIXES",
+    "VALIDATIONS",
     "LoadError",
     "LoadResult",
     "LoadedObject",
+    "Validation",
     "dump_yaml",
     "load_paths",
     "read_documents",
 ]
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# kubectl's `--validate` levels: what an unknown field is (error, warning, nothing).
+Validation = Literal["strict", "warn", "ignore"]
+VALIDATIONS: tuple[Validation, ...] = get_args(Validation)
 
 
 # libyaml's parser and emitter when PyYAML was built with them: reading a 10,000-cluster file
@@ -76,10 +87,12 @@ class LoadError:
 
 @dataclass
 class LoadResult:
-    """The objects read and the errors met, both in file and document order."""
+    """The objects read, the errors met and the warnings (unknown fields under
+    `validation="warn"`), each in file and document order."""
 
     objects: list[LoadedObject] = field(default_factory=list)
     errors: list[LoadError] = field(default_factory=list)
+    warnings: list[LoadError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -141,8 +154,9 @@ def _expand(data: Any) -> list[Any]:
     return [data]
 
 
-def load_paths(paths: Iterable[str | Path]) -> LoadResult:
-    """Read every manifest under `paths` (files, or folders searched recursively)."""
+def load_paths(paths: Iterable[str | Path], validation: Validation = "strict") -> LoadResult:
+    """Read every manifest under `paths` (files, or folders searched recursively); unknown
+    fields are errors, warnings or nothing as `validation` says."""
     result = LoadResult()
     for raw in paths:
         path = Path(raw)
@@ -150,11 +164,50 @@ def load_paths(paths: Iterable[str | Path]) -> LoadResult:
             result.errors.append(LoadError(str(path), None, "no such file or directory"))
             continue
         for file in _files(path):
-            _load_file(file, result)
+            _load_file(file, result, validation)
     return result
 
 
-def _load_file(file: Path, result: LoadResult) -> None:
+def _missing_name(doc: Any) -> list[FieldProblem]:
+    # The API server's rule for a create; objects read back from it always have a name.
+    meta = doc.get("metadata", {}) if isinstance(doc, dict) else None
+    if not isinstance(meta, dict) or meta.get("name") or meta.get("generateName"):
+        return []  # not a mapping: validation says so
+    return [FieldProblem("metadata.name", "Required value: name or generateName is required")]
+
+
+def _load_document(
+    source: str, index: int, doc: Any, validation: Validation, result: LoadResult
+) -> None:
+    obj: KubeObject | None = None
+    try:
+        obj = parse_object(doc)
+    except UnknownKindError as exc:
+        result.errors.append(LoadError(source, index, str(exc), unknown_kind=True))
+        return
+    except ObjectValidationError as exc:
+        object_id, problems = exc.object_id, [*exc.problems, *_missing_name(doc)]
+    except ModelError as exc:
+        result.errors.append(LoadError(source, index, str(exc)))
+        return
+    else:
+        object_id, problems = describe(doc, obj.KIND, obj.NAMESPACED), _missing_name(doc)
+    unknown = [u.problem() for u in unknown_fields(doc)] if validation != "ignore" else []
+    if validation == "strict":
+        # First: an unknown field is often the cause of the other problems (a misspelt key
+        # leaves a required one missing).
+        problems = [*unknown, *problems]
+    elif unknown:
+        warning = ObjectValidationError(object_id, unknown)
+        result.warnings.append(LoadError(source, index, str(warning)))
+    if problems:
+        error = ObjectValidationError(object_id, problems)
+        result.errors.append(LoadError(source, index, str(error)))
+    elif obj is not None:
+        result.objects.append(LoadedObject(source, index, obj))
+
+
+def _load_file(file: Path, result: LoadResult, validation: Validation) -> None:
     source = str(file)
     try:
         text = file.read_text(encoding="utf-8")
@@ -169,14 +222,7 @@ def _load_file(file: Path, result: LoadResult) -> None:
         if data is None:
             continue  # an empty document, e.g. after a trailing `---`
         for doc in _expand(data):
-            try:
-                obj = parse_object(doc)
-            except UnknownKindError as exc:
-                result.errors.append(LoadError(source, index, str(exc), unknown_kind=True))
-            except ModelError as exc:
-                result.errors.append(LoadError(source, index, str(exc)))
-            else:
-                result.objects.append(LoadedObject(source, index, obj))
+            _load_document(source, index, doc, validation, result)
 
 
 class _PlainDumper(_SafeDumper):  # type: ignore[valid-type,misc]

@@ -28,7 +28,8 @@ from placement.testing import (
 from plugins import default_scheduler
 
 FAST = settings(max_examples=100, deadline=None)
-NAMES = st.text(alphabet="abAB-1", min_size=1, max_size=4)
+# ManagedCluster names are DNS-1123 labels: lower case, digits, "-" inside.
+NAMES = st.from_regex(r"[ab1]([-ab1]{0,2}[ab1])?", fullmatch=True)
 
 
 @st.composite
@@ -39,7 +40,7 @@ def clusters(draw: st.DrawFn) -> list[ManagedCluster]:
         effect = draw(st.sampled_from([None, "NoSelect", "NoSelectIfNew", "PreferNoSelect"]))
         out.append(
             cluster(
-                name.lower() + name,  # keep valid-looking, distinct names
+                name,
                 labels={"env": draw(st.sampled_from(["prod", "dev"]))},
                 cpu=draw(st.sampled_from([None, "1", "2", "8", "500m"])),
                 taints=[taint("k", effect)] if effect else [],

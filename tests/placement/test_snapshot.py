@@ -8,9 +8,9 @@ from placement.testing import cluster, decision, snapshot, taint
 
 
 def test_rows_are_clusters_sorted_by_name_in_byte_order() -> None:
-    fleet = snapshot([cluster("b"), cluster("a-1"), cluster("B"), cluster("a1")])
-    assert fleet.names == ("B", "a-1", "a1", "b")
-    assert fleet.index == {"B": 0, "a-1": 1, "a1": 2, "b": 3}
+    fleet = snapshot([cluster("b"), cluster("a-1"), cluster("0b"), cluster("a1")])
+    assert fleet.names == ("0b", "a-1", "a1", "b")
+    assert fleet.index == {"0b": 0, "a-1": 1, "a1": 2, "b": 3}
 
 
 def test_labels_and_claims_are_coded_columns_with_absent_rows() -> None:

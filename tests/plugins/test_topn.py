@@ -11,13 +11,13 @@ from placement.framework import Cycle
 from placement.testing import NOW, cluster, placement, snapshot
 from plugins.topn import TopN
 
-# Byte order puts upper case before lower case, and "a-2" before "a1".
-FLEET = snapshot([cluster(n) for n in ("b", "a1", "a-2", "B", "c")])
+# Byte order puts digits before letters, and "a-2" before "a1".
+FLEET = snapshot([cluster(n) for n in ("b", "a1", "a-2", "0b", "c")])
 
 
 def picked(total: list[int], number: int | None, candidates: list[bool] | None = None) -> list[str]:
-    # totals are given in snapshot row order: B, a-2, a1, b, c
-    assert FLEET.names == ("B", "a-2", "a1", "b", "c")
+    # totals are given in snapshot row order: 0b, a-2, a1, b, c
+    assert FLEET.names == ("0b", "a-2", "a1", "b", "c")
     mask = np.ones(FLEET.size, bool) if candidates is None else np.array(candidates)
     spec: dict[str, Any] = {} if number is None else {"numberOfClusters": number}
     selection = TopN().select(
@@ -27,11 +27,11 @@ def picked(total: list[int], number: int | None, candidates: list[bool] | None =
 
 
 def test_topn_orders_by_score_descending() -> None:
-    assert picked([1, 5, 3, 4, 2], None) == ["a-2", "b", "a1", "c", "B"]
+    assert picked([1, 5, 3, 4, 2], None) == ["a-2", "b", "a1", "c", "0b"]
 
 
 def test_topn_breaks_ties_by_name_in_byte_order() -> None:
-    assert picked([0, 0, 0, 0, 0], None) == ["B", "a-2", "a1", "b", "c"]
+    assert picked([0, 0, 0, 0, 0], None) == ["0b", "a-2", "a1", "b", "c"]
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_topn_breaks_ties_by_name_in_byte_order() -> None:
     [
         pytest.param(0, [], id="zero-selects-none"),
         pytest.param(2, ["b", "a1"], id="top-two"),
-        pytest.param(10, ["b", "a1", "B", "a-2", "c"], id="more-than-feasible"),
+        pytest.param(10, ["b", "a1", "0b", "a-2", "c"], id="more-than-feasible"),
     ],
 )
 def test_topn_takes_number_of_clusters(number: int, expected: list[str]) -> None:
@@ -47,4 +47,4 @@ def test_topn_takes_number_of_clusters(number: int, expected: list[str]) -> None
 
 
 def test_topn_ignores_non_candidates() -> None:
-    assert picked([0, 100, 0, 0, 0], 2, [True, False, True, True, True]) == ["B", "a1"]
+    assert picked([0, 100, 0, 0, 0], 2, [True, False, True, True, True]) == ["0b", "a1"]

@@ -80,8 +80,10 @@ async def test_invalid_object_is_rejected_with_422_naming_the_field() -> None:
 
 async def test_invalid_name_is_rejected_naming_metadata_name() -> None:
     async with hub() as (_, gw):
+        bad = cluster("c1")
+        bad.metadata.name = "Not_A_Name"  # past the model's own name check, to test the server's
         with pytest.raises(InvalidError) as err:
-            await gw.create(cluster("Not_A_Name"))
+            await gw.create(bad)
         assert [c.field for c in err.value.causes] == ["metadata.name"]
 
 
