@@ -56,16 +56,18 @@ def _one_line(exc: BaseException) -> str:
 
 def unsynced_reasons(informers: Iterable[Informer[Any, Any]]) -> str:
     """Why these informers have not synced, informers with the same reason grouped:
-    `ManagedCluster, Placement: list failed: Cannot connect to host ...; Lease: no answer yet`."""
+    `ManagedCluster, Placement: list failed: Cannot connect to host ...; Lease: no answer yet`.
+    """
     groups: dict[str, list[str]] = {}
     for informer in informers:
         error = informer.last_error
         if error is None:
             reason = "no answer yet"
+        elif isinstance(error, NotFoundError):
+            # The server's words name the resource; the kinds listed say the same, shorter.
+            reason = "not served by the server (404 on list: is its CRD installed?)"
         else:
             reason = "list failed: " + _REQUEST.sub("", _one_line(error))
-            if isinstance(error, NotFoundError):
-                reason += " (is the kind served? a CustomResourceDefinition missing?)"
         groups.setdefault(reason, []).append(informer.cls.KIND)
     return "; ".join(f"{', '.join(kinds)}: {reason}" for reason, kinds in groups.items())
 
