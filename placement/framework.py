@@ -9,6 +9,7 @@ here, with the interfaces that use them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum
@@ -91,11 +92,14 @@ class Cycle:
 
 @dataclass(frozen=True)
 class FilterResult:
-    """The candidates a filter keeps; `requeue_at` asks for a new cycle at that time."""
+    """The candidates a filter keeps; `requeue_at` asks for a new cycle at that time.
+    `reasons` says why each removed row was removed (by snapshot row), filled only in a cycle
+    run for explain (`cycle.scratch["explain"]`), so a normal cycle pays nothing for it."""
 
     mask: BoolMask
     status: Status = SUCCESS
     requeue_at: datetime | None = None
+    reasons: Mapping[int, str] | None = None
 
 
 @dataclass(frozen=True)

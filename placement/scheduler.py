@@ -4,7 +4,7 @@ placement against one snapshot, with OCM's order of checks and its integer arith
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache, cached_property
@@ -52,10 +52,12 @@ T = TypeVar("T", bound=_Outcome)
 
 @dataclass(frozen=True)
 class FilterRecord:
-    """Candidates left after the filters in `name` (e.g. `Predicate,TaintToleration`)."""
+    """Candidates left after the filters in `name` (e.g. `Predicate,TaintToleration`), and
+    why the last of them removed each row it removed (explain cycles only)."""
 
     name: str
     mask: BoolMask
+    reasons: Mapping[int, str] | None = None
 
 
 @dataclass(eq=False)
@@ -298,7 +300,7 @@ class Scheduler:
             if outcome.requeue_at is not None:
                 requeue.append(outcome.requeue_at)
             pipeline = f"{pipeline},{name}" if pipeline else name
-            result.filters.append(FilterRecord(pipeline, candidates))
+            result.filters.append(FilterRecord(pipeline, candidates, outcome.reasons))
 
         coordinates, status = weighted_coordinates(placement, self.profile, self.registry)
         if not status.ok:

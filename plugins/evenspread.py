@@ -168,14 +168,20 @@ class EvenSpread:
         wanted = placement.spec.number_of_clusters
         n = int(candidates.sum()) if wanted is None else wanted
         if rows.size == 0 or n == 0 or not terms:
-            return Selection(np.empty(0, np.intp), wanted=n)
+            # explain: no pick at all (a spread placement still gets its spread section)
+            explained = bool(terms) and bool(cycle.scratch.get("explain"))
+            empty: dict[str, Any] = {"weight": weight, "steps": []} if explained else {}
+            return Selection(np.empty(0, np.intp), wanted=n, trace=empty)
         codes = [column.codes[rows].astype(np.int64) for column in columns]
         prio = total[rows].astype(np.int64)
         topo = _topology(rows, codes, columns, prio)
         picks, trace = self._pick(topo, terms, hard, weight, total, n, cycle.scratch.get("explain"))
         selection_trace: dict[str, Any] = {"weight": weight}
         if trace is not None:
-            selection_trace["steps"] = [_named_step(step, topo, fleet, terms) for step in trace]
+            named = [_named_step(step, topo, fleet, terms) for step in trace]
+            if named and named[-1]["picked"] is None:  # stopped short: why nothing was eligible
+                selection_trace["stopped"] = {"candidates": named.pop()["candidates"]}
+            selection_trace["steps"] = named
         return Selection(np.asarray(picks, dtype=np.intp), wanted=n, trace=selection_trace)
 
     @staticmethod
@@ -219,6 +225,9 @@ class EvenSpread:
                     if trace is not None and skew is not None:
                         reasons.append((level.index, bad, skew))
             if not eligible.any():
+                if trace is not None and (ptr < topo.ends).any():
+                    nothing = np.zeros(leaves, dtype=np.int64)
+                    trace.append(_step(-1, -1, ptr, reasons, raw, nothing, weight, total, topo))
                 break
             heads = topo.order[np.minimum(ptr, last)]
             if weight:
@@ -320,7 +329,8 @@ def _step(
     total: ScoreVector,
     topo: _Topology,
 ) -> dict[str, Any]:
-    """Every remaining cluster at this step (explain only: O(clusters) per step)."""
+    """Every remaining cluster at this step (explain only: O(clusters) per step); `row` -1 is
+    the step that found nothing eligible and stopped."""
     candidates = []
     for index in np.flatnonzero(ptr < topo.ends):
         excluded = next(
@@ -367,4 +377,5 @@ def _named_step(
                 finalScore=record["final"],
             )
         out_candidates.append(item)
-    return {"picked": fleet.names[step["picked_row"]], "candidates": out_candidates}
+    row = step["picked_row"]
+    return {"picked": fleet.names[row] if row >= 0 else None, "candidates": out_candidates}

@@ -173,6 +173,8 @@ class TaintToleration:
         now = cycle.now.timestamp()
         decided: BoolMask | None = None
         dropped: list[RowIndex] = []  # rows with a taint that is not tolerated
+        # explain only: the dropped rows of each taint kind, and why
+        notes: list[tuple[RowIndex, str]] | None = [] if cycle.scratch.get("explain") else None
         timed: list[tuple[RowIndex, FloatVector]] = []  # decided entries tolerated until then
         for kind in fleet.taint_table.by_kind:
             effect = kind.signature[2]
@@ -183,6 +185,8 @@ class TaintToleration:
                 continue  # every taint of the kind is tolerated for good
             if not matching and effect == "NoSelect":
                 dropped.append(kind.rows)
+                if notes is not None:
+                    notes.append((kind.rows, f"untolerated taint {_taint(kind.signature)}"))
                 continue
             if decided is None:
                 decided = fleet.decided_mask(placement.namespace, placement.name)
@@ -192,6 +196,10 @@ class TaintToleration:
             )
             if not tolerated.all():
                 dropped.append(kind.rows[~tolerated])
+                if notes is not None:  # NoSelectIfNew says why by itself
+                    why = " (toleration expired)" if matching else ""
+                    note = f"untolerated taint {_taint(kind.signature)}{why}"
+                    notes.append((kind.rows[~tolerated], note))
             if matching:
                 expiring = ~np.isnan(until)  # set on tolerated entries only
                 expiring &= in_decision
@@ -203,9 +211,9 @@ class TaintToleration:
         drop = dropped[0] if len(dropped) == 1 else np.concatenate(dropped)
         keep = candidates.copy()
         keep[drop] = False
-        return FilterResult(
-            keep, requeue_at=self._requeue_at(cycle, fleet, tolerations, timed, drop)
-        )
+        requeue_at = self._requeue_at(cycle, fleet, tolerations, timed, drop)
+        reasons = None if notes is None else _reasons(notes, candidates)
+        return FilterResult(keep, requeue_at=requeue_at, reasons=reasons)
 
     @staticmethod
     def _requeue_at(
@@ -272,6 +280,21 @@ class TaintTolerationPrioritizer(RowScored):
                 penalized = penalized[~tolerated]
             scores[positions(rows, penalized)] = PREFER_NO_SELECT_PENALTY
         return ScoreResult(scores)
+
+
+def _taint(kind: tuple[str, str, str]) -> str:
+    """A taint as kubectl prints it: `key=value:Effect`, or `key:Effect` without a value."""
+    key, value, effect = kind
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def _reasons(notes: list[tuple[RowIndex, str]], candidates: BoolMask) -> dict[int, str]:
+    """Explain only: the untolerated taints of each dropped candidate row, joined."""
+    found: dict[int, list[str]] = {}
+    for rows, note in notes:
+        for row in rows[candidates[rows]]:
+            found.setdefault(int(row), []).append(note)
+    return {row: "; ".join(parts) for row, parts in found.items()}
 
 
 def _as_no_select(tolerations: Sequence[Toleration]) -> list[_Soft]:

@@ -1,6 +1,6 @@
 """What the verbs of `placement` share (DESIGN §6): the exit codes, the error a verb raises for
 bad input, the `-f`/`-o`/`--now` options, reading the objects simulate and explain schedule,
-and printing JSON, YAML or a table.
+and printing JSON or YAML (tables: `controllers.cli.tables`).
 
 Every verb module imports this one and none imports another verb or `main`, so the command
 has no import cycles: main -> verbs -> common.
@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from apis.meta import KubeObject, parse_time
-from controllers.cli.manifests import dump_yaml, load_paths
+from controllers.cli.manifests import VALIDATIONS, Validation, dump_yaml, load_paths
 from placement.simulate import SCHEDULING_KINDS
 
 if TYPE_CHECKING:
@@ -34,8 +35,8 @@ __all__ = [
     "add_manifest_options",
     "emit",
     "parse_now",
+    "print_warnings",
     "scheduling_objects",
-    "table",
 ]
 
 EXIT_OK = 0
@@ -57,9 +58,11 @@ def parse_now(text: str | None) -> datetime:
         raise CliError(f"--now: {exc}") from None
 
 
-def scheduling_objects(paths: list[str]) -> list[KubeObject]:
-    """Read the objects simulate and explain use; other kinds are skipped with a warning."""
-    result = load_paths(paths)
+def scheduling_objects(paths: list[str], validation: Validation = "strict") -> list[KubeObject]:
+    """Read the objects simulate and explain use; other kinds are skipped with a warning.
+    Unknown fields are errors, warnings or nothing as `validation` (`--validate`) says."""
+    result = load_paths(paths, validation)
+    print_warnings(result.warnings)
     errors = [e for e in result.errors if not e.unknown_kind]
     if errors:
         raise CliError("\n".join(str(e) for e in errors))
@@ -85,18 +88,29 @@ def emit(data: Any, output: str) -> None:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    """Left-aligned columns three spaces apart, kubectl style, one line per row."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
-    lines = [
-        "   ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
-        for row in [header, *rows]
-    ]
-    return "\n".join(lines) + "\n"
+def print_warnings(warnings: Iterable[object]) -> None:
+    """Each line of each warning on stderr, after `warning: `."""
+    for warning in warnings:
+        for line in str(warning).splitlines():
+            print(f"warning: {line}", file=sys.stderr)
+
+
+# kubectl's spellings of --validate: a bare flag or `true` is strict, `false` is ignore.
+_VALIDATE_ALIASES: dict[str, Validation] = {"true": "strict", "false": "ignore"}
+
+
+def _validation(text: str) -> Validation:
+    value = _VALIDATE_ALIASES.get(text.lower(), text.lower())
+    for known in VALIDATIONS:
+        if value == known:
+            return known
+    choices = ", ".join([*VALIDATIONS, *_VALIDATE_ALIASES])
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {choices})")
 
 
 def add_filename(parser: argparse.ArgumentParser) -> None:
-    """`-f/--filename PATH`, required and repeatable."""
+    """`-f/--filename PATH`, required and repeatable, and `--validate`, how strictly the
+    manifests are read (as kubectl's: unknown fields are errors unless told otherwise)."""
     parser.add_argument(
         "-f",
         "--filename",
@@ -104,6 +118,18 @@ def add_filename(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="PATH",
         help="file or folder of YAML/JSON manifests (repeatable)",
+    )
+    parser.add_argument(
+        "--validate",
+        type=_validation,
+        nargs="?",
+        const="strict",
+        default="strict",
+        metavar="strict|warn|ignore",
+        help=(
+            "unknown fields (such as a misspelt spec.numberOfCluster) are errors (strict, the "
+            "default, as kubectl's), warnings on stderr (warn) or not reported (ignore)"
+        ),
     )
 
 

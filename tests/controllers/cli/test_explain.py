@@ -4,12 +4,16 @@ placement, and the spread picks of the spread samples."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, main
+from controllers.cli.manifests import load_paths
 from tests.controllers.cli.samples import NOW, PLACEMENTS, SAMPLES, run
+
+SPREAD_PLACEMENTS = [k for k in PLACEMENTS if k.startswith("spread-demo/")]
 
 
 @pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
@@ -36,16 +40,122 @@ def test_explain_json_works_on_every_sample_placement(
         assert all(r["weight"] != 0 for r in doc["prioritizeResults"])
 
 
+def _explain(capsys: pytest.CaptureFixture[str], key: str, *output: str) -> str:
+    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, *output, *NOW)
+    assert code == EXIT_OK
+    return out
+
+
+def _tables(out: str) -> list[tuple[list[str], list[list[str]]]]:
+    """Each table of the output: its header and its rows, cells cut where the header's columns
+    start (a header cell has no spaces; a row cell may be empty or hold some)."""
+    tables = []
+    for block in out.strip("\n").split("\n\n"):
+        header, *lines = block.splitlines()
+        starts = [m.start() for m in re.finditer(r"\S+", header)]
+        bounds = list(zip(starts, [*starts[1:], None], strict=True))
+        rows = [[line[a:b].strip() for a, b in bounds] for line in lines]
+        tables.append((header.split(), rows))
+    return tables
+
+
 @pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
-def test_explain_table_works_on_every_sample_placement(
+def test_explain_table_fits_120_columns_and_says_why_each_cluster_was_removed(
     capsys: pytest.CaptureFixture[str], key: str
 ) -> None:
-    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, "-o", "table", *NOW)
-    assert code == EXIT_OK
-    header, *rows = out.splitlines()
-    assert header.split()[0] == "CLUSTER"
-    assert header.split()[-2:] == ["TOTAL", "PICKED"]
-    assert rows, "every sample placement has clusters available to it"
+    doc = json.loads(_explain(capsys, key))
+    out = _explain(capsys, key, "-o", "table")
+    assert max(len(line) for line in out.splitlines()) <= 120
+    (header, rows), *rest = _tables(out)
+    if doc["error"]:  # the cycle stopped: one table says where and why, for every cluster
+        assert header == ["CLUSTER", "PLUGIN", "REASON"] and rows and not rest
+        plugin, _, message = doc["error"].partition(":")
+        assert all(r[1] == plugin and message in r[2] for r in rows)
+        return
+    assert header[0] == "CLUSTER"
+    assert header[-2:] == ["TOTAL", "PICKED"] or header[-3:] == ["TOTAL", "PICKED", "NOTE"]
+    feasible = [s["clusterName"] for s in doc["aggregatedScores"]]
+    assert sorted(r[0] for r in rows) == sorted(feasible)
+    reasons = {
+        cluster: (name, why)
+        for name, clusters in doc.get("filterReasons", {}).items()
+        for cluster, why in clusters.items()
+    }
+    if not rest:
+        assert not reasons
+        return
+    ((removed_header, removed),) = rest
+    assert removed_header == ["CLUSTER", "FILTER", "REASON"]
+    assert {r[0] for r in removed} == set(reasons)
+    for cluster, name, why in removed:
+        assert name == reasons[cluster][0]
+        assert why == reasons[cluster][1] or (
+            why.endswith("...") and reasons[cluster][1].startswith(why[:-3])
+        )
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])
+def test_explain_wide_has_every_filter_and_every_reason_whole(
+    capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    doc = json.loads(_explain(capsys, key))
+    ((header, rows),) = _tables(_explain(capsys, key, "-o", "wide"))
+    filters = [r["name"].rsplit(",", 1)[-1] for r in doc["filteredPipelineResults"]]
+    assert header[: 1 + len(filters)] == ["CLUSTER", *filters]
+    assert header[-1] == "REASON"
+    for name, clusters in doc.get("filterReasons", {}).items():
+        column = header.index(name)
+        for cluster, why in clusters.items():
+            row = next(r for r in rows if r[0] == cluster)
+            assert row[column] == "FAIL"
+            assert row[-1] == why
+
+
+def test_a_fail_names_the_untolerated_taint_and_the_failed_requirement(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    clusters = {
+        o.obj.name: o.obj for o in load_paths([SAMPLES]).objects if o.obj.kind == "ManagedCluster"
+    }
+    out = _tables(_explain(capsys, "apps/web-label-predicate", "-o", "table"))
+    removed = {r[0]: (r[1], r[2]) for r in out[1][1]}
+    unreachable = clusters["gcp-europe-west1-c-1"].spec.taints or []
+    (taint,) = [t for t in unreachable if t.effect == "NoSelect"]
+    assert removed["gcp-europe-west1-c-1"] == (
+        "TaintToleration",
+        f"untolerated taint {taint.key}:{taint.effect}",
+    )
+    # the sample's predicate: env=prod, provider In [aws, gcp, azure], ...
+    provider = (clusters["alibaba-cn-hangzhou-e-1"].metadata.labels or {})["provider"]
+    assert removed["alibaba-cn-hangzhou-e-1"] == (
+        "Predicate",
+        f"predicate 0: label provider In [aws, gcp, azure] (got {provider})",
+    )
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in SPREAD_PLACEMENTS])
+def test_spread_table_totals_what_the_selector_compared(
+    capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    spread = json.loads(_explain(capsys, key))["spread"]
+    ((header, rows), *_) = _tables(_explain(capsys, key, "-o", "table"))
+    assert f"Spread(x{spread['weight']})" in header
+    column, total, picked = (
+        header.index(h) for h in (f"Spread(x{spread['weight']})", "TOTAL", "PICKED")
+    )
+    by_name = {r[0]: r for r in rows}
+    for pick, step in enumerate(spread["picks"], start=1):
+        row = by_name[step["picked"]]
+        record = next(c for c in step["candidates"] if c["cluster"] == step["picked"])
+        assert row[picked] == f"yes #{pick}"
+        assert row[column] == f"{record['rawSpreadScore']}/{record['spreadScore']}"
+        assert int(row[total]) == record["finalScore"]
+    # the picks come first, in pick order
+    assert [r[0] for r in rows[: len(spread["picks"])]] == [p["picked"] for p in spread["picks"]]
+    for record in spread.get("stopped", {}).get("candidates", []):
+        row = by_name[record["cluster"]]
+        assert (row[column], row[total], row[picked]) == ("excluded", "-", "")
+        assert row[-1].startswith(f"{record['excluded']['topologyKey']} ")
 
 
 def test_explain_json_of_cel_sample_reports_the_misconfiguration(

@@ -51,14 +51,106 @@ def test_simulate_yaml_is_the_same_list(capsys: pytest.CaptureFixture[str]) -> N
     assert from_yaml == json.loads(out_json)
 
 
+def _table_rows(out: str) -> tuple[str, list[str], list[str]]:
+    """The header, the rows and the notes under them of `simulate -o table`."""
+    table, _, notes = out.partition("\n\n")
+    header, *rows = table.splitlines()
+    return header, rows, notes.splitlines()
+
+
 def test_simulate_table_has_one_row_per_placement(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "table", *NOW)
     assert code == EXIT_OK
-    header, *rows = out.splitlines()
+    header, rows, _ = _table_rows(out)
     assert header.split() == ["NAMESPACE", "NAME", "SATISFIED", "REASON", "SELECTED", "CLUSTERS"]
     assert [f"{r.split()[0]}/{r.split()[1]}" for r in rows] == PLACEMENTS
     select_none = next(r for r in rows if " select-none " in r)
     assert select_none.split()[2:5] == ["False", "NoManagedClusterMatched", "0"]
+
+
+def test_simulate_table_shows_a_misconfigured_placement_and_its_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "table", *NOW)
+    assert code == EXIT_OK
+    _, rows, notes = _table_rows(out)
+    cel = next(r for r in rows if " web-cel-predicate " in r)
+    assert cel.split()[2:5] == ["False", "Misconfigured", "0"]
+    assert (
+        "apps/web-cel-predicate: Misconfigured: Predicate:celSelector is not supported yet "
+        "(spec.predicates[0])"
+    ) in notes
+    # every placement that is not satisfied has its note, and only those
+    unsatisfied = {f"{r.split()[0]}/{r.split()[1]}" for r in rows if r.split()[2] != "True"}
+    assert {n.split(":")[0] for n in notes} == unsatisfied
+
+
+def test_simulate_table_fits_120_columns_and_counts_the_clusters_it_leaves_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "table", *NOW)
+    assert max(len(line) for line in out.splitlines()) <= 120
+    _, rows, _ = _table_rows(out)
+    _, as_json, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "json", *NOW)
+    doc = json.loads(as_json)
+    decided = {
+        pd["metadata"]["labels"][PLACEMENT_LABEL]: [
+            d["clusterName"] for d in pd["status"]["decisions"]
+        ]
+        for pd in doc["items"]
+        if pd["kind"] == "PlacementDecision"
+    }
+    select_all = next(r for r in rows if " select-all " in r).split(maxsplit=5)
+    selected = int(select_all[4])
+    assert selected == len(decided["select-all"]) > 10
+    shown = select_all[5]
+    names, count = shown.rsplit("(+", 1) if "(+" in shown else ("", shown.lstrip("+"))
+    kept = [n for n in names.strip().split(",") if n]
+    assert len(kept) + int(count.rstrip(")")) == selected
+
+
+def test_simulate_wide_shows_every_cluster_group_and_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "wide", *NOW)
+    assert code == EXIT_OK
+    header, *rows = out.splitlines()
+    assert header.split() == [
+        "NAMESPACE",
+        "NAME",
+        "SATISFIED",
+        "REASON",
+        "SELECTED",
+        "CLUSTERS",
+        "GROUPS",
+        "MESSAGE",
+    ]
+    _, as_json, _ = run(capsys, "simulate", "-f", SAMPLES, *NOW)
+    items = json.loads(as_json)["items"]
+    for placement in (i for i in items if i["kind"] == "Placement"):
+        name = placement["metadata"]["name"]
+        row = next(r for r in rows if r.split()[1] == name)
+        clusters = [
+            d["clusterName"]
+            for pd in items
+            if pd["kind"] == "PlacementDecision"
+            and pd["metadata"]["labels"][PLACEMENT_LABEL] == name
+            and pd["metadata"]["namespace"] == placement["metadata"]["namespace"]
+            for d in pd["status"]["decisions"]
+        ]
+        if clusters:
+            assert f"   {','.join(clusters)}   " in row
+        groups = placement["status"]["decisionGroups"]
+        assert (
+            ",".join(
+                f"{g.get('decisionGroupName') or g['decisionGroupIndex']}:{g['clusterCount']}"
+                for g in groups
+            )
+            in row
+        )
+    cel = next(r for r in rows if " web-cel-predicate " in r)
+    assert cel.endswith("Predicate:celSelector is not supported yet (spec.predicates[0])")
+    assert max(len(line) for line in rows) > 120  # nothing cut
 
 
 def test_invalid_object_exits_1_naming_file_and_object(capsys: pytest.CaptureFixture[str]) -> None:
