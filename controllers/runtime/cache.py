@@ -13,7 +13,6 @@ which is how it learns of deletions that happened while it was disconnected.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,11 +160,14 @@ class Informer(Generic[ObjT, ItemT]):
         return self._task
 
     async def stop(self) -> None:
+        """Cancel the list+watch loop; one that had already died of an error is only logged
+        (a controller reports it when it happens during start-up)."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+            task, self._task = self._task, None
+            task.cancel()
+            await asyncio.wait({task})
+            if not task.cancelled() and task.exception() is not None:
+                log.error("%s informer had stopped: %s", self.cls.KIND, task.exception())
 
     async def run(self) -> None:
         """List, then watch forever; resume or relist as the failures require."""

@@ -1,0 +1,127 @@
+"""A controller's start-up against the embedded API server: it returns once the caches have
+synced, and otherwise raises `StartError` with one line saying what failed: which kinds could not
+be listed and why, an informer that stopped, or an HTTP address it cannot listen on. A start
+cancelled half-way (a signal) leaves nothing running after `stop`."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apis.cluster import ManagedCluster, ManagedClusterSet
+from apis.meta import KubeObject
+from controllers.kube.gateway import Gateway
+from controllers.runtime.cache import Informer, Keep
+from controllers.runtime.controller import Controller, ControllerOptions, StartError
+from controllers.runtime.metrics import MetricsRegistry
+from controllers.runtime.queue import Handler
+from tests.controllers.embedded.hub import cluster, hub
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _done(key: str) -> None:
+    return None
+
+
+class Watching(Controller):
+    """A controller that only watches `kinds` (each projected by `keep`, if given)."""
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        kinds: list[type[KubeObject]],
+        *,
+        keep: Keep[Any, Any] | None = None,
+        http_addr: str | None = None,
+    ) -> None:
+        super().__init__(
+            gateway, ControllerOptions(http_addr=http_addr), name="test", metrics=MetricsRegistry()
+        )
+        self.informers = [Informer(gateway, kind, keep=keep, retry_delay=0.01) for kind in kinds]
+
+    def keys(self) -> list[str]:
+        return []
+
+    @property
+    def handler(self) -> Handler:
+        return _done
+
+
+async def test_start_returns_once_every_cache_has_synced() -> None:
+    async with hub() as (_, gateway):
+        await gateway.create(cluster("c1"))
+        controller = Watching(gateway, [ManagedCluster, ManagedClusterSet])
+        await controller.start(sync_timeout=30)
+        try:
+            assert controller.synced
+            assert controller.informers[0].keys() == {"c1"}
+            assert all(i.last_error is None for i in controller.informers)
+        finally:
+            await controller.stop()
+
+
+async def test_caches_not_synced_in_time_name_the_kinds_and_the_servers_answer(
+    tmp_path: Path,
+) -> None:
+    no_crds = tmp_path / "no-crds"
+    no_crds.mkdir()
+    async with hub(crd_dir=no_crds) as (_, gateway):
+        controller = Watching(gateway, [ManagedCluster, ManagedClusterSet])
+        with pytest.raises(StartError) as failure:
+            await controller.start(sync_timeout=0.3)
+        await controller.stop()
+    assert str(failure.value) == (
+        "caches not synced after 0.3s: ManagedCluster, ManagedClusterSet: not served by the "
+        "server (404 on list: is its CRD installed?)"
+    )
+
+
+async def test_an_informer_that_stops_fails_start_up_at_once_naming_it() -> None:
+    def broken(obj: ManagedCluster) -> str:
+        raise ValueError(f"cannot keep {obj.name}")
+
+    async with hub() as (_, gateway):
+        await gateway.create(cluster("c1"))
+        controller = Watching(gateway, [ManagedCluster], keep=Keep(broken, lambda item: None))
+        # No timeout at all: only the informer's end can end the start.
+        with pytest.raises(StartError) as failure:
+            await controller.start(sync_timeout=None)
+        await controller.stop()
+    assert str(failure.value) == "ManagedCluster informer stopped: cannot keep c1"
+
+
+async def test_an_address_in_use_is_named_and_nothing_keeps_running() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with hub() as (_, gateway):
+            controller = Watching(gateway, [ManagedCluster], http_addr=f"127.0.0.1:{port}")
+            with pytest.raises(StartError) as failure:
+                await controller.start()
+            await controller.stop()
+    assert str(failure.value).startswith(f"HTTP endpoint 127.0.0.1:{port}: cannot listen: ")
+    assert "\n" not in str(failure.value)
+
+
+async def test_a_start_cancelled_while_syncing_is_stopped_cleanly(tmp_path: Path) -> None:
+    no_crds = tmp_path / "no-crds"
+    no_crds.mkdir()
+    async with hub(crd_dir=no_crds) as (_, gateway):
+        controller = Watching(gateway, [ManagedCluster], http_addr="127.0.0.1:0")
+        starting = asyncio.create_task(controller.start(sync_timeout=None))
+        while controller.informers[0].last_error is None:  # listing, and failing
+            await asyncio.sleep(0.01)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        await controller.stop()
+        informer_task = controller.informers[0]._task
+    assert informer_task is None
+    assert controller.http is not None
+    assert controller.http._runner is None
