@@ -56,12 +56,12 @@ def clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-def placement(argv: list[str], home: Path) -> Outcome:
+def placement(argv: list[str], home: Path, **env: str) -> Outcome:
     done = subprocess.run(
         [PLACEMENT, *argv],
         capture_output=True,
         text=True,
-        env=clean_env(home),
+        env={**clean_env(home), **env},
         cwd=home,
         stdin=subprocess.DEVNULL,
         timeout=GUARD,
@@ -105,6 +105,15 @@ def kubeconfig(path: Path, server: str, current: str | None = "hub") -> Path:
     }
     if current:
         doc["current-context"] = current
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def dangling(path: Path) -> Path:
+    """A kubeconfig whose context names a cluster the file does not have."""
+    kubeconfig(path, "http://x")
+    doc = yaml.safe_load(path.read_text())
+    doc["contexts"][0]["context"]["cluster"] = "gone"
     path.write_text(yaml.safe_dump(doc))
     return path
 
@@ -249,6 +258,11 @@ def test_explaining_an_unknown_placement_names_it(home: Path, tmp_path: Path) ->
             id="context-none-current",
         ),
         pytest.param(
+            lambda d: ["--kubeconfig", str(dangling(d / "k.yaml"))],
+            r'error: kubeconfig \S+/k.yaml: context "hub": .*\bgone\b.*',
+            id="context-of-a-missing-cluster",
+        ),
+        pytest.param(
             lambda d: ["--context", "hub"],
             r"error: kubeconfig \S+/home/.kube/config: no such file",
             id="context-alone-reads-the-default-kubeconfig",
@@ -265,6 +279,14 @@ def test_run_says_which_file_or_context_failed_in_one_line(
 ) -> None:
     argv = setup(tmp_path)
     assert_one_error_line(placement(["run", *argv, *QUIET], home), 1, pattern)
+
+
+def test_run_in_a_pod_without_a_service_account_says_so(home: Path) -> None:
+    # KUBERNETES_SERVICE_HOST says "in a pod"; the token file is not there.
+    outcome = placement(
+        ["run", *QUIET], home, KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT="1"
+    )
+    assert_one_error_line(outcome, 1, r"error: in-cluster service account: .*")
 
 
 def test_run_names_the_http_address_it_cannot_listen_on_and_leaves_no_folder(
