@@ -14,25 +14,36 @@ and the Prometheus client libraries give them, so existing dashboards and alerts
   longest running processor, fed by the work queue through `QueueMetrics` (`workqueue(name)`);
 * `rest_client_requests_total{code,host,method}`: every request the gateway sends, by HTTP
   status code (`<error>` when no answer came), fed through `request_observer(host)`.
+
+The last two are on the hot path (a few calls per reconcile and per request), so they are not
+prometheus_client metric objects (a lock and a label lookup per call, about 1-2 µs each) but
+plain counts kept by the one event-loop thread that runs the controller and turned into metric
+families when `/metrics` is scraped, on that same thread.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from typing import Final, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
-    Counter,
-    Gauge,
     GCCollector,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from controllers.kube.transport import RequestObserver
 
@@ -44,6 +55,7 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 
 # client-go's workqueue buckets: prometheus.ExponentialBuckets(10e-9, 10, 10), 10 ns to 10 s.
 QUEUE_BUCKETS: Final = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+_LE: Final = (*(floatToGoString(b) for b in QUEUE_BUCKETS), "+Inf")  # type: ignore[no-untyped-call]
 
 
 class Exposition(Protocol):
@@ -53,106 +65,150 @@ class Exposition(Protocol):
         """The current samples in the Prometheus text format."""
 
 
+class _Durations:
+    """A histogram over QUEUE_BUCKETS kept as plain counts (see the module docstring)."""
+
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(_LE)  # per bucket, not cumulative; the last one is +Inf
+        self.total = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(QUEUE_BUCKETS, seconds)] += 1
+        self.total += seconds
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out, running = [], 0
+        for le, count in zip(_LE, self.counts, strict=True):
+            running += count
+            out.append((le, float(running)))
+        return out
+
+
 class WorkqueueMetrics:
     """The `workqueue_*` series of one named queue, as client-go's workqueue keeps them: the
-    queue calls `added`, `started`, `finished` and `retried`; the two gauges of work in
-    progress are computed at scrape time from when each key started."""
+    queue calls `added`, `started`, `finished`, `retried` and `dropped`; depth and the two
+    gauges of work in progress are computed at scrape time from when each key was added or
+    started."""
 
-    def __init__(
-        self, families: _QueueFamilies, name: str, now: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, name: str, now: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
         self._now = now
-        self._added_at: dict[str, float] = {}
+        self._added_at: dict[str, float] = {}  # due keys not taken yet: the depth
         self._started_at: dict[str, float] = {}
-        self._depth = families.depth.labels(name=name)
-        self._adds = families.adds.labels(name=name)
-        self._latency = families.latency.labels(name=name)
-        self._work = families.work.labels(name=name)
-        self._retries = families.retries.labels(name=name)
-        families.unfinished.labels(name=name).set_function(self._unfinished)
-        families.longest.labels(name=name).set_function(self._longest)
+        self.adds = 0
+        self.retries = 0
+        self.waited = _Durations()
+        self.worked = _Durations()
 
     def added(self, key: str) -> None:
         """`key` became due (queued, or owed a run after the one in progress)."""
-        self._adds.inc()
-        self._depth.inc()
-        self._added_at.setdefault(key, self._now())
+        self.adds += 1
+        if key not in self._added_at:
+            self._added_at[key] = self._now()
 
     def started(self, key: str) -> None:
         """A worker took `key`."""
         now = self._now()
-        self._depth.dec()
         added = self._added_at.pop(key, None)
         if added is not None:
-            self._latency.observe(now - added)
+            self.waited.observe(now - added)
         self._started_at[key] = now
 
     def finished(self, key: str) -> None:
         """The worker is done with `key`."""
         started = self._started_at.pop(key, None)
         if started is not None:
-            self._work.observe(self._now() - started)
+            self.worked.observe(self._now() - started)
 
     def retried(self, key: str) -> None:
         """`key` was scheduled again after a delay (client-go counts every AddAfter)."""
-        self._retries.inc()
+        self.retries += 1
 
     def dropped(self, keys: int) -> None:
-        """`keys` due keys were thrown away without being processed (a shutdown)."""
-        self._depth.dec(keys)
+        """Due keys were thrown away without being processed (a shutdown)."""
         self._added_at.clear()
 
-    def _unfinished(self) -> float:
+    @property
+    def depth(self) -> int:
+        return len(self._added_at)
+
+    def unfinished(self) -> float:
+        """Seconds of work in progress, summed over the keys being processed."""
         now = self._now()
         return sum(now - started for started in self._started_at.values())
 
-    def _longest(self) -> float:
+    def longest(self) -> float:
+        """Seconds the longest-running key has been processed."""
         if not self._started_at:
             return 0.0
         return self._now() - min(self._started_at.values())
 
 
-class _QueueFamilies:
-    """The `workqueue_*` metric families of one registry (one child per queue name)."""
+class _QueueCollector(Collector):
+    """The `workqueue_*` families of every queue of one registry, one sample per queue."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        def gauge(name: str, doc: str) -> Gauge:
-            return Gauge(name, doc, ["name"], registry=registry)
+    def __init__(self) -> None:
+        self.queues: list[WorkqueueMetrics] = []
 
-        def histogram(name: str, doc: str) -> Histogram:
-            return Histogram(name, doc, ["name"], buckets=QUEUE_BUCKETS, registry=registry)
-
-        self.depth = gauge("workqueue_depth", "Current depth of workqueue")
-        # prometheus_client appends `_total` to counter names itself.
-        self.adds = Counter(
-            "workqueue_adds",
-            "Total number of adds handled by workqueue",
-            ["name"],
-            registry=registry,
+    def collect(self) -> Iterator[Metric]:
+        name = ["name"]
+        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=name)
+        adds = CounterMetricFamily(
+            "workqueue_adds", "Total number of adds handled by workqueue", labels=name
         )
-        self.latency = histogram(
+        waited = HistogramMetricFamily(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested.",
+            labels=name,
         )
-        self.work = histogram(
+        worked = HistogramMetricFamily(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes.",
+            labels=name,
         )
-        self.unfinished = gauge(
+        unfinished = GaugeMetricFamily(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has done that is in progress and hasn't been observed "
             "by work_duration. Large values indicate stuck threads.",
+            labels=name,
         )
-        self.longest = gauge(
+        longest = GaugeMetricFamily(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
+            labels=name,
         )
-        self.retries = Counter(
-            "workqueue_retries",
-            "Total number of retries handled by workqueue",
-            ["name"],
-            registry=registry,
+        retries = CounterMetricFamily(
+            "workqueue_retries", "Total number of retries handled by workqueue", labels=name
         )
+        for queue in self.queues:
+            labels = [queue.name]
+            depth.add_metric(labels, queue.depth)
+            adds.add_metric(labels, queue.adds)
+            waited.add_metric(labels, queue.waited.buckets(), queue.waited.total)
+            worked.add_metric(labels, queue.worked.buckets(), queue.worked.total)
+            unfinished.add_metric(labels, queue.unfinished())
+            longest.add_metric(labels, queue.longest())
+            retries.add_metric(labels, queue.retries)
+        yield from (depth, adds, waited, worked, unfinished, longest, retries)
+
+
+class _RequestCollector(Collector):
+    """`rest_client_requests_total{code,host,method}` from plain counts."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str, str], int] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            labels=["code", "host", "method"],
+        )
+        for (host, method, code), count in sorted(self.counts.items()):
+            requests.add_metric([code, host, method], count)
+        yield requests
 
 
 class MetricsRegistry:
@@ -164,13 +220,10 @@ class MetricsRegistry:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self._queues = _QueueFamilies(self.registry)
-        self._requests = Counter(
-            "rest_client_requests",
-            "Number of HTTP requests, partitioned by status code, method, and host.",
-            ["code", "method", "host"],
-            registry=self.registry,
-        )
+        self._queues = _QueueCollector()
+        self._requests = _RequestCollector()
+        self.registry.register(self._queues)
+        self.registry.register(self._requests)
 
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format."""
@@ -178,19 +231,16 @@ class MetricsRegistry:
 
     def workqueue(self, name: str, now: Callable[[], float] = time.monotonic) -> WorkqueueMetrics:
         """The hook of the work queue called `name` (the `name` label of its series)."""
-        return WorkqueueMetrics(self._queues, name, now)
+        queue = WorkqueueMetrics(name, now)
+        self._queues.queues.append(queue)
+        return queue
 
     def request_observer(self, host: str) -> RequestObserver:
         """Counts each request to `host` (`host:port`) by method and status code."""
-        children: dict[tuple[str, str], Counter] = {}
-        requests = self._requests
+        counts = self._requests.counts
 
         def observe(method: str, code: str) -> None:
-            child = children.get((method, code))
-            if child is None:
-                child = children[method, code] = requests.labels(
-                    code=code, method=method, host=host
-                )
-            child.inc()
+            key = (host, method, code)
+            counts[key] = counts.get(key, 0) + 1
 
         return observe
