@@ -1,6 +1,8 @@
 """`placement demo`: an embedded hub with the samples grown to about 200 clusters, the
-controller scheduling every placement, a table of what it decided, then one live change (a
-selected cluster tainted `NoSelect`) and the decisions that moved because of it.
+controller scheduling every placement, a table of what it decided (120 columns), then one live
+change (the most selected cluster tainted `NoSelect`) and what moved: the placements that had
+selected the cluster and dropped it, and those that never had but moved indirectly because
+Balance counts every placement's decisions.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -24,6 +26,7 @@ from apis.placements import (
     is_disabled,
 )
 from controllers.cli.crds import config_dir
+from controllers.cli.tables import TABLE_WIDTH, fit, table
 
 # The hub, the embedded server and the client are imported where they are used: the command's
 # parser imports this module, and the offline verbs should not pay for them.
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from controllers.hub.manager import Manager
     from controllers.kube.gateway import Gateway
 
-__all__ = ["SAMPLES_DIR", "add_parser", "demo_clusters", "run_demo"]
+__all__ = ["SAMPLES_DIR", "add_parser", "demo_clusters", "run_demo", "what_moved"]
 
 SAMPLES_DIR = config_dir("samples")
 TAINT_KEY = "example.com/maintenance"
@@ -112,19 +115,6 @@ def _selected(decisions: Iterable[PlacementDecision]) -> dict[str, list[str]]:
     return out
 
 
-def _names(clusters: list[str], limit: int = 4) -> str:
-    shown = ", ".join(clusters[:limit])
-    more = f", ... (+{len(clusters) - limit})" if len(clusters) > limit else ""
-    return f"{len(clusters)}: {shown}{more}" if clusters else "0"
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
-
-
 def _condition(placement: Placement, kind: str) -> tuple[str, str, str] | None:
     for c in (placement.status.conditions or []) if placement.status else []:
         if c.type == kind:
@@ -135,18 +125,26 @@ def _condition(placement: Placement, kind: str) -> tuple[str, str, str] | None:
 def _report(
     placements: list[Placement], decisions: list[PlacementDecision], max_groups: int = 4
 ) -> str:
+    """One row per decision group (at most `max_groups` per placement) within 120 columns:
+    the clusters as `count: first names (+others)`; the message of each placement that is not
+    satisfied follows the table."""
     by_name = {pd.key: pd for pd in decisions}
-    rows = [["PLACEMENT", "SATISFIED", "REASON", "GROUP", "CLUSTERS"]]
+    header = ["PLACEMENT", "REASON", "GROUP", "CLUSTERS"]
+    rows: list[list[str]] = []
+    lists: list[list[str]] = []  # the clusters of each row, fitted once the widths are known
+    notes: list[str] = []
     for p in placements:
         satisfied = _condition(p, PLACEMENT_SATISFIED)
         if is_disabled(p) or satisfied is None:
-            rows.append([p.key, "-", "scheduling disabled", "", ""])
+            rows.append([p.key, "SchedulingDisabled", "", ""])
+            lists.append([])
             continue
         misconfigured = _condition(p, PLACEMENT_MISCONFIGURED)
-        reason = satisfied[1]
+        reason, message = satisfied[1], "" if satisfied[0] == "True" else satisfied[2]
         if misconfigured is not None and misconfigured[0] == "True":
-            reason = f"Misconfigured: {misconfigured[2]}"
-            reason = reason if len(reason) <= 60 else reason[:57] + "..."
+            reason, message = "Misconfigured", misconfigured[2]
+        if message:
+            notes.append(fit(f"{p.key}: {reason}: {message}", TABLE_WIDTH))
         groups = (p.status.decision_groups or []) if p.status else []
         lines: list[tuple[str, list[str]]] = []
         for group in groups:
@@ -161,23 +159,73 @@ def _report(
             lines.append((label, clusters))
         if len(lines) > max_groups:
             rest = lines[max_groups - 1 :]
-            count = sum(len(c) for _, c in rest)
-            lines = [*lines[: max_groups - 1], (f"+{len(rest)} more", [""] * count)]
+            merged = [name for _, clusters in rest for name in clusters]
+            lines = [*lines[: max_groups - 1], (f"+{len(rest)} groups", merged)]
         for i, (label, clusters) in enumerate(lines or [("", [])]):
-            first = i == 0
-            shown = (
-                f"{len(clusters)} clusters" if clusters and not clusters[0] else _names(clusters)
-            )
-            rows.append(
-                [
-                    p.key if first else "",
-                    satisfied[0] if first else "",
-                    reason if first else "",
-                    label,
-                    shown,
-                ]
-            )
-    return _table(rows)
+            rows.append([p.key if i == 0 else "", reason if i == 0 else "", label, ""])
+            lists.append(clusters)
+    used = sum(max(len(r[i]) for r in [header, *rows]) + 3 for i in range(3))
+    for row, clusters in zip(rows, lists, strict=True):
+        count = f"{len(clusters)}: "
+        shown = fit(clusters, max(TABLE_WIDTH - used - len(count), 4))
+        # `3: a,b (+1)`, or `198 clusters` when not even one name fits
+        row[3] = count + shown if clusters and shown[0] != "+" else _count(len(clusters), "cluster")
+    text = table(header, rows)
+    return text + "".join(f"\n{note}" for note in notes) + ("\n" if notes else "")
+
+
+def _uses_balance(placement: Placement) -> bool:
+    """Whether the placement weighs Balance, which counts every placement's decisions."""
+    from placement.scheduler import weighted_coordinates
+    from plugins import DEFAULT_PROFILE, default_registry
+
+    coordinates, _ = weighted_coordinates(placement, DEFAULT_PROFILE, default_registry())
+    return any(item.plugin == "Balance" for item in coordinates)
+
+
+def what_moved(
+    before: dict[str, list[str]],
+    after: dict[str, list[str]],
+    victim: str,
+    balance: Collection[str] = (),
+) -> str:
+    """The decisions that changed after `victim` was tainted: first the placements that had
+    selected it, then those that never had but moved anyway (indirectly: `balance` names the
+    placements weighing Balance, whose scores count every placement's decisions)."""
+    direct: list[str] = []
+    indirect: list[str] = []
+    removed = added = 0
+    for key in sorted(set(before) | set(after)):
+        old, new = set(before.get(key, [])), set(after.get(key, []))
+        gone, came = sorted(old - new), sorted(new - old)
+        removed, added = removed + len(gone), added + len(came)
+        if not gone and not came:
+            continue
+        line = f"    {key}: {' '.join([*(f'-{n}' for n in gone), *(f'+{n}' for n in came)])}"
+        if victim in old:
+            direct.append(line)
+        else:
+            indirect.append(line + ("" if key in balance else " (does not weigh Balance)"))
+    had = sum(1 for clusters in before.values() if victim in clusters)
+    moved = len(direct) + len(indirect)
+    out = [
+        f"what moved: {_count(moved, 'placement')}, {_count(removed, 'cluster')} out and "
+        f"{added} in",
+        f"  {_count(had, 'placement')} had selected {victim}; {len(direct)} dropped it:",
+        *direct,
+    ]
+    if indirect:
+        out += [
+            f"  {_count(len(indirect), 'placement')} never selected {victim} but moved "
+            "indirectly: Balance scores a cluster",
+            "  by how many placements selected it, and the moves above changed those counts:",
+            *indirect,
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 async def run_demo(out: TextIO = sys.stdout, *, timeout: float = 60.0) -> int:
@@ -234,7 +282,7 @@ async def _show(
         f"({len(decisions)} PlacementDecisions)\n",
         file=out,
     )
-    print(_report(placements, decisions), file=out)
+    print(_report(placements, decisions), end="", file=out)
 
     before = _selected(decisions)
     counts: dict[str, int] = {}
@@ -247,8 +295,8 @@ async def _show(
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     taints.append({"key": TAINT_KEY, "value": "demo", "effect": "NoSelect", "timeAdded": now})
     print(
-        f"\nlive change: taint {victim} (in {counts[victim]} placements) with "
-        f"{TAINT_KEY}=demo:NoSelect",
+        f"\nlive change: taint {victim} (selected by {counts[victim]} of {len(placements)} "
+        f"placements) with {TAINT_KEY}=demo:NoSelect",
         file=out,
     )
     started = time.perf_counter()
@@ -263,16 +311,12 @@ async def _show(
 
     await asyncio.wait_for(moved(), timeout)
     elapsed = time.perf_counter() - started
+    print(f"the tainted cluster left every decision {elapsed:.2f} s after the taint\n", file=out)
     # Other placements may move too (Balance counts change): let them settle, then compare.
     await manager.wait_idle(timeout)
     after = _selected((await gateway.list(PlacementDecision)).items)
-    for key in sorted(before):
-        gone = sorted(set(before[key]) - set(after.get(key, [])))
-        new = sorted(set(after.get(key, [])) - set(before[key]))
-        if gone or new:
-            change = " ".join([*(f"-{n}" for n in gone), *(f"+{n}" for n in new)])
-            print(f"  {key}: {change}", file=out)
-    print(f"the tainted cluster left every decision {elapsed:.2f} s after the taint", file=out)
+    balance = {p.key for p in placements if _uses_balance(p)}
+    print(what_moved(before, after, victim, balance), end="", file=out)
     return 0
 
 

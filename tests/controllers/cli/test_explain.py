@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from apis.cluster import ManagedCluster
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, main
 from controllers.cli.manifests import load_paths
 from tests.controllers.cli.samples import NOW, PLACEMENTS, SAMPLES, run
@@ -115,7 +116,9 @@ def test_a_fail_names_the_untolerated_taint_and_the_failed_requirement(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clusters = {
-        o.obj.name: o.obj for o in load_paths([SAMPLES]).objects if o.obj.kind == "ManagedCluster"
+        o.obj.name: o.obj
+        for o in load_paths([SAMPLES]).objects
+        if isinstance(o.obj, ManagedCluster)
     }
     out = _tables(_explain(capsys, "apps/web-label-predicate", "-o", "table"))
     removed = {r[0]: (r[1], r[2]) for r in out[1][1]}

@@ -3,7 +3,7 @@ lists elided with a count, numbers never cut, everything whole without a width."
 
 from __future__ import annotations
 
-from controllers.cli.tables import TABLE_WIDTH, fit, table
+from controllers.cli.tables import TABLE_WIDTH, Cell, fit, table
 
 NAMES = [f"cluster-{i:02d}" for i in range(30)]  # 10 characters each
 
@@ -13,7 +13,7 @@ def test_a_table_that_fits_is_left_aligned_three_spaces_apart() -> None:
 
 
 def test_shrinkable_columns_give_way_until_every_line_fits() -> None:
-    rows = [["keep-this-name", NAMES, "some long explanation " * 10]]
+    rows: list[list[Cell]] = [["keep-this-name", NAMES, "some long explanation " * 10]]
     text = table(["NAME", "CLUSTERS", "WHY"], rows, width=80, shrink=(1, 2))
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
