@@ -1,8 +1,10 @@
 """The report's log-log plots: median per size with whiskers from the fastest repetition to p90,
-and the DESIGN §9 targets drawn as dashed lines (matplotlib, no display needed)."""
+and the DESIGN §9 targets drawn as dashed lines (matplotlib, no display needed). Every axis
+carries at least two numbers, however narrow the range its curves span (`log_ticks`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 from perf.harness import Case, cases_of, ratio
 from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, SPREAD
 
-__all__ = ["plots"]
+__all__ = ["log_ticks", "plots"]
 
 
 # --- plots ---------------------------------------------------------------------------------------
@@ -33,10 +35,7 @@ def _plot(
         return None
     ax.set_xscale("log")
     ax.set_yscale("log")
-    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.6g}")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_formatter(plain)
-        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    _label_log_axes(ax)
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -44,6 +43,54 @@ def _plot(
     fig.savefig(folder / name, dpi=110)
     plt.close(fig)
     return name
+
+
+# Mantissas of labelled ticks, coarsest first: decades only, then 1-2-5, then every integer.
+_TICK_MANTISSAS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
+_FEWEST_LABELS = 3
+
+
+def log_ticks(low: float, high: float) -> tuple[list[float], tuple[float, float]]:
+    """The tick values to label on a log axis showing [low, high]: the coarsest series
+    (decades, 1-2-5, 1..9 per decade) with at least three values in range, and the range,
+    widened to the neighbouring 1..9 x 10^k values when even the finest has fewer than two
+    (a curve spanning less than a factor of two). Log axes label only decades by default, so a
+    curve within one decade has one number, or none, on its axis."""
+    low, high = min(low, high), max(low, high)
+    first, last = math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1
+    ticks: list[float] = []
+    for mantissas in _TICK_MANTISSAS:
+        series = (float(f"{m:g}e{k}") for k in range(first, last + 1) for m in mantissas)
+        ticks = [v for v in series if low * (1 - 1e-9) <= v <= high * (1 + 1e-9)]
+        if len(ticks) >= _FEWEST_LABELS:
+            return ticks, (low, high)
+    if len(ticks) >= 2:
+        return ticks, (low, high)
+    finest = sorted(
+        float(f"{m:g}e{k}") for k in range(first, last + 1) for m in _TICK_MANTISSAS[-1]
+    )
+    below = max(v for v in finest if v <= low * (1 + 1e-9))
+    above = min(v for v in finest if v >= high * (1 - 1e-9) and v > below)
+    return log_ticks(below, above) if (below, above) != (low, high) else ([low, high], (low, high))
+
+
+def _label_log_axes(ax: Any) -> None:
+    """Numbers on both log axes: the ticks of `log_ticks` labelled in plain notation
+    (`1,000`, `0.5`), unlabelled minor ticks in between."""
+    import matplotlib.ticker as ticker
+
+    plain = ticker.FuncFormatter(lambda v, _: f"{v:,.6g}")
+    for axis, limits, set_limits in (
+        (ax.xaxis, ax.get_xlim(), ax.set_xlim),
+        (ax.yaxis, ax.get_ylim(), ax.set_ylim),
+    ):
+        ticks, shown = log_ticks(*limits)
+        if shown != (min(limits), max(limits)):
+            set_limits(*shown)
+        axis.set_major_locator(ticker.FixedLocator(ticks))
+        axis.set_major_formatter(plain)
+        axis.set_minor_locator(ticker.LogLocator(base=10, subs="auto"))
+        axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _curve(
