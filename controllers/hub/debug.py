@@ -1,4 +1,5 @@
-"""OCM's placement debug API on the controller's HTTP endpoint.
+"""OCM's placement debug API, served by the manager on a listener of its own (`debug_addr`,
+loopback by default), never beside `/metrics`: it answers without authentication.
 
 * `GET /debug/placements/<namespace>/<name>` — OCM's debugger document (`placement.explain`)
   for a stored placement;
