@@ -2,7 +2,7 @@
 
     python -m perf --quick                  # small sizes, under 3 minutes on 2 cores
     python -m perf --smoke                  # tiny sizes, seconds: the harness itself runs
-    python -m perf                          # the full run (about half an hour), see README
+    python -m perf                          # the full run, about 8.5 minutes on 2 cores
     python -m perf --only cycle spread      # some scenarios
     python -m perf --out perf/results       # where report.md, results.json and the plots go
 
