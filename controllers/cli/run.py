@@ -358,8 +358,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if options.load is not None and hub_access(options) is not None:
         # argparse's words, as every other usage error of the command.
         print(
-            "placement run: error: --load only applies to the embedded hub (add --embedded, "
-            "or drop --kubeconfig, --context and $KUBECONFIG)",
+            "placement run: error: --load only applies to the embedded hub, and a hub is "
+            "configured (--kubeconfig, --context, $KUBECONFIG or the pod's service account): "
+            "add --embedded",
             file=sys.stderr,
         )
         return EXIT_USAGE

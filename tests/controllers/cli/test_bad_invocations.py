@@ -193,7 +193,7 @@ def listening() -> Iterator[int]:
         ),
         pytest.param(
             ["run", "--load", ".", "--kubeconfig", "hub.yaml"],
-            r"--load only applies to the embedded hub .*",
+            r"--load only applies to the embedded hub, and a hub is configured .*: add --embedded",
             id="run-load-with-a-hub",
         ),
     ],
