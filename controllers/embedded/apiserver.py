@@ -4,6 +4,9 @@ on fabric8's mock server in CRUD mode (DESIGN §7).
 The real `kubernetes_asyncio` client and kubectl talk to it over HTTP on 127.0.0.1, so the
 production code path is the tested one. `EmbeddedApiServer.start()` returns its URL;
 `python -m controllers.embedded` runs one standalone and prints a kubeconfig to use it.
+`server.audit` counts the requests served per (verb, group, resource, subresource, namespace)
+(see `controllers.embedded.audit`), for tests that check a ClusterRole against what a
+controller really does.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from aiohttp import web
 from apis.meta import KubeObject
 from controllers.cli.crds import CRD_DIR
 from controllers.cli.manifests import load_paths
+from controllers.embedded.audit import Audit
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
 from controllers.embedded.resources import load_resources
@@ -52,7 +56,9 @@ class EmbeddedApiServer:
         self.store = Store(self.resources, history)
         self.faults = faults or Faults()
         self.snapshot = snapshot
-        self._handlers = Handlers(self.store, self.faults, bookmark_interval)
+        # Every resource request served, per (verb, group, resource, subresource, namespace).
+        self.audit = Audit()
+        self._handlers = Handlers(self.store, self.faults, bookmark_interval, self.audit)
         self._runner: web.AppRunner | None = None
         self._stalled: list[Watcher] = []
 

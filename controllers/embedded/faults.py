@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["VERBS", "Faults"]
 
-VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
 
 @dataclass

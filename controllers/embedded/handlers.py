@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from aiohttp import web
 
+from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
 from controllers.embedded.openapi import openapi_document, openapi_index
 from controllers.embedded.patch import apply_patch, copy_json
@@ -47,9 +48,12 @@ def _json(doc: Any, status: int = 200) -> web.Response:
 class Handlers:
     """The request handlers over one store, with its fault injection."""
 
-    def __init__(self, store: Store, faults: Faults, bookmark_interval: float) -> None:
+    def __init__(
+        self, store: Store, faults: Faults, bookmark_interval: float, audit: Audit
+    ) -> None:
         self.store = store
         self.faults = faults
+        self.audit = audit
         self.bookmark_interval = bookmark_interval
         self._by_path = {(r.group, r.version, r.plural): r for r in store.resources}
 
@@ -144,23 +148,26 @@ class Handlers:
 
     async def _serve(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, query = request.method, request.query
+        res = t.resource
         if not t.name:
             if method == "GET" and query.get("watch", "").lower() in _TRUE:
+                self.audit[AuditEntry("watch", res.group, res.plural, "", t.namespace)] += 1
                 self._check_fault("watch")
                 return await self._watch(request, t)
-            verb = {"GET": "list", "POST": "create", "DELETE": "delete"}.get(method)
+            verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method)
         else:
             verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
                 method, "create" if method == "POST" and t.sub else None
             )
         if verb is None:
             raise StatusError(405, f"{method} is not allowed here")
+        self.audit[AuditEntry(verb, res.group, res.plural, t.sub, t.namespace)] += 1
         self._check_fault(verb)
         if t.sub and t.sub != "status":
             return await self._pod_subresource(request, t)
         if t.sub == "status" and not t.resource.has_status:
             raise StatusError(404, f"{t.resource.plural} have no status subresource")
-        res, store = t.resource, self.store
+        store = self.store
         if not t.name:
             if verb == "list":
                 return self._list(t, query)
