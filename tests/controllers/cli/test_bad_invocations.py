@@ -34,7 +34,7 @@ HUB_KINDS = (
     "PlacementDecision, Placement"
 )
 # Quiet logs: what is left on stderr is what a person must read.
-QUIET = ["--log-level", "ERROR", "--http-addr", "127.0.0.1:0"]
+QUIET = ["--log-level", "ERROR", "--http-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0"]
 
 
 @dataclass(frozen=True)
@@ -349,7 +349,7 @@ def test_a_signal_during_start_up_stops_run_at_once_with_exit_0(
     # The hub never answers and the sync timeout is ten minutes: only the signal can end it
     # before the guard, and it must end it as a clean stop, not as a start-up failure.
     argv = ["run", "--kubeconfig", str(unreachable), "--sync-timeout", "600"]
-    argv += ["--http-addr", "127.0.0.1:0"]
+    argv += ["--http-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0"]
     with subprocess.Popen(
         [PLACEMENT, *argv],
         stdout=subprocess.PIPE,
