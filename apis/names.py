@@ -80,7 +80,8 @@ def name_problems(value: str, rule: NameRule, prefix: bool = False) -> list[str]
     """What makes `value` an invalid name under `rule`; `prefix` for `generateName`, whose
     trailing `-` is fine (the server appends random characters)."""
     if prefix and len(value) > 1 and value.endswith("-"):
-        value = value[:-1] + "a"
+        # As Kubernetes' maskTrailingDash, quirk included: the last two characters become "a".
+        value = value[:-2] + "a"
     if rule == "label":
         return dns1123_label_problems(value)
     return dns1123_subdomain_problems(value)

@@ -1,5 +1,7 @@
-"""`placement validate -f PATH...`: check manifests against the API models and CRD rules,
-offline; every bad document is reported on stderr and the exit code is 1."""
+"""`placement validate -f PATH... [--validate strict|warn|ignore]`: check manifests against the
+API models, the CRD rules, Kubernetes' name rules and (as kubectl's `--validate=strict`) the
+fields each kind knows, offline; every bad document is reported on stderr and the exit code is 1.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename
+from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename, print_warnings
 from controllers.cli.manifests import load_paths
 
 if TYPE_CHECKING:
@@ -24,8 +26,9 @@ def add_parser(subparsers: Subparsers) -> None:
         help="check manifests against the API models and CRD rules",
         description=(
             "Read YAML/JSON manifests (files or folders, multi-document, v1 Lists) and report "
-            "every document that breaks a rule of its kind, naming file, document, object and "
-            "field. Exit 0 if all are valid, 1 otherwise."
+            "every document that breaks a rule of its kind (types, ranges, patterns, names, "
+            "fields the kind does not know), naming file, document, object and field. Exit 0 "
+            "if all are valid, 1 otherwise."
         ),
     )
     add_filename(validate)
@@ -33,7 +36,8 @@ def add_parser(subparsers: Subparsers) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    result = load_paths(args.filename)
+    result = load_paths(args.filename, args.validate)
+    print_warnings(result.warnings)
     for error in result.errors:
         print(error, file=sys.stderr)
     counts = Counter(type(o.obj).__name__ for o in result.objects)

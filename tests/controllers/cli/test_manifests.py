@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from apis import ManagedCluster, Placement
-from controllers.cli.manifests import dump_yaml, load_paths, read_documents
+from controllers.cli.manifests import Validation, dump_yaml, load_paths, read_documents
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "config" / "samples"
@@ -188,3 +188,50 @@ def test_dump_yaml_writes_no_anchors() -> None:
     text = dump_yaml([{"x": shared, "y": shared}])
     assert "&" not in text and "*" not in text
     assert yaml.safe_load(text) == {"x": {"a": 1}, "y": {"a": 1}}
+
+
+TYPO_CLUSTER = (
+    "apiVersion: cluster.open-cluster-management.io/v1\nkind: ManagedCluster\n"
+    "metadata: {name: c1, lables: {env: prod}}\nspec: {hubAcceptsClient: true}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("validation", "errors", "warnings", "objects"),
+    [
+        pytest.param("strict", 1, 0, 0, id="strict"),
+        pytest.param("warn", 0, 1, 1, id="warn"),
+        pytest.param("ignore", 0, 0, 1, id="ignore"),
+    ],
+)
+def test_unknown_fields_are_errors_warnings_or_nothing(
+    tmp_path: Path, validation: Validation, errors: int, warnings: int, objects: int
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(TYPO_CLUSTER)
+    result = load_paths([path], validation)
+    line = (
+        f"{path}: document 1: ManagedCluster c1: "
+        'metadata.lables: unknown field, did you mean "labels"?'
+    )
+    assert [str(e) for e in result.errors] == [line] * errors
+    assert [str(w) for w in result.warnings] == [line] * warnings
+    assert len(result.objects) == objects
+    if objects:
+        # The object keeps the unknown field, as one read from a server would.
+        assert result.objects[0].obj.to_wire()["metadata"]["lables"] == {"env": "prod"}
+
+
+def test_unknown_fields_come_before_the_problems_they_cause(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "apiVersion: cluster.open-cluster-management.io/v1beta2\n"
+        "kind: ManagedClusterSetBinding\nmetadata: {name: prod, namespace: ns1}\n"
+        "spec: {clusterset: prod}\n"
+    )
+    [error] = load_paths([path]).errors
+    prefix = f"{path}: document 1: ManagedClusterSetBinding ns1/prod: "
+    assert error.lines() == [
+        prefix + 'spec.clusterset: unknown field, did you mean "clusterSet"?',
+        prefix + "spec.clusterSet: is required",
+    ]
