@@ -179,7 +179,7 @@ def test_the_model_can_be_given_instead_of_read_from_the_document() -> None:
 
 
 def test_partial_core_models_accept_the_fields_they_do_not_type() -> None:
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "p", "namespace": "default"},
