@@ -29,7 +29,10 @@ from controllers.embedded.handlers import Handlers
 from controllers.embedded.resources import load_resources
 from controllers.embedded.store import Store, Watcher
 
-__all__ = ["EmbeddedApiServer", "SnapshotError"]
+__all__ = ["SYSTEM_NAMESPACES", "EmbeddedApiServer", "SnapshotError"]
+
+# The namespaces a new Kubernetes cluster has (objects in other namespaces need theirs first).
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 class SnapshotError(Exception):
@@ -61,6 +64,9 @@ class EmbeddedApiServer:
         self._handlers = Handlers(self.store, self.faults, bookmark_interval, self.audit)
         self._runner: web.AppRunner | None = None
         self._stalled: list[Watcher] = []
+        if self.store.namespaces is not None:
+            for name in SYSTEM_NAMESPACES:
+                self.store.create(self.store.namespaces, {"metadata": {"name": name}})
 
     @property
     def url(self) -> str:
@@ -134,17 +140,26 @@ class EmbeddedApiServer:
         return self.add(loaded.obj for loaded in result.objects)
 
     def add(self, objects: Iterable[KubeObject]) -> int:
-        """Store objects as is (status included), as `load` does for a folder."""
+        """Store objects as is (status included), as `load` does for a folder: Namespaces
+        first, whatever their place, and a missing namespace is created (a snapshot restores a
+        hub's state; kubectl and the API demand the Namespace first, as a real hub does)."""
         by_kind = {(res.api_version, res.kind): res for res in self.resources}
-        count = 0
-        for obj in objects:
-            doc = obj.to_wire()
-            res = by_kind.get((doc["apiVersion"], doc["kind"]))
+        docs = [obj.to_wire() for obj in objects]
+        namespaces = self.store.namespaces
+        docs.sort(key=lambda doc: namespaces is None or by_kind.get(_kind(doc)) is not namespaces)
+        for doc in docs:
+            res = by_kind.get(_kind(doc))
             if res is None:
-                raise SnapshotError(f"{doc['kind']} {obj.key} is not served")
+                name = doc["metadata"].get("name", "")
+                where = doc["metadata"].get("namespace")
+                raise SnapshotError(
+                    f"{doc['kind']} {where + '/' if where else ''}{name} is not served"
+                )
+            where = doc["metadata"].get("namespace") or ""
+            if res.namespaced and namespaces is not None and not self.store.has_namespace(where):
+                self.store.create(namespaces, {"metadata": {"name": where}})
             self.store.create(res, doc, keep_status=True)
-            count += 1
-        return count
+        return len(docs)
 
     def kubeconfig(self, path: Path, context: str = "embedded") -> Path:
         """Write a kubeconfig whose current context points at this server."""
@@ -172,3 +187,7 @@ class EmbeddedApiServer:
             )
             for res in self.resources
         }
+
+
+def _kind(doc: dict[str, Any]) -> tuple[str, str]:
+    return (doc["apiVersion"], doc["kind"])

@@ -10,12 +10,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+import yaml
 from aiohttp import web
 
 from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
 from controllers.embedded.openapi import openapi_document, openapi_index
-from controllers.embedded.patch import apply_patch, copy_json
+from controllers.embedded.patch import APPLY_PATCH, apply_patch, copy_json
 from controllers.embedded.resources import (
     SERVER_VERSION,
     Resource,
@@ -25,6 +26,7 @@ from controllers.embedded.resources import (
 from controllers.embedded.selectors import Predicate, field_predicate, label_predicate
 from controllers.embedded.status import StatusError, status_doc
 from controllers.embedded.store import Propagation, Store, StoredEvent
+from controllers.embedded.writes import checked_fields, warning_header, write_options
 
 __all__ = ["Handlers", "Target"]
 
@@ -41,8 +43,11 @@ class Target:
     sub: str = ""
 
 
-def _json(doc: Any, status: int = 200) -> web.Response:
-    return web.Response(body=json.dumps(doc), status=status, content_type="application/json")
+def _json(doc: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    response = web.Response(body=json.dumps(doc), status=status, content_type="application/json")
+    for warning in warnings or ():
+        response.headers.add("Warning", warning_header(warning))
+    return response
 
 
 class Handlers:
@@ -137,6 +142,11 @@ class Handlers:
         try:
             return json.loads(raw)
         except ValueError:
+            if request.content_type == APPLY_PATCH:  # kubectl sends JSON, YAML is allowed too
+                try:
+                    return yaml.safe_load(raw)
+                except yaml.YAMLError:
+                    raise StatusError(400, "the apply patch is not valid YAML") from None
             raise StatusError(400, "the request body is not valid JSON") from None
 
     def _check_fault(self, verb: str) -> None:
@@ -172,22 +182,44 @@ class Handlers:
             if verb == "list":
                 return self._list(t, query)
             if verb == "create":
+                options = write_options(query)
                 body = await self._body(request)
                 if not isinstance(body, dict):
                     raise StatusError(400, "the request body must be an object")
-                return _json(store.create(res, body, t.namespace), 201)
+                warnings = checked_fields(res, body, options.validation)
+                created = store.create(res, body, t.namespace, dry_run=options.dry_run)
+                return _json(created, 201, warnings)
             return self._delete_collection(t, query)
         if verb == "get":
             return _json(store.get(res, t.namespace, t.name))
         if verb == "delete":
             return await self._delete(request, t)
-        body = await self._body(request)
+        options = write_options(query)
+        body = sent = await self._body(request)
         if verb == "patch":
-            body = apply_patch(request.content_type, store.get(res, t.namespace, t.name), body)
+            current = self._patched(request.content_type, t)
+            body = apply_patch(request.content_type, current or {}, sent)
+            if current is None:  # server-side apply of an object that does not exist creates it
+                warnings = checked_fields(res, body, options.validation, name=t.name, patch=sent)
+                created = store.create(res, body, t.namespace, dry_run=options.dry_run)
+                return _json(created, 201, warnings)
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
-        obj = store.update(res, t.namespace, t.name, body, status=t.sub == "status")
-        return _json(obj)
+        patch = sent if verb == "patch" else None
+        warnings = checked_fields(res, body, options.validation, name=t.name, patch=patch)
+        obj = store.update(
+            res, t.namespace, t.name, body, status=t.sub == "status", dry_run=options.dry_run
+        )
+        return _json(obj, 200, warnings)
+
+    def _patched(self, content_type: str, t: Target) -> dict[str, Any] | None:
+        """The object a patch applies to; None when an apply patch will create it."""
+        try:
+            return self.store.get(t.resource, t.namespace, t.name)
+        except StatusError as exc:
+            if exc.code == 404 and content_type == APPLY_PATCH and not t.sub:
+                return None
+            raise
 
     def _list(self, t: Target, query: Any) -> web.Response:
         predicates = self._predicates(query)
@@ -229,8 +261,14 @@ class Handlers:
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise StatusError(400, f"unknown propagationPolicy {propagation!r}")
         rv = (options.get("preconditions") or {}).get("resourceVersion")
+        dry_run = write_options(request.query).dry_run or options.get("dryRun") == ["All"]
         obj, _ = self.store.delete(
-            t.resource, t.namespace, t.name, cast(Propagation, propagation or "Background"), rv
+            t.resource,
+            t.namespace,
+            t.name,
+            cast(Propagation, propagation or "Background"),
+            rv,
+            dry_run=dry_run,
         )
         return _json(obj)
 

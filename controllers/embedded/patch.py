@@ -1,5 +1,8 @@
 """The patch formats the embedded server accepts: JSON merge patch (RFC 7386; also used for
-strategic merge patch, whose list merging keys we do not model) and JSON patch (RFC 6902)."""
+strategic merge patch, whose list merging keys we do not model), JSON patch (RFC 6902), and
+server-side apply (`kubectl apply --server-side`), approximated as a merge patch of the applied
+configuration: no managedFields, no field ownership, no conflicts; fields an earlier apply set
+and this one omits are kept."""
 
 from __future__ import annotations
 
@@ -9,10 +12,15 @@ import jsonpatch
 
 from controllers.embedded.status import StatusError
 
-__all__ = ["JSON_PATCH", "MERGE_PATCHES", "apply_patch", "copy_json", "merge_patch"]
+__all__ = ["APPLY_PATCH", "JSON_PATCH", "MERGE_PATCHES", "apply_patch", "copy_json", "merge_patch"]
 
 JSON_PATCH = "application/json-patch+json"
-MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCHES = (
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    APPLY_PATCH,
+)
 
 
 def copy_json(node: Any) -> Any:

@@ -104,6 +104,9 @@ class Store:
         self.watchers: set[Watcher] = set()
         self._by_uid: dict[str, tuple[Resource, ObjKey]] = {}
         self._dependents: dict[str, set[tuple[Resource, ObjKey]]] = {}
+        self.namespaces = next(
+            (res for res in resources if res.kind == "Namespace" and not res.group), None
+        )
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -127,6 +130,10 @@ class Store:
                 continue
             if predicate is None or predicate(obj):
                 yield obj
+
+    def has_namespace(self, name: str) -> bool:
+        """Whether the Namespace exists (always true when Namespaces are not served)."""
+        return self.namespaces is None or ("", name) in self.objects[self.namespaces.key]
 
     def watch(self, res: Resource, namespace: str, predicate: Predicate | None) -> Watcher:
         watcher = Watcher(res, namespace, predicate)
@@ -202,9 +209,16 @@ class Store:
         return obj
 
     def create(
-        self, res: Resource, obj: dict[str, Any], namespace: str = "", *, keep_status: bool = False
+        self,
+        res: Resource,
+        obj: dict[str, Any],
+        namespace: str = "",
+        *,
+        keep_status: bool = False,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Store a new object: name, uid, timestamps, admission; 409 if the name is taken."""
+        """Store a new object: name, uid, timestamps, admission; 409 if the name is taken, 404
+        if its namespace does not exist. A `dry_run` does all that and stores nothing."""
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise StatusError(400, "metadata must be an object")
@@ -218,6 +232,8 @@ class Store:
                 )
             if not body_ns:
                 raise StatusError(400, "a namespace is required for a namespaced resource")
+            if not self.has_namespace(body_ns):
+                raise StatusError.not_found("", "namespaces", body_ns)
             meta["namespace"] = body_ns
         else:
             meta.pop("namespace", None)
@@ -243,7 +259,10 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
-        return self._commit(res, "ADDED", self.admit(res, obj), None)
+        admitted = self.admit(res, obj)
+        if dry_run:
+            return admitted
+        return self._commit(res, "ADDED", admitted, None)
 
     def _invalid_name(self, res: Resource, name: Any) -> StatusError:
         cause = {
@@ -267,10 +286,12 @@ class Store:
         *,
         status: bool = False,
         internal: bool = False,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Replace an object (or only its status); 409 if `new` carries a stale RV.
 
-        `internal` writes are the server's own (binding a pod): spec and status together.
+        `internal` writes are the server's own (binding a pod): spec and status together. A
+        `dry_run` answers the object as it would be stored, and stores nothing.
         """
         old = self.get(res, namespace, name)
         meta = new.get("metadata")
@@ -309,6 +330,8 @@ class Store:
         obj = self.admit(res, obj)
         if obj == old:
             return old  # a no-op write changes nothing, not even the resourceVersion
+        if dry_run:
+            return obj
         if old["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
             return self._remove(res, obj, old, "Background")
         return self._commit(res, "MODIFIED", obj, old)
@@ -322,8 +345,11 @@ class Store:
         name: str,
         propagation: Propagation = "Background",
         precondition_rv: str | None = None,
+        *,
+        dry_run: bool = False,
     ) -> tuple[dict[str, Any], bool]:
-        """Delete, or mark for deletion while finalizers hold it; (object, gone)."""
+        """Delete, or mark for deletion while finalizers hold it; (object, gone). A `dry_run`
+        answers the same and changes nothing (no dependent is touched either)."""
         old = self.get(res, namespace, name)
         if precondition_rv and precondition_rv != old["metadata"]["resourceVersion"]:
             raise StatusError.conflict(res.group, res.plural, name, "precondition failed")
@@ -333,7 +359,11 @@ class Store:
             obj = copy_json(old)
             obj["metadata"]["deletionTimestamp"] = _now()
             obj["metadata"]["deletionGracePeriodSeconds"] = 0
+            if dry_run:
+                return obj, False
             return self._commit(res, "MODIFIED", obj, old), False
+        if dry_run:
+            return old, True
         return self._remove(res, copy_json(old), old, propagation), True
 
     def _remove(

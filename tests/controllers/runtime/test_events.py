@@ -29,7 +29,7 @@ WALL = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 async def recording(
     max_pending: int = 1000,
 ) -> AsyncIterator[tuple[EmbeddedApiServer, Gateway, EventRecorder, Placement, list[str]]]:
-    async with hub() as (server, gw):
+    async with hub(namespaces=["team"]) as (server, gw):
         outcomes: list[str] = []
         recorder = EventRecorder(
             gw,

@@ -138,7 +138,7 @@ def test_inconsistent_timings_are_rejected(timings: dict[str, float]) -> None:
 @pytest.mark.asyncio
 async def test_a_single_candidate_creates_the_lease_in_a_missing_namespace_and_leads() -> None:
     started: list[str] = []
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         elector = LeaderElector(
             gw, config("a", FAST), wall=lambda: WALL, on_started_leading=lambda: started.append("a")
         )
@@ -155,7 +155,7 @@ async def test_a_single_candidate_creates_the_lease_in_a_missing_namespace_and_l
 @pytest.mark.asyncio
 async def test_a_leader_renews_the_lease_keeping_its_acquire_time() -> None:
     ticks = iter(WALL + timedelta(seconds=n) for n in range(10**6))
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         elector = LeaderElector(gw, config("a", STEADY), wall=lambda: next(ticks))
         async with running(elector):
             await leads(elector)
@@ -173,7 +173,7 @@ def _renewed_after(spec: LeaseSpec, when: datetime) -> bool:
 
 @pytest.mark.asyncio
 async def test_of_two_candidates_started_together_exactly_one_leads() -> None:
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         a, b = LeaderElector(gw, config("a", STEADY)), LeaderElector(gw, config("b", STEADY))
         async with running(a), running(b):
             await eventually(lambda: a.is_leader or b.is_leader)
@@ -189,7 +189,7 @@ async def test_of_two_candidates_started_together_exactly_one_leads() -> None:
 @pytest.mark.asyncio
 async def test_a_released_lease_is_taken_over_at_once_and_counts_a_transition() -> None:
     stopped: list[str] = []
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         a = LeaderElector(gw, config("a", STEADY), on_stopped_leading=lambda: stopped.append("a"))
         b = LeaderElector(gw, config("b", STEADY))
         async with running(a) as a_task:
@@ -208,7 +208,7 @@ async def test_a_released_lease_is_taken_over_at_once_and_counts_a_transition() 
 
 @pytest.mark.asyncio
 async def test_releasing_writes_no_holder_and_is_a_no_op_for_a_candidate_not_holding() -> None:
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         a, b = LeaderElector(gw, config("a", STEADY)), LeaderElector(gw, config("b", STEADY))
         async with running(a) as a_task:
             await leads(a)
@@ -226,7 +226,7 @@ async def test_releasing_writes_no_holder_and_is_a_no_op_for_a_candidate_not_hol
 async def test_a_killed_leader_is_replaced_only_after_the_lease_duration_on_the_local_clock() -> (
     None
 ):
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         a = LeaderElector(gw, config("a", STEADY))
         async with running(a):
             await leads(a)
@@ -256,7 +256,7 @@ async def test_a_killed_leader_is_replaced_only_after_the_lease_duration_on_the_
 async def test_a_stale_holder_is_taken_over_after_expiry_whatever_its_renew_time(
     renewed: datetime,
 ) -> None:
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         await put_lease(gw, "ghost", renewed, transitions=3)
         clock = SteppingClock()
         b = LeaderElector(gw, config("b", MANUAL), clock=clock, wall=lambda: WALL)
@@ -276,7 +276,7 @@ async def test_a_stale_holder_is_taken_over_after_expiry_whatever_its_renew_time
 @pytest.mark.parametrize("race", ["create", "replace"])
 @pytest.mark.asyncio
 async def test_a_candidate_that_loses_a_write_race_backs_off(race: str) -> None:
-    async with hub() as (server, gw):
+    async with hub(namespaces=[NAMESPACE]) as (server, gw):
         if race == "replace":
             await put_lease(gw, "", WALL)  # free: taken at the first attempt, but for the rival
         racing = RacingGateway(await new_api_client(ClusterAccess(url=server.url)))
@@ -298,7 +298,7 @@ async def test_a_candidate_that_loses_a_write_race_backs_off(race: str) -> None:
 @pytest.mark.asyncio
 async def test_a_leader_that_cannot_renew_steps_down_then_contends_again() -> None:
     calls: list[str] = []
-    async with hub() as (server, gw):
+    async with hub(namespaces=[NAMESPACE]) as (server, gw):
         a = LeaderElector(
             gw,
             config("a", FAST),
@@ -321,7 +321,7 @@ async def test_a_leader_that_cannot_renew_steps_down_then_contends_again() -> No
 
 @pytest.mark.asyncio
 async def test_a_leader_whose_lease_was_taken_steps_down_without_waiting_for_its_deadline() -> None:
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         a = LeaderElector(gw, config("a", STEADY))
         async with running(a):
             await leads(a)
@@ -335,7 +335,7 @@ async def test_a_leader_whose_lease_was_taken_steps_down_without_waiting_for_its
 
 @pytest.mark.asyncio
 async def test_lease_transitions_count_each_change_of_holder() -> None:
-    async with hub() as (_, gw):
+    async with hub(namespaces=[NAMESPACE]) as (_, gw):
         counts = []
         for identity in ("a", "b", "a"):
             elector = LeaderElector(gw, config(identity, STEADY))
