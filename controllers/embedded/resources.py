@@ -56,6 +56,8 @@ class Resource:
     short_names: tuple[str, ...]
     has_status: bool
     schema: dict[str, Any] | None = field(default=None, repr=False)
+    # The CRD's additionalPrinterColumns (name, type, jsonPath, priority, ...), for Tables.
+    columns: tuple[dict[str, Any], ...] = field(default=(), repr=False)
 
     @property
     def api_version(self) -> str:
@@ -116,6 +118,7 @@ def _from_crd(crd: dict[str, Any]) -> list[Resource]:
                 tuple(names.get("shortNames") or ()),
                 "status" in (version.get("subresources") or {}),
                 (version.get("schema") or {}).get("openAPIV3Schema"),
+                tuple(version.get("additionalPrinterColumns") or ()),
             )
         )
     return out

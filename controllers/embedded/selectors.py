@@ -15,13 +15,23 @@ __all__ = ["FIELD_PATHS", "Predicate", "field_predicate", "label_predicate"]
 Predicate = Callable[[dict[str, Any]], bool]
 LabelTest = Callable[[dict[str, str]], bool]
 
-# The field selectors the server understands, as on a real API server for these kinds.
+_REFERENCE = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+
+# The field selectors the server understands, as on a real API server for these kinds (the
+# Events' are those of core/v1 and events.k8s.io/v1; `describe` selects on involvedObject).
 FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "metadata.name": ("metadata", "name"),
     "metadata.namespace": ("metadata", "namespace"),
     "spec.nodeName": ("spec", "nodeName"),
     "spec.schedulerName": ("spec", "schedulerName"),
     "status.phase": ("status", "phase"),
+    **{f"involvedObject.{key}": ("involvedObject", key) for key in _REFERENCE},
+    **{f"regarding.{key}": ("regarding", key) for key in _REFERENCE},
+    "reason": ("reason",),
+    "type": ("type",),
+    "source": ("source", "component"),
+    "reportingComponent": ("reportingComponent",),
+    "reportingController": ("reportingController",),
 }
 
 _SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=()]+)\s+(in|notin)\s+\(([^()]*)\)\s*$")

@@ -11,20 +11,18 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import re
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from apis.errors import ObjectValidationError
 from apis.meta import format_time
-from apis.registry import parse_as
+from controllers.embedded.admission import admit, invalid_name, valid_name
+from controllers.embedded.eventviews import to_core, to_events
 from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
-from controllers.embedded.schema import apply_defaults, prune
 from controllers.embedded.selectors import Predicate
 from controllers.embedded.status import StatusError
 
@@ -32,7 +30,7 @@ __all__ = ["Propagation", "Store", "StoredEvent", "Watcher"]
 
 Propagation = Literal["Background", "Foreground", "Orphan"]
 ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+JsonObj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generateName suffixes
 
 
@@ -107,6 +105,12 @@ class Store:
         self.namespaces = next(
             (res for res in resources if res.kind == "Namespace" and not res.group), None
         )
+        # Resources that are two views of one store: a write to one is mirrored in the other.
+        self._twins: dict[Resource, tuple[Resource, Callable[[JsonObj], JsonObj]]] = {}
+        by_key = {res.key: res for res in resources}
+        core, events = by_key.get(("", "events")), by_key.get(("events.k8s.io", "events"))
+        if core is not None and events is not None:
+            self._twins = {core: (events, to_events), events: (core, to_core)}
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -167,13 +171,25 @@ class Store:
         else:
             self.objects[res.key][key] = obj
             self._index(res, key, obj)
+        self._record(StoredEvent(self.rv, res, kind, obj, old))
+        twin = self._twins.get(res)
+        if twin is not None:
+            twin_res, view = twin
+            twin_obj, twin_objects = view(obj), self.objects[twin_res.key]
+            twin_old = twin_objects.get(key)
+            if kind == "DELETED":
+                twin_objects.pop(key, None)
+            else:
+                twin_objects[key] = twin_obj
+            self._record(StoredEvent(self.rv, twin_res, kind, twin_obj, twin_old))
+        return obj
+
+    def _record(self, event: StoredEvent) -> None:
         if len(self.history) == self.history.maxlen:
             self.compacted = self.history[0].rv
-        event = StoredEvent(self.rv, res, kind, obj, old)
         self.history.append(event)
         for watcher in self.watchers:
             watcher.offer(event)
-        return obj
 
     def _index(self, res: Resource, key: ObjKey, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -186,27 +202,6 @@ class Store:
         self._by_uid.pop(meta["uid"], None)
         for ref in meta.get("ownerReferences") or ():
             self._dependents.get(ref.get("uid", ""), set()).discard((res, key))
-
-    def admit(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-        """Defaults and pruning from the CRD schema, then validation by the kind's model."""
-        if res.schema is not None:
-            apply_defaults(obj, res.schema)
-            prune(obj, res.schema, root=True)
-        try:
-            parse_as(res.model, obj)
-        except ObjectValidationError as exc:
-            name = obj["metadata"].get("name", "")
-            qualified = f"{res.kind}.{res.group}" if res.group else res.kind
-            causes = [
-                {"reason": "FieldValueInvalid", "message": p.message, "field": p.path}
-                for p in exc.problems
-            ]
-            text = "; ".join(str(p) for p in exc.problems)
-            details = {"name": name, "group": res.group, "kind": res.kind, "causes": causes}
-            raise StatusError(
-                422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
-            ) from None
-        return obj
 
     def create(
         self,
@@ -242,8 +237,8 @@ class Store:
                 _ALPHABET[b % len(_ALPHABET)] for b in uuid.uuid4().bytes[:5]
             )
         name = meta.get("name")
-        if not isinstance(name, str) or not _NAME.match(name) or len(name) > 253:
-            raise self._invalid_name(res, name)
+        if not valid_name(name):
+            raise invalid_name(res, name)
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
         if self._key(res, meta.get("namespace", ""), name) in self.objects[res.key]:
             qualified = f"{res.plural}.{res.group}" if res.group else res.plural
@@ -259,23 +254,10 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
-        admitted = self.admit(res, obj)
+        admitted = admit(res, obj)
         if dry_run:
             return admitted
         return self._commit(res, "ADDED", admitted, None)
-
-    def _invalid_name(self, res: Resource, name: Any) -> StatusError:
-        cause = {
-            "reason": "FieldValueInvalid",
-            "field": "metadata.name",
-            "message": "a lowercase RFC 1123 subdomain is required",
-        }
-        return StatusError(
-            422,
-            f'{res.kind} "{name}" is invalid: metadata.name: {cause["message"]}',
-            "Invalid",
-            {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": [cause]},
-        )
 
     def update(
         self,
@@ -327,7 +309,7 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        obj = self.admit(res, obj)
+        obj = admit(res, obj)
         if obj == old:
             return old  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:

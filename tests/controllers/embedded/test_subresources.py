@@ -169,7 +169,7 @@ async def test_eviction_deletes_the_pod() -> None:
             await gw.get(Pod, "p1", "default")
 
 
-async def test_events_of_both_apis_are_recorded() -> None:
+async def test_events_are_one_store_seen_through_both_apis() -> None:
     async with hub() as (_, gw):
         now = datetime(2026, 11, 22, tzinfo=UTC)
         regarding = ObjectReference(kind="Placement", name="web", namespace="default")
@@ -181,17 +181,70 @@ async def test_events_of_both_apis_are_recorded() -> None:
             type="Normal",
             regarding=regarding,
             reporting_controller="placement-controller",
+            reporting_instance="hub-1",
             action="Create",
         )
         old = CoreEvent(
             metadata=ObjectMeta(name="web.1", namespace="default"),
             involved_object=regarding,
-            reason="DecisionCreate",
-            message="created",
+            reason="DecisionUpdate",
+            message="updated",
             type="Normal",
+            count=2,
         )
         recorded = await gw.create_event(new)
         assert recorded.name.startswith("web-")
         await gw.create_event(old)
-        assert [e.reason for e in (await gw.list(Event, "default")).items] == ["DecisionCreate"]
+        core = {e.name: e for e in (await gw.list(CoreEvent, "default")).items}
+        events = {e.name: e for e in (await gw.list(Event, "default")).items}
+        assert set(core) == set(events) == {recorded.name, "web.1"}
+        # The events.k8s.io Event as core/v1 shows it (`kubectl get events`, `describe`).
+        seen = core[recorded.name]
+        assert seen.metadata.uid == recorded.metadata.uid
+        assert seen.metadata.resource_version == recorded.metadata.resource_version
+        assert (seen.involved_object, seen.message, seen.reporting_component) == (
+            regarding,
+            "created",
+            "placement-controller",
+        )
+        assert (seen.event_time, seen.reporting_instance, seen.action) == (now, "hub-1", "Create")
+        # And the core/v1 Event as events.k8s.io shows it.
+        back = events["web.1"].to_wire()
+        assert (back["regarding"]["name"], back["note"], back["deprecatedCount"]) == (
+            "web",
+            "updated",
+            2,
+        )
+        # One object: deleted through one API, it is gone from both.
+        await gw.delete(CoreEvent, recorded.name, "default")
+        assert [e.name for e in (await gw.list(Event, "default")).items] == ["web.1"]
         assert [e.name for e in (await gw.list(CoreEvent, "default")).items] == ["web.1"]
+
+
+async def test_core_events_are_selected_by_the_object_they_involve() -> None:
+    async with hub() as (_, gw):
+        for kind, name in (("Placement", "web"), ("Placement", "db"), ("PlacementDecision", "web")):
+            ref = ObjectReference(kind=kind, name=name, namespace="default", uid=f"uid-{name}")
+            await gw.create_event(
+                Event(
+                    metadata=ObjectMeta(name=f"{kind.lower()}-{name}", namespace="default"),
+                    event_time=datetime(2026, 11, 22, tzinfo=UTC),
+                    reason="DecisionCreate",
+                    note="created",
+                    type="Normal",
+                    regarding=ref,
+                    reporting_controller="placement-controller",
+                    action="Create",
+                )
+            )
+        # What `kubectl describe placement web` asks for.
+        selector = (
+            "involvedObject.name=web,involvedObject.namespace=default,"
+            "involvedObject.kind=Placement,involvedObject.uid=uid-web"
+        )
+        found = await gw.list(CoreEvent, "default", field_selector=selector)
+        assert [e.name for e in found.items] == ["placement-web"]
+        by_regarding = await gw.list(Event, field_selector="regarding.kind=PlacementDecision")
+        assert [e.name for e in by_regarding.items] == ["placementdecision-web"]
+        typed = await gw.list(CoreEvent, field_selector="type=Warning")
+        assert typed.items == []

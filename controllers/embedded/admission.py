@@ -1,0 +1,61 @@
+"""What the embedded server does to an object before storing it, as a real API server's
+admission and validation do: the CRD schema's defaults and pruning, then the kind's own rules
+(the `apis` model), answered as 422 Invalid with one cause per field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeGuard
+
+from apis.errors import ObjectValidationError
+from apis.registry import parse_as
+from controllers.embedded.resources import Resource
+from controllers.embedded.schema import apply_defaults, prune
+from controllers.embedded.status import StatusError
+
+__all__ = ["admit", "invalid_name", "valid_name"]
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def valid_name(name: Any) -> TypeGuard[str]:
+    """Whether `name` is a DNS-1123 subdomain (what every kind accepts at least)."""
+    return isinstance(name, str) and bool(_NAME.match(name)) and len(name) <= 253
+
+
+def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """Defaults and pruning from the CRD schema (in place), then validation by the kind's
+    model; `obj` back, or 422 Invalid."""
+    if res.schema is not None:
+        apply_defaults(obj, res.schema)
+        prune(obj, res.schema, root=True)
+    try:
+        parse_as(res.model, obj)
+    except ObjectValidationError as exc:
+        name = obj["metadata"].get("name", "")
+        qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+        causes = [
+            {"reason": "FieldValueInvalid", "message": p.message, "field": p.path}
+            for p in exc.problems
+        ]
+        text = "; ".join(str(p) for p in exc.problems)
+        details = {"name": name, "group": res.group, "kind": res.kind, "causes": causes}
+        raise StatusError(
+            422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
+        ) from None
+    return obj
+
+
+def invalid_name(res: Resource, name: Any) -> StatusError:
+    """The 422 a name that is no DNS-1123 subdomain gets."""
+    cause = {
+        "reason": "FieldValueInvalid",
+        "field": "metadata.name",
+        "message": "a lowercase RFC 1123 subdomain is required",
+    }
+    return StatusError(
+        422,
+        f'{res.kind} "{name}" is invalid: metadata.name: {cause["message"]}',
+        "Invalid",
+        {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": [cause]},
+    )
