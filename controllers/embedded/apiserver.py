@@ -74,11 +74,11 @@ class EmbeddedApiServer:
 
     @property
     def bookmark_interval(self) -> float:
-        return self._handlers.bookmark_interval
+        return self._handlers.watches.bookmark_interval
 
     @bookmark_interval.setter
     def bookmark_interval(self, seconds: float) -> None:
-        self._handlers.bookmark_interval = seconds
+        self._handlers.watches.bookmark_interval = seconds
 
     async def start(self) -> str:
         if self.snapshot is not None:

@@ -1,6 +1,7 @@
-"""HTTP handlers of the embedded API server: URL routing to resources, the verbs, watch streams
-with bookmarks and 410 Gone, subresources (`/status`, `pods/binding`, `pods/eviction`) and
-fault injection. Every error is answered as a `metav1.Status`."""
+"""HTTP handlers of the embedded API server: URL routing to resources, the verbs (with their
+`fieldValidation`, `dryRun` and Table answers), subresources (`/status`, `pods/binding`,
+`pods/eviction`), the audit log and fault injection; watches are served by `watches`. Every
+error is answered as a `metav1.Status`."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ from controllers.embedded.resources import (
     api_group_list,
     api_resource_list,
 )
-from controllers.embedded.selectors import Predicate, field_predicate, label_predicate
+from controllers.embedded.selectors import query_predicate
 from controllers.embedded.status import StatusError, status_doc
-from controllers.embedded.store import Propagation, Store, StoredEvent
+from controllers.embedded.store import Propagation, Store
+from controllers.embedded.tables import table_view
+from controllers.embedded.watches import Watches
 from controllers.embedded.writes import checked_fields, warning_header, write_options
 
 __all__ = ["Handlers", "Target"]
@@ -59,7 +62,7 @@ class Handlers:
         self.store = store
         self.faults = faults
         self.audit = audit
-        self.bookmark_interval = bookmark_interval
+        self.watches = Watches(store, faults, bookmark_interval)
         self._by_path = {(r.group, r.version, r.plural): r for r in store.resources}
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -163,7 +166,8 @@ class Handlers:
             if method == "GET" and query.get("watch", "").lower() in _TRUE:
                 self.audit[AuditEntry("watch", res.group, res.plural, "", t.namespace)] += 1
                 self._check_fault("watch")
-                return await self._watch(request, t)
+                view = table_view(res, request.headers.get("Accept", ""), query)
+                return await self.watches.serve(request, res, t.namespace, view)
             verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method)
         else:
             verb = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
@@ -180,7 +184,7 @@ class Handlers:
         store = self.store
         if not t.name:
             if verb == "list":
-                return self._list(t, query)
+                return self._list(request, t)
             if verb == "create":
                 options = write_options(query)
                 body = await self._body(request)
@@ -191,7 +195,11 @@ class Handlers:
                 return _json(created, 201, warnings)
             return self._delete_collection(t, query)
         if verb == "get":
-            return _json(store.get(res, t.namespace, t.name))
+            obj = store.get(res, t.namespace, t.name)
+            view = table_view(res, request.headers.get("Accept", ""), query)
+            if view is None:
+                return _json(obj)
+            return _json(view.table([obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
         if verb == "delete":
             return await self._delete(request, t)
         options = write_options(query)
@@ -221,9 +229,9 @@ class Handlers:
                 return None
             raise
 
-    def _list(self, t: Target, query: Any) -> web.Response:
-        predicates = self._predicates(query)
-        items = self.store.list(t.resource, t.namespace, _all(predicates))
+    def _list(self, request: web.Request, t: Target) -> web.Response:
+        query = request.query
+        items = self.store.list(t.resource, t.namespace, query_predicate(query))
         rv, start = str(self.store.rv), None
         if query.get("continue"):
             try:
@@ -245,15 +253,11 @@ class Handlers:
                 break
             out.append(obj)
         res = t.resource
+        view = table_view(res, request.headers.get("Accept", ""), query)
+        if view is not None:
+            return _json(view.table(out, meta))
         doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
         return _json({**doc, "items": out})
-
-    def _predicates(self, query: Any) -> list[Predicate]:
-        found = [
-            label_predicate(query.get("labelSelector")),
-            field_predicate(query.get("fieldSelector")),
-        ]
-        return [p for p in found if p is not None]
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         options = await self._body(request) or {}
@@ -273,7 +277,7 @@ class Handlers:
         return _json(obj)
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
-        predicate = _all(self._predicates(query))
+        predicate = query_predicate(query)
         for obj in list(self.store.list(t.resource, t.namespace, predicate)):
             meta = obj["metadata"]
             self.store.delete(t.resource, meta.get("namespace", ""), meta["name"])
@@ -302,88 +306,3 @@ class Handlers:
         conditions.append({"type": "PodScheduled", "status": "True"})
         self.store.update(t.resource, t.namespace, t.name, obj, internal=True)
         return _json(status_doc(201, f"pod {t.name} bound to {node}"), 201)
-
-    # --- watch -------------------------------------------------------------------------------
-
-    async def _watch(self, request: web.Request, t: Target) -> web.StreamResponse:
-        query = request.query
-        predicate = _all(self._predicates(query))
-        rv_text = query.get("resourceVersion", "")
-        bookmarks = query.get("allowWatchBookmarks", "").lower() in _TRUE
-        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
-        if rv_text not in ("", "0") and not rv_text.isdigit():
-            raise StatusError(400, f"invalid resourceVersion {rv_text!r}")
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        res = t.resource
-        # No await between registering and replaying: nothing can slip in between.
-        watcher = self.store.watch(res, t.namespace, predicate)
-        try:
-            if rv_text in ("", "0"):
-                for obj in self.store.list(res, t.namespace, predicate):
-                    watcher.queue.put_nowait(StoredEvent(0, res, "ADDED", obj).line())
-            else:
-                try:
-                    if self.faults.take_gone():
-                        raise StatusError(410, f"too old resource version: {rv_text}", "Expired")
-                    for event in self.store.history_since(int(rv_text)):
-                        watcher.offer(event)
-                except StatusError as exc:
-                    await response.write(json.dumps({"type": "ERROR", "object": exc.doc}).encode())
-                    return response
-            await self._stream(request, response, watcher.queue, t, bookmarks, timeout)
-        finally:
-            self.store.watchers.discard(watcher)
-        return response
-
-    async def _stream(
-        self,
-        request: web.Request,
-        response: web.StreamResponse,
-        queue: asyncio.Queue[bytes | str],
-        t: Target,
-        bookmarks: bool,
-        timeout: float | None,
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout if timeout else None
-        while True:
-            wait = self.bookmark_interval if bookmarks else None
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    return
-                wait = left if wait is None else min(wait, left)
-            try:
-                item = await asyncio.wait_for(queue.get(), wait)
-            except TimeoutError:
-                if bookmarks and (deadline is None or loop.time() < deadline):
-                    await response.write(self._bookmark(t))
-                continue
-            batch: list[bytes] = []
-            while True:
-                if isinstance(item, str):
-                    if batch:
-                        await response.write(b"".join(batch))
-                    if item == "drop" and request.transport is not None:
-                        request.transport.abort()  # a broken connection, not a clean end
-                    return
-                batch.append(item)
-                if queue.empty() or len(batch) >= 512:
-                    break
-                item = queue.get_nowait()
-            await response.write(b"".join(batch))
-
-    def _bookmark(self, t: Target) -> bytes:
-        meta = {"resourceVersion": str(self.store.rv)}
-        obj = {"kind": t.resource.kind, "apiVersion": t.resource.api_version, "metadata": meta}
-        return json.dumps({"type": "BOOKMARK", "object": obj}).encode() + b"\n"
-
-
-def _all(predicates: list[Predicate]) -> Predicate | None:
-    if not predicates:
-        return None
-    if len(predicates) == 1:
-        return predicates[0]
-    return lambda obj: all(p(obj) for p in predicates)

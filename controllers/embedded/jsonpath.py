@@ -4,17 +4,18 @@ escaped dots in a key (`.metadata.labels.cluster\\.open-cluster-management\\.io/
 indexes (`[0]`, `[*]`) and equality filters (`.status.conditions[?(@.type=="Ready")].status`).
 
 `values` returns every match in document order (none when a step is missing), `cell` turns the
-first into a Table cell of the column's type as the API server's CRD table converter does
-(integers, booleans, strings and dates as such; anything else in Go's `%v` form, so a map reads
-`map[cpu:4 memory:8Gi]`).
+first into a Table cell of the column's type as the API server's CRD table converter does.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from functools import cache
 from typing import Any
+
+from controllers.embedded.printers import since
 
 __all__ = ["JsonPathError", "cell", "go_format", "values"]
 
@@ -148,18 +149,26 @@ def go_format(value: Any) -> str:
     return str(value)
 
 
-def cell(doc: Any, path: str, column_type: str) -> Any:
-    """The Table cell of a printer column: None when the path selects nothing."""
+def cell(doc: Any, path: str, column_type: str, now: datetime) -> Any:
+    """The Table cell of a printer column, as the API server's CRD table converter makes it:
+    None when the path selects nothing; a date as its age (`5m`); a string column prints any
+    other value as JSON (as `kubectl -o jsonpath` does); a value of the wrong type for the
+    column in Go's `%v` form."""
     found = values(doc, path)
     if not found or found[0] is None:
         return None
     value = found[0]
-    if column_type == "integer" and isinstance(value, int | float) and not isinstance(value, bool):
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if column_type == "string":
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, separators=(",", ":"))
+    if column_type == "integer" and number:
         return int(value)
-    if column_type == "number" and isinstance(value, int | float) and not isinstance(value, bool):
-        return value
+    if column_type == "number" and number:
+        return float(value)
     if column_type == "boolean" and isinstance(value, bool):
         return value
-    if column_type in ("string", "date") and isinstance(value, str):
-        return value
+    if column_type == "date" and isinstance(value, str):
+        return since(value, now)
     return go_format(value)

@@ -5,12 +5,12 @@ objects: `env=prod,tier!=db,zone in (a,b),region notin (x),gpu,!spot` and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controllers.embedded.status import StatusError
 
-__all__ = ["FIELD_PATHS", "Predicate", "field_predicate", "label_predicate"]
+__all__ = ["FIELD_PATHS", "Predicate", "field_predicate", "label_predicate", "query_predicate"]
 
 Predicate = Callable[[dict[str, Any]], bool]
 LabelTest = Callable[[dict[str, str]], bool]
@@ -118,3 +118,22 @@ def field_predicate(text: str | None) -> Predicate | None:
         return all((_field(obj, path) == value) == equal for path, equal, value in tests)
 
     return matches
+
+
+def query_predicate(query: Mapping[str, str]) -> Predicate | None:
+    """The predicate of a request's `labelSelector` and `fieldSelector` together; None selects
+    everything."""
+    found = [
+        p
+        for p in (
+            label_predicate(query.get("labelSelector")),
+            field_predicate(query.get("fieldSelector")),
+        )
+        if p is not None
+    ]
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    first, second = found
+    return lambda obj: first(obj) and second(obj)
