@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.placements import Placement
 from controllers.cli.manifests import load_paths
 from tests.controllers.embedded.hub import hub, kubectl
@@ -43,3 +44,41 @@ async def test_kubectl_applies_lists_and_deletes_the_samples(tmp_path: Path) -> 
         assert "deleted" in out
         deleted = {o.obj.key for o in load_paths([SAMPLES / "placements.yaml"]).objects}
         assert {p.key for p in (await gw.list(Placement)).items} == stored - deleted
+
+
+@pytest.mark.asyncio
+async def test_kubectl_apply_drops_status_and_the_status_subresource_one_liners_set_it(
+    tmp_path: Path,
+) -> None:
+    """What config/samples/README.md tells a user: `kubectl apply` does not write `status`
+    (a subresource); `kubectl apply --server-side --subresource=status` does, and so does
+    `kubectl patch --subresource=status` for one object."""
+    fleet = [o.obj for o in load_paths([SAMPLES / "fleet.yaml"]).objects]
+    scores = [o.obj for o in load_paths([SAMPLES / "addonscores.yaml"]).objects]
+    async with hub() as (server, gw):
+        config = server.kubeconfig(tmp_path / "kubeconfig")
+        code, _, err = await kubectl(config, "apply", "-f", str(SAMPLES))
+        assert code == 0, err
+        first = fleet[0]
+        assert (await gw.get(ManagedCluster, first.name)).status is None
+
+        code, out, err = await kubectl(
+            config, "apply", "--server-side", "--subresource=status", "-f", str(SAMPLES)
+        )
+        assert code == 0, err
+        assert "serverside-applied" in out
+        for cluster in fleet:
+            stored = await gw.get(ManagedCluster, cluster.name)
+            assert stored.to_wire()["status"] == cluster.to_wire()["status"], cluster.name
+        for score in scores:
+            stored_score = await gw.get(AddOnPlacementScore, score.name, score.namespace)
+            assert stored_score.to_wire()["status"] == score.to_wire()["status"]
+
+        patch = '{"status":{"allocatable":{"cpu":"8"}}}'
+        code, _, err = await kubectl(
+            config, "patch", "managedcluster", first.name, "--subresource=status",
+            "--type=merge", "-p", patch,
+        )  # fmt: skip
+        assert code == 0, err
+        stored = await gw.get(ManagedCluster, first.name)
+        assert stored.to_wire()["status"]["allocatable"]["cpu"] == "8"
