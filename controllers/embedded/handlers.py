@@ -277,10 +277,10 @@ class Handlers:
         return _json(obj)
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
-        predicate = query_predicate(query)
+        predicate, dry_run = query_predicate(query), write_options(query).dry_run
         for obj in list(self.store.list(t.resource, t.namespace, predicate)):
             meta = obj["metadata"]
-            self.store.delete(t.resource, meta.get("namespace", ""), meta["name"])
+            self.store.delete(t.resource, meta.get("namespace", ""), meta["name"], dry_run=dry_run)
         return _json(status_doc(200, "deleted"))
 
     async def _pod_subresource(self, request: web.Request, t: Target) -> web.Response:

@@ -163,6 +163,8 @@ async def test_dry_run_writes_answer_as_if_written_and_store_nothing_nor_tell_wa
         assert (code, body["spec"]["numberOfClusters"]) == (200, 5)
         code, body, _ = await send(server.url, "DELETE", PLACEMENTS + "/web" + dry, None)
         assert code == 200
+        code, body, _ = await send(server.url, "DELETE", PLACEMENTS + dry, None)
+        assert code == 200
         assert server.store.rv == rv
         stored = await gw.get(Placement, "web", "default")
         assert stored.spec.number_of_clusters is None and stored.metadata.generation == 1
