@@ -174,6 +174,14 @@ async def _start(options: RunOptions, started: _Started) -> None:
             namespace=lease_namespace(options.lease_namespace),
             identity=identity,
         )
+        server = started.server
+        if server is not None and not server.store.has_namespace(leader.namespace):
+            # A real hub has the Lease's namespace (config/default creates it); an embedded
+            # one starts with kube-system and default only.
+            from apis.core import Namespace
+            from apis.meta import ObjectMeta
+
+            server.add([Namespace(metadata=ObjectMeta(name=leader.namespace))])
     tune_gc()
     started.gateway = await Gateway.connect(access)
     started.manager = Manager(

@@ -230,19 +230,17 @@ def _clusters(pd: PlacementDecision) -> set[str]:
 # --- placement run as a process, placement demo ---------------------------------------------------
 
 
-async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigterm(
-    tmp_path: Path,
-) -> None:
+async def spawn_run(*args: str) -> asyncio.subprocess.Process:
+    """`placement run ARGS` on an embedded hub (no kubeconfig in sight), ports picked free."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")
     }
-    process = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "controllers.cli.main",
         "run",
-        "--load",
-        str(ROOT / "config" / "samples"),
+        *args,
         "--http-addr",
         "127.0.0.1:0",
         "--debug-addr",
@@ -254,14 +252,27 @@ async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigte
         cwd=ROOT,
         env=env,
     )
+
+
+async def started_lines(process: asyncio.subprocess.Process) -> dict[str, str]:
+    """The lines `placement run` prints on stdout until it says the controller runs, by their
+    first word (`embedded`, `export`, `controller`)."""
+    lines: dict[str, str] = {}
+    assert process.stdout is not None
+    async with asyncio.timeout(30):
+        while "controller" not in lines:
+            line = (await process.stdout.readline()).decode()
+            assert line, "placement run exited early"
+            lines[line.split()[0]] = line.strip()
+    return lines
+
+
+async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    process = await spawn_run("--load", str(ROOT / "config" / "samples"))
     try:
-        lines: dict[str, str] = {}
-        assert process.stdout is not None
-        async with asyncio.timeout(30):
-            while "controller" not in lines:
-                line = (await process.stdout.readline()).decode()
-                assert line, "placement run exited early"
-                lines[line.split()[0]] = line.strip()
+        lines = await started_lines(process)
         kubeconfig = lines["export"].split("=", 1)[1]
         address = lines["controller"].rsplit(" ", 1)[1]
         async with await Gateway.connect(ClusterAccess(kubeconfig=Path(kubeconfig))) as gateway:
@@ -283,6 +294,26 @@ async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigte
         logs = [json.loads(x) for x in stderr.decode().splitlines() if x.startswith("{")]
         assert any(entry["msg"] == "stopped" for entry in logs)
         assert any(entry.get("placement") for entry in logs)  # reconcile lines carry the key
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_placement_run_elects_itself_leader_on_an_embedded_hub() -> None:
+    # The embedded hub has no open-cluster-management-hub namespace of its own: the Lease
+    # needs one, as on a real hub where config/default creates it.
+    process = await spawn_run("--leader-elect")
+    try:
+        address = (await started_lines(process))["controller"].rsplit(" ", 1)[1]
+
+        async def leading() -> bool:
+            return await get(address, "/readyz") == (200, "ok (leader)")
+
+        await eventually(leading, timeout=20)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(process.communicate(), 15)
+        assert process.returncode == 0, stderr.decode()[-2000:]
     finally:
         if process.returncode is None:
             process.kill()
