@@ -88,7 +88,7 @@ class Container(KubeModel):
     UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
             *("command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy"),
-            *("restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe"),
+            *("volumeMounts", "volumeDevices", "livenessProbe"),
             *("readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath"),
             *("terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin"),
             *("stdinOnce", "tty"),
@@ -98,6 +98,8 @@ class Container(KubeModel):
     name: str
     image: str | None = None
     resources: ResourceRequirements | None = None
+    # "Always" on an init container makes it a sidecar, which changes the pod's requests.
+    restart_policy: str | None = None
 
 
 class NodeSelectorRequirement(KubeModel):
