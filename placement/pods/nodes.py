@@ -1,0 +1,327 @@
+"""`NodeTable` and `NodeSnapshot`: the nodes of the local cluster as numpy columns.
+
+Rows are the nodes sorted by name (byte order, as the hub's `FleetSnapshot`), so ties broken by
+row are broken by name. Resources are int64 matrices [nodes x resources] in the scheduler's units
+(`placement.pods.requests`): `allocatable` from the node status, `requested` the sum of the pods
+counted on the node (bound, or assumed by the scheduler until their binding is seen). Labels
+are integer-coded columns the hub's selector compilation reads, taints a small mapping of the
+tainted rows only.
+
+`NodeTable` is updated per event (node added, updated, removed; a pod's requests added to or
+removed from a node) without rebuilding; `NodeTable.snapshot()` is the immutable view one
+scheduling cycle reads. Arrays are shared with the view and copied on the next write (copy on
+write), so a cycle costs no copy and the events between two cycles at most one per array.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.core import Node, NodeTaint
+from apis.quantity import Quantity
+from placement.arrays import BoolMask
+from placement.pods.requests import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Requests, amount
+from placement.snapshot import Column
+
+__all__ = [
+    "BASE_RESOURCES",
+    "NodeSnapshot",
+    "NodeTable",
+    "ResourceMatrix",
+    "Taint",
+]
+
+BASE_RESOURCES = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
+_MISSING = -1
+
+ResourceMatrix = npt.NDArray[np.int64]
+"""One row per node, one column per resource (`NodeSnapshot.resources`)."""
+
+
+@dataclass(frozen=True)
+class Taint:
+    """One taint of a node, as the TaintToleration plugin compares it."""
+
+    key: str
+    value: str
+    effect: str
+
+    @classmethod
+    def of(cls, taint: NodeTaint) -> Taint:
+        return cls(taint.key, taint.value or "", taint.effect)
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    """The nodes for one scheduling cycle; never changes once taken."""
+
+    names: tuple[str, ...]
+    resources: tuple[str, ...]
+    allocatable: ResourceMatrix
+    requested: ResourceMatrix
+    unschedulable: BoolMask
+    taints: Mapping[int, tuple[Taint, ...]]  # row -> taints, tainted rows only
+    labels: Mapping[str, Column]
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def row_of(self, name: str) -> int | None:
+        row = bisect.bisect_left(self.names, name)
+        return row if row < self.size and self.names[row] == name else None
+
+    def column_of(self, resource: str) -> int | None:
+        try:
+            return self.resources.index(resource)
+        except ValueError:
+            return None
+
+    def label(self, key: str) -> Column:
+        """The coded column of a label key (all absent when no node has it), the shape
+        `placement.selectors` compiles selectors against."""
+        column = self.labels.get(key)
+        return column if column is not None else _absent(self.size)
+
+    def free(self) -> ResourceMatrix:
+        """allocatable - requested (negative where a node is over-committed)."""
+        free: ResourceMatrix = self.allocatable - self.requested
+        return free
+
+    def vector(self, requests: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        """A pod's requests laid out over `resources`; a resource no node knows is dropped
+        (check `column_of` first: no node can fit it)."""
+        out = np.zeros(len(self.resources), dtype=np.int64)
+        for name, value in requests.items():
+            col = self.column_of(name)
+            if col is not None:
+                out[col] = value
+        return out
+
+
+def _absent(size: int) -> Column:
+    return Column(np.full(size, _MISSING, dtype=np.int32), (), MappingProxyType({}))
+
+
+def _frozen(array: npt.NDArray[np.generic]) -> None:
+    array.flags.writeable = False
+
+
+class NodeTable:
+    """The mutable side: apply events, take `snapshot()`s."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._resources: list[str] = list(BASE_RESOURCES)
+        self._allocatable: ResourceMatrix = np.zeros((0, len(BASE_RESOURCES)), dtype=np.int64)
+        self._requested: ResourceMatrix = np.zeros((0, len(BASE_RESOURCES)), dtype=np.int64)
+        self._unschedulable: BoolMask = np.zeros(0, dtype=bool)
+        self._taints: dict[str, tuple[Taint, ...]] = {}
+        self._labels: dict[str, dict[str, str]] = {}  # node -> labels
+        self._columns: dict[str, Column] = {}  # label key -> column, replaced on change
+        self._pods: dict[str, tuple[str, Requests]] = {}  # pod key -> (node, requests)
+        self._per_node: dict[str, dict[str, Requests]] = {}  # node -> pod key -> requests
+        self._shared = False  # arrays are referenced by a snapshot: copy before writing
+        self._last: NodeSnapshot | None = None
+
+    @classmethod
+    def build(
+        cls, nodes: Iterable[Node], pods: Iterable[tuple[str, str, Requests]] = ()
+    ) -> NodeTable:
+        """A table from nodes and (pod key, node name, requests) triples."""
+        table = cls()
+        for node in sorted(nodes, key=_name):
+            table.put_node(node)
+        for key, node_name, requests in pods:
+            table.add_pod(key, node_name, requests)
+        return table
+
+    # --- nodes -------------------------------------------------------------------------------
+
+    def put_node(self, node: Node) -> None:
+        """Add a node, or replace everything known of it (its pods stay counted)."""
+        name = _name(node)
+        self._writable()
+        row = bisect.bisect_left(self._names, name)
+        if row == len(self._names) or self._names[row] != name:
+            self._insert_row(row, name)
+        allocatable = self._amounts((node.status.allocatable if node.status else None) or {})
+        self._allocatable[row] = allocatable
+        self._unschedulable[row] = bool(node.spec.unschedulable)
+        taints = tuple(Taint.of(t) for t in node.spec.taints or ())
+        if taints:
+            self._taints[name] = taints
+        else:
+            self._taints.pop(name, None)
+        self._set_labels(row, name, dict(node.metadata.labels or {}))
+
+    def remove_node(self, name: str) -> None:
+        """Forget a node; its pods are remembered and counted again if it comes back."""
+        row = bisect.bisect_left(self._names, name)
+        if row == len(self._names) or self._names[row] != name:
+            return
+        self._writable()
+        del self._names[row]
+        self._allocatable = np.delete(self._allocatable, row, axis=0)
+        self._requested = np.delete(self._requested, row, axis=0)
+        self._unschedulable = np.delete(self._unschedulable, row)
+        self._taints.pop(name, None)
+        labels = self._labels.pop(name, {})
+        for key in labels:
+            self._recode(key)
+        for key, column in list(self._columns.items()):
+            if key not in labels:  # only the row goes
+                codes = np.delete(column.codes, row)
+                _frozen(codes)
+                self._columns[key] = Column(codes, column.values, column.index)
+
+    # --- pods --------------------------------------------------------------------------------
+
+    def add_pod(self, key: str, node_name: str, requests: Requests) -> None:
+        """Count a pod (bound or assumed) on a node; a pod already counted moves or changes."""
+        self.remove_pod(key)
+        requests = dict(requests)
+        self._pods[key] = (node_name, requests)
+        self._per_node.setdefault(node_name, {})[key] = requests
+        row = self._row(node_name)
+        if row is not None:
+            self._writable()
+            vector = self._amount_vector(requests)  # first: it may widen the matrix
+            self._requested[row] += vector
+
+    def remove_pod(self, key: str) -> None:
+        """Stop counting a pod (deleted, finished, or an assumption dropped); unknown: no-op."""
+        placed = self._pods.pop(key, None)
+        if placed is None:
+            return
+        node_name, requests = placed
+        pods = self._per_node[node_name]
+        del pods[key]
+        if not pods:
+            del self._per_node[node_name]
+        row = self._row(node_name)
+        if row is not None:
+            self._writable()
+            vector = self._amount_vector(requests)  # first: it may widen the matrix
+            self._requested[row] -= vector
+
+    def pod_node(self, key: str) -> str | None:
+        placed = self._pods.get(key)
+        return placed[0] if placed else None
+
+    # --- views -------------------------------------------------------------------------------
+
+    def snapshot(self) -> NodeSnapshot:
+        """The immutable view for one cycle (the same object until the next event)."""
+        if self._last is None:
+            for array in (self._allocatable, self._requested, self._unschedulable):
+                _frozen(array)
+            self._shared = True
+            rows = {name: row for row, name in enumerate(self._names)}
+            self._last = NodeSnapshot(
+                names=tuple(self._names),
+                resources=tuple(self._resources),
+                allocatable=self._allocatable,
+                requested=self._requested,
+                unschedulable=self._unschedulable,
+                taints=MappingProxyType({rows[n]: t for n, t in sorted(self._taints.items())}),
+                labels=MappingProxyType(dict(self._columns)),
+            )
+        return self._last
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _writable(self) -> None:
+        self._last = None
+        if self._shared:
+            self._allocatable = self._allocatable.copy()
+            self._requested = self._requested.copy()
+            self._unschedulable = self._unschedulable.copy()
+            self._shared = False
+
+    def _row(self, name: str) -> int | None:
+        row = bisect.bisect_left(self._names, name)
+        return row if row < len(self._names) and self._names[row] == name else None
+
+    def _insert_row(self, row: int, name: str) -> None:
+        self._names.insert(row, name)
+        width = len(self._resources)
+        self._allocatable = np.insert(self._allocatable, row, np.zeros(width, np.int64), axis=0)
+        self._requested = np.insert(self._requested, row, np.zeros(width, np.int64), axis=0)
+        self._unschedulable = np.insert(self._unschedulable, row, False)
+        for key, column in list(self._columns.items()):
+            codes = np.insert(column.codes, row, _MISSING)
+            _frozen(codes)
+            self._columns[key] = Column(codes, column.values, column.index)
+        self._requested[row] = self._amount_vector(_summed(self._per_node.get(name, {}).values()))
+
+    def _column(self, resource: str) -> int:
+        try:
+            return self._resources.index(resource)
+        except ValueError:
+            self._resources.append(resource)
+            pad = np.zeros((len(self._names), 1), dtype=np.int64)
+            self._allocatable = np.hstack([self._allocatable, pad])
+            self._requested = np.hstack([self._requested, pad])
+            return len(self._resources) - 1
+
+    def _amount_vector(self, requests: Mapping[str, int]) -> npt.NDArray[np.int64]:
+        cols = [self._column(name) for name in requests]  # may widen the matrices first
+        out = np.zeros(len(self._resources), dtype=np.int64)
+        out[cols] = list(requests.values())
+        return out
+
+    def _amounts(self, quantities: Mapping[str, Quantity]) -> npt.NDArray[np.int64]:
+        return self._amount_vector({name: amount(name, q) for name, q in quantities.items()})
+
+    def _set_labels(self, row: int, name: str, labels: dict[str, str]) -> None:
+        old = self._labels.get(name, {})
+        if labels:
+            self._labels[name] = labels
+        else:
+            self._labels.pop(name, None)
+        for key in old.keys() | labels.keys():
+            if old.get(key) == labels.get(key):
+                continue
+            column = self._columns.get(key)
+            value = labels.get(key)
+            if value is None:
+                self._recode(key)  # the value may have no row left: drop it from the codes
+                continue
+            if column is None:
+                column = _absent(len(self._names))
+            index = dict(column.index)
+            code = index.setdefault(value, len(index))
+            codes = column.codes.copy()
+            codes[row] = code
+            _frozen(codes)
+            self._columns[key] = Column(codes, tuple(index), MappingProxyType(index))
+
+    def _recode(self, key: str) -> None:
+        """Rebuild one key's column from the node labels (after a value or row went away)."""
+        rows = ((row, self._labels.get(n, {}).get(key)) for row, n in enumerate(self._names))
+        cells = [(row, value) for row, value in rows if value is not None]
+        if not cells:
+            self._columns.pop(key, None)
+            return
+        column = Column.build(len(self._names), cells)
+        _frozen(column.codes)
+        self._columns[key] = Column(column.codes, column.values, MappingProxyType(column.index))
+
+
+def _name(node: Node) -> str:
+    return node.metadata.name or ""
+
+
+def _summed(requests: Iterable[Mapping[str, int]]) -> Requests:
+    out: Requests = {}
+    for one in requests:
+        for name, value in one.items():
+            out[name] = out.get(name, 0) + value
+    return out
