@@ -15,7 +15,9 @@ is not typed yet and not read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 from apis.core import Container, Pod
 from apis.quantity import Quantity
@@ -49,46 +51,60 @@ Requests = dict[str, int]
 """Resource name -> amount in the scheduler's units; a missing name requests nothing."""
 
 
-def amount(resource: str, quantity: Quantity) -> int:
+def amount(resource: str, quantity: Quantity | Fraction) -> int:
     """One quantity in the scheduler's unit for `resource` (`MilliValue` for cpu, `Value`
     otherwise; both round up)."""
-    return quantity.milli() if resource == CPU else quantity.ceil()
+    value = quantity.value if isinstance(quantity, Quantity) else quantity
+    return math.ceil(value * 1000) if resource == CPU else math.ceil(value)
 
 
-def _amounts(resources: Mapping[str, Quantity] | None) -> Requests:
-    return {name: amount(name, q) for name, q in (resources or {}).items()}
+# Kubernetes adds and compares the quantities exactly and converts the pod's total once, so
+# two containers of 0.1m cpu request 1m together, not 2m: the sums here are exact fractions.
+_Exact = dict[str, Fraction]
+_DEFAULTS: _Exact = {
+    CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000),
+    MEMORY: Fraction(DEFAULT_MEMORY_REQUEST),
+}
+
+
+def _exact(resources: Mapping[str, Quantity] | None) -> _Exact:
+    return {name: q.value for name, q in (resources or {}).items()}
+
+
+def _container(container: Container, non_zero: bool) -> _Exact:
+    out = _exact(container.resources.requests if container.resources else None)
+    if non_zero:
+        for name, value in _DEFAULTS.items():
+            out.setdefault(name, value)  # an explicit 0 stays 0, as in Kubernetes
+    return out
 
 
 def container_requests(container: Container, *, non_zero: bool = False) -> Requests:
     """A container's requests; `non_zero` fills missing cpu and memory with the scoring
     defaults (an explicit 0 stays 0, as in Kubernetes)."""
-    out = _amounts(container.resources.requests if container.resources else None)
-    if non_zero:
-        out.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-        out.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
-    return out
+    return {name: amount(name, v) for name, v in _container(container, non_zero).items()}
 
 
-def _add(into: Requests, more: Mapping[str, int]) -> None:
+def _add(into: _Exact, more: Mapping[str, Fraction]) -> None:
     for name, value in more.items():
-        into[name] = into.get(name, 0) + value
+        into[name] = into.get(name, Fraction(0)) + value
 
 
-def _raise_to(into: Requests, floor: Mapping[str, int]) -> None:
+def _raise_to(into: _Exact, floor: Mapping[str, Fraction]) -> None:
     for name, value in floor.items():
-        if value > into.get(name, 0):
+        if name not in into or value > into[name]:
             into[name] = value
 
 
 def _requests(pod: Pod, non_zero: bool) -> Requests:
     spec = pod.spec
-    total: Requests = {}
+    total: _Exact = {}
     for container in spec.containers:
-        _add(total, container_requests(container, non_zero=non_zero))
-    sidecars: Requests = {}  # the restartable init containers started so far
-    init_peak: Requests = {}
+        _add(total, _container(container, non_zero))
+    sidecars: _Exact = {}  # the restartable init containers started so far
+    init_peak: _Exact = {}
     for container in spec.init_containers or ():
-        own = container_requests(container, non_zero=non_zero)
+        own = _container(container, non_zero)
         if container.restart_policy == SIDECAR_RESTART_POLICY:
             _add(total, own)  # it keeps running next to the main containers
             _add(sidecars, own)
@@ -98,9 +114,10 @@ def _requests(pod: Pod, non_zero: bool) -> Requests:
             _add(running, sidecars)
         _raise_to(init_peak, running)
     _raise_to(total, init_peak)
-    _add(total, _amounts(spec.overhead))
-    total[PODS] = 1
-    return total
+    _add(total, _exact(spec.overhead))
+    out = {name: amount(name, value) for name, value in total.items()}
+    out[PODS] = 1
+    return out
 
 
 def pod_requests(pod: Pod) -> Requests:
@@ -118,5 +135,6 @@ def total(requests: Iterable[Mapping[str, int]]) -> Requests:
     """The sum of several pods' requests."""
     out: Requests = {}
     for one in requests:
-        _add(out, one)
+        for name, value in one.items():
+            out[name] = out.get(name, 0) + value
     return out

@@ -122,6 +122,16 @@ def pod(containers: list[Any], init: list[Any] | None = None, overhead: Any = No
             id="quantities-are-rounded-up-to-the-unit",
         ),
         pytest.param(
+            pod([container("a", cpu="0.0001"), container("b", cpu="0.0001")]),
+            {"cpu": 1, "pods": 1},
+            id="quantities-are-summed-exactly-and-rounded-once",
+        ),
+        pytest.param(
+            pod([container("a", cpu="0.0004")], init=[container("i", cpu="0.0009")]),
+            {"cpu": 1, "pods": 1},
+            id="init-maxima-compare-exact-quantities",
+        ),
+        pytest.param(
             pod([container("a"), container("b")]),
             {"pods": 1},
             id="containers-without-requests-request-only-a-pod-slot",
