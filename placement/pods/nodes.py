@@ -3,7 +3,8 @@
 Rows are the nodes sorted by name (byte order, as the hub's `FleetSnapshot`), so ties broken by
 row are broken by name. Resources are int64 matrices [nodes x resources] in the scheduler's units
 (`placement.pods.requests`): `allocatable` from the node status, `requested` the sum of the pods
-counted on the node (bound, or assumed by the scheduler until their binding is seen). Labels
+counted on the node (bound, or assumed by the scheduler until their binding is seen), and
+`non_zero_requested` the cpu and memory that scoring counts (`non_zero_requests`). Labels
 are integer-coded columns the hub's selector compilation reads, taints a small mapping of the
 tainted rows only.
 
@@ -19,6 +20,7 @@ import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +33,7 @@ from placement.snapshot import Column
 
 __all__ = [
     "BASE_RESOURCES",
+    "NON_ZERO_RESOURCES",
     "NodeSnapshot",
     "NodeTable",
     "ResourceMatrix",
@@ -38,6 +41,7 @@ __all__ = [
 ]
 
 BASE_RESOURCES = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
+NON_ZERO_RESOURCES = (CPU, MEMORY)  # the columns of `non_zero_requested`
 _MISSING = -1
 
 ResourceMatrix = npt.NDArray[np.int64]
@@ -65,6 +69,7 @@ class NodeSnapshot:
     resources: tuple[str, ...]
     allocatable: ResourceMatrix
     requested: ResourceMatrix
+    non_zero_requested: ResourceMatrix  # [nodes x NON_ZERO_RESOURCES], for scoring
     unschedulable: BoolMask
     taints: Mapping[int, tuple[Taint, ...]]  # row -> taints, tainted rows only
     labels: Mapping[str, Column]
@@ -121,25 +126,26 @@ class NodeTable:
         self._resources: list[str] = list(BASE_RESOURCES)
         self._allocatable: ResourceMatrix = np.zeros((0, len(BASE_RESOURCES)), dtype=np.int64)
         self._requested: ResourceMatrix = np.zeros((0, len(BASE_RESOURCES)), dtype=np.int64)
+        self._non_zero: ResourceMatrix = np.zeros((0, len(NON_ZERO_RESOURCES)), dtype=np.int64)
         self._unschedulable: BoolMask = np.zeros(0, dtype=bool)
         self._taints: dict[str, tuple[Taint, ...]] = {}
         self._labels: dict[str, dict[str, str]] = {}  # node -> labels
         self._columns: dict[str, Column] = {}  # label key -> column, replaced on change
-        self._pods: dict[str, tuple[str, Requests]] = {}  # pod key -> (node, requests)
-        self._per_node: dict[str, dict[str, Requests]] = {}  # node -> pod key -> requests
+        self._pods: dict[str, tuple[str, _Counted]] = {}  # pod key -> (node, what it counts)
+        self._per_node: dict[str, dict[str, _Counted]] = {}  # node -> pod key -> the same
         self._shared = False  # arrays are referenced by a snapshot: copy before writing
         self._last: NodeSnapshot | None = None
 
     @classmethod
     def build(
-        cls, nodes: Iterable[Node], pods: Iterable[tuple[str, str, Requests]] = ()
+        cls, nodes: Iterable[Node], pods: Iterable[tuple[str, str, Requests, Requests]] = ()
     ) -> NodeTable:
-        """A table from nodes and (pod key, node name, requests) triples."""
+        """A table from nodes and (pod key, node name, requests, non-zero requests)."""
         table = cls()
         for node in sorted(nodes, key=_name):
             table.put_node(node)
-        for key, node_name, requests in pods:
-            table.add_pod(key, node_name, requests)
+        for key, node_name, requests, non_zero in pods:
+            table.add_pod(key, node_name, requests, non_zero)
         return table
 
     # --- nodes -------------------------------------------------------------------------------
@@ -170,6 +176,7 @@ class NodeTable:
         del self._names[row]
         self._allocatable = np.delete(self._allocatable, row, axis=0)
         self._requested = np.delete(self._requested, row, axis=0)
+        self._non_zero = np.delete(self._non_zero, row, axis=0)
         self._unschedulable = np.delete(self._unschedulable, row)
         self._taints.pop(name, None)
         labels = self._labels.pop(name, {})
@@ -183,24 +190,28 @@ class NodeTable:
 
     # --- pods --------------------------------------------------------------------------------
 
-    def add_pod(self, key: str, node_name: str, requests: Requests) -> None:
-        """Count a pod (bound or assumed) on a node; a pod already counted moves or changes."""
+    def add_pod(
+        self, key: str, node_name: str, requests: Requests, non_zero: Requests | None = None
+    ) -> None:
+        """Count a pod (bound or assumed) on a node with its `pod_requests` and
+        `non_zero_requests` (the same when not given); a pod already counted moves or changes."""
         self.remove_pod(key)
-        requests = dict(requests)
-        self._pods[key] = (node_name, requests)
-        self._per_node.setdefault(node_name, {})[key] = requests
+        counted = _Counted(dict(requests), _non_zero_pair(non_zero or requests))
+        self._pods[key] = (node_name, counted)
+        self._per_node.setdefault(node_name, {})[key] = counted
         row = self._row(node_name)
         if row is not None:
             self._writable()
-            vector = self._amount_vector(requests)  # first: it may widen the matrix
+            vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
             self._requested[row] += vector
+            self._non_zero[row] += counted.non_zero
 
     def remove_pod(self, key: str) -> None:
         """Stop counting a pod (deleted, finished, or an assumption dropped); unknown: no-op."""
         placed = self._pods.pop(key, None)
         if placed is None:
             return
-        node_name, requests = placed
+        node_name, counted = placed
         pods = self._per_node[node_name]
         del pods[key]
         if not pods:
@@ -208,8 +219,9 @@ class NodeTable:
         row = self._row(node_name)
         if row is not None:
             self._writable()
-            vector = self._amount_vector(requests)  # first: it may widen the matrix
+            vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
             self._requested[row] -= vector
+            self._non_zero[row] -= counted.non_zero
 
     def pod_node(self, key: str) -> str | None:
         placed = self._pods.get(key)
@@ -220,7 +232,8 @@ class NodeTable:
     def snapshot(self) -> NodeSnapshot:
         """The immutable view for one cycle (the same object until the next event)."""
         if self._last is None:
-            for array in (self._allocatable, self._requested, self._unschedulable):
+            arrays = (self._allocatable, self._requested, self._non_zero, self._unschedulable)
+            for array in arrays:
                 _frozen(array)
             self._shared = True
             rows = {name: row for row, name in enumerate(self._names)}
@@ -229,6 +242,7 @@ class NodeTable:
                 resources=tuple(self._resources),
                 allocatable=self._allocatable,
                 requested=self._requested,
+                non_zero_requested=self._non_zero,
                 unschedulable=self._unschedulable,
                 taints=MappingProxyType({rows[n]: t for n, t in sorted(self._taints.items())}),
                 labels=MappingProxyType(dict(self._columns)),
@@ -242,6 +256,7 @@ class NodeTable:
         if self._shared:
             self._allocatable = self._allocatable.copy()
             self._requested = self._requested.copy()
+            self._non_zero = self._non_zero.copy()
             self._unschedulable = self._unschedulable.copy()
             self._shared = False
 
@@ -254,12 +269,18 @@ class NodeTable:
         width = len(self._resources)
         self._allocatable = np.insert(self._allocatable, row, np.zeros(width, np.int64), axis=0)
         self._requested = np.insert(self._requested, row, np.zeros(width, np.int64), axis=0)
+        self._non_zero = np.insert(
+            self._non_zero, row, np.zeros(len(NON_ZERO_RESOURCES), np.int64), axis=0
+        )
         self._unschedulable = np.insert(self._unschedulable, row, False)
         for key, column in list(self._columns.items()):
             codes = np.insert(column.codes, row, _MISSING)
             _frozen(codes)
             self._columns[key] = Column(codes, column.values, column.index)
-        self._requested[row] = self._amount_vector(_summed(self._per_node.get(name, {}).values()))
+        pods = self._per_node.get(name, {}).values()
+        self._requested[row] = self._amount_vector(_summed(p.requests for p in pods))
+        for counted in pods:
+            self._non_zero[row] += counted.non_zero
 
     def _column(self, resource: str) -> int:
         try:
@@ -313,6 +334,17 @@ class NodeTable:
         column = Column.build(len(self._names), cells)
         _frozen(column.codes)
         self._columns[key] = Column(column.codes, column.values, MappingProxyType(column.index))
+
+
+class _Counted(NamedTuple):
+    """What one pod counts on its node."""
+
+    requests: Requests
+    non_zero: tuple[int, int]  # cpu, memory (NON_ZERO_RESOURCES)
+
+
+def _non_zero_pair(requests: Mapping[str, int]) -> tuple[int, int]:
+    return requests.get(CPU, 0), requests.get(MEMORY, 0)
 
 
 def _name(node: Node) -> str:

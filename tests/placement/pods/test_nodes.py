@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apis.core import Node, NodeSelector
+from apis.core import Node, NodeSelector, Pod
 from placement.pods.affinity import node_selector_mask, selector_terms_mask
 from placement.pods.nodes import BASE_RESOURCES, NodeSnapshot, NodeTable, Taint
+from placement.pods.requests import non_zero_requests, pod_requests
 from placement.selectors import SelectorError
 
 FAST = settings(max_examples=150, deadline=None)
@@ -52,6 +53,7 @@ def state(nodes: NodeSnapshot) -> dict[str, Any]:
                 for c, r in enumerate(nodes.resources)
                 if nodes.requested[row, c]
             },
+            "non_zero": nodes.non_zero_requested[row].tolist(),
             "unschedulable": bool(nodes.unschedulable[row]),
             "taints": nodes.taints.get(row, ()),
             "labels": {k: v for k, v in labels.items() if v is not None},
@@ -148,10 +150,10 @@ events_st = st.lists(
 
 def replay(
     events: list[Any], after_each: Callable[[NodeTable], object] = lambda _: None
-) -> tuple[NodeTable, dict[str, Node], dict[str, tuple[str, Any]]]:
+) -> tuple[NodeTable, dict[str, Node], dict[str, tuple[str, Any, Any]]]:
     table = NodeTable()
     nodes: dict[str, Node] = {}
-    pods: dict[str, tuple[str, Any]] = {}
+    pods: dict[str, tuple[str, Any, Any]] = {}
     for event in events:
         if event[0] == "put":
             _, name, labels, alloc, taints, unschedulable = event
@@ -161,8 +163,9 @@ def replay(
             nodes.pop(event[1], None)
             table.remove_node(event[1])
         elif event[0] == "add_pod":
-            pods[event[1]] = (event[2], event[3])
-            table.add_pod(event[1], event[2], event[3])
+            non_zero = {**event[3], "cpu": event[3].get("cpu", 0) + 100}
+            pods[event[1]] = (event[2], event[3], non_zero)
+            table.add_pod(event[1], event[2], event[3], non_zero)
         elif event[0] == "remove_pod":
             pods.pop(event[1], None)
             table.remove_pod(event[1])
@@ -176,7 +179,7 @@ def replay(
 @given(events_st)
 def test_updates_per_event_equal_a_fresh_build(events: list[Any]) -> None:
     table, nodes, pods = replay(events)
-    fresh = NodeTable.build(nodes.values(), [(k, n, r) for k, (n, r) in pods.items()])
+    fresh = NodeTable.build(nodes.values(), [(k, n, r, z) for k, (n, r, z) in pods.items()])
     assert state(table.snapshot()) == state(fresh.snapshot())
     assert table.snapshot().names == tuple(sorted(nodes))
 
@@ -196,6 +199,7 @@ def test_snapshots_taken_between_events_keep_what_they_saw(events: list[Any]) ->
 def test_requested_never_goes_negative(events: list[Any]) -> None:
     table, _, _ = replay(events)
     assert (table.snapshot().requested >= 0).all()
+    assert (table.snapshot().non_zero_requested >= 0).all()
 
 
 # --- label masks -------------------------------------------------------------------------------
@@ -308,3 +312,16 @@ def test_invalid_node_selector_requirements_raise(term: dict[str, Any]) -> None:
 def test_a_label_no_node_has_is_absent_everywhere() -> None:
     nodes = NodeTable.build([node("a"), node("b")]).snapshot()
     assert np.array_equal(nodes.label("zone").codes, [-1, -1])
+
+
+def test_a_pod_without_requests_counts_the_scoring_defaults_only_for_scoring() -> None:
+    pod = Pod.model_validate(
+        {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [{"name": "c"}]}}
+    )
+    table = NodeTable.build([node("a", allocatable={"cpu": "1", "memory": "1Gi", "pods": "10"})])
+    table.add_pod("ns/p", "a", pod_requests(pod), non_zero_requests(pod))
+    nodes = table.snapshot()
+    assert nodes.requested.tolist() == [[0, 0, 1, 0]]
+    assert nodes.non_zero_requested.tolist() == [[100, 200 * 1024 * 1024]]
+    table.remove_pod("ns/p")
+    assert table.snapshot().non_zero_requested.tolist() == [[0, 0]]
