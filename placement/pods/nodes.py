@@ -133,7 +133,11 @@ class NodeTable:
         self._columns: dict[str, Column] = {}  # label key -> column, replaced on change
         self._pods: dict[str, tuple[str, _Counted]] = {}  # pod key -> (node, what it counts)
         self._per_node: dict[str, dict[str, _Counted]] = {}  # node -> pod key -> the same
-        self._shared = False  # arrays are referenced by a snapshot: copy before writing
+        # The arrays are referenced by a snapshot: copy before writing. Pod events write only
+        # the requested matrices, so the node-side arrays are tracked apart.
+        self._shared_pods = False
+        self._shared_nodes = False
+        self._static: _Static | None = None  # what only node events change, for snapshots
         self._last: NodeSnapshot | None = None
 
     @classmethod
@@ -153,7 +157,7 @@ class NodeTable:
     def put_node(self, node: Node) -> None:
         """Add a node, or replace everything known of it (its pods stay counted)."""
         name = _name(node)
-        self._writable()
+        self._writable(nodes=True)
         row = bisect.bisect_left(self._names, name)
         if row == len(self._names) or self._names[row] != name:
             self._insert_row(row, name)
@@ -172,7 +176,7 @@ class NodeTable:
         row = bisect.bisect_left(self._names, name)
         if row == len(self._names) or self._names[row] != name:
             return
-        self._writable()
+        self._writable(nodes=True)
         del self._names[row]
         self._allocatable = np.delete(self._allocatable, row, axis=0)
         self._requested = np.delete(self._requested, row, axis=0)
@@ -201,7 +205,7 @@ class NodeTable:
         self._per_node.setdefault(node_name, {})[key] = counted
         row = self._row(node_name)
         if row is not None:
-            self._writable()
+            self._writable(nodes=False)
             vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
             self._requested[row] += vector
             self._non_zero[row] += counted.non_zero
@@ -218,7 +222,7 @@ class NodeTable:
             del self._per_node[node_name]
         row = self._row(node_name)
         if row is not None:
-            self._writable()
+            self._writable(nodes=False)
             vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
             self._requested[row] -= vector
             self._non_zero[row] -= counted.non_zero
@@ -235,30 +239,45 @@ class NodeTable:
             arrays = (self._allocatable, self._requested, self._non_zero, self._unschedulable)
             for array in arrays:
                 _frozen(array)
-            self._shared = True
-            rows = {name: row for row, name in enumerate(self._names)}
+            self._shared_pods = self._shared_nodes = True
+            if self._static is None:
+                rows = {name: row for row, name in enumerate(self._names)}
+                taints = {rows[n]: t for n, t in sorted(self._taints.items())}
+                self._static = _Static(
+                    tuple(self._names),
+                    tuple(self._resources),
+                    MappingProxyType(taints),
+                    MappingProxyType(dict(self._columns)),
+                )
+            names, resources, taints_view, labels = self._static
             self._last = NodeSnapshot(
-                names=tuple(self._names),
-                resources=tuple(self._resources),
+                names=names,
+                resources=resources,
                 allocatable=self._allocatable,
                 requested=self._requested,
                 non_zero_requested=self._non_zero,
                 unschedulable=self._unschedulable,
-                taints=MappingProxyType({rows[n]: t for n, t in sorted(self._taints.items())}),
-                labels=MappingProxyType(dict(self._columns)),
+                taints=taints_view,
+                labels=labels,
             )
         return self._last
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _writable(self) -> None:
+    def _writable(self, nodes: bool) -> None:
+        """Make the arrays an event writes private again; `nodes` for node events, which
+        may change any array and everything else a snapshot holds."""
         self._last = None
-        if self._shared:
-            self._allocatable = self._allocatable.copy()
+        if self._shared_pods:
             self._requested = self._requested.copy()
             self._non_zero = self._non_zero.copy()
-            self._unschedulable = self._unschedulable.copy()
-            self._shared = False
+            self._shared_pods = False
+        if nodes:
+            self._static = None
+            if self._shared_nodes:
+                self._allocatable = self._allocatable.copy()
+                self._unschedulable = self._unschedulable.copy()
+                self._shared_nodes = False
 
     def _row(self, name: str) -> int | None:
         row = bisect.bisect_left(self._names, name)
@@ -287,6 +306,8 @@ class NodeTable:
             return self._resources.index(resource)
         except ValueError:
             self._resources.append(resource)
+            self._static = None
+            self._last = None
             pad = np.zeros((len(self._names), 1), dtype=np.int64)
             self._allocatable = np.hstack([self._allocatable, pad])
             self._requested = np.hstack([self._requested, pad])
@@ -334,6 +355,15 @@ class NodeTable:
         column = Column.build(len(self._names), cells)
         _frozen(column.codes)
         self._columns[key] = Column(column.codes, column.values, MappingProxyType(column.index))
+
+
+class _Static(NamedTuple):
+    """The parts of a snapshot that only node events (and new resources) change."""
+
+    names: tuple[str, ...]
+    resources: tuple[str, ...]
+    taints: Mapping[int, tuple[Taint, ...]]
+    labels: Mapping[str, Column]
 
 
 class _Counted(NamedTuple):
