@@ -144,10 +144,27 @@ class NodeTable:
     def build(
         cls, nodes: Iterable[Node], pods: Iterable[tuple[str, str, Requests, Requests]] = ()
     ) -> NodeTable:
-        """A table from nodes and (pod key, node name, requests, non-zero requests)."""
+        """A table from nodes and (pod key, node name, requests, non-zero requests), filled
+        in bulk: node by node, each insert would copy every array (quadratic)."""
         table = cls()
-        for node in sorted(nodes, key=_name):
-            table.put_node(node)
+        by_name = {_name(node): node for node in nodes}  # the last of a name wins
+        table._names = sorted(by_name)
+        size = len(table._names)
+        table._allocatable = np.zeros((size, len(table._resources)), dtype=np.int64)
+        table._requested = np.zeros((size, len(table._resources)), dtype=np.int64)
+        table._non_zero = np.zeros((size, len(NON_ZERO_RESOURCES)), dtype=np.int64)
+        table._unschedulable = np.zeros(size, dtype=bool)
+        for row, name in enumerate(table._names):
+            node = by_name[name]
+            allocatable = table._amounts((node.status.allocatable if node.status else None) or {})
+            table._allocatable[row] = allocatable
+            table._unschedulable[row] = bool(node.spec.unschedulable)
+            if node.spec.taints:
+                table._taints[name] = tuple(Taint.of(t) for t in node.spec.taints)
+            if node.metadata.labels:
+                table._labels[name] = dict(node.metadata.labels)
+        for key in sorted({key for labels in table._labels.values() for key in labels}):
+            table._recode(key)
         for key, node_name, requests, non_zero in pods:
             table.add_pod(key, node_name, requests, non_zero)
         return table
