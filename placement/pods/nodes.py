@@ -11,7 +11,8 @@ tainted rows only.
 `NodeTable` is updated per event (node added, updated, removed; a pod's requests added to or
 removed from a node) without rebuilding; `NodeTable.snapshot()` is the immutable view one
 scheduling cycle reads. Arrays are shared with the view and copied on the next write (copy on
-write), so a cycle costs no copy and the events between two cycles at most one per array.
+write): a pod event copies only the two requested matrices, and names, taints and label
+columns are reused until a node event (a snapshot plus an assumed pod: ~26 us at 5,000 nodes).
 """
 
 from __future__ import annotations
