@@ -23,10 +23,8 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,11 +166,9 @@ async def _start(options: RunOptions, started: _Started) -> None:
             raise StartError(f"embedded hub: {exc}") from None
     leader = None
     if options.leader_elect:
-        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        # The identity is LeaderConfig's default: `<hostname>_<8 hex digits>`.
         leader = LeaderConfig(
-            name=CONTROLLER_NAME,
-            namespace=lease_namespace(options.lease_namespace),
-            identity=identity,
+            name=CONTROLLER_NAME, namespace=lease_namespace(options.lease_namespace)
         )
         server = started.server
         if server is not None and not server.store.has_namespace(leader.namespace):
