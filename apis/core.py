@@ -35,6 +35,7 @@ __all__ = [
     "NodeTaint",
     "ObjectReference",
     "Pod",
+    "PodSchedulingGate",
     "PodSpec",
     "PodStatus",
     "PodToleration",
@@ -142,9 +143,10 @@ class NodeAffinity(KubeModel):
 class Affinity(KubeModel):
     """Pod affinity; only node affinity is typed."""
 
-    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"podAffinity", "podAntiAffinity"})
-
     node_affinity: NodeAffinity | None = None
+    # Kept as they came: the pod scheduler does not implement them and says so when set.
+    pod_affinity: dict[str, Any] | None = None
+    pod_anti_affinity: dict[str, Any] | None = None
 
 
 class PodToleration(KubeModel):
@@ -157,18 +159,24 @@ class PodToleration(KubeModel):
     toleration_seconds: Int64 | None = None
 
 
+class PodSchedulingGate(KubeModel):
+    """A gate that keeps a pod out of scheduling until removed (`spec.schedulingGates`)."""
+
+    name: str
+
+
 class PodSpec(KubeModel):
     """The scheduling-relevant part of a pod spec."""
 
     UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
-            *("volumes", "ephemeralContainers", "restartPolicy", "terminationGracePeriodSeconds"),
+            *("ephemeralContainers", "restartPolicy"),
             *("activeDeadlineSeconds", "dnsPolicy", "serviceAccountName", "serviceAccount"),
             *("automountServiceAccountToken", "hostNetwork", "hostPID", "hostIPC"),
             *("shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname"),
             *("subdomain", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName"),
-            *("enableServiceLinks", "preemptionPolicy", "topologySpreadConstraints"),
-            *("setHostnameAsFQDN", "os", "hostUsers", "schedulingGates", "resourceClaims"),
+            *("enableServiceLinks",),
+            *("setHostnameAsFQDN", "os", "hostUsers", "resourceClaims"),
             *("resources", "hostnameOverride"),
         }
     )
@@ -183,6 +191,12 @@ class PodSpec(KubeModel):
     overhead: ResourceList | None = None
     priority: Int32 | None = None
     priority_class_name: str | None = None
+    preemption_policy: Literal["Never", "PreemptLowerPriority"] | None = None
+    scheduling_gates: list[PodSchedulingGate] | None = None
+    termination_grace_period_seconds: Int64 | None = None
+    # Kept as they came: read only to tell whether the pod uses them (see plugins/pods).
+    topology_spread_constraints: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
 
 
 class PodStatus(KubeModel):

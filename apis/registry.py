@@ -21,7 +21,7 @@ from apis.errors import FieldProblem, ObjectValidationError, UnknownKindError, p
 from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
-from apis.scheduling import ElasticQuota, PodGroup
+from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
 
 __all__ = [
     "CUSTOM_KINDS",
@@ -57,6 +57,7 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     Event,
     Lease,
     AdmissionReview,
+    PriorityClass,
 )
 KINDS: dict[tuple[str, str], type[KubeObject]] = {
     (cls.api_version_string(), cls.KIND): cls for cls in (*CUSTOM_KINDS, *_BUILTIN_KINDS)

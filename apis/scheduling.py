@@ -17,6 +17,7 @@ __all__ = [
     "PodGroupPhase",
     "PodGroupSpec",
     "PodGroupStatus",
+    "PriorityClass",
 ]
 
 SCHEDULING_GROUP = "scheduling.x-k8s.io"
@@ -84,3 +85,20 @@ class ElasticQuota(KubeObject):
 
     spec: ElasticQuotaSpec | None = None
     status: ElasticQuotaStatus | None = None
+
+
+class PriorityClass(KubeObject):
+    """`scheduling.k8s.io/v1` PriorityClass: the priority a pod gets from its
+    `priorityClassName` (cluster-scoped; `value` at most one billion for user classes)."""
+
+    GROUP: ClassVar[str] = "scheduling.k8s.io"
+    VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "PriorityClass"
+    PLURAL: ClassVar[str] = "priorityclasses"
+    NAMESPACED: ClassVar[bool] = False
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("pc",)
+
+    value: Annotated[int, IntRange(-(2**31), 2**31 - 1)]
+    global_default: bool | None = None
+    preemption_policy: Literal["Never", "PreemptLowerPriority"] | None = None
+    description: str | None = None

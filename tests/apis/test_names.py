@@ -30,6 +30,7 @@ FREE_KINDS = {"AdmissionReview"}
 MINIMAL_SPECS: dict[str, dict[str, Any]] = {
     "Placement": {"spec": {}},
     "Binding": {"target": {"name": "n1"}},
+    "PriorityClass": {"value": 1000},
 }
 
 

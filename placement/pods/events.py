@@ -1,0 +1,152 @@
+"""What goes into the pod scheduling engine and what comes out (DESIGN §8: one sans-I/O engine,
+two shells).
+
+A shell (the controller fed by informers, or the simulator fed by an in-memory world) turns
+what it sees into `ClusterEvent`s and `BindResult`s, calls the engine with the current time,
+and performs the `Action`s it gets back: bind a pod, delete a victim, patch a status, record an
+event, call again at a time. The engine never reads a clock and never waits.
+
+Events carry the objects as the API returned them; `Deleted` carries the last known object.
+Actions name pods by `namespace/name` and uid, so a shell never acts on a pod that was replaced
+by another of the same name (a bind or delete is sent with a uid precondition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from apis.core import Node, Pod
+from apis.meta import KubeObject
+
+__all__ = [
+    "Action",
+    "BindPod",
+    "BindResult",
+    "ClusterEvent",
+    "DeletePod",
+    "EmitEvent",
+    "EventType",
+    "NodeEvent",
+    "ObjectEvent",
+    "PatchObjectStatus",
+    "PatchPodStatus",
+    "PodEvent",
+    "WakeAt",
+]
+
+EventType = Literal["Added", "Modified", "Deleted"]
+
+
+@dataclass(frozen=True)
+class PodEvent:
+    """A pod seen (any pod: pending ones of our scheduler name, and every assigned pod, which
+    count against their nodes)."""
+
+    type: EventType
+    pod: Pod
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    type: EventType
+    node: Node
+
+
+@dataclass(frozen=True)
+class ObjectEvent:
+    """A PodGroup, ElasticQuota or PriorityClass (`obj.KIND` says which)."""
+
+    type: EventType
+    obj: KubeObject
+
+
+@dataclass(frozen=True)
+class BindResult:
+    """The outcome of a `BindPod` action. `conflict`: the pod was already bound (409) or is
+    gone (404): someone else decided, forget the assumption without a retry."""
+
+    key: str
+    uid: str
+    node: str
+    ok: bool
+    conflict: bool = False
+    message: str = ""
+
+
+ClusterEvent = PodEvent | NodeEvent | ObjectEvent | BindResult
+
+
+@dataclass(frozen=True)
+class BindPod:
+    """POST pods/binding for the pod (uid precondition) to `node`."""
+
+    key: str
+    uid: str
+    node: str
+
+
+@dataclass(frozen=True)
+class DeletePod:
+    """DELETE a preemption victim (uid precondition); `reason` says for whom."""
+
+    key: str
+    uid: str
+    reason: str
+    preemptor: str = ""
+
+
+@dataclass(frozen=True)
+class PatchPodStatus:
+    """Merge-patch the pod's status: the PodScheduled condition (`status` "False" with
+    `reason` "Unschedulable" and the diagnosis message, or cleared when None) and
+    `nominatedNodeName` ("" clears it; None leaves it alone)."""
+
+    key: str
+    uid: str
+    condition: dict[str, Any] | None = None
+    nominated_node: str | None = None
+
+
+@dataclass(frozen=True)
+class PatchObjectStatus:
+    """Merge-patch the status of a PodGroup or ElasticQuota."""
+
+    kind: str
+    key: str
+    status: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EmitEvent:
+    """An Event about an object: `Scheduled`, `FailedScheduling`, `Preempted`, ...
+
+    `regarding` is (kind, namespace/name or name, uid)."""
+
+    regarding: tuple[str, str, str]
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+    action: str = "Scheduling"
+    related: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class WakeAt:
+    """Call the engine again at this time (backoff expiry, Permit timeout, ...)."""
+
+    at: datetime
+
+
+Action = BindPod | DeletePod | PatchPodStatus | PatchObjectStatus | EmitEvent | WakeAt
+
+
+@dataclass
+class Outbox:
+    """Actions gathered during one engine call, in the order they were decided."""
+
+    actions: list[Action] = field(default_factory=list)
+
+    def add(self, action: Action) -> None:
+        self.actions.append(action)
