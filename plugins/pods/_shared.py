@@ -1,0 +1,101 @@
+"""Helpers the pod plugins share: args checks, per-snapshot caches, kube's score normalization.
+
+A `NodeSnapshot` keeps the same `names`, `taints` and `labels` objects for every pod event and
+replaces them on the next node event, so what depends only on the nodes can be computed once and
+reused while those objects stay the same (identity, not equality: comparing would cost as much
+as recomputing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.pods.framework import MAX_NODE_SCORE
+from placement.pods.nodes import NodeSnapshot
+
+__all__ = [
+    "PerSnapshot",
+    "check_fields",
+    "default_normalize",
+    "frozen",
+    "on_rows",
+]
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+_MEMO_LIMIT = 512
+"""Per-pod-shape results kept per snapshot (tolerations, selectors); cleared when full."""
+
+
+def check_fields(args: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:
+    """Refuse unknown fields, as kube-scheduler's strict decoding of plugin args does."""
+    if not isinstance(args, Mapping):
+        raise ValueError(f"{where or 'args'}: must be a mapping, not {type(args).__name__}")
+    known = set(allowed)
+    for name in args:
+        if name not in known:
+            raise ValueError(f"{where}{name}: unknown field")
+
+
+def frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """A cached array nobody may write to (the engine and other plugins share it)."""
+    array.flags.writeable = False
+    return array
+
+
+class PerSnapshot(Generic[T]):
+    """One value derived from a part of the snapshot, rebuilt when that part is replaced.
+
+    `memo` holds results per pod shape (a hashable key) for the same part, so that pods
+    of one workload pay for their tolerations or selectors once per node event."""
+
+    def __init__(
+        self, part: Callable[[NodeSnapshot], object], build: Callable[[NodeSnapshot], T]
+    ) -> None:
+        self._part = part
+        self._build = build
+        self._key: object = None  # a strong reference: identity stays meaningful
+        self._value: T | None = None
+        self.memo: dict[Any, Any] = {}
+
+    def get(self, nodes: NodeSnapshot) -> T:
+        key = self._part(nodes)
+        if self._value is None or self._key is not key:
+            self._value = self._build(nodes)
+            self._key = key
+            self.memo = {}
+        elif len(self.memo) > _MEMO_LIMIT:
+            self.memo = {}
+        return self._value
+
+
+def on_rows(vector: np.ndarray[Any, Any], rows: RowIndex, size: int) -> np.ndarray[Any, Any]:
+    """`vector[rows]`, without the gather when `rows` is every row in order."""
+    if len(rows) == size:
+        return vector
+    return vector[rows]
+
+
+def default_normalize(scores: ScoreVector, reverse: bool) -> ScoreVector:
+    """kube-scheduler's DefaultNormalizeScore: scale to 0..MAX_NODE_SCORE by the maximum
+    (integer division), reversed if asked; all zero stays zero (or all MAX reversed)."""
+    if scores.size == 0:
+        return scores.astype(np.int64)
+    top = int(scores.max())
+    if top <= 0:
+        value = MAX_NODE_SCORE if reverse else 0
+        out: ScoreVector = np.full(scores.size, value, dtype=np.int64)
+        return out
+    scaled: ScoreVector = (scores.astype(np.int64) * MAX_NODE_SCORE) // top
+    return MAX_NODE_SCORE - scaled if reverse else scaled
+
+
+def fail_reason_rows(candidates: BoolMask, failing: BoolMask) -> BoolMask:
+    """The candidate rows a filter removes (reasons cover only the rows it removed)."""
+    rows: BoolMask = candidates & failing
+    return rows

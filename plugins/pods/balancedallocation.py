@@ -1,0 +1,75 @@
+"""`NodeResourcesBalancedAllocation`: prefer nodes whose resources would be used evenly.
+
+kube-scheduler's formula: per node, the fraction requested/allocatable (with the pod, capped
+at 1) of each configured resource the node has; the score is (1 - std) · 100 truncated, where
+std is |f1 - f2| / 2 for two fractions, the population standard deviation for more, 0 for
+fewer. Unlike NodeResourcesFit it counts what pods really request (no non-zero defaults), and
+a pod requesting none of the resources is not scored at all (kube's PreScore Skip since 1.33:
+best-effort pods would otherwise all pile onto one node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from placement.arrays import RowIndex, ScoreVector
+from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo
+from placement.pods.nodes import NodeSnapshot
+from plugins.pods._resources import DEFAULT_RESOURCES, Pair, ResourceSpec, pairs, parse_resources
+from plugins.pods._shared import check_fields
+
+__all__ = ["NodeResourcesBalancedAllocation", "balanced_score"]
+
+FloatMatrix = npt.NDArray[np.float64]
+
+
+def balanced_score(found: list[Pair], size: int) -> ScoreVector:
+    """(1 - std of the capped fractions) · 100 per node, in float64 as Go computes it."""
+    if not found:
+        return np.full(size, MAX_NODE_SCORE, dtype=np.int64)
+    has = np.stack([p.allocatable > 0 for p in found])
+    fractions: FloatMatrix = np.stack(
+        [
+            np.minimum(p.requested.astype(np.float64) / np.maximum(p.allocatable, 1), 1.0)
+            for p in found
+        ]
+    )
+    fractions = np.where(has, fractions, 0.0)
+    count = has.sum(axis=0)
+    # Two fractions: |f1 - f2| / 2 exactly as Go (a square root would differ in the last bit
+    # and move a truncated score by one).
+    two = (
+        np.where(has, fractions, -np.inf).max(axis=0) - np.where(has, fractions, np.inf).min(axis=0)
+    ) / 2
+    std = np.where(count == 2, two, 0.0)
+    if len(found) > 2:
+        mean = fractions.sum(axis=0) / np.maximum(count, 1)
+        spread = (np.where(has, fractions - mean, 0.0) ** 2).sum(axis=0)
+        std = np.where(count > 2, np.sqrt(spread / np.maximum(count, 1)), std)
+    out: ScoreVector = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+    return out
+
+
+class NodeResourcesBalancedAllocation:
+    name = "NodeResourcesBalancedAllocation"
+
+    def __init__(self, resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES) -> None:
+        self.resources = resources
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
+        check_fields(args, ("resources",))
+        raw = args.get("resources")
+        return cls(DEFAULT_RESOURCES if raw is None else parse_resources(raw, "resources"))
+
+    def score(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
+    ) -> ScoreVector:
+        if not any(pod.requests.get(spec.name, 0) for spec in self.resources):
+            return np.zeros(len(rows), dtype=np.int64)  # best effort: Skip, no preference
+        found = pairs(nodes, rows, self.resources, pod.requests, use_requested=True)
+        return balanced_score(found, len(rows))

@@ -1,0 +1,64 @@
+"""`NodeName`: a pod that names its node (`spec.nodeName`) fits that node only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from placement.arrays import BoolMask
+from placement.pods.framework import (
+    SKIP,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    PodStatus,
+    PreFilterResult,
+    Reason,
+)
+from placement.pods.nodes import NodeSnapshot
+from plugins.pods._shared import check_fields
+
+__all__ = ["ERR_REASON_NODE_NAME", "NodeName"]
+
+ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    """PreFilter narrows the cycle to the named node's row, so no other node is even looked
+    at; Filter repeats the check for callers that filter without PreFilter. A name no node
+    has is unresolvable at PreFilter (kube finds no node either; preemption cannot help)."""
+
+    name = "NodeName"
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> NodeName:
+        check_fields(args, ())
+        return cls()
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return PreFilterResult(SKIP)
+        only = np.zeros(nodes.size, dtype=bool)
+        row = nodes.row_of(wanted)
+        if row is None:
+            return PreFilterResult(PodStatus.unresolvable(self.name, ERR_REASON_NODE_NAME), only)
+        only[row] = True
+        return PreFilterResult(nodes=only)
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return FilterResult(candidates)
+        only = np.zeros(nodes.size, dtype=bool)
+        row = nodes.row_of(wanted)
+        if row is not None:
+            only[row] = True
+        removed = candidates & ~only
+        return FilterResult(
+            candidates & only, (Reason(removed, ERR_REASON_NODE_NAME, resolvable=False),)
+        )

@@ -1,0 +1,338 @@
+"""`NodeResourcesFit`: a node fits when what is free covers each resource the pod requests;
+nodes are scored by how allocated they would be (LeastAllocated by default).
+
+The filter follows kube-scheduler's `fitsRequest`: the `pods` slot always counts ("Too many
+pods"); any other resource only when the pod requests a positive amount of it, against
+allocatable - requested (a node already over-committed on a resource the pod does not ask for
+still fits). One Reason per resource ("Insufficient cpu"), resolvable by preemption unless the
+pod asks for more than the node's whole allocatable (kube marks those rows Unresolvable since
+1.32: evicting every pod would not make room). Extended resources named in `ignoredResources`,
+or whose domain is in `ignoredResourceGroups`, are not checked.
+
+Scores are kube's integer arithmetic per resource, weighted and divided by the sum of the
+weights of the resources the node has (`_resources.pairs`), on NonZeroRequested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.pods.framework import (
+    MAX_NODE_SCORE,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    PreFilterResult,
+    Reason,
+)
+from placement.pods.nodes import NodeSnapshot
+from placement.pods.requests import PODS
+from plugins.pods._resources import (
+    DEFAULT_RESOURCES,
+    Pair,
+    ResourceSpec,
+    is_extended,
+    pairs,
+    parse_resources,
+)
+from plugins.pods._shared import check_fields
+
+__all__ = [
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "REQUESTED_TO_CAPACITY_RATIO",
+    "TOO_MANY_PODS",
+    "NodeResourcesFit",
+    "insufficient",
+    "least_allocated",
+    "most_allocated",
+    "requested_to_capacity_ratio",
+]
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+TOO_MANY_PODS = "Too many pods"
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10  # a shape point's score range, scaled to MAX_NODE_SCORE
+
+Int64Vector = npt.NDArray[np.int64]
+
+
+def insufficient(resource: str) -> str:
+    return TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
+
+
+# --- scoring strategies (kube's leastResourceScorer, mostResourceScorer, ...) ------------------
+
+
+def _weighted(pairs_: Sequence[Pair], per_resource: Any, size: int) -> ScoreVector:
+    """Σ score·weight / Σ weight over the resources each node has (integer division)."""
+    total = np.zeros(size, dtype=np.int64)
+    weights = np.zeros(size, dtype=np.int64)
+    for pair in pairs_:
+        has = pair.allocatable > 0
+        total += per_resource(pair, has) * pair.weight
+        weights += has * pair.weight
+    out: ScoreVector = np.where(weights > 0, total // np.maximum(weights, 1), 0)
+    return out
+
+
+def least_allocated(pairs_: Sequence[Pair], size: int) -> ScoreVector:
+    """(allocatable - requested) · 100 / allocatable; 0 when requested exceeds it."""
+
+    def one(pair: Pair, has: BoolMask) -> Int64Vector:
+        a, r = pair.allocatable, pair.requested
+        score: Int64Vector = ((a - r) * MAX_NODE_SCORE) // np.maximum(a, 1)
+        return np.where(has & (r <= a), score, 0)
+
+    return _weighted(pairs_, one, size)
+
+
+def most_allocated(pairs_: Sequence[Pair], size: int) -> ScoreVector:
+    """requested · 100 / allocatable, requested capped at allocatable (non-zero defaults
+    can push it above)."""
+
+    def one(pair: Pair, has: BoolMask) -> Int64Vector:
+        a = pair.allocatable
+        r = np.minimum(pair.requested, a)
+        score: Int64Vector = (r * MAX_NODE_SCORE) // np.maximum(a, 1)
+        return np.where(has, score, 0)
+
+    return _weighted(pairs_, one, size)
+
+
+class ShapePoint(NamedTuple):
+    utilization: int
+    score: int
+
+
+def _broken_linear(points: Sequence[ShapePoint], p: Int64Vector) -> Int64Vector:
+    """kube's BuildBrokenLinearFunction: the score at utilization p, interpolated between
+    the points with Go's integer division (truncation toward zero)."""
+    u = np.array([pt.utilization for pt in points], dtype=np.int64)
+    s = np.array([pt.score for pt in points], dtype=np.int64) * (
+        MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    )
+    i = np.searchsorted(u, p, side="left")  # first point with p <= utilization
+    inner = np.clip(i, 1, len(u) - 1) if len(u) > 1 else np.zeros_like(i)
+    lo_u, hi_u = u[inner - 1], u[inner]
+    lo_s, hi_s = s[inner - 1], s[inner]
+    num = (hi_s - lo_s) * (p - lo_u)
+    den = np.maximum(hi_u - lo_u, 1)
+    interpolated = lo_s + np.sign(num) * (np.abs(num) // den)
+    out: Int64Vector = np.where(i == 0, s[0], np.where(i >= len(u), s[-1], interpolated))
+    return out
+
+
+def requested_to_capacity_ratio(
+    pairs_: Sequence[Pair], size: int, shape: Sequence[ShapePoint]
+) -> ScoreVector:
+    """The shape's score at requested·100/allocatable (100 when over); resources scoring 0
+    do not count, and the mean is rounded half away from zero (Go's math.Round)."""
+    total = np.zeros(size, dtype=np.int64)
+    weights = np.zeros(size, dtype=np.int64)
+    for pair in pairs_:
+        a, r = pair.allocatable, pair.requested
+        has = a > 0
+        utilization = np.where(r > a, MAX_UTILIZATION, (r * MAX_UTILIZATION) // np.maximum(a, 1))
+        score = _broken_linear(shape, utilization)
+        counted = has & (score > 0)
+        total += np.where(counted, score * pair.weight, 0)
+        weights += counted * pair.weight
+    safe = np.maximum(weights, 1)
+    out: ScoreVector = np.where(weights > 0, (2 * total + safe) // (2 * safe), 0)
+    return out
+
+
+# --- args --------------------------------------------------------------------------------------
+
+
+class FitArgs(NamedTuple):
+    strategy: str
+    resources: tuple[ResourceSpec, ...]
+    shape: tuple[ShapePoint, ...]
+    ignored: frozenset[str]
+    ignored_groups: frozenset[str]
+
+
+def _names(value: Any, where: str) -> frozenset[str]:
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise ValueError(f"{where}: must be a list of names")
+    if not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"{where}: names must be non-empty strings")
+    return frozenset(value)
+
+
+def _shape(value: Any, where: str) -> tuple[ShapePoint, ...]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: must be a mapping with shape")
+    check_fields(value, ("shape",), f"{where}.")
+    points = value.get("shape")
+    if not isinstance(points, Sequence) or isinstance(points, str | bytes) or not points:
+        raise ValueError(f"{where}.shape: Required value: at least one point")
+    out: list[ShapePoint] = []
+    for i, point in enumerate(points):
+        at = f"{where}.shape[{i}]"
+        if not isinstance(point, Mapping):
+            raise ValueError(f"{at}: must be a mapping with utilization and score")
+        check_fields(point, ("utilization", "score"), f"{at}.")
+        utilization, score = point.get("utilization", 0), point.get("score", 0)
+        for field, number, top in (("utilization", utilization, 100), ("score", score, 10)):
+            if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= top:
+                raise ValueError(f"{at}.{field}: Invalid value: {number!r}: not in [0, {top}]")
+        if out and utilization <= out[-1].utilization:
+            raise ValueError(
+                f"{at}.utilization: Invalid value: {utilization}: utilization values must be "
+                "sorted in increasing order"
+            )
+        out.append(ShapePoint(utilization, score))
+    return tuple(out)
+
+
+def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
+    check_fields(args, ("scoringStrategy", "ignoredResources", "ignoredResourceGroups"))
+    strategy = LEAST_ALLOCATED
+    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
+    shape: tuple[ShapePoint, ...] = ()
+    raw = args.get("scoringStrategy")
+    if raw is not None:
+        if not isinstance(raw, Mapping):
+            raise ValueError("scoringStrategy: must be a mapping")
+        check_fields(raw, ("type", "resources", "requestedToCapacityRatio"), "scoringStrategy.")
+        strategy = raw.get("type", LEAST_ALLOCATED)
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"scoringStrategy.type: Unsupported value: {strategy!r}: supported values: "
+                + ", ".join(f'"{s}"' for s in STRATEGIES)
+            )
+        if raw.get("resources") is not None:
+            resources = parse_resources(raw["resources"], "scoringStrategy.resources")
+        ratio = raw.get("requestedToCapacityRatio")
+        if strategy == REQUESTED_TO_CAPACITY_RATIO:
+            if ratio is None:
+                raise ValueError("scoringStrategy.requestedToCapacityRatio: Required value")
+            shape = _shape(ratio, "scoringStrategy.requestedToCapacityRatio")
+        elif ratio is not None:
+            raise ValueError(
+                f"scoringStrategy.requestedToCapacityRatio: Forbidden: only with type "
+                f"{REQUESTED_TO_CAPACITY_RATIO}"
+            )
+    ignored = _names(args.get("ignoredResources", ()), "ignoredResources")
+    groups = _names(args.get("ignoredResourceGroups", ()), "ignoredResourceGroups")
+    for group in groups:
+        if "/" in group:
+            raise ValueError(
+                f"ignoredResourceGroups: Invalid value: {group!r}: resource group name "
+                "can't contain '/'"
+            )
+    return FitArgs(strategy, resources, shape, ignored, groups)
+
+
+# --- the plugin --------------------------------------------------------------------------------
+
+
+class _Request(NamedTuple):
+    """The pod's request laid out over one snapshot's resource columns (PreFilter state)."""
+
+    resources: tuple[str, ...]  # the snapshot's columns this was laid out for
+    cols: npt.NDArray[np.intp]  # the columns checked: `pods` and every positive request
+    amounts: Int64Vector  # the pod's request in each of `cols`
+    messages: tuple[str, ...]
+    missing: tuple[str, ...]  # requested resources no node has: no node fits
+
+
+class NodeResourcesFit:
+    name = "NodeResourcesFit"
+
+    def __init__(self, args: FitArgs | None = None) -> None:
+        self.args = args or parse_fit_args({})
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesFit:
+        return cls(parse_fit_args(args))
+
+    def _ignored(self, resource: str) -> bool:
+        if not is_extended(resource):
+            return False
+        group = resource.split("/", 1)[0]
+        return resource in self.args.ignored or group in self.args.ignored_groups
+
+    def _request(self, pod: PodInfo, nodes: NodeSnapshot) -> _Request:
+        cols: list[int] = []
+        amounts: list[int] = []
+        messages: list[str] = []
+        missing: list[str] = []
+        for resource, value in pod.requests.items():
+            if (value <= 0 and resource != PODS) or self._ignored(resource):
+                continue
+            col = nodes.column_of(resource)
+            if col is None:
+                missing.append(resource)
+                continue
+            cols.append(col)
+            amounts.append(value)
+            messages.append(insufficient(resource))
+        return _Request(
+            nodes.resources,
+            np.array(cols, dtype=np.intp),
+            np.array(amounts, dtype=np.int64),
+            tuple(messages),
+            tuple(missing),
+        )
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        cycle.scratch[self.name] = self._request(pod, nodes)
+        return PreFilterResult()
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        request = cycle.scratch.get(self.name)
+        if not isinstance(request, _Request) or request.resources is not nodes.resources:
+            request = self._request(pod, nodes)
+            cycle.scratch[self.name] = request
+        if request.missing:
+            return FilterResult(
+                np.zeros(nodes.size, dtype=bool),
+                tuple(Reason(candidates, insufficient(r), False) for r in request.missing),
+            )
+        cols, amounts = request.cols, request.amounts
+        allocatable = nodes.allocatable[:, cols]
+        over = nodes.requested[:, cols] + amounts > allocatable
+        removed = candidates & over.any(axis=1)
+        if not removed.any():
+            return FilterResult(candidates)
+        reasons: list[Reason] = []
+        for j, message in enumerate(request.messages):
+            rows = candidates & over[:, j]
+            if not rows.any():
+                continue
+            if message == TOO_MANY_PODS:  # kube never calls a full node unresolvable
+                reasons.append(Reason(rows, message))
+                continue
+            too_big = rows & (amounts[j] > allocatable[:, j])
+            if too_big.any():
+                reasons.append(Reason(too_big, message, resolvable=False))
+                rows = rows & ~too_big
+                if not rows.any():
+                    continue
+            reasons.append(Reason(rows, message))
+        return FilterResult(candidates & ~removed, tuple(reasons))
+
+    def score(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
+    ) -> ScoreVector:
+        found = pairs(nodes, rows, self.args.resources, pod.non_zero, use_requested=False)
+        size = len(rows)
+        if self.args.strategy == MOST_ALLOCATED:
+            return most_allocated(found, size)
+        if self.args.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            return requested_to_capacity_ratio(found, size, self.args.shape)
+        return least_allocated(found, size)

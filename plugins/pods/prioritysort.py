@@ -1,0 +1,27 @@
+"""`PrioritySort`: kube-scheduler's default queue order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from placement.pods.framework import PodInfo
+from plugins.pods._shared import check_fields
+
+__all__ = ["PrioritySort"]
+
+
+class PrioritySort:
+    """Higher priority first, then the pod queued earlier; kube stops there, and the pod key
+    (`namespace/name`) settles the rest so that the order never depends on arrival order."""
+
+    name = "PrioritySort"
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> PrioritySort:
+        check_fields(args, ())
+        return cls()
+
+    def sort_key(self, pod: PodInfo, queued_at: datetime) -> tuple[int, datetime, str]:
+        return (-pod.priority, queued_at, pod.key)

@@ -1,0 +1,71 @@
+"""`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
+refused with a message naming the feature, never placed as if the constraint were not there.
+
+Inter-pod affinity and anti-affinity, topology spread constraints, and volumes whose node
+affinity the scheduler would have to honour (a PersistentVolumeClaim, whose volume may be
+zonal or bound late; a generic ephemeral volume, which creates one). The check is on the pod
+alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apis.core import Pod
+from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilterResult
+from placement.pods.nodes import NodeSnapshot
+from plugins.pods._shared import check_fields
+
+__all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
+
+SCHEDULER = "ocm-pod-scheduler"
+_TOPOLOGY_VOLUMES = ("persistentVolumeClaim", "ephemeral")
+_AFFINITY_TERMS = (
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    "preferredDuringSchedulingIgnoredDuringExecution",
+)
+
+
+def _has_terms(affinity: Mapping[str, Any] | None) -> bool:
+    """An affinity with at least one term (an empty `podAffinity: {}` constrains nothing)."""
+    return bool(affinity) and any(affinity.get(k) for k in _AFFINITY_TERMS)  # type: ignore[union-attr]
+
+
+def unsupported(pod: Pod) -> list[str]:
+    """The features the pod uses that the scheduler does not implement, with their fields."""
+    spec = pod.spec
+    found: list[str] = []
+    if spec.affinity is not None:
+        if _has_terms(spec.affinity.pod_affinity):
+            found.append("inter-pod affinity (spec.affinity.podAffinity)")
+        if _has_terms(spec.affinity.pod_anti_affinity):
+            found.append("inter-pod anti-affinity (spec.affinity.podAntiAffinity)")
+    if spec.topology_spread_constraints:
+        found.append("topology spread constraints (spec.topologySpreadConstraints)")
+    for i, volume in enumerate(spec.volumes or ()):
+        for kind in _TOPOLOGY_VOLUMES:
+            if volume.get(kind) is not None:
+                found.append(f"volume topology (spec.volumes[{i}].{kind})")
+    return found
+
+
+class UnsupportedFeatures:
+    name = "UnsupportedFeatures"
+
+    def __init__(self, scheduler: str = SCHEDULER) -> None:
+        self.scheduler = scheduler
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> UnsupportedFeatures:
+        check_fields(args, ())
+        return cls()
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        found = unsupported(pod.pod)
+        if not found:
+            return PreFilterResult()
+        uses = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
+        verb = "does" if len(found) == 1 else "do"
+        message = f"pod uses {uses}, which {self.scheduler} {verb} not implement"
+        return PreFilterResult(PodStatus.unresolvable(self.name, message))
