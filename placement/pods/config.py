@@ -1,0 +1,341 @@
+"""The pod scheduler's configuration (`--config FILE`) and the profile it builds.
+
+The file is a small document in the spirit of kube-scheduler's KubeSchedulerConfiguration, under
+our own apiVersion (`placement.ocm.io/v1alpha1`, kind `PodSchedulerConfiguration`): the scheduler
+name, which plugins run (the defaults, minus `disabled`, plus `enabled`), their score weights and
+args, the queue's backoff and the leader election Lease. Every field is checked when it is read
+and a problem names the field (`plugins.scoreWeights.NodeAffinity: must be between 1 and 100
+(got 0)`), because a scheduler that starts with a misspelt setting silently ignored places pods
+by rules nobody asked for.
+
+The plugin registry is a parameter (placement/ does not import plugins/): `load_config` checks
+plugin names against it when given one, and `build_profile` constructs each enabled plugin once
+with its args and puts it at every extension point it implements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any, cast
+
+from placement.pods.framework import Profile, QueueSort, Score
+
+__all__ = [
+    "CONFIG_API_VERSION",
+    "CONFIG_KIND",
+    "DEFAULT_SCHEDULER_NAME",
+    "MAX_SCORE_WEIGHT",
+    "ConfigError",
+    "LeaderElection",
+    "PluginFactory",
+    "SchedulerConfig",
+    "build_profile",
+    "enabled_plugins",
+    "load_config",
+]
+
+CONFIG_API_VERSION = "placement.ocm.io/v1alpha1"
+CONFIG_KIND = "PodSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "ocm-pod-scheduler"
+MIN_SCORE_WEIGHT = 1
+MAX_SCORE_WEIGHT = 100
+DISABLE_ALL = "*"
+
+PluginFactory = Callable[[Mapping[str, Any]], object]
+"""A plugin's args (parsed YAML, `{}` when none) -> the plugin; ValueError("field: problem")."""
+
+_TOP_FIELDS = (
+    "apiVersion",
+    "kind",
+    "schedulerName",
+    "plugins",
+    "pluginArgs",
+    "backoff",
+    "leaderElection",
+)
+_PLUGINS_FIELDS = ("enabled", "disabled", "scoreWeights")
+_BACKOFF_FIELDS = ("initialSeconds", "maxSeconds", "unschedulableFlushSeconds")
+_LEADER_FIELDS = ("leaseName", "leaseNamespace")
+
+# Which methods put a plugin at which extension point of the Profile.
+_POINTS = (
+    ("pre_filters", "pre_filter"),
+    ("filters", "filter"),
+    ("post_filters", "post_filter"),
+    ("reserves", "reserve"),
+    ("permits", "permit"),
+    ("binds", "bind"),
+    ("post_binds", "post_bind"),
+    ("handlers", "on_event"),
+)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message starts with the field at fault."""
+
+
+@dataclass(frozen=True)
+class LeaderElection:
+    """The Lease the replicas of `scheduler run --leader-elect` contend for."""
+
+    lease_name: str = DEFAULT_SCHEDULER_NAME
+    lease_namespace: str = "kube-system"
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """A checked configuration. `enabled` and `disabled` are the file's lists as given (the
+    defaults are applied against a registry by `enabled_plugins`); `score_weights` holds the
+    weights the file sets, from `scoreWeights` or an enabled entry's `weight`."""
+
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    enabled: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    score_weights: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    plugin_args: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    backoff_initial: timedelta = timedelta(seconds=1)
+    backoff_max: timedelta = timedelta(seconds=10)
+    unschedulable_flush: timedelta = timedelta(minutes=5)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+
+    def engine_options(self) -> dict[str, timedelta]:
+        """The Engine's keyword arguments this configuration sets (the queue's timings)."""
+        return {
+            "backoff_initial": self.backoff_initial,
+            "backoff_max": self.backoff_max,
+            "unschedulable_flush": self.unschedulable_flush,
+        }
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be a mapping (got {type(value).__name__})")
+    return value
+
+
+def _known_fields(doc: Mapping[str, Any], allowed: Sequence[str], prefix: str) -> None:
+    for name in doc:
+        if name not in allowed:
+            known = ", ".join(allowed)
+            raise ConfigError(f"{prefix}{name}: unknown field (known fields: {known})")
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: must be a non-empty string (got {value!r})")
+    return value
+
+
+def _seconds(value: Any, where: str) -> timedelta:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{where}: must be a positive number of seconds (got {value!r})")
+    return timedelta(seconds=value)
+
+
+def _weight(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: must be an integer (got {value!r})")
+    if not MIN_SCORE_WEIGHT <= value <= MAX_SCORE_WEIGHT:
+        raise ConfigError(
+            f"{where}: must be between {MIN_SCORE_WEIGHT} and {MAX_SCORE_WEIGHT} (got {value})"
+        )
+    return value
+
+
+def _plugin_name(value: Any, where: str, registry: Mapping[str, Any] | None) -> str:
+    name = _string(value, where)
+    if registry is not None and name not in registry and name != DISABLE_ALL:
+        known = ", ".join(sorted(registry))
+        raise ConfigError(f"{where}: unknown plugin {name!r} (known plugins: {known})")
+    return name
+
+
+def _plugin_list(
+    value: Any, where: str, registry: Mapping[str, Any] | None, weights: dict[str, int] | None
+) -> tuple[str, ...]:
+    """`[{name: X, weight: 5}, ...]` (a bare name is accepted too) -> names; weights noted."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: must be a list of {{name: PLUGIN}} (got {value!r})")
+    names: list[str] = []
+    for index, entry in enumerate(value):
+        at = f"{where}[{index}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        entry = _mapping(entry, at)
+        _known_fields(entry, ("name", "weight") if weights is not None else ("name",), f"{at}.")
+        if "name" not in entry:
+            raise ConfigError(f"{at}.name: is required")
+        name = _plugin_name(entry["name"], f"{at}.name", registry)
+        if name in names:
+            raise ConfigError(f"{at}.name: plugin {name!r} is listed twice")
+        if weights is not None and "weight" in entry:
+            weights[name] = _weight(entry["weight"], f"{at}.weight")
+        names.append(name)
+    return tuple(names)
+
+
+def _plugins(
+    doc: Mapping[str, Any], registry: Mapping[str, Any] | None
+) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]:
+    _known_fields(doc, _PLUGINS_FIELDS, "plugins.")
+    weights: dict[str, int] = {}
+    enabled = _plugin_list(doc.get("enabled"), "plugins.enabled", registry, weights)
+    if DISABLE_ALL in enabled:
+        raise ConfigError(f"plugins.enabled: {DISABLE_ALL!r} is only meaningful in disabled")
+    disabled = _plugin_list(doc.get("disabled"), "plugins.disabled", registry, None)
+    for name, raw in _mapping(doc.get("scoreWeights"), "plugins.scoreWeights").items():
+        where = f"plugins.scoreWeights.{name}"
+        _plugin_name(name, where, registry)
+        weight = _weight(raw, where)
+        if weights.get(name, weight) != weight:
+            raise ConfigError(
+                f"{where}: {weight} contradicts the weight {weights[name]} in enabled"
+            )
+        weights[name] = weight
+    return enabled, disabled, weights
+
+
+def load_config(
+    doc: Mapping[str, Any] | None, registry: Mapping[str, Any] | None = None
+) -> SchedulerConfig:
+    """Check a configuration document (None or empty: every default) and return it typed.
+    With a `registry`, plugin names are checked against it here rather than at `build_profile`.
+    Raises ConfigError naming the field at fault."""
+    doc = _mapping(doc, "configuration")
+    _known_fields(doc, _TOP_FIELDS, "")
+    for name, expected in (("apiVersion", CONFIG_API_VERSION), ("kind", CONFIG_KIND)):
+        if name in doc and doc[name] != expected:
+            raise ConfigError(f"{name}: must be {expected!r} (got {doc[name]!r})")
+    scheduler_name = DEFAULT_SCHEDULER_NAME
+    if "schedulerName" in doc:
+        scheduler_name = _string(doc["schedulerName"], "schedulerName")
+    enabled, disabled, weights = _plugins(_mapping(doc.get("plugins"), "plugins"), registry)
+    args: dict[str, Mapping[str, Any]] = {}
+    for name, value in _mapping(doc.get("pluginArgs"), "pluginArgs").items():
+        _plugin_name(name, f"pluginArgs.{name}", registry)
+        args[name] = MappingProxyType(dict(_mapping(value, f"pluginArgs.{name}")))
+
+    backoff = _mapping(doc.get("backoff"), "backoff")
+    _known_fields(backoff, _BACKOFF_FIELDS, "backoff.")
+    defaults = SchedulerConfig()
+    initial, maximum, flush = defaults.backoff_initial, defaults.backoff_max, None
+    if "initialSeconds" in backoff:
+        initial = _seconds(backoff["initialSeconds"], "backoff.initialSeconds")
+    if "maxSeconds" in backoff:
+        maximum = _seconds(backoff["maxSeconds"], "backoff.maxSeconds")
+    if "unschedulableFlushSeconds" in backoff:
+        flush = _seconds(backoff["unschedulableFlushSeconds"], "backoff.unschedulableFlushSeconds")
+    if maximum < initial:
+        raise ConfigError(
+            f"backoff.maxSeconds: must not be less than initialSeconds "
+            f"({maximum.total_seconds():g} < {initial.total_seconds():g})"
+        )
+
+    leader = _mapping(doc.get("leaderElection"), "leaderElection")
+    _known_fields(leader, _LEADER_FIELDS, "leaderElection.")
+    lease = LeaderElection(
+        lease_name=_string(leader.get("leaseName", scheduler_name), "leaderElection.leaseName"),
+        lease_namespace=_string(
+            leader.get("leaseNamespace", LeaderElection.lease_namespace),
+            "leaderElection.leaseNamespace",
+        ),
+    )
+    return SchedulerConfig(
+        scheduler_name=scheduler_name,
+        enabled=enabled,
+        disabled=disabled,
+        score_weights=MappingProxyType(weights),
+        plugin_args=MappingProxyType(args),
+        backoff_initial=initial,
+        backoff_max=maximum,
+        unschedulable_flush=flush or defaults.unschedulable_flush,
+        leader_election=lease,
+    )
+
+
+def enabled_plugins(config: SchedulerConfig, defaults: Sequence[str]) -> tuple[str, ...]:
+    """The plugins that run, in order, as kube-scheduler merges a profile with its defaults:
+    the defaults not disabled (all of them with `*`) in their order, a default listed in
+    `enabled` keeping its place, then the other enabled plugins in the order given."""
+    disabled = set(config.disabled)
+    kept = [] if DISABLE_ALL in disabled else [n for n in defaults if n not in disabled]
+    return (*kept, *(n for n in config.enabled if n not in kept))
+
+
+def build_profile(
+    config: SchedulerConfig,
+    registry: Mapping[str, PluginFactory],
+    *,
+    defaults: Sequence[str] = (),
+    default_weights: Mapping[str, int] | None = None,
+) -> Profile:
+    """Construct every enabled plugin once with its args and place it at each extension point
+    whose method it has (queue sort: exactly one plugin with `sort_key`). Score weights come
+    from the configuration, else `default_weights`, else 1. `defaults` and `default_weights` are
+    the registry's DEFAULT_PLUGINS and DEFAULT_SCORE_WEIGHTS (the caller passes them, as it
+    passes the registry). Raises ConfigError naming the field at fault."""
+    names = enabled_plugins(config, defaults)
+    for name in (*config.enabled, *config.disabled):
+        where = "plugins.enabled" if name in config.enabled else "plugins.disabled"
+        _plugin_name(name, where, registry)
+    for where, listed in (
+        ("pluginArgs", config.plugin_args),
+        ("plugins.scoreWeights", config.score_weights),
+    ):
+        for name in listed:
+            _plugin_name(name, f"{where}.{name}", registry)
+    for name in config.plugin_args:
+        if name not in names:
+            raise ConfigError(f"pluginArgs.{name}: plugin {name!r} is not enabled")
+    weights = dict(default_weights or {})
+    weights.update(config.score_weights)
+
+    plugins: list[tuple[str, object]] = []
+    for name in names:
+        try:
+            plugin = registry[name](config.plugin_args.get(name, MappingProxyType({})))
+        except ValueError as exc:
+            raise ConfigError(f"pluginArgs.{name}.{exc}") from None
+        plugins.append((name, plugin))
+
+    sorters = [(name, p) for name, p in plugins if hasattr(p, "sort_key")]
+    if len(sorters) != 1:
+        found = ", ".join(name for name, _ in sorters) or "none"
+        raise ConfigError(f"plugins: exactly one QueueSort plugin must be enabled (got {found})")
+    for name in config.score_weights:
+        plugin = dict(plugins).get(name)
+        if plugin is None:
+            raise ConfigError(f"plugins.scoreWeights.{name}: plugin {name!r} is not enabled")
+        if not hasattr(plugin, "score"):
+            raise ConfigError(f"plugins.scoreWeights.{name}: {name!r} is not a Score plugin")
+
+    points: dict[str, list[Any]] = {point: [] for point, _ in _POINTS}
+    for _, plugin in plugins:
+        for point, method in _POINTS:
+            if hasattr(plugin, method):
+                points[point].append(plugin)
+    queue_sort = cast(QueueSort, sorters[0][1])
+    return Profile(
+        scheduler_name=config.scheduler_name,
+        queue_sort=queue_sort,
+        pre_filters=tuple(points["pre_filters"]),
+        filters=tuple(points["filters"]),
+        post_filters=tuple(points["post_filters"]),
+        scores=tuple(
+            (cast(Score, p), weights.get(n, 1)) for n, p in plugins if hasattr(p, "score")
+        ),
+        reserves=tuple(points["reserves"]),
+        permits=tuple(points["permits"]),
+        binds=tuple(points["binds"]),
+        post_binds=tuple(points["post_binds"]),
+        handlers=tuple(points["handlers"]),
+    )
