@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from apis.core import NodeAffinity as NodeAffinitySpec
 from apis.core import (
@@ -129,10 +128,9 @@ class NodeAffinity:
             return cls()
         try:
             added = NodeAffinitySpec.model_validate(raw)
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"addedAffinity.{where}: {first['msg']}") from None
+        except ValueError as err:  # the model's validation error names the field on its lines
+            detail = " ".join(str(err).split("\n")[1:3]).strip() or str(err)
+            raise ValueError(f"addedAffinity: {detail}") from None
         return cls(added)
 
     # --- masks, cached per snapshot and selector ----------------------------------------------

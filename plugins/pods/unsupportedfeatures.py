@@ -66,6 +66,5 @@ class UnsupportedFeatures:
         if not found:
             return PreFilterResult()
         uses = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
-        verb = "does" if len(found) == 1 else "do"
-        message = f"pod uses {uses}, which {self.scheduler} {verb} not implement"
+        message = f"pod uses {uses}, which {self.scheduler} does not implement"
         return PreFilterResult(PodStatus.unresolvable(self.name, message))

@@ -235,6 +235,6 @@ def test_requested_to_capacity_ratio_interpolates_with_go_truncation_and_rounds(
     ],
 )
 def test_bad_args_name_the_field(args: dict[str, Any], field: str) -> None:
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError, match=r": ") as raised:
         fit(args)
     assert str(raised.value).startswith(f"{field}: ")

@@ -1,0 +1,154 @@
+"""The registry and defaults, PrioritySort's order, NodeName, UnsupportedFeatures."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from placement.pods.framework import PodCode
+from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
+from plugins.pods.nodename import NodeName
+from plugins.pods.prioritysort import PrioritySort
+from plugins.pods.unsupportedfeatures import UnsupportedFeatures
+from tests.plugins.pods.builders import NOW, cycle, everything, names, node, pod, snapshot
+
+
+def test_every_plugin_is_registered_under_its_kube_name() -> None:
+    for name, factory in POD_PLUGINS.items():
+        plugin: Any = factory({})
+        assert plugin.name == name
+    assert set(DEFAULT_PLUGINS) <= set(POD_PLUGINS)
+    assert DEFAULT_PLUGINS[0] == "PrioritySort"
+    assert dict(DEFAULT_SCORE_WEIGHTS) == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "NodeResourcesBalancedAllocation": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["PrioritySort", "NodeName", "NodeUnschedulable", "TaintToleration", "UnsupportedFeatures"],
+)
+def test_plugins_without_args_refuse_unknown_fields(name: str) -> None:
+    with pytest.raises(ValueError, match=r"^surprise: unknown field"):
+        POD_PLUGINS[name]({"surprise": True})
+
+
+def test_priority_sort_orders_by_priority_then_queue_time_then_key() -> None:
+    sort = PrioritySort()
+    later = NOW + timedelta(seconds=1)
+    queue = [
+        (pod("b", priority=0), NOW),
+        (pod("a", priority=0), NOW),
+        (pod("early", priority=0), NOW - timedelta(seconds=1)),
+        (pod("urgent", priority=10), later),
+        (pod("a", namespace="z", priority=0), NOW),
+    ]
+    ordered = sorted(queue, key=lambda item: sort.sort_key(*item))
+    assert [p.key for p, _ in ordered] == [
+        "default/urgent",
+        "default/early",
+        "default/a",
+        "default/b",
+        "z/a",
+    ]
+
+
+def test_node_name_narrows_to_its_node_and_filters_the_rest_unresolvably() -> None:
+    nodes = snapshot([node("a"), node("b"), node("c")])
+    pinned = pod(nodeName="b")
+    pre = NodeName().pre_filter(cycle(), pinned, nodes)
+    assert pre.status.ok and pre.nodes is not None and names(nodes, pre.nodes) == ["b"]
+    result = NodeName().filter(cycle(), pinned, nodes, everything(nodes))
+    assert names(nodes, result.mask) == ["b"]
+    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.reasons] == [
+        ("node(s) didn't match the requested node name", False, ["a", "c"])
+    ]
+    assert NodeName().pre_filter(cycle(), pod(), nodes).status.code == PodCode.SKIP
+    missing = NodeName().pre_filter(cycle(), pod(nodeName="zz"), nodes)
+    assert missing.status.code == PodCode.UNRESOLVABLE
+
+
+TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            {
+                "affinity": {
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
+                }
+            },
+            "pod uses inter-pod affinity (spec.affinity.podAffinity)"
+            ", which ocm-pod-scheduler does not implement",
+            id="pod-affinity",
+        ),
+        pytest.param(
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 1, "podAffinityTerm": TERM}
+                        ]
+                    }
+                }
+            },
+            "pod uses inter-pod anti-affinity (spec.affinity.podAntiAffinity)"
+            ", which ocm-pod-scheduler does not implement",
+            id="anti-affinity",
+        ),
+        pytest.param(
+            {
+                "topologySpreadConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            },
+            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
+            ", which ocm-pod-scheduler does not implement",
+            id="spread",
+        ),
+        pytest.param(
+            {
+                "volumes": [
+                    {"name": "cfg", "configMap": {"name": "c"}},
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+                ]
+            },
+            "pod uses volume topology (spec.volumes[1].persistentVolumeClaim)"
+            ", which ocm-pod-scheduler does not implement",
+            id="pvc",
+        ),
+        pytest.param(
+            {
+                "volumes": [
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+                ],
+                "topologySpreadConstraints": [{"maxSkew": 1}],
+            },
+            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
+            " and volume topology (spec.volumes[0].ephemeral)"
+            ", which ocm-pod-scheduler does not implement",
+            id="two",
+        ),
+    ],
+)
+def test_unsupported_features_are_unresolvable_naming_the_feature(
+    spec: dict[str, Any], message: str
+) -> None:
+    status = UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status
+    assert status.code == PodCode.UNRESOLVABLE
+    assert status.message == message
+
+
+def test_supported_pods_pass_unsupported_features() -> None:
+    spec: dict[str, Any] = {
+        "affinity": {"podAffinity": {}},
+        "volumes": [{"name": "cfg", "configMap": {"name": "c"}}],
+    }
+    assert UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status.ok
