@@ -60,25 +60,25 @@ class PerSnapshot(Generic[T]):
         self._part = part
         self._build = build
         self._key: object = None  # a strong reference: identity stays meaningful
-        self._value: T | None = None
+        self._value: tuple[T] | None = None
         self.memo: dict[Any, Any] = {}
 
     def get(self, nodes: NodeSnapshot) -> T:
         key = self._part(nodes)
         if self._value is None or self._key is not key:
-            self._value = self._build(nodes)
+            self._value = (self._build(nodes),)
             self._key = key
             self.memo = {}
         elif len(self.memo) > _MEMO_LIMIT:
             self.memo = {}
-        return self._value
+        return self._value[0]
 
 
 def on_rows(vector: np.ndarray[Any, Any], rows: RowIndex, size: int) -> np.ndarray[Any, Any]:
     """`vector[rows]`, without the gather when `rows` is every row in order."""
     if len(rows) == size:
         return vector
-    return vector[rows]
+    return vector.take(rows)
 
 
 def default_normalize(scores: ScoreVector, reverse: bool) -> ScoreVector:

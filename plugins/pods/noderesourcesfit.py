@@ -40,7 +40,7 @@ from plugins.pods._resources import (
     pairs,
     parse_resources,
 )
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import check_fields, on_rows
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -73,13 +73,24 @@ def insufficient(resource: str) -> str:
 
 
 def _weighted(pairs_: Sequence[Pair], per_resource: Any, size: int) -> ScoreVector:
-    """Σ score·weight / Σ weight over the resources each node has (integer division)."""
+    """Σ score·weight / Σ weight over the resources each node has (integer division); a
+    resource every node has adds its weight everywhere, without a per-node vector."""
     total = np.zeros(size, dtype=np.int64)
-    weights = np.zeros(size, dtype=np.int64)
+    common = 0
+    weights: Int64Vector | None = None
     for pair in pairs_:
         has = pair.allocatable > 0
-        total += per_resource(pair, has) * pair.weight
-        weights += has * pair.weight
+        total += per_resource(pair) * pair.weight
+        if has.all():
+            common += pair.weight
+        else:
+            weights = has * pair.weight if weights is None else weights + has * pair.weight
+    if weights is None:
+        if common == 0:
+            return total
+        scaled: ScoreVector = total // common
+        return scaled
+    weights = weights + common
     out: ScoreVector = np.where(weights > 0, total // np.maximum(weights, 1), 0)
     return out
 
@@ -87,10 +98,11 @@ def _weighted(pairs_: Sequence[Pair], per_resource: Any, size: int) -> ScoreVect
 def least_allocated(pairs_: Sequence[Pair], size: int) -> ScoreVector:
     """(allocatable - requested) · 100 / allocatable; 0 when requested exceeds it."""
 
-    def one(pair: Pair, has: BoolMask) -> Int64Vector:
-        a, r = pair.allocatable, pair.requested
-        score: Int64Vector = ((a - r) * MAX_NODE_SCORE) // np.maximum(a, 1)
-        return np.where(has & (r <= a), score, 0)
+    def one(pair: Pair) -> Int64Vector:
+        # 0 where requested exceeds allocatable, and where the node has none (then free <= 0)
+        free = np.maximum(pair.allocatable - pair.requested, 0)
+        score: Int64Vector = (free * MAX_NODE_SCORE) // np.maximum(pair.allocatable, 1)
+        return score
 
     return _weighted(pairs_, one, size)
 
@@ -99,11 +111,11 @@ def most_allocated(pairs_: Sequence[Pair], size: int) -> ScoreVector:
     """requested · 100 / allocatable, requested capped at allocatable (non-zero defaults
     can push it above)."""
 
-    def one(pair: Pair, has: BoolMask) -> Int64Vector:
+    def one(pair: Pair) -> Int64Vector:
         a = pair.allocatable
-        r = np.minimum(pair.requested, a)
+        r = np.minimum(pair.requested, a)  # 0 where the node has none
         score: Int64Vector = (r * MAX_NODE_SCORE) // np.maximum(a, 1)
-        return np.where(has, score, 0)
+        return score
 
     return _weighted(pairs_, one, size)
 
@@ -329,10 +341,12 @@ class NodeResourcesFit:
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
-        found = pairs(nodes, rows, self.args.resources, pod.non_zero, use_requested=False)
-        size = len(rows)
+        found = pairs(nodes, self.args.resources, pod.non_zero, use_requested=False)
+        size = nodes.size
         if self.args.strategy == MOST_ALLOCATED:
-            return most_allocated(found, size)
-        if self.args.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            return requested_to_capacity_ratio(found, size, self.args.shape)
-        return least_allocated(found, size)
+            scores = most_allocated(found, size)
+        elif self.args.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            scores = requested_to_capacity_ratio(found, size, self.args.shape)
+        else:
+            scores = least_allocated(found, size)
+        return on_rows(scores, rows, size)
