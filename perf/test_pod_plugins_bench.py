@@ -101,7 +101,7 @@ POD = _pod(
 
 
 def _chain() -> Any:
-    plugins = [POD_PLUGINS[name]({}) for name in DEFAULT_PLUGINS]
+    plugins: list[Any] = [POD_PLUGINS[name]({}) for name in DEFAULT_PLUGINS]
     pre = [p for p in plugins if hasattr(p, "pre_filter")]
     filters = [p for p in plugins if hasattr(p, "filter")]
     scores = [(p, DEFAULT_SCORE_WEIGHTS.get(p.name, 1)) for p in plugins if hasattr(p, "score")]
