@@ -1,0 +1,326 @@
+"""The pod scheduler's hands: performs the engine's actions against the API server.
+
+The engine decides; this module only writes. Each action becomes one request:
+
+* `BindPod` -> POST `pods/binding` whose metadata carries the pod's uid, as kube-scheduler's
+  default binder sends it: a real API server refuses to bind a pod recreated under the same
+  name. 409 (bound by someone else, or a stale uid) and 404 (gone) are a `conflict` result
+  (forget the pod, no retry); any other failure is a plain failure (backoff and retry).
+* `DeletePod` -> DELETE with a uid precondition, so that a victim replaced by a new pod of the
+  same name is not deleted in its place. 404 and 409 mean the victim is gone already.
+* `PatchPodStatus` -> a merge patch of `pods/status`. A merge patch replaces lists whole, so the
+  patch carries every condition the pod has, with PodScheduled replaced (kube-scheduler sends a
+  strategic merge patch, which merges conditions by type; this is the same outcome). Nothing is
+  sent when the pod already shows what the patch would write.
+* `PatchObjectStatus` -> a merge patch of the PodGroup's or ElasticQuota's `/status`.
+* `EmitEvent` -> the runtime's `EventRecorder` (best effort, in the background).
+
+Binding cycles run concurrently with scheduling: `submit` returns at once, and the writes run
+as tasks, at most `concurrency` requests at a time. The actions of one pod run in the order they
+were decided (a status patch decided before the bind lands before it), so a late
+`Unschedulable` patch never overwrites the `PodScheduled=True` the binding wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from apis.core import Binding, ObjectReference, Pod
+from apis.meta import KubeObject, ObjectMeta
+from apis.registry import KINDS
+from controllers.kube.errors import ApiError, ConflictError, NotFoundError
+from controllers.kube.gateway import Gateway, object_path
+from controllers.runtime.events import EventRecorder
+from placement.pods.events import (
+    Action,
+    BindPod,
+    BindResult,
+    DeletePod,
+    EmitEvent,
+    PatchObjectStatus,
+    PatchPodStatus,
+    WakeAt,
+)
+
+__all__ = ["ActionExecutor", "ExecutorCounts", "PodGateway", "pod_status_patch", "split_key"]
+
+log = logging.getLogger(__name__)
+
+POD_SCHEDULED = "PodScheduled"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """`namespace/name` -> (namespace, name); a cluster-scoped `name` -> ("", name)."""
+    namespace, sep, name = key.partition("/")
+    return (namespace, name) if sep else ("", namespace)
+
+
+class PodGateway(Gateway):
+    """The gateway plus the two pod writes the scheduler needs with a uid precondition, which
+    `Gateway.bind` and `Gateway.delete` do not send."""
+
+    async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST `pods/binding` with the pod's uid in the Binding's metadata."""
+        binding = Binding(
+            metadata=ObjectMeta(name=name, namespace=namespace, uid=uid or None),
+            target=ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        path = object_path(Pod, name, namespace, "binding")
+        await self._request("POST", path, body=binding.to_wire())
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        await self._request("DELETE", object_path(Pod, name, namespace), body=options)
+
+
+def _condition_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    if old is None:
+        return True
+    return any(old.get(k) != new.get(k) for k in ("status", "reason", "message"))
+
+
+def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> dict[str, Any]:
+    """The merge patch that makes `pod`'s status say what `action` decides; {} when it already
+    does. `lastTransitionTime` moves only when the condition's status changes, as Kubernetes
+    keeps it; `lastProbeTime` is null, as kube-scheduler writes it."""
+    status: dict[str, Any] = {}
+    current = pod.status if pod is not None else None
+    if action.nominated_node is not None:
+        have = (current.nominated_node_name if current else None) or ""
+        if have != action.nominated_node:
+            # A merge patch removes a field with null.
+            status["nominatedNodeName"] = action.nominated_node or None
+    if action.condition is not None:
+        conditions = [dict(c) for c in ((current.conditions if current else None) or [])]
+        old = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
+        if _condition_changed(old, action.condition):
+            new = {"type": POD_SCHEDULED, "lastProbeTime": None, **action.condition}
+            if old is not None and old.get("status") == new.get("status"):
+                new.setdefault("lastTransitionTime", old.get("lastTransitionTime"))
+            else:
+                stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                new.setdefault("lastTransitionTime", stamp)
+            kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
+            status["conditions"] = [*kept, new]
+    return {"status": status} if status else {}
+
+
+@dataclass
+class ExecutorCounts:
+    """What the executor did, by outcome (for metrics and tests)."""
+
+    bound: int = 0
+    bind_conflicts: int = 0
+    bind_failures: int = 0
+    deleted: int = 0
+    delete_failures: int = 0
+    status_patches: int = 0
+    status_failures: int = 0
+    events: int = 0
+
+
+class ActionExecutor:
+    """Runs actions in the background; bind outcomes come back through `on_bind_result`.
+
+    `lookup(kind, key)` returns the object as the caches know it (None when unknown): the pod a
+    status patch starts from, the object an event is about."""
+
+    def __init__(
+        self,
+        gateway: PodGateway,
+        recorder: EventRecorder,
+        *,
+        on_bind_result: Callable[[BindResult], None],
+        lookup: Callable[[str, str], KubeObject | None],
+        wall: Callable[[], datetime] | None = None,
+        concurrency: int = 32,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"bind concurrency must be at least 1 (got {concurrency})")
+        self._gateway = gateway
+        self._recorder = recorder
+        self._on_bind_result = on_bind_result
+        self._lookup = lookup
+        self._wall = wall or (lambda: datetime.now(UTC))
+        self.concurrency = concurrency
+        self._slots = asyncio.Semaphore(concurrency)
+        self._tails: dict[str, asyncio.Task[None]] = {}  # the last write queued per object
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._room = asyncio.Event()
+        self._room.set()
+        self.max_pending = concurrency * 8
+        self.counts = ExecutorCounts()
+
+    @property
+    def pending(self) -> int:
+        """Writes queued or in flight."""
+        return len(self._tasks)
+
+    def submit(self, actions: Iterable[Action]) -> None:
+        """Start performing `actions` (never waits). Events are recorded at once, writes
+        queued behind the earlier writes of the same object."""
+        for action in actions:
+            if isinstance(action, WakeAt):
+                continue  # the scheduling loop reads the engine's next_wake itself
+            if isinstance(action, EmitEvent):
+                self._emit(action)
+                continue
+            self._spawn(self._target(action), action)
+
+    async def wait_room(self) -> None:
+        """Wait while `max_pending` writes are queued: how scheduling slows down to the pace
+        the API server takes binds at, instead of queueing without bound."""
+        while len(self._tasks) >= self.max_pending:
+            self._room.clear()
+            await self._room.wait()
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for every write queued so far (a graceful stop lets binds in flight finish)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._tasks:
+                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def cancel(self) -> None:
+        """Cancel what is still queued (a stop that cannot wait any longer)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # --- internals ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _target(action: Action) -> str:
+        if isinstance(action, PatchObjectStatus):
+            return f"{action.kind}:{action.key}"
+        assert isinstance(action, BindPod | DeletePod | PatchPodStatus)
+        return f"Pod:{action.key}"
+
+    def _spawn(self, target: str, action: Action) -> None:
+        before = self._tails.get(target)
+        task = asyncio.get_running_loop().create_task(self._run(before, action))
+        self._tails[target] = task
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            if self._tails.get(target) is finished:
+                del self._tails[target]
+            if len(self._tasks) < self.max_pending:
+                self._room.set()
+
+        task.add_done_callback(done)
+
+    async def _run(self, before: asyncio.Task[None] | None, action: Action) -> None:
+        if before is not None:
+            await asyncio.wait({before})
+        async with self._slots:
+            if isinstance(action, BindPod):
+                await self._bind(action)
+            elif isinstance(action, DeletePod):
+                await self._delete(action)
+            elif isinstance(action, PatchPodStatus):
+                await self._patch_pod(action)
+            elif isinstance(action, PatchObjectStatus):
+                await self._patch_object(action)
+
+    async def _bind(self, action: BindPod) -> None:
+        namespace, name = split_key(action.key)
+        try:
+            await self._gateway.bind_pod(namespace, name, action.uid, action.node)
+        except (ConflictError, NotFoundError) as exc:
+            self.counts.bind_conflicts += 1
+            log.info("binding %s to %s: %s (forgotten)", action.key, action.node, exc)
+            result = BindResult(action.key, action.uid, action.node, False, True, str(exc))
+        except ApiError as exc:
+            self.counts.bind_failures += 1
+            log.warning("binding %s to %s failed: %s", action.key, action.node, exc)
+            result = BindResult(action.key, action.uid, action.node, False, False, str(exc))
+        else:
+            self.counts.bound += 1
+            result = BindResult(action.key, action.uid, action.node, True)
+        self._deliver(result)
+
+    def _deliver(self, result: BindResult) -> None:
+        try:
+            self._on_bind_result(result)
+        except Exception:
+            log.exception("bind result handler failed for %s", result.key)
+
+    async def _delete(self, action: DeletePod) -> None:
+        namespace, name = split_key(action.key)
+        try:
+            await self._gateway.delete_pod(namespace, name, action.uid)
+        except (NotFoundError, ConflictError):
+            log.info("preemption victim %s is gone already", action.key)
+        except ApiError as exc:
+            self.counts.delete_failures += 1
+            log.warning("deleting preemption victim %s failed: %s", action.key, exc)
+        else:
+            self.counts.deleted += 1
+            log.info("deleted %s: %s", action.key, action.reason)
+
+    async def _patch_pod(self, action: PatchPodStatus) -> None:
+        pod = self._lookup("Pod", action.key)
+        if not isinstance(pod, Pod) or (action.uid and pod.metadata.uid != action.uid):
+            return  # the pod is gone or was replaced: nothing to report on
+        patch = pod_status_patch(pod, action, self._wall())
+        if not patch:
+            return
+        namespace, name = split_key(action.key)
+        try:
+            await self._gateway.patch_status(Pod, name, patch, namespace)
+        except NotFoundError:
+            pass
+        except ApiError as exc:
+            self.counts.status_failures += 1
+            log.warning("status of %s not patched: %s", action.key, exc)
+        else:
+            self.counts.status_patches += 1
+
+    async def _patch_object(self, action: PatchObjectStatus) -> None:
+        cls = next((c for c in KINDS.values() if action.kind == c.KIND), None)
+        if cls is None:
+            log.error("cannot patch the status of unknown kind %s", action.kind)
+            return
+        namespace, name = split_key(action.key)
+        try:
+            await self._gateway.patch_status(
+                cls, name, {"status": action.status}, namespace or None
+            )
+        except ApiError as exc:
+            self.counts.status_failures += 1
+            log.warning("status of %s %s not patched: %s", action.kind, action.key, exc)
+        else:
+            self.counts.status_patches += 1
+
+    def _emit(self, action: EmitEvent) -> None:
+        regarding = self._reference(action.regarding)
+        related = self._reference(action.related) if action.related else None
+        self._recorder.record(
+            regarding, related, action.type, action.reason, action.action, action.message
+        )
+        self.counts.events += 1
+
+    def _reference(self, ref: tuple[str, str, str]) -> KubeObject:
+        """The object an event is about: as cached (with its resourceVersion), else a stub
+        carrying its kind, name and uid."""
+        kind, key, uid = ref
+        known = self._lookup(kind, key)
+        if known is not None and (not uid or known.metadata.uid == uid):
+            return known
+        namespace, name = split_key(key)
+        cls = next((c for c in KINDS.values() if kind == c.KIND), Pod)
+        meta = ObjectMeta(name=name, namespace=namespace or None, uid=uid or None)
+        return cls.model_construct(
+            metadata=meta, api_version=cls.api_version_string(), kind=cls.KIND
+        )

@@ -1,0 +1,464 @@
+"""`placement scheduler run`: the pod scheduler as a real secondary Kubernetes scheduler, the I/O
+shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
+
+Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that
+name this scheduler, every assigned pod (they take room on their nodes), Nodes,
+PriorityClasses, and PodGroups and ElasticQuotas when their CRDs are served. One worker runs
+scheduling passes: one cycle per ready pod, the actions decided handed at once to the executor
+(`controllers.addons.executor`), whose binding cycles run concurrently with the next pods'
+scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass yields to the
+event loop every `batch_seconds` so watch events and bind results are not held up by a long
+queue, and waits when `8 x bind_concurrency` writes are queued (the pace the API server binds
+at). When the engine has nothing ready, the next pass is at its `next_wake` (a backoff expiry, a
+Permit timeout) or at the next event.
+
+The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
+leader election over a Lease (a standby's engine follows the cluster, only the leader schedules
+and writes), the event recorder, the ordered stop.
+
+A restart loses nothing: the first lists count every bound pod on its node, and a pod assumed
+before a crash but never bound is still pending, so it is scheduled again. A pod is never bound
+twice: the API server refuses a second binding (409), and the engine then forgets the pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from apis.core import Node, Pod
+from apis.meta import KubeObject
+from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
+from controllers.addons.executor import ActionExecutor, PodGateway
+from controllers.addons.informers import (
+    ASSIGNED_SELECTOR,
+    PodFeed,
+    node_events,
+    object_events,
+    pending_selector,
+    served,
+)
+from controllers.addons.metrics import SchedulerMetrics
+from controllers.kube.config import ClusterAccess, new_api_client
+from controllers.kube.errors import ApiError
+from controllers.runtime.cache import Informer
+from controllers.runtime.controller import Controller, ControllerOptions, StartError
+from controllers.runtime.leader import LeaderConfig
+from controllers.runtime.queue import Clock, Handler
+from placement.pods.config import (
+    DEFAULT_SCHEDULER_NAME,
+    ConfigError,
+    SchedulerConfig,
+    build_profile,
+    load_config,
+)
+from placement.pods.engine import Engine
+from placement.pods.events import Action, BindPod, ClusterEvent, DeletePod
+from placement.pods.framework import Profile
+from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
+
+__all__ = [
+    "DEFAULT_HTTP_ADDR",
+    "PodScheduler",
+    "SchedulerOptions",
+    "load_scheduler_config",
+    "main",
+    "run_scheduler",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HTTP_ADDR = "127.0.0.1:10251"
+"""kube-scheduler's old insecure port: probes and metrics, on loopback unless asked."""
+
+PASS = "schedule"
+"""The work queue's only key: a scheduling pass is due."""
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    """How `placement scheduler run` runs. `scheduler_name` overrides the configuration's
+    `schedulerName` unless left at the default."""
+
+    kubeconfig: Path | None = None
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    leader_elect: bool = False
+    http_addr: str | None = DEFAULT_HTTP_ADDR
+    config: Path | None = None
+    context: str | None = None
+    url: str | None = None
+    """An API server by URL, no credentials (the embedded server of the demo and the tests)."""
+    bind_concurrency: int = 32
+    """Binding (and other) writes in flight at once."""
+    batch_seconds: float = 0.05
+    """A scheduling pass yields to the event loop after this long."""
+    sync_timeout: float = 60.0
+    stop_timeout: float = 10.0
+    """How long a stop waits for the binds in flight."""
+    lease_namespace: str | None = None
+    """Overrides the configuration's `leaderElection.leaseNamespace`."""
+
+
+def load_scheduler_config(path: Path | None) -> SchedulerConfig:
+    """The configuration file checked (ConfigError naming the file and the field), or the
+    defaults without one."""
+    if path is None:
+        return load_config(None, POD_PLUGINS)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
+    try:
+        return load_config(doc, POD_PLUGINS)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def scheduler_profile(config: SchedulerConfig) -> Profile:
+    """The profile of `config` over the built-in plugins."""
+    return build_profile(
+        config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
+    )
+
+
+class PodScheduler(Controller):
+    """One scheduler instance against `gateway` (module docstring)."""
+
+    def __init__(
+        self,
+        gateway: PodGateway,
+        config: SchedulerConfig,
+        *,
+        http_addr: str | None = DEFAULT_HTTP_ADDR,
+        leader: LeaderConfig | None = None,
+        bind_concurrency: int = 32,
+        batch_seconds: float = 0.05,
+        stop_timeout: float = 10.0,
+        optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota),
+        profile: Profile | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.scheduler_name
+        self.profile = profile or scheduler_profile(config)
+        self.engine = Engine(self.profile, **config.engine_options())
+        self.metrics = SchedulerMetrics(self.name)
+        self.metrics.read_engine(lambda: self.engine.stats, self.engine.queue_sizes)
+        super().__init__(
+            gateway,
+            ControllerOptions(workers=1, resync=3600.0, http_addr=http_addr, leader=leader),
+            name=self.name,
+            metrics=self.metrics,
+            clock=clock,
+        )
+        self.batch_seconds = batch_seconds
+        self.stop_timeout = stop_timeout
+        self.optional_kinds = tuple(optional_kinds)
+        self.feed = PodFeed(self._handle)
+        self.executor = ActionExecutor(
+            gateway,
+            self.recorder,
+            on_bind_result=self.feed.bind_finished,
+            lookup=self._lookup,
+            wall=self.wall,
+            concurrency=bind_concurrency,
+        )
+        self._attempted: dict[str, int] = {}  # the engine's attempt counts already reported
+        self._objects: dict[str, Informer[Any, Any]] = {}
+        self.informers = self._informers(())
+        self.dropped_actions = 0  # decided while standby: only the leader writes
+
+    # --- informers ---------------------------------------------------------------------------
+
+    def _informers(self, kinds: Iterable[type[KubeObject]]) -> list[Informer[Any, Any]]:
+        (p_add, p_upd, p_del), (a_add, a_upd, a_del) = self.feed.callbacks()
+        gw = self.gateway
+        n_add, n_upd, n_del = node_events(self._handle)
+        o_add, o_upd, o_del = object_events(self._handle)
+        self._nodes = Informer(gw, Node, on_add=n_add, on_update=n_upd, on_delete=n_del)
+        informers: list[Informer[Any, Any]] = [
+            self._nodes,
+            Informer(
+                gw,
+                Pod,
+                field_selector=ASSIGNED_SELECTOR,
+                on_add=a_add,
+                on_update=a_upd,
+                on_delete=a_del,
+            ),
+            Informer(
+                gw,
+                Pod,
+                field_selector=pending_selector(self.name),
+                on_add=p_add,
+                on_update=p_upd,
+                on_delete=p_del,
+            ),
+        ]
+        self._objects = {}
+        watched: list[type[KubeObject]] = [PriorityClass, *kinds]
+        for cls in watched:
+            informer: Informer[Any, Any] = Informer(
+                gw, cls, on_add=o_add, on_update=o_upd, on_delete=o_del
+            )
+            self._objects[cls.KIND] = informer
+            informers.insert(0, informer)  # before the pods: priorities known when they come
+        return informers
+
+    async def start(self, sync_timeout: float | None = 60.0) -> None:
+        """Find out which optional kinds (PodGroup, ElasticQuota, PriorityClass) the server
+        serves, then the runtime's start."""
+        present: list[type[KubeObject]] = []
+        for cls in self.optional_kinds:
+            if await served(self.gateway, cls):
+                present.append(cls)
+            else:
+                log.info("%s is not served (CRD not installed): not watched", cls.KIND)
+        self.informers = self._informers(present)
+        if not await served(self.gateway, PriorityClass):
+            self.informers.remove(self._objects.pop(PriorityClass.KIND))
+            log.info("PriorityClass is not served: priorities come from spec.priority only")
+        await super().start(sync_timeout)
+
+    def _lookup(self, kind: str, key: str) -> KubeObject | None:
+        if kind == Pod.KIND:
+            return self.feed.lookup(key)
+        if kind == Node.KIND:
+            node: Node | None = self._nodes.get(key)
+            return node
+        informer = self._objects.get(kind)
+        return informer.get(key) if informer is not None else None
+
+    # --- events in, actions out ----------------------------------------------------------
+
+    def _handle(self, event: ClusterEvent) -> None:
+        actions = self.engine.handle(event, self.wall())
+        if actions:
+            self._perform(actions)
+        if self.working:
+            self.queue.add(PASS)
+
+    def _perform(self, actions: list[Action]) -> None:
+        if not self.working:
+            self.dropped_actions += len(actions)
+            return
+        for action in actions:
+            if isinstance(action, BindPod):
+                self.feed.bind_started(action.key, action.uid)
+        self.executor.submit(actions)
+
+    # --- the runtime's hooks -------------------------------------------------------------------
+
+    def keys(self) -> Iterable[str]:
+        return (PASS,)
+
+    @property
+    def handler(self) -> Handler:
+        return self._pass
+
+    def synced_message(self) -> str:
+        sizes = self.engine.queue_sizes()
+        return (
+            f"caches synced: {len(self._nodes.keys())} nodes, {len(self.feed.assigned)} "
+            f"assigned pods, {sum(sizes.values())} pending pods of {self.name}"
+        )
+
+    async def _pass(self, _: str) -> float | None:
+        """One scheduling pass (module docstring); returns when to look again."""
+        await asyncio.sleep(0)  # watch events and bind results first
+        await self.executor.wait_room()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.batch_seconds
+        while True:
+            started = time.perf_counter()
+            actions = self.engine.schedule(self.wall(), limit=1)
+            self._observe(time.perf_counter() - started, actions)
+            self._perform(actions)
+            if not self.engine.queue_sizes().get("active", 0):
+                break
+            if loop.time() >= deadline or self.executor.pending >= self.executor.max_pending:
+                return 0.0
+        wake = self.engine.next_wake()
+        if wake is None:
+            return None
+        return max(0.001, (wake - self.wall()).total_seconds())
+
+    def _observe(self, seconds: float, actions: list[Action]) -> None:
+        """Time the cycle that just ran under its result: `scheduled` when it bound a pod,
+        else what the engine counted (`unschedulable`, `error`); a pass that tried no pod (or
+        held one at Permit) is not an attempt. Victims per preemption too."""
+        stats = self.engine.stats
+        binds = [a for a in actions if isinstance(a, BindPod)]
+        result = "scheduled" if binds else ""
+        for name in ("unschedulable", "error"):
+            total = stats.attempts.get(name, 0)
+            if total != self._attempted.get(name, 0):
+                self._attempted[name] = total
+                result = result or name
+        if result:
+            self.metrics.attempt_duration.labels(profile=self.name, result=result).observe(seconds)
+        victims = sum(1 for a in actions if isinstance(a, DeletePod))
+        if victims:
+            self.metrics.preemption_victims.observe(victims)
+        for bind in binds:
+            self.metrics.pod_attempts.observe(stats.pod_attempts.get(bind.key, 1))
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """No new passes; the writes in flight finish (up to `stop_timeout`), the rest is
+        cancelled (those pods are still pending: the next leader schedules them); then the
+        runtime's stop (events flushed, Lease released, informers closed)."""
+        await self.queue.shutdown(drain=False)
+        await self.executor.drain(self.stop_timeout)
+        await self.executor.cancel()
+        await super().stop()
+
+
+# --- `placement scheduler run` ---------------------------------------------------------------
+
+
+def cluster_access(options: SchedulerOptions) -> ClusterAccess:
+    """The explicit URL, else the kubeconfig (flag or $KUBECONFIG), else the in-cluster service
+    account in a pod, else ~/.kube/config."""
+    if options.url:
+        return ClusterAccess(url=options.url)
+    if options.kubeconfig is not None or options.context or os.environ.get("KUBECONFIG"):
+        return ClusterAccess(kubeconfig=options.kubeconfig, context=options.context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return ClusterAccess(in_cluster=True)
+    return ClusterAccess()
+
+
+def _effective_config(options: SchedulerOptions) -> SchedulerConfig:
+    config = load_scheduler_config(options.config)
+    if options.scheduler_name != DEFAULT_SCHEDULER_NAME or options.config is None:
+        config = replace(config, scheduler_name=options.scheduler_name)
+    return config
+
+
+async def _start(options: SchedulerOptions, opened: list[Any]) -> PodScheduler:
+    config = _effective_config(options)
+    profile = scheduler_profile(config)
+    leader = None
+    if options.leader_elect:
+        lease = config.leader_election
+        leader = LeaderConfig(
+            name=lease.lease_name, namespace=options.lease_namespace or lease.lease_namespace
+        )
+    gateway = PodGateway(await new_api_client(cluster_access(options)))
+    opened.append(gateway)
+    scheduler = PodScheduler(
+        gateway,
+        config,
+        http_addr=options.http_addr,
+        leader=leader,
+        bind_concurrency=options.bind_concurrency,
+        batch_seconds=options.batch_seconds,
+        stop_timeout=options.stop_timeout,
+        profile=profile,
+    )
+    opened.append(scheduler)
+    await scheduler.start(sync_timeout=options.sync_timeout)
+    return scheduler
+
+
+async def run_scheduler(options: SchedulerOptions) -> int:
+    """Run until SIGTERM or SIGINT (exit 0, also during start-up) or lost leadership (exit 1).
+    A start-up failure (configuration, kubeconfig, endpoint, caches) prints one line on stderr
+    and returns 1."""
+    from controllers.kube.config import ClusterAccessError
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    opened: list[Any] = []
+    failure = ""
+    try:
+        starting = asyncio.create_task(_start(options, opened), name="start-up")
+        signalled = asyncio.create_task(stop.wait(), name="signal")
+        await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            log.info("stopped by a signal during start-up")
+            return 0
+        signalled.cancel()
+        try:
+            scheduler = starting.result()
+        except (StartError, ConfigError, ClusterAccessError, ApiError, OSError) as exc:
+            failure = f"error: {exc}"
+            return 1
+        print(
+            f"scheduler {scheduler.name} running; http on {scheduler.http_address or 'off'}",
+            flush=True,
+        )
+        signalled = asyncio.create_task(stop.wait(), name="signal")
+        lost = asyncio.create_task(scheduler.wait_stopped(), name="leadership lost")
+        await asyncio.wait({signalled, lost}, return_when=asyncio.FIRST_COMPLETED)
+        code = 1 if lost.done() else 0
+        for task in (signalled, lost):
+            task.cancel()
+        return code
+    finally:
+        for item in reversed(opened):
+            await (item.stop() if isinstance(item, PodScheduler) else item.close())
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.remove_signal_handler(sig)
+        if failure:
+            print(failure, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m controllers.addons.scheduler`: the same as `placement scheduler run`, plus
+    `--url` for an API server without credentials (tests and benchmarks)."""
+    from controllers.runtime.logs import setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m controllers.addons.scheduler")
+    parser.add_argument("--kubeconfig", type=Path)
+    parser.add_argument("--context")
+    parser.add_argument("--url")
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
+    parser.add_argument("--leader-elect", action="store_true")
+    parser.add_argument("--lease-namespace")
+    parser.add_argument("--http-addr", default=DEFAULT_HTTP_ADDR)
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--bind-concurrency", type=int, default=32)
+    parser.add_argument("--log-format", choices=["text", "json"], default="text")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    setup_logging(args.log_format, args.log_level)
+    options = SchedulerOptions(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        url=args.url,
+        scheduler_name=args.scheduler_name,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        http_addr=args.http_addr or None,
+        config=args.config,
+        bind_concurrency=args.bind_concurrency,
+    )
+    return asyncio.run(run_scheduler(options))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
