@@ -31,6 +31,7 @@ __all__ = [
     "ConfigError",
     "LeaderElection",
     "PluginFactory",
+    "RunOptions",
     "SchedulerConfig",
     "build_profile",
     "enabled_plugins",
@@ -110,6 +111,23 @@ class SchedulerConfig:
             "backoff_max": self.backoff_max,
             "unschedulable_flush": self.unschedulable_flush,
         }
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How `placement scheduler run` was started: the flags, with `config` already read and
+    checked (the flags `--scheduler-name` and `--leader-elect` win over the file). Pure data,
+    so the command line builds it and `controllers.addons.scheduler.run_scheduler` reads it
+    without either importing the other."""
+
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    kubeconfig: str | None = None
+    context: str | None = None
+    embedded: bool = False
+    kubelet: bool = False
+    leader_elect: bool = False
+    http_addr: str = "127.0.0.1:10251"
+    config_path: str | None = None
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:

@@ -1,0 +1,386 @@
+"""`placement scheduler`: the local-cluster pod scheduler (DESIGN §6, §8).
+
+* `placement scheduler simulate -f PATH... [-o json|yaml|table|wide] [--now RFC3339]
+  [--config FILE]`: nodes, pods, workloads (Deployments, ReplicaSets, StatefulSets and Jobs,
+  expanded into the pods their controllers create), PodGroups, ElasticQuotas and
+  PriorityClasses through the scheduler's engine on a virtual clock, until nothing can move.
+  Prints a `v1 List` of the pods (node, conditions, nominatedNodeName), the evicted pods (their
+  last state: deletionTimestamp and DisruptionTarget), the PodGroups and ElasticQuotas with
+  their status and the ReplicaSets made from Deployments, then the Events. `-o table`: one row
+  per pod in 120 columns; `-o wide`: priority, nominated node and whole messages.
+* `placement scheduler run [--kubeconfig FILE] [--scheduler-name NAME] [--leader-elect]
+  [--http-addr ADDR] [--config FILE] [--embedded]`: the scheduler against a cluster
+  (`controllers.addons.scheduler.run_scheduler`, imported when the verb runs).
+
+Exit codes as for every verb: 0, 1 on bad input (one line per problem on stderr), 2 on usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from apis.core import Pod
+from apis.meta import KubeObject
+from controllers.cli.common import (
+    EXIT_OK,
+    CliError,
+    add_manifest_options,
+    emit,
+    parse_now,
+    print_warnings,
+)
+from controllers.cli.manifests import Validation, load_paths
+from controllers.cli.tables import TABLE_WIDTH, Cell, fit, table
+from placement.pods.config import (
+    ConfigError,
+    RunOptions,
+    SchedulerConfig,
+    build_profile,
+    load_config,
+)
+from placement.pods.simulation import (
+    DEFAULT_MAX_TIME,
+    DISRUPTION_TARGET,
+    OBJECT_KINDS,
+    SimulationError,
+    SimulationResult,
+    simulate,
+)
+from placement.pods.workloads import WORKLOAD_KINDS
+
+if TYPE_CHECKING:
+    from controllers.cli.common import Subparsers
+    from placement.pods.framework import Profile
+
+__all__ = [
+    "add_parser",
+    "read_config",
+    "scheduler_profile",
+    "simulate_objects",
+    "simulation_list",
+    "simulation_table",
+]
+
+HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "MESSAGE"]
+WIDE_HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "PRIORITY", "NOMINATED", "MESSAGE"]
+# Kinds read from the manifests; Namespaces are accepted quietly (the samples ship theirs).
+_READ_KINDS = frozenset({"Node", "Pod", *OBJECT_KINDS, *WORKLOAD_KINDS})
+_QUIET_KINDS = frozenset({"Namespace"})
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Add `scheduler` and its sub-commands to the command's subparsers."""
+    scheduler = subparsers.add_parser(
+        "scheduler",
+        help="the local-cluster pod scheduler: simulate offline, or run against a cluster",
+        description="The pod scheduler of the local-cluster add-ons (a secondary scheduler).",
+    )
+    verbs = scheduler.add_subparsers(dest="scheduler_command", metavar="COMMAND")
+    verbs.required = True
+    _add_simulate(verbs)
+    _add_run(verbs)
+
+
+def _add_simulate(verbs: Subparsers) -> None:
+    sim = verbs.add_parser(
+        "simulate",
+        help="schedule the pods of the manifests offline, on a virtual clock",
+        description=(
+            "Run nodes, pods, workloads (Deployment, ReplicaSet, StatefulSet, Job: expanded "
+            "into their pods), PodGroups, ElasticQuotas and PriorityClasses through the pod "
+            "scheduler on a virtual clock until nothing can move, and print a v1 List of the "
+            "pods, the evicted pods, the PodGroups and ElasticQuotas with their status, and "
+            "the events. Bound pods start at once; preemption victims go after their grace "
+            "period and their controllers recreate them. Deterministic: the same manifests "
+            "in any order give the same output. -o table: one row per pod in 120 columns; "
+            "-o wide: every column and whole messages."
+        ),
+    )
+    add_manifest_options(sim, ["json", "yaml", "table", "wide"])
+    sim.add_argument(
+        "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
+    )
+    sim.add_argument(
+        "--max-time",
+        type=_seconds,
+        default=DEFAULT_MAX_TIME,
+        metavar="SECONDS",
+        help="stop the virtual clock after this long (default 3600)",
+    )
+    sim.set_defaults(func=_cmd_simulate)
+
+
+def _add_run(verbs: Subparsers) -> None:
+    run = verbs.add_parser(
+        "run",
+        help="schedule the pods of a cluster that name this scheduler",
+        description=(
+            "Schedule the pods whose spec.schedulerName is this scheduler's name, binding them "
+            "through the API (pods/binding), until SIGTERM or SIGINT. Which cluster: "
+            "--kubeconfig, else $KUBECONFIG, else the pod's service account, else an embedded "
+            "API server (--embedded forces it)."
+        ),
+    )
+    run.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
+    run.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    run.add_argument("--embedded", action="store_true", help="start an embedded API server")
+    run.add_argument(
+        "--kubelet",
+        action="store_true",
+        help="embedded server only: simulate kubelets (bound pods run, deleted pods go)",
+    )
+    run.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="the spec.schedulerName served (default: the config's, else ocm-pod-scheduler)",
+    )
+    run.add_argument(
+        "--leader-elect", action="store_true", help="elect a leader over a Lease (the config's)"
+    )
+    run.add_argument(
+        "--http-addr",
+        type=_listen_address,
+        default=RunOptions.http_addr,
+        metavar="ADDR",
+        help=f"/healthz, /readyz and /metrics (default {RunOptions.http_addr})",
+    )
+    run.add_argument(
+        "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
+    )
+    run.set_defaults(func=_cmd_run)
+
+
+def _seconds(text: str) -> timedelta:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (got {text!r})")
+    return timedelta(seconds=value)
+
+
+def _listen_address(text: str) -> str:
+    from controllers.runtime.http import parse_address
+
+    try:
+        parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def read_config(path: Path | None) -> SchedulerConfig:
+    """The configuration file (None: every default), checked against the plugin registry;
+    a problem is a CliError naming the file and the field."""
+    from plugins.pods import POD_PLUGINS
+
+    if path is None:
+        return load_config(None, POD_PLUGINS)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise CliError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    try:
+        config = load_config(doc, POD_PLUGINS)
+        scheduler_profile(config)  # plugin args are checked by the plugins themselves
+    except ConfigError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    return config
+
+
+def scheduler_profile(config: SchedulerConfig) -> Profile:
+    """The profile of the built-in plugins (`plugins.pods`) with their defaults."""
+    from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
+
+    return build_profile(
+        config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
+    )
+
+
+# --- simulate -----------------------------------------------------------------------------------
+
+
+def _objects(paths: list[str], validation: Validation) -> list[KubeObject]:
+    result = load_paths(paths, validation)
+    print_warnings(result.warnings)
+    if result.errors:
+        raise CliError("\n".join(str(e) for e in result.errors))
+    skipped: dict[str, int] = {}
+    objects = []
+    for loaded in result.objects:
+        kind = loaded.obj.KIND
+        if kind in _READ_KINDS:
+            objects.append(loaded.obj)
+        elif kind not in _QUIET_KINDS:
+            skipped[kind] = skipped.get(kind, 0) + 1
+    if skipped:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items()))
+        print(f"warning: skipped objects of other kinds: {listed}", file=sys.stderr)
+    return objects
+
+
+def simulate_objects(
+    objects: list[KubeObject],
+    config: SchedulerConfig,
+    now: Any,
+    max_time: timedelta = DEFAULT_MAX_TIME,
+) -> SimulationResult:
+    """Run the objects through a fresh engine with this configuration's profile."""
+    from placement.pods.engine import Engine
+
+    engine = Engine(scheduler_profile(config), **config.engine_options())
+    try:
+        return simulate(
+            objects, engine, now, scheduler_name=config.scheduler_name, max_time=max_time
+        )
+    except (SimulationError, ValueError) as exc:
+        raise CliError(f"simulate: {exc}") from None
+
+
+def simulation_list(result: SimulationResult) -> dict[str, Any]:
+    """The `v1 List` printed by -o json and -o yaml."""
+    items: list[dict[str, Any]] = [p.to_wire() for p in result.pods]
+    items.extend(p.to_wire() for p in result.evicted)
+    items.extend(o.to_wire() for o in result.objects)
+    items.extend(e.to_wire() for e in result.events)
+    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
+
+
+def _condition(pod: Pod, kind: str) -> dict[str, Any] | None:
+    for condition in (pod.status.conditions or []) if pod.status else []:
+        if condition.get("type") == kind:
+            return condition
+    return None
+
+
+def _state(pod: Pod, result: SimulationResult, evicted: bool) -> tuple[str, str, str]:
+    """(STATUS, REASON, MESSAGE) of a pod as the table shows it."""
+    disruption = _condition(pod, DISRUPTION_TARGET)
+    if evicted or pod.metadata.deletion_timestamp is not None:
+        state = "Evicted" if evicted else "Terminating"
+        if disruption is not None:
+            return state, str(disruption.get("reason", "")), str(disruption.get("message", ""))
+        return state, "", ""
+    if pod.spec.node_name:
+        phase = pod.status.phase if pod.status and pod.status.phase else "Running"
+        return phase, "", ""
+    if pod.spec.scheduling_gates:
+        gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
+        return "SchedulingGated", "SchedulingGated", f"waiting for gates: {gates}"
+    if (pod.spec.scheduler_name or "") != result.scheduler_name:
+        message = (
+            f"spec.schedulerName is {pod.spec.scheduler_name!r}; this simulation runs "
+            f"{result.scheduler_name!r}"
+        )
+        return "Pending", "OtherScheduler", message
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "False":
+        return "Pending", str(scheduled.get("reason", "")), str(scheduled.get("message", ""))
+    return "Pending", "", ""
+
+
+def _rows(result: SimulationResult, wide: bool) -> list[list[Cell]]:
+    rows: list[list[Cell]] = []
+    pods = [(p, False) for p in result.pods] + [(p, True) for p in result.evicted]
+    for pod, evicted in pods:
+        state, reason, message = _state(pod, result, evicted)
+        node = pod.spec.node_name or "<none>"
+        row: list[Cell] = [pod.namespace, pod.name, node, state, reason or "-"]
+        if wide:
+            priority = pod.spec.priority_class_name or (
+                str(pod.spec.priority) if pod.spec.priority is not None else "-"
+            )
+            nominated = (pod.status.nominated_node_name if pod.status else None) or "-"
+            row.extend([priority, nominated])
+        row.append(message)
+        rows.append(row)
+    return rows
+
+
+def _object_lines(result: SimulationResult) -> list[str]:
+    lines = []
+    for obj in result.objects:
+        if obj.KIND not in ("PodGroup", "ElasticQuota"):
+            continue
+        status = obj.to_wire().get("status") or {}
+        parts = ", ".join(f"{key} {value}" for key, value in status.items()) or "no status"
+        lines.append(f"{obj.KIND} {obj.key}: {parts}")
+    return lines
+
+
+def simulation_table(result: SimulationResult, wide: bool = False) -> str:
+    """One row per pod (then the evicted ones), 120 columns wide unless `wide`; then the
+    status of each PodGroup and ElasticQuota, and a summary line."""
+    header = WIDE_HEADER if wide else HEADER
+    rows = _rows(result, wide)
+    text = table(header, rows, width=None if wide else TABLE_WIDTH, shrink=(len(header) - 1,))
+    bound = sum(1 for p in result.pods if p.spec.node_name)
+    elapsed = int((result.finished - result.started).total_seconds())
+    summary = (
+        f"{len(result.pods)} pods: {bound} bound, {len(result.pods) - bound} pending; "
+        f"{len(result.evicted)} evicted; {elapsed}s simulated"
+        + (" (stopped at the time limit)" if result.timed_out else "")
+    )
+    lines = [*_object_lines(result), summary]
+    return text + "".join(f"{line if wide else fit(line, TABLE_WIDTH)}\n" for line in lines)
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    config = read_config(args.config)
+    now = parse_now(args.now)
+    objects = _objects(args.filename, args.validate)
+    result = simulate_objects(objects, config, now, args.max_time)
+    if args.output in ("table", "wide"):
+        sys.stdout.write(simulation_table(result, wide=args.output == "wide"))
+    else:
+        emit(simulation_list(result), args.output)
+    return EXIT_OK
+
+
+# --- run ----------------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    config = read_config(args.config)
+    if args.scheduler_name:
+        config = _renamed(config, args.scheduler_name)
+    options = RunOptions(
+        config=config,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        embedded=args.embedded,
+        kubelet=args.kubelet,
+        leader_elect=args.leader_elect,
+        http_addr=args.http_addr,
+        config_path=str(args.config) if args.config else None,
+    )
+    # Imported here: the offline verbs should not pay for the controller and its client.
+    try:
+        module = importlib.import_module("controllers.addons.scheduler")
+    except ModuleNotFoundError as exc:
+        if exc.name != "controllers.addons.scheduler":
+            raise
+        module = None
+    run_scheduler = getattr(module, "run_scheduler", None)
+    if run_scheduler is None:
+        raise CliError("scheduler run: this build has no scheduler controller")
+    return int(run_scheduler(options))
+
+
+def _renamed(config: SchedulerConfig, name: str) -> SchedulerConfig:
+    from dataclasses import replace
+
+    return replace(config, scheduler_name=name)
