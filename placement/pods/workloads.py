@@ -20,9 +20,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from apis.core import Pod
+from apis.errors import UnknownKindError
 from apis.meta import KubeObject, format_time
 from apis.registry import parse_object
 
@@ -83,6 +84,21 @@ class Expansion:
     pods: tuple[Pod, ...]
     ordered: bool = False
     recreate: Recreate = field(default=_no_replacement)
+
+
+class _ReplicaSet(KubeObject):
+    """A ReplicaSet kept as it came, for when the API models do not type apps/v1."""
+
+    GROUP: ClassVar[str] = "apps"
+    KIND: ClassVar[str] = "ReplicaSet"
+    PLURAL: ClassVar[str] = "replicasets"
+
+
+def _replica_set_object(wire: dict[str, Any]) -> KubeObject:
+    try:
+        return parse_object(wire)
+    except UnknownKindError:
+        return _ReplicaSet.model_validate(wire)
 
 
 def _fnv32a(data: bytes) -> int:
@@ -232,7 +248,7 @@ def _deployment(wire: dict[str, Any], now: datetime) -> Expansion:
             "template": {**template, "metadata": {**template_meta, "labels": labels}},
         },
     }
-    return _replica_set(rs_wire, now, (parse_object(rs_wire),))
+    return _replica_set(rs_wire, now, (_replica_set_object(rs_wire),))
 
 
 def _stateful_set(wire: dict[str, Any], now: datetime) -> Expansion:
