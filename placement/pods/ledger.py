@@ -1,0 +1,238 @@
+"""The exact on-demand count of the spot webhook under concurrent admissions (issue 17, D6), pure.
+
+The seed counted on-demand pods by listing them at admission, so 500 pods created at once all
+saw the same count and "within three pods" went on-demand too many. Here each Deployment has a
+book:
+
+* **alive**: its pods that hold an on-demand place (`mutation.is_on_demand_alive`), fed by the
+  pod informer (`observe`, `forget`);
+* **reservations**: the on-demand places granted at admission whose pods the informer has not
+  shown yet. Each carries a token, written on the pod (`mutation.RESERVATION`), so a pod seen
+  alive is counted once, as a pod, and never again as its reservation; a reservation whose pod
+  never appears (the create failed after the webhook, a later webhook denied it) expires after
+  `ttl`;
+* **gone**: tokens whose pods the informer saw terminate or vanish, so that an unexpired
+  reservation of a pod already deleted does not hold its place (replacements restore M).
+
+`count` = alive + reservations neither alive nor gone. One process admits with `try_reserve`,
+which counts and reserves in one synchronous step: on one event loop no other admission runs in
+between, so any number of concurrent admissions get exactly M on-demand places. dryRun
+admissions call `count` only and reserve nothing.
+
+**Several webhook replicas.** Each has its own informer and book; the reservations are shared
+through one object per workload in the API (the shell keeps them in a Lease's annotation,
+`encode`/`decode`), written with a resourceVersion precondition, a compare-and-swap. An
+admission first reserves locally as *pending* (so this replica's concurrent admissions count
+it), then the shell reads the shared reservations and calls `settle`: it recounts with the
+shared set in place of its cached copy, grants pending tokens while the count is below M,
+refuses the rest, and returns the new shared set to write. A 409 means another replica wrote
+first: read again and settle again. The API server orders the writes, so the shared set never
+grants more than M places among pods not yet seen alive, whichever replica asks.
+
+Guarantee and limits (what exactness rests on):
+
+* Reservations leave the shared set only by expiry, never because one replica saw the pod
+  alive: another replica whose informer lags would then count neither. So exactness needs each
+  replica's pod informer to show a created pod within `ttl` of its admission (default 60 s:
+  far above watch latency; the API server's webhook timeout is at most 30 s), and the
+  replicas' clocks to agree to well within `ttl` (expiries are absolute times).
+* A replica that has not yet seen an on-demand pod's deletion still counts it: the replacement
+  may then go spot, one place below M until the next pod is created. This errs toward spot,
+  never above M.
+* The count is taken at admission. A rolling update whose new pods are admitted while the old
+  on-demand pods still run gives them spot; once the old pods are gone the Deployment can run
+  below M until pods are created again (a rebalancer could evict a spot pod; not done here).
+* If the shared object cannot be written (RBAC, API errors), the shell falls back to the local
+  book and says so in a warning: with several replicas that may exceed M, never fall below it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["DEFAULT_TTL", "Ledger", "Settlement", "decode", "encode"]
+
+DEFAULT_TTL = 60.0
+"""Seconds a reservation holds its place without its pod being seen."""
+
+
+@dataclass
+class _Book:
+    alive: dict[str, str | None] = field(default_factory=dict)  # pod key -> its token
+    alive_tokens: set[str] = field(default_factory=set)
+    reserved: dict[str, float] = field(default_factory=dict)  # token -> expiry (granted)
+    pending: dict[str, float] = field(default_factory=dict)  # token -> expiry (not yet shared)
+    gone: dict[str, float] = field(default_factory=dict)  # token -> when to forget it
+
+    def prune(self, now: float) -> None:
+        for table in (self.reserved, self.pending, self.gone):
+            for token in [t for t, expiry in table.items() if expiry <= now]:
+                del table[token]
+
+    def outstanding(self, tokens: Iterable[str]) -> int:
+        """Reservations that hold a place: neither a pod seen alive nor one gone."""
+        return sum(1 for t in tokens if t not in self.alive_tokens and t not in self.gone)
+
+    def empty(self) -> bool:
+        return not (self.alive or self.reserved or self.pending or self.gone)
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What `settle` decided: the shared set to write, the tokens granted and refused."""
+
+    shared: dict[str, float]
+    granted: tuple[str, ...]
+    refused: tuple[str, ...]
+    changed: bool  # whether `shared` differs from what was read (else nothing to write)
+
+
+class Ledger:
+    """The books of every workload, keyed by `WorkloadRef.key`; `now` is passed in (seconds
+    on any clock the caller uses consistently; with several replicas, wall-clock time)."""
+
+    def __init__(self, ttl: float = DEFAULT_TTL) -> None:
+        self.ttl = ttl
+        self._books: dict[str, _Book] = {}
+        self._pods: dict[str, tuple[str, str | None]] = {}  # pod key -> (workload, token)
+
+    def _book(self, workload: str) -> _Book:
+        book = self._books.get(workload)
+        if book is None:
+            book = self._books[workload] = _Book()
+        return book
+
+    # --- fed by the pod informer -------------------------------------------------------------
+
+    def observe(
+        self, pod: str, workload: str | None, alive: bool, token: str | None, now: float
+    ) -> None:
+        """The informer's latest view of `pod` (`namespace/name`): which workload it belongs to,
+        whether it holds an on-demand place, and the reservation token it carries."""
+        if not (alive and workload):
+            self.forget(pod, now)
+            return
+        previous = self._pods.get(pod)
+        if previous is not None and previous[0] != workload:
+            self.forget(pod, now)
+        self._pods[pod] = (workload, token)
+        book = self._book(workload)
+        book.alive[pod] = token
+        if token is not None:
+            book.alive_tokens.add(token)
+            book.gone.pop(token, None)
+
+    def forget(self, pod: str, now: float) -> None:
+        """`pod` no longer holds a place (deleted, terminating, finished, relabelled)."""
+        previous = self._pods.pop(pod, None)
+        if previous is None:
+            return
+        workload, token = previous
+        book = self._book(workload)
+        book.alive.pop(pod, None)
+        if token is not None:
+            book.alive_tokens.discard(token)
+            book.gone[token] = now + self.ttl
+        book.prune(now)
+        if book.empty():
+            del self._books[workload]
+
+    # --- at admission ------------------------------------------------------------------------
+
+    def count(self, workload: str, now: float) -> int:
+        """On-demand places taken: pods alive plus reservations outstanding."""
+        book = self._books.get(workload)
+        if book is None:
+            return 0
+        book.prune(now)
+        tokens = book.reserved.keys() | book.pending.keys()
+        return len(book.alive) + book.outstanding(tokens)
+
+    def try_reserve(
+        self, workload: str, token: str, limit: int, now: float, *, shared: bool = False
+    ) -> bool:
+        """Take a place if fewer than `limit` are taken, in one step. With `shared`, the place
+        is pending until `settle` grants it through the shared object."""
+        if self.count(workload, now) >= limit:
+            return False
+        book = self._book(workload)
+        (book.pending if shared else book.reserved)[token] = now + self.ttl
+        return True
+
+    def release(self, workload: str, token: str) -> None:
+        """Give a place back (its admission failed before answering)."""
+        book = self._books.get(workload)
+        if book is not None:
+            book.reserved.pop(token, None)
+            book.pending.pop(token, None)
+
+    def pending(self, workload: str) -> list[str]:
+        """Tokens reserved here and not yet settled, oldest first."""
+        book = self._books.get(workload)
+        return list(book.pending) if book is not None else []
+
+    # --- the shared reservations (several replicas) -------------------------------------------
+
+    def settle(
+        self,
+        workload: str,
+        shared: Mapping[str, float],
+        pending: Sequence[str],
+        limit: int,
+        now: float,
+    ) -> Settlement:
+        """Grant `pending` tokens against the `shared` reservations just read: the count is
+        this replica's pods alive plus the shared reservations outstanding (not this replica's
+        cached copy, which may be stale); expired entries are dropped from what is written."""
+        book = self._book(workload)
+        book.prune(now)
+        live = {t: expiry for t, expiry in shared.items() if expiry > now}
+        taken = len(book.alive) + book.outstanding(live)
+        granted: list[str] = []
+        refused: list[str] = []
+        for token in pending:
+            if token in live:
+                granted.append(token)  # a write that succeeded but whose answer was lost
+            elif taken < limit:
+                live[token] = book.pending.get(token, now + self.ttl)
+                granted.append(token)
+                taken += 1
+            else:
+                refused.append(token)
+        changed = live != dict(shared)
+        return Settlement(live, tuple(granted), tuple(refused), changed)
+
+    def adopt(self, workload: str, settlement: Settlement) -> None:
+        """The settlement was written (or needed no write): cache the shared set as this
+        replica's reservations and drop the settled tokens from pending."""
+        book = self._book(workload)
+        book.reserved = dict(settlement.shared)
+        for token in (*settlement.granted, *settlement.refused):
+            book.pending.pop(token, None)
+
+    def workloads(self) -> list[str]:
+        return sorted(self._books)
+
+
+def encode(shared: Mapping[str, float]) -> str:
+    """The shared reservations as stored in the API object (sorted: stable writes)."""
+    return json.dumps({t: round(e, 3) for t, e in sorted(shared.items())}, separators=(",", ":"))
+
+
+def decode(text: str | None) -> dict[str, float]:
+    """The stored reservations; anything unreadable counts as none (it expires anyway)."""
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {
+        str(t): float(e)
+        for t, e in doc.items()
+        if isinstance(e, int | float) and not isinstance(e, bool)
+    }
