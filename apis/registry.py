@@ -22,6 +22,7 @@ from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
+from apis.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
 __all__ = [
     "CUSTOM_KINDS",
@@ -58,6 +59,10 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     Lease,
     AdmissionReview,
     PriorityClass,
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    Job,
 )
 KINDS: dict[tuple[str, str], type[KubeObject]] = {
     (cls.api_version_string(), cls.KIND): cls for cls in (*CUSTOM_KINDS, *_BUILTIN_KINDS)

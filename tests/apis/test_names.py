@@ -31,6 +31,15 @@ MINIMAL_SPECS: dict[str, dict[str, Any]] = {
     "Placement": {"spec": {}},
     "Binding": {"target": {"name": "n1"}},
     "PriorityClass": {"value": 1000},
+    **{
+        kind: {
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
+            }
+        }
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+    },
 }
 
 
