@@ -201,8 +201,11 @@ class TaintToleration:
                     note = f"untolerated taint {_taint(kind.signature)}{why}"
                     notes.append((kind.rows[~tolerated], note))
             if matching:
+                # Every candidate tolerated only for a while, decided or not: a cluster this
+                # cycle newly selects must be dropped when its toleration runs out too, and no
+                # later event is sure to come (the echo of our own write is ignored).
                 expiring = ~np.isnan(until)  # set on tolerated entries only
-                expiring &= in_decision
+                expiring &= candidates[kind.rows]
                 if expiring.any():
                     timed.append((kind.entries[expiring], until[expiring]))
         if not dropped:
@@ -223,8 +226,10 @@ class TaintToleration:
         timed: list[tuple[RowIndex, FloatVector]],
         dropped: RowIndex | None = None,
     ) -> datetime | None:
-        """Earliest toleration expiry among clusters in the placement's decisions that are
-        still tolerated (no other taint of theirs is not): the moment they must be dropped."""
+        """Earliest toleration expiry among candidates that are still tolerated (no other
+        taint of theirs is not): the moment the first of them must be dropped. Candidates the
+        placement does not select count too, since losing one can change what it selects
+        (scores are normalized over the candidates), as OCM's requeue counts every cluster."""
         if not timed:
             return None
         if len(timed) == 1:

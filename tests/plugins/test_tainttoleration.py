@@ -129,7 +129,6 @@ def test_requeue_at_earliest_expiry_of_decided_clusters() -> None:
             cluster("a", taints=[taint("k", "NoSelect", added=HOUR_AGO)]),
             cluster("b", taints=[taint("j", "NoSelect", added=HOUR_AGO)]),
             cluster("c", taints=[taint("k", "NoSelect", added=NOW - timedelta(minutes=59))]),
-            cluster("new", taints=[taint("k", "NoSelect", added=NOW - timedelta(minutes=61))]),
             decision("apps", "web", ["a", "b", "c"]),
         ]
     )
@@ -142,9 +141,26 @@ def test_requeue_at_earliest_expiry_of_decided_clusters() -> None:
         ],
     )
     result = TaintToleration().filter(Cycle(NOW), web, fleet, np.ones(fleet.size, bool))
-    assert result.mask.tolist() == [True, True, True, True]
-    # b expires at 1h ago + 90 min; `new` would expire sooner but is not decided yet
-    assert result.requeue_at == HOUR_AGO + timedelta(seconds=5400)
+    assert result.mask.tolist() == [True, True, True]
+    assert result.requeue_at == HOUR_AGO + timedelta(seconds=5400)  # b: 1h ago + 90 min
+
+
+def test_requeue_counts_candidates_not_yet_decided() -> None:
+    # Issue 20: a cluster this cycle newly selects must be dropped when its toleration
+    # expires, although it was not in the decisions the cycle started from.
+    fleet = snapshot(
+        [
+            cluster("old", taints=[taint("k", "NoSelect", added=HOUR_AGO)]),
+            cluster("new", taints=[taint("k", "NoSelect", added=NOW - timedelta(minutes=100))]),
+            cluster("gone", taints=[taint("k", "NoSelect", added=NOW - timedelta(minutes=110))]),
+            decision("apps", "web", ["old"]),
+        ]
+    )
+    web = placement("apps", "web", tolerations=[toleration("k", "Exists", seconds=7200)])
+    candidates = np.array([name != "gone" for name in fleet.names])  # filtered out before
+    result = TaintToleration().filter(Cycle(NOW), web, fleet, candidates)
+    assert result.mask.tolist() == candidates.tolist()
+    assert result.requeue_at == NOW + timedelta(minutes=20)  # new, not old (60) nor gone (10)
 
 
 def test_no_requeue_when_tolerations_are_permanent() -> None:
