@@ -26,7 +26,7 @@ from apis.core import Pod
 from apis.meta import KubeObject
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.events import ClusterEvent
-from placement.pods.nodes import NodeSnapshot
+from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 from placement.pods.requests import Requests, non_zero_requests, pod_requests
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "SKIP",
     "Bind",
     "ClusterView",
+    "CycleHost",
     "Diagnosis",
     "EventHandler",
     "Filter",
@@ -230,6 +231,33 @@ class WaitingPods(Protocol):
         ...
 
 
+class CycleHost(Protocol):
+    """What the engine lends the plugins that re-run part of a cycle on a hypothetical
+    cluster (preemption: "would the pod fit once these pods are gone?")."""
+
+    def run_filters(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> tuple[BoolMask, Diagnosis]:
+        """The profile's Filter plugins over `nodes` (which may be hypothetical), with the
+        requests of the pods nominated to each node at the pod's priority or above added, as
+        the cycle runs them. Returns the rows that fit and why the others do not."""
+        ...
+
+    def plugins(self) -> Sequence[object]:
+        """Every plugin object of the profile, once each, in profile order (to find the
+        ones that implement an optional hook, e.g. preemption's)."""
+        ...
+
+    def requested_below(self, priority: int, nodes: NodeSnapshot) -> ResourceMatrix:
+        """Per node (rows of `nodes`), the summed requests of the counted pods whose priority
+        is below `priority`, kept aggregated by the engine (no per-pod walk)."""
+        ...
+
+    def preempting(self, key: str) -> bool:
+        """True when a preemption already deleted this pod and it is not gone yet."""
+        ...
+
+
 @dataclass
 class PodCycle:
     """One pod's scheduling cycle: the injected clock, the engine's state and scratch data the
@@ -241,6 +269,8 @@ class PodCycle:
     scratch: dict[str, Any] = field(default_factory=dict)
     explain: bool = False
     """True when the caller wants per-node reasons even for the nodes that fit."""
+    host: CycleHost | None = None
+    """The engine's services for this cycle (None in a plugin's unit test without engine)."""
 
 
 @dataclass(frozen=True)
@@ -301,7 +331,12 @@ class Diagnosis:
 
     def message(self) -> str:
         """`0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint
-        {spot: true}.` with kube-scheduler's ordering (the "count reason" strings sorted)."""
+        {spot: true}.` with kube-scheduler's ordering (the "count reason" strings sorted).
+
+        As kube-scheduler's FitError.Error (1.31+): the PreFilter message replaces the node
+        counts; the PostFilter message follows after a space and brings its own final period
+        (`... 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims
+        found for incoming pod.`; older releases doubled that period)."""
         text = f"0/{self.total_nodes} nodes are available:"
         if self.pre_filter:
             text += f" {self.pre_filter}."
@@ -310,7 +345,7 @@ class Diagnosis:
             if parts:
                 text += f" {', '.join(parts)}."
         if self.post_filter:
-            text += f" {self.post_filter}."
+            text += f" {self.post_filter}"
         return text
 
 

@@ -1,0 +1,470 @@
+"""Preemption: which pods to delete so that a pod that fits nowhere fits somewhere.
+
+kube-scheduler's default preemption, on the engine's snapshot:
+
+1. **Eligibility.** A pod with `preemptionPolicy: Never` does not preempt. A pod already
+   nominated to a node where a lower-priority pod is still terminating because of a preemption
+   does not preempt again (its room is coming), unless its nominated node now fails for a reason
+   preemption cannot fix.
+2. **Candidate nodes.** Only rows whose failure is resolvable (`Diagnosis.resolvable`): a node
+   that fails node affinity or a taint stays unfit whoever leaves it.
+3. **Victims on one node.** Every pod of lower priority on the node is removed; if the pod
+   still does not fit, the node is no candidate. Then victims are reprieved one by one, from
+   the most important (highest priority, then earliest start) down, as long as the pod still
+   fits: the set left is minimal in kube's sense.
+4. **Choice of node.** Fewest PDB violations (no PDBs here: skipped), then the lowest priority
+   of the most important victim, the smallest sum of victim priorities, the fewest victims,
+   the latest start among the most important victims, then the first node by name.
+
+The result nominates the node and lists the victims; the engine deletes them, records
+`nominatedNodeName`, and keeps the node's room for the preemptor.
+
+**Vectorized.** Nodes are independent, so every step runs on all candidate rows at once: the
+"all lower-priority pods gone" state of every node is one matrix subtraction from requests
+aggregated per priority (`CycleHost.requested_below`, kept by the engine as pods come and go),
+and one pass of the Filter plugins tells which rows fit then. Without victim hooks, a binary
+search over the priority levels (log2(levels) filter passes) finds for every row the lowest
+level that must go, which is the priority of its most important victim: only the rows with the
+lowest such level can win, and only those (at most `max(10%, 100)` of the candidates, as kube
+samples) get their pods listed in Python. Reprieve then runs in rounds, round j trying to put
+back the j-th most important victim of every row at once (one filter pass per round).
+
+**Hooks** (how other plugins restrict or extend preemption). Any plugin of the profile may
+implement any of these methods; `Preemptor` finds them through `CycleHost.plugins()` (or gets
+them in its constructor) and calls them in profile order:
+
+* `preemption_eligible(cycle, pod, nodes, diagnosis) -> str | None`: a message when the pod
+  may not preempt now (capacity scheduling: a terminating pod of the same quota); None to let
+  it. The first message wins and becomes the PostFilter's reason.
+* `preemption_victims(cycle, pod, node, pods) -> Sequence[PodInfo] | None`: the potential
+  victims on a node, given the default list (the lower-priority pods on it). Return a new
+  list to restrict or extend it (capacity scheduling: pods of over-quota namespaces of any
+  priority), or None to keep it. With such a hook the per-priority shortcut is off: rows are
+  examined in name order, in batches, until enough candidates are found.
+* `preemption_fits(cycle, pod, node, victims) -> bool`: an extra condition, beyond the Filter
+  plugins, for the pod to fit once `victims` are gone (capacity scheduling: the quota's max
+  and min). Called after removing all potential victims and at each reprieve.
+
+Gang preemption (victims over several nodes) builds on the same pieces: `lower_priority_pods`,
+`select_victims` (the batched remove-all-then-reprieve for any rows and victim lists, on any
+hypothetical snapshot, e.g. one where earlier members of the gang are already placed) and
+`pick_candidate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from placement.arrays import BoolMask
+from placement.pods.framework import (
+    CycleHost,
+    Diagnosis,
+    PodCycle,
+    PodInfo,
+    PodStatus,
+    PostFilterResult,
+)
+from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+from placement.pods.requests import PODS
+
+__all__ = [
+    "MIN_CANDIDATE_NODES_ABSOLUTE",
+    "MIN_CANDIDATE_NODES_PERCENTAGE",
+    "NOT_ELIGIBLE_NEVER",
+    "NOT_ELIGIBLE_TERMINATING",
+    "NOT_HELPFUL",
+    "NO_VICTIMS",
+    "Candidate",
+    "Preemptor",
+    "importance_key",
+    "pick_candidate",
+    "start_time",
+]
+
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+MAX_RANKED_LEVELS = 64
+"""Above this many distinct lower priorities the level ranking is skipped (memory)."""
+_INT32_SHIFT = 2**31  # kube adds MaxInt32+1 to each priority before summing
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A node and the pods to delete there, most important first."""
+
+    node: str
+    row: int
+    victims: tuple[PodInfo, ...]
+
+    @property
+    def highest(self) -> int:
+        return self.victims[0].priority if self.victims else -(2**31) - 1
+
+
+def start_time(pod: PodInfo, now: datetime) -> datetime:
+    """status.startTime, else now (kube: a pod that has not started yet is the newest)."""
+    status = pod.pod.status
+    raw: Any = getattr(status, "start_time", None) if status is not None else None
+    if raw is None and status is not None and status.model_extra:
+        raw = status.model_extra.get("startTime")
+    if isinstance(raw, datetime):
+        return raw
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            return now
+    return now
+
+
+def importance_key(now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]:
+    """Sort key, most important first: higher priority, then earlier start, then key."""
+
+    def key(pod: PodInfo) -> tuple[int, float, str]:
+        return (-pod.priority, start_time(pod, now).timestamp(), pod.key)
+
+    return key
+
+
+def pick_candidate(candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
+    """kube's pickOneNodeForPreemption without PDBs: lowest highest-victim priority, smallest
+    sum of priorities, fewest victims, latest earliest-start of the most important victims,
+    then the first node by name."""
+    if not candidates:
+        return None
+
+    def rank(c: Candidate) -> tuple[int, int, int, float, str]:
+        total = sum(v.priority + _INT32_SHIFT for v in c.victims)
+        if c.victims:
+            top = c.highest
+            earliest = min(start_time(v, now).timestamp() for v in c.victims if v.priority == top)
+        else:
+            earliest = now.timestamp()
+        return (c.highest, total, len(c.victims), -earliest, c.node)
+
+    return min(candidates, key=rank)
+
+
+def num_candidates(potential: int, percentage: int, absolute: int) -> int:
+    """kube's calculateNumCandidates."""
+    n = potential * percentage // 100
+    return min(max(n, absolute), potential)
+
+
+def _hooks(plugins: Sequence[object], method: str) -> list[Any]:
+    return [getattr(p, method) for p in plugins if callable(getattr(p, method, None))]
+
+
+def _preempted_by_scheduler(pod: PodInfo) -> bool:
+    status = pod.pod.status
+    for cond in (status.conditions if status else None) or ():
+        if cond.get("type") == "DisruptionTarget" and cond.get("reason") == "PreemptionByScheduler":
+            return True
+    return False
+
+
+class Preemptor:
+    """Default preemption with hooks; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str = "DefaultPreemption",
+        *,
+        min_candidate_percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
+        min_candidate_absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE,
+        hooks: Sequence[object] = (),
+    ) -> None:
+        self.name = name
+        self.min_candidate_percentage = min_candidate_percentage
+        self.min_candidate_absolute = min_candidate_absolute
+        self.hooks = tuple(hooks)
+
+    # --- the PostFilter ----------------------------------------------------------------------
+
+    def preempt(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        host = cycle.host
+        if host is None:
+            return PostFilterResult(PodStatus.unschedulable(self.name, "preemption: no engine"))
+        plugins = self._plugins(host)
+        refusal = self.eligible(cycle, pod, nodes, diagnosis, plugins)
+        if refusal is not None:
+            return PostFilterResult(PodStatus.unschedulable(self.name, refusal))
+        candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
+        best = pick_candidate(candidates, cycle.now)
+        if best is None:
+            fit = Diagnosis(
+                total_nodes=nodes.size,
+                counts=failures,
+                resolvable=np.zeros(nodes.size, dtype=bool),
+            )
+            message = f"preemption: {fit.message()}"
+            return PostFilterResult(PodStatus.unschedulable(self.name, message), nominated_node="")
+        return PostFilterResult(PodStatus(), nominated_node=best.node, victims=best.victims)
+
+    def _plugins(self, host: CycleHost) -> tuple[object, ...]:
+        found = list(self.hooks)
+        for plugin in host.plugins():
+            if plugin is not self and all(plugin is not p for p in found):
+                found.append(plugin)
+        return tuple(found)
+
+    # --- 1. eligibility ----------------------------------------------------------------------
+
+    def eligible(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        diagnosis: Diagnosis,
+        plugins: Sequence[object] = (),
+    ) -> str | None:
+        """None when the pod may preempt, else kube's message (PodEligibleToPreemptOthers)."""
+        if pod.preempt_never:
+            return NOT_ELIGIBLE_NEVER
+        nominated = pod.nominated_node
+        if nominated:
+            row = nodes.row_of(nominated)
+            unresolvable = row is not None and not bool(diagnosis.resolvable[row])
+            if not unresolvable:
+                host = cycle.host
+                for other in cycle.cluster.pods_on(nominated):
+                    if other.priority >= pod.priority:
+                        continue
+                    if (host is not None and host.preempting(other.key)) or (
+                        other.terminating and _preempted_by_scheduler(other)
+                    ):
+                        return NOT_ELIGIBLE_TERMINATING
+        for hook in _hooks(plugins, "preemption_eligible"):
+            message = hook(cycle, pod, nodes, diagnosis)
+            if message:
+                return str(message)
+        return None
+
+    # --- 2-3. candidates ---------------------------------------------------------------------
+
+    def find_candidates(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        diagnosis: Diagnosis,
+        plugins: Sequence[object] = (),
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """The candidate nodes with their minimal victims, and, per message, how many nodes
+        failed and why (kube's preemption FitError) when there is none."""
+        host = cycle.host
+        assert host is not None
+        size = nodes.size
+        potential = diagnosis.resolvable.copy()
+        failures: dict[str, int] = {}
+        not_helpful = size - int(np.count_nonzero(potential))
+        if not_helpful:
+            failures[NOT_HELPFUL] = not_helpful
+        if not potential.any():
+            return [], failures
+        limit = num_candidates(
+            int(np.count_nonzero(potential)),
+            self.min_candidate_percentage,
+            self.min_candidate_absolute,
+        )
+        victim_hooks = _hooks(plugins, "preemption_victims")
+        if victim_hooks:
+            return self._candidates_listed(
+                cycle, pod, nodes, potential, plugins, victim_hooks, limit, failures
+            )
+        return self._candidates_ranked(cycle, host, pod, nodes, potential, plugins, limit, failures)
+
+    def _candidates_ranked(
+        self,
+        cycle: PodCycle,
+        host: CycleHost,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        potential: BoolMask,
+        plugins: Sequence[object],
+        limit: int,
+        failures: dict[str, int],
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        below = host.requested_below(pod.priority, nodes)
+        pods_col = nodes.column_of(PODS)
+        # The `pods` column counts pods: > 0 where some lower-priority pod runs.
+        has_victims = below[:, pods_col] > 0 if pods_col is not None else below.any(axis=1)
+        none = potential & ~has_victims
+        if none.any():
+            failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + int(np.count_nonzero(none))
+        rows_mask = potential & has_victims
+        if not rows_mask.any():
+            return [], failures
+        emptied = dataclasses.replace(nodes, requested=nodes.requested - below)
+        fits, diag = host.run_filters(cycle, pod, emptied, rows_mask)
+        for message, count in diag.counts.items():
+            failures[message] = failures.get(message, 0) + count
+        if not fits.any():
+            return [], failures
+        rows = self._lowest_level_rows(cycle, host, pod, nodes, fits)
+        rows = rows[:limit]
+        lists = {
+            int(row): self.lower_priority_pods(cycle, pod, nodes.names[int(row)]) for row in rows
+        }
+        return self.select_victims(cycle, pod, nodes, lists, plugins), failures
+
+    def _lowest_level_rows(
+        self,
+        cycle: PodCycle,
+        host: CycleHost,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        fits: BoolMask,
+    ) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """The rows (ascending) whose most important victim has the lowest priority: per row,
+        a binary search for the lowest priority level whose removal (with every level below)
+        lets the pod fit."""
+        rows = np.flatnonzero(fits)
+        layers = getattr(host, "layers", None)
+        if layers is None or rows.size <= 1:
+            return rows
+        levels = [p for p in layers.priorities(nodes) if p < pod.priority]
+        if len(levels) <= 1 or len(levels) > MAX_RANKED_LEVELS:
+            return rows
+        cumulative = np.cumsum(np.stack([layers.layer(p, nodes)[rows] for p in levels]), axis=0)
+        lo = np.zeros(rows.size, dtype=np.intp)
+        hi = np.full(rows.size, len(levels) - 1, dtype=np.intp)
+        base = nodes.requested
+        while True:
+            open_ = lo < hi
+            if not open_.any():
+                break
+            mid = (lo + hi) // 2
+            requested = base.copy()
+            requested[rows] -= cumulative[mid, np.arange(rows.size)]
+            mask = np.zeros(nodes.size, dtype=bool)
+            mask[rows[open_]] = True
+            trial = dataclasses.replace(nodes, requested=requested)
+            ok, _ = host.run_filters(cycle, pod, trial, mask)
+            fit_rows = ok[rows]
+            hi = np.where(open_ & fit_rows, mid, hi)
+            lo = np.where(open_ & ~fit_rows, mid + 1, lo)
+        best = lo.min()
+        selected: np.ndarray[Any, np.dtype[np.intp]] = rows[lo == best]
+        return selected
+
+    def _candidates_listed(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        potential: BoolMask,
+        plugins: Sequence[object],
+        victim_hooks: Sequence[Any],
+        limit: int,
+        failures: dict[str, int],
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """With `preemption_victims` hooks: rows in name order, victims listed per row, in
+        batches until `limit` candidates are found."""
+        found: list[Candidate] = []
+        rows = [int(r) for r in np.flatnonzero(potential)]
+        for start in range(0, len(rows), max(limit, 1)):
+            lists: dict[int, list[PodInfo]] = {}
+            for row in rows[start : start + max(limit, 1)]:
+                node = nodes.names[row]
+                victims: Sequence[PodInfo] = self.lower_priority_pods(cycle, pod, node)
+                for hook in victim_hooks:
+                    changed = hook(cycle, pod, node, victims)
+                    if changed is not None:
+                        victims = sorted(changed, key=importance_key(cycle.now))
+                if victims:
+                    lists[row] = list(victims)
+                else:
+                    failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + 1
+            found += self.select_victims(cycle, pod, nodes, lists, plugins, failures)
+            if len(found) >= limit:
+                break
+        return found, failures
+
+    def lower_priority_pods(self, cycle: PodCycle, pod: PodInfo, node: str) -> list[PodInfo]:
+        """The default potential victims: the node's pods of lower priority, most important
+        first."""
+        pods = [p for p in cycle.cluster.pods_on(node) if p.priority < pod.priority]
+        pods.sort(key=importance_key(cycle.now))
+        return pods
+
+    def select_victims(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        lists: Mapping[int, Sequence[PodInfo]],
+        plugins: Sequence[object] = (),
+        failures: dict[str, int] | None = None,
+    ) -> list[Candidate]:
+        """For each row and its potential victims (most important first): remove them all;
+        if the pod then fits, reprieve them from the most important down while it still fits.
+        All rows at once: one filter pass after the removal and one per reprieve round."""
+        host = cycle.host
+        assert host is not None
+        if not lists:
+            return []
+        fits_hooks = _hooks(plugins, "preemption_fits")
+        rows = sorted(lists)
+        vectors = {
+            row: [nodes.vector(v.requests) for v in lists[row]] for row in rows
+        }  # per victim, over the snapshot's columns
+        requested: ResourceMatrix = nodes.requested.copy()
+        for row in rows:
+            for vector in vectors[row]:
+                requested[row] -= vector
+        mask = np.zeros(nodes.size, dtype=bool)
+        mask[rows] = True
+        ok, diag = host.run_filters(
+            cycle, pod, dataclasses.replace(nodes, requested=requested), mask
+        )
+        if failures is not None:
+            for message, count in diag.counts.items():
+                failures[message] = failures.get(message, 0) + count
+        alive = [row for row in rows if ok[row]]
+        removed: dict[int, list[PodInfo]] = {row: list(lists[row]) for row in alive}
+        if fits_hooks:
+            alive = [
+                row
+                for row in alive
+                if all(h(cycle, pod, nodes.names[row], removed[row]) for h in fits_hooks)
+            ]
+        victims: dict[int, list[PodInfo]] = {row: [] for row in alive}
+        longest = max((len(lists[row]) for row in alive), default=0)
+        for j in range(longest):
+            trying = [row for row in alive if j < len(lists[row])]
+            if not trying:
+                break
+            for row in trying:
+                requested[row] += vectors[row][j]
+            mask = np.zeros(nodes.size, dtype=bool)
+            mask[trying] = True
+            ok, _ = host.run_filters(
+                cycle, pod, dataclasses.replace(nodes, requested=requested), mask
+            )
+            for row in trying:
+                pod_j = lists[row][j]
+                still = bool(ok[row])
+                if still and fits_hooks:
+                    rest = [v for v in removed[row] if v is not pod_j]
+                    still = all(h(cycle, pod, nodes.names[row], rest) for h in fits_hooks)
+                    if still:
+                        removed[row] = rest
+                elif still:
+                    removed[row] = [v for v in removed[row] if v is not pod_j]
+                if not still:
+                    requested[row] -= vectors[row][j]
+                    victims[row].append(pod_j)
+        return [Candidate(nodes.names[row], row, tuple(victims[row])) for row in alive]

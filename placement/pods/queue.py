@@ -1,0 +1,272 @@
+"""The scheduling queue: which pending pod the engine tries next, and when a failed one returns.
+
+kube-scheduler's queue, on an injected clock:
+
+* **active**: pods ready to be tried, ordered by the profile's QueueSort key (then by arrival,
+  so that equal keys keep a deterministic order).
+* **backoff**: pods that failed recently and wait out their backoff (initial 1 s, doubled per
+  attempt up to 10 s) before going back to active. A pod whose attempt ended in an error goes
+  straight here.
+* **unschedulable**: pods no node fits. They wait for a cluster event that may help (the engine
+  calls `move_unschedulable`), or for the periodic flush (5 min without a move), and then go to
+  backoff if their backoff has not expired yet, else to active, as kube moves them.
+* **gated**: pods with `spec.schedulingGates`, held until an update removes the gates.
+
+A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
+it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
+deletion: an entry carries the pod's version and a stale entry is skipped when popped.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from placement.pods.framework import PodInfo
+
+__all__ = ["QueuedPod", "SchedulingQueue", "Where", "backoff_duration"]
+
+Where = Literal["active", "backoff", "unschedulable", "gated", "inflight"]
+
+
+def backoff_duration(attempts: int, initial: timedelta, maximum: timedelta) -> timedelta:
+    """kube's calculateBackoffDuration: `initial` after the first failed attempt, doubled per
+    further attempt, capped at `maximum`."""
+    duration = initial
+    for _ in range(1, max(attempts, 1)):
+        duration *= 2
+        if duration >= maximum:
+            return maximum
+    return min(duration, maximum)
+
+
+@dataclass
+class QueuedPod:
+    """A pending pod and its queue bookkeeping."""
+
+    info: PodInfo
+    queued_at: datetime
+    """When it last entered the queue (added, or failed): the QueueSort's tie-breaker."""
+    attempts: int = 0
+    where: Where = "inflight"
+    failed_at: datetime | None = None
+    """When its last attempt failed: backoff runs from here."""
+    unschedulable_since: datetime | None = None
+    rejected_by: frozenset[str] = frozenset()
+    """The plugins that rejected it last time (an event handler of one of them may move it)."""
+    version: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SchedulingQueue:
+    """activeQ, backoffQ, unschedulable and gated pods (see the module docstring)."""
+
+    def __init__(
+        self,
+        sort_key: Callable[[PodInfo, datetime], Any],
+        *,
+        backoff_initial: timedelta = timedelta(seconds=1),
+        backoff_max: timedelta = timedelta(seconds=10),
+        unschedulable_flush: timedelta = timedelta(minutes=5),
+    ) -> None:
+        self._sort_key = sort_key
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.unschedulable_flush = unschedulable_flush
+        self._pods: dict[str, QueuedPod] = {}
+        self._active: list[tuple[Any, int, str, int]] = []  # (sort key, seq, pod key, version)
+        self._backoff: list[tuple[datetime, int, str, int]] = []  # (until, seq, key, version)
+        self._seq = 0
+        self._counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+
+    # --- what is where -----------------------------------------------------------------------
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._pods
+
+    def get(self, key: str) -> QueuedPod | None:
+        return self._pods.get(key)
+
+    def sizes(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def pods(self, where: Where | None = None) -> list[QueuedPod]:
+        """The queued pods (of one place), in key order."""
+        found = (q for q in self._pods.values() if where is None or q.where == where)
+        return sorted(found, key=lambda q: q.info.key)
+
+    def backoff_until(self, queued: QueuedPod) -> datetime | None:
+        if queued.failed_at is None or queued.attempts == 0:
+            return None
+        return queued.failed_at + backoff_duration(
+            queued.attempts, self.backoff_initial, self.backoff_max
+        )
+
+    # --- changes -----------------------------------------------------------------------------
+
+    def add(self, info: PodInfo, now: datetime) -> QueuedPod:
+        """A new pending pod (gated ones are held); a known one is updated in place (see
+        `update`)."""
+        queued = self._pods.get(info.key)
+        if queued is not None:
+            self.update(info, now)
+            return queued
+        queued = QueuedPod(info=info, queued_at=now)
+        self._pods[info.key] = queued
+        self._place(queued, "gated" if info.gated else "active", now)
+        return queued
+
+    def update(self, info: PodInfo, now: datetime, *, changed: bool = True) -> None:
+        """A queued pod was updated. A gated pod whose gates are gone becomes active; an
+        unschedulable pod whose spec or labels `changed` is moved (the change may help)."""
+        queued = self._pods.get(info.key)
+        if queued is None:
+            return
+        old = queued.info
+        queued.info = info
+        if queued.where == "inflight":
+            return
+        if info.gated:
+            if queued.where != "gated":
+                self._place(queued, "gated", now)
+            return
+        if queued.where == "gated":
+            self._place(queued, "active", now)
+        elif queued.where == "unschedulable" and changed:
+            self._move(queued, now)
+        elif queued.where == "active" and info.priority != old.priority:
+            self._place(queued, "active", now)  # a new sort key
+
+    def remove(self, key: str) -> QueuedPod | None:
+        """Forget a pod (deleted, bound, or decided elsewhere)."""
+        queued = self._pods.pop(key, None)
+        if queued is not None:
+            self._leave(queued)
+        return queued
+
+    def pop(self) -> QueuedPod | None:
+        """The next active pod, now in flight; None when active is empty."""
+        while self._active:
+            _, _, key, version = heapq.heappop(self._active)
+            queued = self._pods.get(key)
+            if queued is None or queued.version != version or queued.where != "active":
+                continue
+            self._counts["active"] -= 1
+            queued.where = "inflight"
+            queued.version += 1
+            queued.attempts += 1
+            return queued
+        return None
+
+    def requeue(
+        self,
+        info: PodInfo,
+        now: datetime,
+        *,
+        unschedulable: bool,
+        rejected_by: Iterable[str] = (),
+        attempts: int | None = None,
+    ) -> QueuedPod:
+        """Put back a pod whose attempt failed: to unschedulable (no node fits, wait for an
+        event) or to backoff (an error, a failed binding). A pod the queue forgot (it was
+        in flight at Permit or binding) comes back with its attempt count."""
+        queued = self._pods.get(info.key)
+        if queued is None:
+            queued = QueuedPod(info=info, queued_at=now, attempts=attempts or 1)
+            self._pods[info.key] = queued
+        else:
+            self._leave(queued)
+            queued.info = info
+        queued.failed_at = now
+        queued.queued_at = now
+        queued.rejected_by = frozenset(rejected_by)
+        if info.gated:
+            self._place(queued, "gated", now)
+        elif unschedulable:
+            self._place(queued, "unschedulable", now)
+        else:
+            self._place(queued, "backoff", now)
+        return queued
+
+    def take(self, info: PodInfo, now: datetime) -> QueuedPod:
+        """Mark a pod in flight without popping it (its Permit wait or binding goes on)."""
+        queued = self._pods.get(info.key)
+        if queued is None:
+            queued = QueuedPod(info=info, queued_at=now)
+            self._pods[info.key] = queued
+        else:
+            self._leave(queued)
+        queued.where = "inflight"
+        queued.version += 1
+        return queued
+
+    def move_unschedulable(
+        self, now: datetime, match: Callable[[QueuedPod], bool] | None = None
+    ) -> int:
+        """An event that may help: unschedulable pods (those `match` accepts) go to backoff
+        or active. Returns how many moved."""
+        moved = 0
+        for queued in self.pods("unschedulable"):
+            if match is None or match(queued):
+                self._move(queued, now)
+                moved += 1
+        return moved
+
+    def flush(self, now: datetime) -> None:
+        """Backoff pods whose time came go to active; pods unschedulable for longer than the
+        flush interval are moved."""
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, key, version = heapq.heappop(self._backoff)
+            queued = self._pods.get(key)
+            if queued is None or queued.version != version or queued.where != "backoff":
+                continue
+            self._place(queued, "active", now)
+        for queued in self.pods("unschedulable"):
+            since = queued.unschedulable_since
+            if since is not None and since + self.unschedulable_flush <= now:
+                self._move(queued, now)
+
+    def next_wake(self) -> datetime | None:
+        """The earliest time a backoff ends or an unschedulable pod is flushed."""
+        times: list[datetime] = []
+        while self._backoff:
+            _, _, key, version = self._backoff[0]
+            queued = self._pods.get(key)
+            if queued is None or queued.version != version or queued.where != "backoff":
+                heapq.heappop(self._backoff)
+                continue
+            times.append(self._backoff[0][0])
+            break
+        for queued in self._pods.values():
+            if queued.where == "unschedulable" and queued.unschedulable_since is not None:
+                times.append(queued.unschedulable_since + self.unschedulable_flush)
+        return min(times) if times else None
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _move(self, queued: QueuedPod, now: datetime) -> None:
+        until = self.backoff_until(queued)
+        self._place(queued, "backoff" if until is not None and until > now else "active", now)
+
+    def _leave(self, queued: QueuedPod) -> None:
+        if queued.where in self._counts:
+            self._counts[queued.where] -= 1
+        queued.where = "inflight"
+        queued.version += 1
+
+    def _place(self, queued: QueuedPod, where: Where, now: datetime) -> None:
+        self._leave(queued)
+        queued.where = where
+        self._counts[where] += 1
+        self._seq += 1
+        if where == "active":
+            key = self._sort_key(queued.info, queued.queued_at)
+            heapq.heappush(self._active, (key, self._seq, queued.info.key, queued.version))
+        elif where == "backoff":
+            until = self.backoff_until(queued) or now
+            heapq.heappush(self._backoff, (until, self._seq, queued.info.key, queued.version))
+        elif where == "unschedulable":
+            queued.unschedulable_since = now
