@@ -200,7 +200,8 @@ class Preemptor:
         plugins = self._plugins(host)
         refusal = self.eligible(cycle, pod, nodes, diagnosis, plugins)
         if refusal is not None:
-            return PostFilterResult(PodStatus.unschedulable(self.name, refusal))
+            message = f"preemption: {refusal}"
+            return PostFilterResult(PodStatus.unschedulable(self.name, message))
         candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
         best = pick_candidate(candidates, cycle.now)
         if best is None:

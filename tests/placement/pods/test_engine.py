@@ -22,6 +22,7 @@ from placement.pods.events import (
     BindResult,
     DeletePod,
     EmitEvent,
+    EventType,
     NodeEvent,
     ObjectEvent,
     PatchPodStatus,
@@ -171,7 +172,7 @@ class World:
         out: list[Action] = []
         for pod in pods:
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-            kind = "Modified" if key in self.pods else "Added"
+            kind: EventType = "Modified" if key in self.pods else "Added"
             self.pods[key] = pod
             out += self.engine.handle(PodEvent(kind, pod), self.now)
         return out

@@ -1,0 +1,132 @@
+"""The scheduling queue on its own: order, backoff, moves, flush, gates, no duplicates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apis.core import Pod
+from placement.pods.framework import PodInfo
+from placement.pods.queue import SchedulingQueue, backoff_duration
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def info(name: str, priority: int = 0, **spec: Any) -> PodInfo:
+    pod = Pod.model_validate(
+        {"metadata": {"name": name, "namespace": "ns"}, "spec": {"containers": [], **spec}}
+    )
+    return PodInfo.of(pod, priority=priority)
+
+
+def sort_key(pod: PodInfo, queued_at: datetime) -> tuple[int, datetime, str]:
+    return (-pod.priority, queued_at, pod.key)
+
+
+def queue(**options: Any) -> SchedulingQueue:
+    return SchedulingQueue(sort_key, **options)
+
+
+def drain(q: SchedulingQueue) -> list[str]:
+    out = []
+    while (item := q.pop()) is not None:
+        out.append(item.info.name)
+    return out
+
+
+def test_active_order_is_the_sort_key() -> None:
+    q = queue()
+    q.add(info("late-low", 1), T0 + timedelta(seconds=2))
+    q.add(info("early-low", 1), T0)
+    q.add(info("high", 9), T0 + timedelta(seconds=5))
+    assert drain(q) == ["high", "early-low", "late-low"]
+    assert q.sizes() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+
+
+def test_no_duplicates_and_removal() -> None:
+    q = queue()
+    q.add(info("a"), T0)
+    q.add(info("a"), T0)
+    q.add(info("b"), T0)
+    q.remove("ns/b")
+    assert q.sizes()["active"] == 1
+    assert drain(q) == ["a"]
+    assert q.remove("ns/zzz") is None
+
+
+def test_backoff_durations() -> None:
+    one, ten = timedelta(seconds=1), timedelta(seconds=10)
+    assert [backoff_duration(n, one, ten) for n in (1, 2, 5)] == [one, 2 * one, ten]
+    assert backoff_duration(3, timedelta(seconds=2), timedelta(seconds=60)) == timedelta(seconds=8)
+
+
+def test_error_goes_to_backoff_and_returns_when_it_expires() -> None:
+    q = queue(backoff_initial=timedelta(seconds=2), backoff_max=timedelta(seconds=5))
+    q.add(info("a"), T0)
+    a = q.pop()
+    assert a is not None
+    q.requeue(a.info, T0, unschedulable=False)
+    assert q.sizes()["backoff"] == 1 and q.next_wake() == T0 + timedelta(seconds=2)
+    q.flush(T0 + timedelta(seconds=1))
+    assert q.pop() is None
+    q.flush(T0 + timedelta(seconds=2))
+    again = q.pop()
+    assert again is not None and again.attempts == 2
+    q.requeue(again.info, T0 + timedelta(seconds=2), unschedulable=False)
+    assert q.next_wake() == T0 + timedelta(seconds=6)  # 2 s doubled
+
+
+def test_unschedulable_moves_to_backoff_or_active_by_backoff() -> None:
+    q = queue()
+    for name in ("a", "b"):
+        q.add(info(name), T0)
+    for item in (q.pop(), q.pop()):
+        assert item is not None
+        q.requeue(item.info, T0, unschedulable=True, rejected_by=("Fit",))
+    assert q.sizes()["unschedulable"] == 2
+    assert q.move_unschedulable(T0 + timedelta(milliseconds=500)) == 2
+    assert q.sizes()["backoff"] == 2
+    q.flush(T0 + timedelta(seconds=1))
+    assert drain(q) == ["a", "b"]
+
+
+def test_moves_can_be_limited_to_the_rejecting_plugin() -> None:
+    q = queue()
+    for name in ("a", "b"):
+        q.add(info(name), T0)
+    first, second = q.pop(), q.pop()
+    assert first is not None and second is not None
+    q.requeue(first.info, T0, unschedulable=True, rejected_by=("Gang",))
+    q.requeue(second.info, T0, unschedulable=True, rejected_by=("Fit",))
+    moved = q.move_unschedulable(T0 + timedelta(seconds=30), lambda p: "Gang" in p.rejected_by)
+    assert moved == 1 and drain(q) == ["a"]
+
+
+def test_unschedulable_pods_are_flushed_after_the_interval() -> None:
+    q = queue(unschedulable_flush=timedelta(minutes=5))
+    q.add(info("a"), T0)
+    a = q.pop()
+    assert a is not None
+    q.requeue(a.info, T0, unschedulable=True)
+    assert q.next_wake() == T0 + timedelta(minutes=5)
+    q.flush(T0 + timedelta(minutes=4))
+    assert q.sizes()["unschedulable"] == 1
+    q.flush(T0 + timedelta(minutes=5))
+    assert drain(q) == ["a"]
+
+
+def test_gated_pods_are_held_until_the_gates_go() -> None:
+    q = queue()
+    q.add(info("g", schedulingGates=[{"name": "x"}]), T0)
+    assert q.sizes()["gated"] == 1 and q.pop() is None
+    q.update(info("g"), T0)
+    assert q.sizes() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert drain(q) == ["g"]
+
+
+def test_an_update_with_a_new_priority_reorders_active() -> None:
+    q = queue()
+    q.add(info("a", 1), T0)
+    q.add(info("b", 2), T0)
+    q.update(info("a", 5), T0)
+    assert drain(q) == ["a", "b"]
