@@ -13,13 +13,13 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from controllers.cli import demo, explain, run, scheduler, simulate, validate
+from controllers.cli import demo, explain, run, scheduler, simulate, validate, webhook
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "CliError", "build_parser", "main"]
 
 # In the order `placement --help` lists them.
-VERBS = (validate, simulate, explain, run, demo, scheduler)
+VERBS = (validate, simulate, explain, run, demo, scheduler, webhook)
 
 
 def _version() -> str:

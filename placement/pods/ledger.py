@@ -173,6 +173,11 @@ class Ledger:
         book = self._books.get(workload)
         return list(book.pending) if book is not None else []
 
+    def reserved(self, workload: str) -> dict[str, float]:
+        """This replica's granted reservations (with several replicas: its cached shared set)."""
+        book = self._books.get(workload)
+        return dict(book.reserved) if book is not None else {}
+
     # --- the shared reservations (several replicas) -------------------------------------------
 
     def settle(

@@ -1,0 +1,210 @@
+"""`placement webhook run|certs`: the spot/on-demand mutating webhook (DESIGN §8) and the
+certificates it serves with when cert-manager is not installed.
+
+`run` serves AdmissionReviews on HTTPS (`--addr`, default `:8443`) with the certificate pair
+given (reloaded when the files change), watches the cluster (`--kubeconfig`, else `$KUBECONFIG`,
+else the pod's service account), and serves `/metrics`, `/healthz` and `/readyz` on plain HTTP
+(`--http-addr`). Exit 0 on SIGTERM or SIGINT, 1 when start-up fails (one line on stderr).
+
+`certs` mints a CA and a serving certificate for `<service>.<namespace>.svc` into `--out`
+(`ca.crt`, `tls.crt`, `tls.key`, the names of a kubernetes.io/tls Secret) and prints the
+base64 caBundle for the MutatingWebhookConfiguration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError
+
+if TYPE_CHECKING:
+    from controllers.cli.common import Subparsers
+
+__all__ = ["add_parser", "parse_toleration"]
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: Subparsers) -> None:
+    """Add `webhook` and its sub-commands to the command's subparsers."""
+    webhook = subparsers.add_parser(
+        "webhook",
+        help="the spot/on-demand mutating webhook: run it, or mint its certificates",
+        description="The spot/on-demand mutating webhook of the local-cluster add-ons.",
+    )
+    verbs = webhook.add_subparsers(dest="webhook_command", metavar="COMMAND")
+    verbs.required = True
+    _add_run(verbs)
+    _add_certs(verbs)
+
+
+def _add_run(verbs: Subparsers) -> None:
+    run = verbs.add_parser(
+        "run",
+        help="serve the webhook over HTTPS",
+        description=(
+            "Serve AdmissionReviews for pod CREATE on HTTPS: pods of Deployments and "
+            "StatefulSets annotated distributed-scheduling/min-available go to on-demand or "
+            "spot nodes. Runs until SIGTERM or SIGINT."
+        ),
+    )
+    run.add_argument("--tls-cert-file", type=Path, required=True, metavar="FILE")
+    run.add_argument("--tls-key-file", type=Path, required=True, metavar="FILE")
+    run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the cluster")
+    run.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    run.add_argument("--addr", default=":8443", help="HTTPS listen address (default :8443)")
+    run.add_argument(
+        "--http-addr",
+        default=":8080",
+        help="plain HTTP address of /metrics, /healthz, /readyz (default :8080)",
+    )
+    run.add_argument("--capacity-label", default="node.kubernetes.io/capacity", metavar="KEY")
+    run.add_argument("--on-demand-value", default="on-demand", metavar="VALUE")
+    run.add_argument("--spot-value", default="spot", metavar="VALUE")
+    run.add_argument("--annotation", default="distributed-scheduling/min-available", metavar="KEY")
+    run.add_argument(
+        "--spot-toleration",
+        action="append",
+        default=[],
+        type=parse_toleration,
+        metavar="KEY[=VALUE]:EFFECT",
+        help="a toleration added to spot pods (repeatable), e.g. cloud/spot=true:NoSchedule",
+    )
+    run.add_argument(
+        "--no-shared-count",
+        action="store_true",
+        help="count on-demand pods in this replica only (exact for one replica)",
+    )
+    run.add_argument("--reservation-ttl", type=float, default=60.0, metavar="SECONDS")
+    run.set_defaults(func=_cmd_run)
+
+
+def _add_certs(verbs: Subparsers) -> None:
+    certs = verbs.add_parser(
+        "certs",
+        help="mint a CA and a serving certificate for the webhook's Service",
+        description=(
+            "Write ca.crt, tls.crt and tls.key into --out (a certificate valid for the "
+            "Service's cluster DNS names) and print the base64 caBundle."
+        ),
+    )
+    certs.add_argument("--service", required=True, metavar="NAME")
+    certs.add_argument("--namespace", required=True, metavar="NS")
+    certs.add_argument("--out", type=Path, required=True, metavar="DIR")
+    certs.add_argument("--days", type=int, default=365)
+    certs.set_defaults(func=_cmd_certs)
+
+
+def parse_toleration(text: str) -> dict[str, Any]:
+    """`key[=value]:Effect` (Exists without a value, Equal with one)."""
+    spec, sep, effect = text.rpartition(":")
+    if not sep or not spec or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+        raise argparse.ArgumentTypeError(
+            f"expected KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute (got {text!r})"
+        )
+    key, eq, value = spec.partition("=")
+    if eq:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def _cmd_certs(args: argparse.Namespace) -> int:
+    from controllers.addons.webhook_certs import mint, service_names, write_bundle
+
+    bundle = mint(service_names(args.service, args.namespace), days=args.days)
+    try:
+        paths = write_bundle(bundle, args.out)
+    except OSError as exc:
+        raise CliError(f"--out {args.out}: {exc.strerror or exc}") from None
+    for path in paths.values():
+        print(f"wrote {path}", file=sys.stderr)
+    print(base64.b64encode(bundle.ca).decode())
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from controllers.runtime.logs import setup_logging
+
+    setup_logging()
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+async def _run(args: argparse.Namespace) -> int:
+    import time
+
+    from controllers.addons.webhook import SpotWebhook, WebhookMetrics, WebhookServer
+    from controllers.addons.webhook_certs import ReloadingContext
+    from controllers.addons.webhook_state import ClusterView, LeaseReservations
+    from controllers.kube.config import ClusterAccess
+    from controllers.kube.gateway import Gateway
+    from controllers.runtime.http import HttpServer
+    from placement.pods.ledger import Ledger
+    from placement.pods.mutation import MutationConfig
+
+    config = MutationConfig(
+        capacity_label=args.capacity_label,
+        on_demand_value=args.on_demand_value,
+        spot_value=args.spot_value,
+        min_available_annotation=args.annotation,
+        spot_tolerations=tuple(args.spot_toleration),
+    )
+    try:
+        tls = ReloadingContext(args.tls_cert_file, args.tls_key_file)
+    except (OSError, ValueError) as exc:
+        print(f"webhook: TLS certificate {args.tls_cert_file}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.kubeconfig or args.context or os.environ.get("KUBECONFIG"):
+        access = ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
+    else:
+        access = ClusterAccess(in_cluster=True)
+    try:
+        gateway = await Gateway.connect(access)
+    except Exception as exc:
+        print(f"webhook: cannot reach the cluster: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    metrics = WebhookMetrics()
+    gateway.observe_requests = metrics.request_observer(gateway.host)
+    ledger = Ledger(ttl=args.reservation_ttl)
+    view = ClusterView(gateway, ledger, config, time.time)
+    identity = os.environ.get("POD_NAME") or socket.gethostname()
+    shared = None if args.no_shared_count else LeaseReservations(gateway, identity)
+    webhook = SpotWebhook(view, ledger, config=config, shared=shared, metrics=metrics)
+
+    def ready() -> tuple[bool, str]:
+        return (True, "caches synced") if view.synced else (False, "caches not synced")
+
+    server = WebhookServer(webhook, tls, address=args.addr, ready=ready)
+    http = HttpServer(address=args.http_addr, metrics=metrics, ready=ready, name="webhook probes")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        view.start()
+        try:
+            await server.start()
+            await http.start()
+        except OSError as exc:
+            print(f"webhook: cannot listen: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERROR
+        await stop.wait()
+        return EXIT_OK
+    finally:
+        await server.stop()
+        await http.stop()
+        await view.stop()
+        await gateway.close()
