@@ -1,0 +1,102 @@
+"""`placement webhook certs` (a CA and a serving certificate for the Service's DNS names, the
+caBundle printed) and the manifests of config/addons/spot-webhook (CREATE of pods only,
+failurePolicy Ignore, kube-system and its own namespace excluded, RBAC = the calls made)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+
+from controllers.addons.webhook_state import AppsObject
+from controllers.cli.main import main
+from controllers.cli.webhook import parse_toleration
+
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "addons" / "spot-webhook"
+
+
+def test_certs_writes_a_pair_for_the_service_and_prints_the_ca_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["webhook", "certs", "--service", "spot", "--namespace", "ops", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out.strip()
+    ca_pem = (tmp_path / "ca.crt").read_bytes()
+    assert base64.b64decode(printed) == ca_pem
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "spot.ops.svc" in names.get_values_for_type(x509.DNSName)
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    cert.verify_directly_issued_by(ca)
+    assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0
+
+
+def test_parse_toleration() -> None:
+    assert parse_toleration("cloud/spot=true:NoSchedule") == {
+        "key": "cloud/spot",
+        "operator": "Equal",
+        "value": "true",
+        "effect": "NoSchedule",
+    }
+    assert parse_toleration("spot:NoExecute")["operator"] == "Exists"
+
+
+def test_webhook_run_refuses_a_missing_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "nope.crt")
+    code = main(["webhook", "run", "--tls-cert-file", missing, "--tls-key-file", missing])
+    assert code == 1
+    assert "TLS certificate" in capsys.readouterr().err
+
+
+def docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((CONFIG / "base" / name).read_text()) if d]
+
+
+def test_webhook_configuration_is_create_pods_only_ignore_and_excludes_namespaces() -> None:
+    (config,) = docs("webhook.yaml")
+    (hook,) = config["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["rules"] == [
+        {
+            "operations": ["CREATE"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["pods"],
+            "scope": "Namespaced",
+        }
+    ]
+    (excluded,) = hook["namespaceSelector"]["matchExpressions"]
+    assert excluded["operator"] == "NotIn"
+    assert set(excluded["values"]) == {"kube-system", "spot-webhook"}
+    assert hook["clientConfig"]["service"]["path"] == "/mutate"
+
+
+def test_rbac_grants_exactly_the_calls_made() -> None:
+    role = next(d for d in docs("rbac.yaml") if d["kind"] == "ClusterRole")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    # informers list and watch; the Lease is read, created and replaced
+    used = {("", "pods", v) for v in ("list", "watch")}
+    for cls in AppsObject.__subclasses__():
+        used |= {(cls.GROUP, cls.PLURAL, v) for v in ("list", "watch")}
+    used |= {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+    assert granted == used
+
+
+@pytest.mark.parametrize("variant", ["cert-manager", "self-signed"])
+def test_each_variant_builds_on_the_base(variant: str) -> None:
+    kustomization = yaml.safe_load((CONFIG / variant / "kustomization.yaml").read_text())
+    assert "../base" in kustomization["resources"]
