@@ -46,6 +46,7 @@ from placement.pods.events import (
 )
 from placement.pods.framework import (
     Diagnosis,
+    FilterResult,
     PodCode,
     PodCycle,
     PodInfo,
@@ -637,11 +638,11 @@ class Engine:
             if row is not None and candidates[row]:
                 only = np.zeros(nodes.size, dtype=bool)
                 only[row] = True
-                fits, _ = self._filter(cycle, info, filtered, only)
+                fits, _ = self._filter(cycle, info, filtered, only, explain=False)
                 if fits[row]:
                     self._place(cycle, queued, nominated)
                     return
-        feasible, diagnosis = self._filter(cycle, info, filtered, candidates)
+        feasible, diagnosis = self._filter(cycle, info, filtered, candidates, explain=False)
         if restricting:
             outside = ~candidates
             if outside.any():
@@ -668,58 +669,40 @@ class Engine:
         self._place(cycle, queued, nodes.names[best])
 
     def _filter(
-        self, cycle: PodCycle, info: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+        self,
+        cycle: PodCycle,
+        info: PodInfo,
+        nodes: NodeSnapshot,
+        candidates: BoolMask,
+        *,
+        explain: bool = True,
     ) -> tuple[BoolMask, Diagnosis]:
-        """Run the Filter plugins; a row's reasons come from the first filter removing it."""
+        """Run the Filter plugins; a row's reasons come from the first filter removing it.
+
+        The diagnosis is built only when asked (`explain`) or when no row is left: a pod that
+        fits somewhere does not pay for the reasons of the nodes it does not fit."""
         skipped: set[int] = cycle.scratch.get(SKIPPED, set())
-        size = nodes.size
-        counts: dict[str, int] = {}
-        resolvable = np.zeros(size, dtype=bool)
-        plugins: set[str] = set()
-        current = candidates.copy()
+        removals: list[tuple[str, FilterResult, BoolMask]] = []
+        current = candidates
+        remaining = int(np.count_nonzero(current))
         for plugin in self.profile.filters:
-            if not current.any():
+            if not remaining:
                 break
             if id(plugin) in skipped:
                 continue
             result = _call(plugin.name, plugin.filter, cycle, info, nodes, current)
             if result.status.code >= PodCode.ERROR:
                 raise _PluginError(_named(result.status, plugin.name))
+            if result.mask is current:
+                continue  # nothing removed (the usual answer)
             kept = current & result.mask
-            removed = current & ~kept
-            if removed.any():
-                plugins.add(plugin.name)
-                covered = np.zeros(size, dtype=bool)
-                hard = np.zeros(size, dtype=bool)
-                for reason in result.reasons:
-                    rows = reason.rows & removed
-                    count = int(np.count_nonzero(rows))
-                    if not count:
-                        continue
-                    counts[reason.message] = counts.get(reason.message, 0) + count
-                    covered |= rows
-                    if not reason.resolvable:
-                        hard |= rows
-                rest = removed & ~covered
-                if rest.any():
-                    default = result.default
-                    message = (
-                        default.message
-                        if default is not None
-                        else f"node(s) didn't satisfy plugin {plugin.name}"
-                    )
-                    counts[message] = counts.get(message, 0) + int(np.count_nonzero(rest))
-                    if default is not None and not default.resolvable:
-                        hard |= rest
-                resolvable |= removed & ~hard
-            current = kept
-        diagnosis = Diagnosis(
-            total_nodes=size,
-            counts=counts,
-            resolvable=resolvable,
-            plugins=frozenset(plugins),
-        )
-        return current, diagnosis
+            left = int(np.count_nonzero(kept))
+            if left != remaining:
+                removals.append((plugin.name, result, current & ~kept))
+            current, remaining = kept, left
+        if explain or not remaining:
+            return current, _diagnose(nodes.size, removals)
+        return current, _NO_DIAGNOSIS
 
     def _failed(
         self,
@@ -977,6 +960,44 @@ class Engine:
     def _drain(self) -> list[Action]:
         out, self._out = self._out, []
         return out
+
+
+_NO_DIAGNOSIS = Diagnosis(total_nodes=0, counts={}, resolvable=np.zeros(0, dtype=bool))
+
+
+def _diagnose(size: int, removals: Sequence[tuple[str, FilterResult, BoolMask]]) -> Diagnosis:
+    """Counts per message over the removed rows (each row under the filter that removed it,
+    with every reason of that filter covering it) and the rows removed only by resolvable
+    reasons."""
+    counts: dict[str, int] = {}
+    resolvable = np.zeros(size, dtype=bool)
+    plugins: set[str] = set()
+    for name, result, removed in removals:
+        plugins.add(name)
+        covered = np.zeros(size, dtype=bool)
+        hard = np.zeros(size, dtype=bool)
+        for reason in result.reasons:
+            rows = reason.rows & removed
+            count = int(np.count_nonzero(rows))
+            if not count:
+                continue
+            counts[reason.message] = counts.get(reason.message, 0) + count
+            covered |= rows
+            if not reason.resolvable:
+                hard |= rows
+        rest = removed & ~covered
+        if rest.any():
+            default = result.default
+            message = (
+                default.message if default is not None else f"node(s) didn't satisfy plugin {name}"
+            )
+            counts[message] = counts.get(message, 0) + int(np.count_nonzero(rest))
+            if default is not None and not default.resolvable:
+                hard |= rest
+        resolvable |= removed & ~hard
+    return Diagnosis(
+        total_nodes=size, counts=counts, resolvable=resolvable, plugins=frozenset(plugins)
+    )
 
 
 def _call(plugin: str, method: Any, *args: Any) -> Any:
