@@ -201,7 +201,10 @@ metadata: {name: apps}
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: apps}
-spec: {replicas: 1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}
 ---
 apiVersion: cluster.open-cluster-management.io/v1
 kind: ManagedCluster
