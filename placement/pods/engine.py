@@ -248,6 +248,7 @@ class Engine:
             if all(plugin is not p for p in plugins):
                 plugins.append(plugin)
         self._plugins: tuple[object, ...] = tuple(plugins)
+        self._all_rows: BoolMask = np.ones(0, dtype=bool)
 
     # --- public API --------------------------------------------------------------------------
 
@@ -590,7 +591,7 @@ class Engine:
         # PreFilter
         skipped: set[int] = set()
         cycle.scratch[SKIPPED] = skipped
-        candidates = np.ones(nodes.size, dtype=bool)
+        candidates = self._everywhere(nodes.size)
         restricting: list[str] = []
         for plugin in self.profile.pre_filters:
             result = _call(plugin.name, plugin.pre_filter, cycle, info, nodes)
@@ -664,9 +665,21 @@ class Engine:
             total = np.zeros(rows.size, dtype=np.int64)
             for scorer, weight in self.profile.scores:
                 vector = _call(scorer.name, scorer.score, cycle, info, nodes, rows)
-                total += np.asarray(vector, dtype=np.int64) * weight
+                if weight == 1:
+                    total += vector
+                else:
+                    total += vector * weight
             best = int(rows[int(np.argmax(total))])
         self._place(cycle, queued, nodes.names[best])
+
+    def _everywhere(self, size: int) -> BoolMask:
+        """An all-True mask of `size` rows, shared and read-only (one per cluster size)."""
+        mask = self._all_rows
+        if mask.size != size:
+            mask = np.ones(size, dtype=bool)
+            mask.flags.writeable = False
+            self._all_rows = mask
+        return mask
 
     def _filter(
         self,

@@ -419,9 +419,17 @@ class Preemptor:
             return []
         fits_hooks = _hooks(plugins, "preemption_fits")
         rows = sorted(lists)
-        vectors = {
-            row: [nodes.vector(v.requests) for v in lists[row]] for row in rows
-        }  # per victim, over the snapshot's columns
+        shapes: dict[tuple[tuple[str, int], ...], np.ndarray[Any, np.dtype[np.int64]]] = {}
+
+        def vector_of(requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.int64]]:
+            shape = tuple(requests.items())
+            found = shapes.get(shape)
+            if found is None:
+                found = shapes[shape] = nodes.vector(requests)
+            return found
+
+        # Per victim, over the snapshot's columns (pods of one shape share one vector).
+        vectors = {row: [vector_of(v.requests) for v in lists[row]] for row in rows}
         requested: ResourceMatrix = nodes.requested.copy()
         for row in rows:
             for vector in vectors[row]:
