@@ -10,7 +10,8 @@ best-effort pods would otherwise all pile onto one node).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,20 @@ import numpy.typing as npt
 from placement.arrays import RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo
 from placement.pods.nodes import NodeSnapshot
-from plugins.pods._resources import DEFAULT_RESOURCES, Pair, ResourceSpec, pairs, parse_resources
+from plugins.pods._resources import (
+    DEFAULT_RESOURCES,
+    Pair,
+    ResourceSpec,
+    RowPair,
+    pairs,
+    parse_resources,
+    row_pairs,
+    shape_key,
+)
+from plugins.pods._rowcache import RowCache
 from plugins.pods._shared import check_fields, on_rows
 
-__all__ = ["NodeResourcesBalancedAllocation", "balanced_score"]
+__all__ = ["NodeResourcesBalancedAllocation", "balanced_row", "balanced_score"]
 
 FloatMatrix = npt.NDArray[np.float64]
 
@@ -59,11 +70,30 @@ def balanced_score(found: list[Pair], size: int) -> ScoreVector:
     return out
 
 
+def balanced_row(pairs_: Sequence[RowPair]) -> int:
+    """`balanced_score` for one node in Python floats, operation for operation (IEEE doubles
+    round alike in numpy and Python, so both give the same integer)."""
+    fractions = [
+        min(float(requested) / float(allocatable), 1.0)
+        for _, allocatable, requested in pairs_
+        if allocatable > 0
+    ]
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
 class NodeResourcesBalancedAllocation:
     name = "NodeResourcesBalancedAllocation"
 
     def __init__(self, resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES) -> None:
         self.resources = resources
+        self._scores = RowCache()
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
@@ -76,5 +106,19 @@ class NodeResourcesBalancedAllocation:
     ) -> ScoreVector:
         if not any(pod.requests.get(spec.name, 0) for spec in self.resources):
             return np.zeros(len(rows), dtype=np.int64)  # best effort: Skip, no preference
-        found = pairs(nodes, self.resources, pod.requests, use_requested=True)
-        return on_rows(balanced_score(found, nodes.size), rows, nodes.size)
+        scores = self._scores.get(
+            shape_key(self.resources, pod.requests),
+            (nodes.resources, nodes.allocatable),
+            (nodes.requested,),
+            lambda: balanced_score(
+                pairs(nodes, self.resources, pod.requests, use_requested=True), nodes.size
+            ),
+            lambda changed: np.array(
+                [
+                    balanced_row(row)
+                    for row in row_pairs(nodes, self.resources, pod.requests, True, changed)
+                ],
+                dtype=np.int64,
+            ),
+        )
+        return on_rows(scores, rows, nodes.size)

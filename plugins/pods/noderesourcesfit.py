@@ -36,10 +36,14 @@ from plugins.pods._resources import (
     DEFAULT_RESOURCES,
     Pair,
     ResourceSpec,
+    RowPair,
     is_extended,
     pairs,
     parse_resources,
+    row_pairs,
+    shape_key,
 )
+from plugins.pods._rowcache import RowCache
 from plugins.pods._shared import check_fields, on_rows
 
 __all__ = [
@@ -50,7 +54,9 @@ __all__ = [
     "NodeResourcesFit",
     "insufficient",
     "least_allocated",
+    "least_allocated_row",
     "most_allocated",
+    "most_allocated_row",
     "requested_to_capacity_ratio",
 ]
 
@@ -118,6 +124,29 @@ def most_allocated(pairs_: Sequence[Pair], size: int) -> ScoreVector:
         return score
 
     return _weighted(pairs_, one, size)
+
+
+def least_allocated_row(pairs_: Sequence[RowPair]) -> int:
+    """`least_allocated` for one node in Python ints (kube's leastRequestedScore, weighted)."""
+    total = weights = 0
+    for weight, allocatable, requested in pairs_:
+        if allocatable <= 0:
+            continue
+        free = allocatable - requested
+        total += (free * MAX_NODE_SCORE // allocatable if free > 0 else 0) * weight
+        weights += weight
+    return total // weights if weights else 0
+
+
+def most_allocated_row(pairs_: Sequence[RowPair]) -> int:
+    """`most_allocated` for one node in Python ints (kube's mostRequestedScore, weighted)."""
+    total = weights = 0
+    for weight, allocatable, requested in pairs_:
+        if allocatable <= 0:
+            continue
+        total += min(requested, allocatable) * MAX_NODE_SCORE // allocatable * weight
+        weights += weight
+    return total // weights if weights else 0
 
 
 class ShapePoint(NamedTuple):
@@ -258,6 +287,7 @@ class _Request(NamedTuple):
     amounts: Int64Vector  # the pod's request in each of `cols`
     messages: tuple[str, ...]
     missing: tuple[str, ...]  # requested resources no node has: no node fits
+    key: tuple[tuple[int, int], ...]  # (column, amount) pairs: the fit cache's key
 
 
 class NodeResourcesFit:
@@ -265,6 +295,8 @@ class NodeResourcesFit:
 
     def __init__(self, args: FitArgs | None = None) -> None:
         self.args = args or parse_fit_args({})
+        self._fits = RowCache()
+        self._scores = RowCache()
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesFit:
@@ -297,6 +329,7 @@ class NodeResourcesFit:
             np.array(amounts, dtype=np.int64),
             tuple(messages),
             tuple(missing),
+            tuple(zip(cols, amounts, strict=True)),
         )
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
@@ -315,38 +348,118 @@ class NodeResourcesFit:
                 np.zeros(nodes.size, dtype=bool),
                 tuple(Reason(candidates, insufficient(r), False) for r in request.missing),
             )
-        cols, amounts = request.cols, request.amounts
-        allocatable = nodes.allocatable[:, cols]
-        over = nodes.requested[:, cols] + amounts > allocatable
-        removed = candidates & over.any(axis=1)
+        fits = self._fits.get(
+            request.key,
+            (nodes.resources, nodes.allocatable),
+            (nodes.requested,),
+            lambda: _fits(nodes, request.key, None),
+            lambda rows: _fits(nodes, request.key, rows),
+        )
+        removed = np.greater(candidates, fits)  # candidates & ~fits
         if not removed.any():
             return FilterResult(candidates)
-        reasons: list[Reason] = []
-        for j, message in enumerate(request.messages):
-            rows = candidates & over[:, j]
-            if not rows.any():
-                continue
-            if message == TOO_MANY_PODS:  # kube never calls a full node unresolvable
-                reasons.append(Reason(rows, message))
-                continue
-            too_big = rows & (amounts[j] > allocatable[:, j])
-            if too_big.any():
-                reasons.append(Reason(too_big, message, resolvable=False))
-                rows = rows & ~too_big
-                if not rows.any():
-                    continue
-            reasons.append(Reason(rows, message))
-        return FilterResult(candidates & ~removed, tuple(reasons))
+        # Reasons from the removed rows only: usually a few full nodes.
+        at = np.flatnonzero(removed)
+        reasons = (
+            _reasons(nodes, request, at) if at.size > _FEW else _few_reasons(nodes, request, at)
+        )
+        return FilterResult(candidates & fits, tuple(reasons))
 
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
-        found = pairs(nodes, self.args.resources, pod.non_zero, use_requested=False)
-        size = nodes.size
+        specs = self.args.resources
+        scores = self._scores.get(
+            shape_key(specs, pod.non_zero),
+            (nodes.resources, nodes.allocatable),
+            (nodes.non_zero_requested, nodes.requested),
+            lambda: self._score_rows(nodes, pod, None),
+            lambda changed: self._score_rows(nodes, pod, changed),
+        )
+        return on_rows(scores, rows, nodes.size)
+
+    def _score_rows(self, nodes: NodeSnapshot, pod: PodInfo, rows: RowIndex | None) -> ScoreVector:
+        strategy = self.args.strategy
+        if rows is not None and strategy != REQUESTED_TO_CAPACITY_RATIO:
+            one = most_allocated_row if strategy == MOST_ALLOCATED else least_allocated_row
+            found_rows = row_pairs(nodes, self.args.resources, pod.non_zero, False, rows)
+            return np.array([one(row) for row in found_rows], dtype=np.int64)
+        found = pairs(nodes, self.args.resources, pod.non_zero, use_requested=False, rows=rows)
+        size = nodes.size if rows is None else len(rows)
         if self.args.strategy == MOST_ALLOCATED:
-            scores = most_allocated(found, size)
-        elif self.args.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            scores = requested_to_capacity_ratio(found, size, self.args.shape)
-        else:
-            scores = least_allocated(found, size)
-        return on_rows(scores, rows, size)
+            return most_allocated(found, size)
+        if self.args.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            return requested_to_capacity_ratio(found, size, self.args.shape)
+        return least_allocated(found, size)
+
+
+_FEW = 128
+"""Up to this many removed rows, their reasons are found in Python (numpy calls cost more)."""
+
+
+def _reasons(nodes: NodeSnapshot, request: _Request, at: RowIndex) -> tuple[Reason, ...]:
+    """Per checked resource, the removed rows over it: unresolvable where the pod asks for more
+    than the node's whole allocatable (never for the pods slot), resolvable otherwise."""
+    cols, amounts = request.cols, request.amounts
+    allocatable = nodes.allocatable[at][:, cols]
+    over = nodes.requested[at][:, cols] + amounts > allocatable
+    too_big = amounts > allocatable
+    reasons: list[Reason] = []
+    for j, message in enumerate(request.messages):
+        hit = over[:, j]
+        if not hit.any():
+            continue
+        if message != TOO_MANY_PODS:  # kube never calls a full node unresolvable
+            big = hit & too_big[:, j]
+            if big.any():
+                reasons.append(Reason(_mask(nodes.size, at[big]), message, resolvable=False))
+                hit = hit & ~big
+                if not hit.any():
+                    continue
+        reasons.append(Reason(_mask(nodes.size, at[hit]), message))
+    return tuple(reasons)
+
+
+def _few_reasons(nodes: NodeSnapshot, request: _Request, at: RowIndex) -> tuple[Reason, ...]:
+    """`_reasons` for a few rows, row by row in Python."""
+    requested = nodes.requested[at].tolist()
+    allocatable = nodes.allocatable[at].tolist()
+    found: dict[tuple[int, bool], list[int]] = {}
+    for i, row in enumerate(at.tolist()):
+        for j, (col, amount) in enumerate(request.key):
+            whole = allocatable[i][col]
+            if requested[i][col] + amount > whole:
+                resolvable = request.messages[j] == TOO_MANY_PODS or amount <= whole
+                found.setdefault((j, resolvable), []).append(row)
+    reasons: list[Reason] = []
+    for j, message in enumerate(request.messages):
+        for resolvable in (False, True):  # as `_reasons`: the unresolvable rows first
+            rows = found.get((j, resolvable))
+            if rows:
+                reasons.append(Reason(_mask(nodes.size, np.array(rows)), message, resolvable))
+    return tuple(reasons)
+
+
+def _mask(size: int, rows: RowIndex) -> BoolMask:
+    mask = np.zeros(size, dtype=bool)
+    mask[rows] = True
+    return mask
+
+
+def _fits(nodes: NodeSnapshot, key: tuple[tuple[int, int], ...], rows: RowIndex | None) -> BoolMask:
+    """Rows where requested + the pod's amount stays within allocatable on every checked
+    column, one column at a time (a 2-D gather and `any(axis=1)` cost far more); a few rows
+    in Python."""
+    if rows is not None:
+        requested, allocatable = nodes.requested[rows].tolist(), nodes.allocatable[rows].tolist()
+        return np.array(
+            [
+                all(r[col] + amount <= a[col] for col, amount in key)
+                for r, a in zip(requested, allocatable, strict=True)
+            ],
+            dtype=bool,
+        )
+    fits = np.ones(nodes.size, dtype=bool)
+    for col, amount in key:
+        fits &= nodes.requested[:, col] + amount <= nodes.allocatable[:, col]
+    return fits
