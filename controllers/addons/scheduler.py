@@ -51,7 +51,7 @@ from controllers.addons.informers import (
     served,
 )
 from controllers.addons.metrics import SchedulerMetrics
-from controllers.kube.config import ClusterAccess, new_api_client
+from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess, new_api_client
 from controllers.kube.errors import ApiError
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
@@ -60,6 +60,7 @@ from controllers.runtime.queue import Clock, Handler
 from placement.pods.config import (
     DEFAULT_SCHEDULER_NAME,
     ConfigError,
+    RunOptions,
     SchedulerConfig,
     build_profile,
     load_config,
@@ -82,6 +83,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HTTP_ADDR = "127.0.0.1:10251"
 """kube-scheduler's old insecure port: probes and metrics, on loopback unless asked."""
+
+BATCH = 16
+"""Scheduling cycles per call of the engine."""
 
 PASS = "schedule"
 """The work queue's only key: a scheduling pass is due."""
@@ -109,6 +113,12 @@ class SchedulerOptions:
     """How long a stop waits for the binds in flight."""
     lease_namespace: str | None = None
     """Overrides the configuration's `leaderElection.leaseNamespace`."""
+    embedded: bool = False
+    """Asks for an embedded API server, which this module cannot start (the addons room does
+    not import the embedded server): the caller starts it and passes `url`."""
+    kubelet: bool = False
+    loaded: SchedulerConfig | None = None
+    """The configuration already read (the command line reads `--config` itself)."""
 
 
 def load_scheduler_config(path: Path | None) -> SchedulerConfig:
@@ -278,17 +288,22 @@ class PodScheduler(Controller):
         )
 
     async def _pass(self, _: str) -> float | None:
-        """One scheduling pass (module docstring); returns when to look again."""
+        """One scheduling pass (module docstring); returns when to look again. The engine is
+        asked for `BATCH` cycles per call: each call also releases the pods whose backoff
+        ended and computes the next wake-up, which costs more with more pods queued."""
         await asyncio.sleep(0)  # watch events and bind results first
         await self.executor.wait_room()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.batch_seconds
+        stats = self.engine.stats
         while True:
+            cycles = stats.cycles
             started = time.perf_counter()
-            actions = self.engine.schedule(self.wall(), limit=1)
-            self._observe(time.perf_counter() - started, actions)
+            actions = self.engine.schedule(self.wall(), limit=BATCH)
+            tried = stats.cycles - cycles
+            self._observe(time.perf_counter() - started, tried, actions)
             self._perform(actions)
-            if not self.engine.queue_sizes().get("active", 0):
+            if tried < BATCH:
                 break
             if loop.time() >= deadline or self.executor.pending >= self.executor.max_pending:
                 return 0.0
@@ -297,20 +312,24 @@ class PodScheduler(Controller):
             return None
         return max(0.001, (wake - self.wall()).total_seconds())
 
-    def _observe(self, seconds: float, actions: list[Action]) -> None:
-        """Time the cycle that just ran under its result: `scheduled` when it bound a pod,
-        else what the engine counted (`unschedulable`, `error`); a pass that tried no pod (or
-        held one at Permit) is not an attempt. Victims per preemption too."""
+    def _observe(self, seconds: float, tried: int, actions: list[Action]) -> None:
+        """Time the cycles that just ran under their results (each its share of the call):
+        `scheduled` for each pod bound, then what the engine counted as `unschedulable` or
+        `error`; a pod held at Permit is not counted yet. Victims per preemption too."""
+        if not tried:
+            return
         stats = self.engine.stats
         binds = [a for a in actions if isinstance(a, BindPod)]
-        result = "scheduled" if binds else ""
+        results = {"scheduled": len(binds)}
         for name in ("unschedulable", "error"):
             total = stats.attempts.get(name, 0)
-            if total != self._attempted.get(name, 0):
-                self._attempted[name] = total
-                result = result or name
-        if result:
-            self.metrics.attempt_duration.labels(profile=self.name, result=result).observe(seconds)
+            results[name] = total - self._attempted.get(name, 0)
+            self._attempted[name] = total
+        share = seconds / tried
+        for result, count in results.items():
+            histogram = self.metrics.attempt_duration.labels(profile=self.name, result=result)
+            for _ in range(count):
+                histogram.observe(share)
         victims = sum(1 for a in actions if isinstance(a, DeletePod))
         if victims:
             self.metrics.preemption_victims.observe(victims)
@@ -345,15 +364,53 @@ def cluster_access(options: SchedulerOptions) -> ClusterAccess:
 
 
 def _effective_config(options: SchedulerOptions) -> SchedulerConfig:
+    if options.loaded is not None:
+        return options.loaded
     config = load_scheduler_config(options.config)
     if options.scheduler_name != DEFAULT_SCHEDULER_NAME or options.config is None:
         config = replace(config, scheduler_name=options.scheduler_name)
     return config
 
 
+def scheduler_options(options: SchedulerOptions | RunOptions) -> SchedulerOptions:
+    """`SchedulerOptions` as they are, or made from the command line's `RunOptions` (whose
+    configuration is read already, `--scheduler-name` applied)."""
+    if isinstance(options, SchedulerOptions):
+        return options
+    return SchedulerOptions(
+        kubeconfig=Path(options.kubeconfig) if options.kubeconfig else None,
+        context=options.context,
+        scheduler_name=options.config.scheduler_name,
+        leader_elect=options.leader_elect,
+        http_addr=options.http_addr,
+        config=Path(options.config_path) if options.config_path else None,
+        embedded=options.embedded,
+        kubelet=options.kubelet,
+        loaded=options.config,
+    )
+
+
+def _configured(options: SchedulerOptions) -> bool:
+    return bool(
+        options.url
+        or options.kubeconfig
+        or options.context
+        or os.environ.get("KUBECONFIG")
+        or os.environ.get("KUBERNETES_SERVICE_HOST")
+        or DEFAULT_KUBECONFIG.expanduser().is_file()
+    )
+
+
 async def _start(options: SchedulerOptions, opened: list[Any]) -> PodScheduler:
     config = _effective_config(options)
     profile = scheduler_profile(config)
+    if options.embedded or not _configured(options):
+        # The addons room may not import the embedded server: whoever starts one (the command
+        # line, the demo, the tests) passes its URL.
+        raise StartError(
+            "no cluster: pass --kubeconfig (or set $KUBECONFIG); an embedded API server is "
+            "started by the command line, which then passes its URL"
+        )
     leader = None
     if options.leader_elect:
         lease = config.leader_election
@@ -377,12 +434,13 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> PodScheduler:
     return scheduler
 
 
-async def run_scheduler(options: SchedulerOptions) -> int:
+async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
     """Run until SIGTERM or SIGINT (exit 0, also during start-up) or lost leadership (exit 1).
     A start-up failure (configuration, kubeconfig, endpoint, caches) prints one line on stderr
     and returns 1."""
     from controllers.kube.config import ClusterAccessError
 
+    options = scheduler_options(options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -419,7 +477,7 @@ async def run_scheduler(options: SchedulerOptions) -> int:
         return code
     finally:
         for item in reversed(opened):
-            await (item.stop() if isinstance(item, PodScheduler) else item.close())
+            await (item.close() if isinstance(item, PodGateway) else item.stop())
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.remove_signal_handler(sig)

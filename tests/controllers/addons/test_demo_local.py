@@ -1,0 +1,37 @@
+"""`placement demo --local`: the scheduler binds the workloads' pods on the embedded cluster and
+prints one row per pod; the GPU pod is reported with kube-scheduler's message."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from controllers.cli.demo_local import demo_pods, run_local_demo
+from controllers.cli.main import build_parser
+
+
+@pytest.mark.asyncio
+async def test_local_demo_binds_every_pod_that_fits_and_explains_the_one_that_does_not() -> None:
+    out = io.StringIO()
+    assert await run_local_demo(out, timeout=20) == 0
+    lines = out.getvalue().splitlines()
+    rows = {line.split()[0]: line.split() for line in lines[2:] if line.split()}
+    for pod in demo_pods():
+        assert pod.name in rows
+    for name, row in rows.items():
+        if name.startswith(("spot-worker-", "batch-")):
+            assert row[2] == "spot", row
+        if name.startswith(("api-", "web-")):
+            assert row[2] == "on-demand", row
+    assert (
+        "trainer-0: Unschedulable: 0/6 nodes are available: 3 Insufficient nvidia.com/gpu, "
+        "3 node(s) had untolerated taint {spot: true}." in lines
+    )
+    assert lines[-1].startswith("14/15 pods bound by ocm-pod-scheduler in ")
+    assert lines[-1].endswith(", 14 running, 1 unschedulable")  # the kubelets started them
+
+
+def test_demo_has_the_local_flag() -> None:
+    args = build_parser().parse_args(["demo", "--local"])
+    assert args.local is True
