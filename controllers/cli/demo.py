@@ -334,10 +334,20 @@ def add_parser(subparsers: Subparsers) -> None:
     demo.add_argument(
         "--timeout", type=float, default=60.0, help="seconds to wait for each step (default 60)"
     )
+    demo.add_argument(
+        "--local",
+        action="store_true",
+        help="instead: the pod scheduler binding a few workloads' pods on a local embedded "
+        "cluster (mixed on-demand/spot nodes), then a table of the pods",
+    )
     demo.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.local:
+        from controllers.cli.demo_local import run_local_demo
+
+        return asyncio.run(run_local_demo(timeout=min(args.timeout, 20.0)))
     return asyncio.run(run_demo(timeout=args.timeout))
 
 
