@@ -122,6 +122,7 @@ class _Assumed:
     cycle: PodCycle
     attempts: int
     binding: bool = False  # a BindPod went out (or a Bind plugin took it)
+    confirmed: bool = False  # PostBind ran and Scheduled was reported
 
 
 @dataclass
@@ -361,8 +362,8 @@ class Engine:
         waiting = self._waiting.pop(key, None)
         assumed = self._assumed.pop(key, None)
         if assumed is not None:
-            if assumed.node == node and assumed.binding:
-                self._confirm(assumed)
+            if assumed.node == node:
+                self._confirm(assumed)  # once: a BindResult may have confirmed it already
             else:  # bound elsewhere by someone else: release what we reserved
                 self._unreserve(assumed.cycle, assumed.info, assumed.node)
         elif waiting is not None:
@@ -901,9 +902,9 @@ class Engine:
 
     def _confirm(self, assumed: _Assumed) -> None:
         """The binding is done (BindResult ok, or the pod seen bound): PostBind, Scheduled."""
-        if not assumed.binding:
+        if not assumed.binding or assumed.confirmed:
             return
-        assumed.binding = False  # once
+        assumed.confirmed = True  # once
         info, node = assumed.info, assumed.node
         self.stats.attempts["scheduled"] += 1
         for plugin in self.profile.post_binds:

@@ -602,7 +602,10 @@ def test_permit_wait_holds_the_pod_until_allowed() -> None:
     gate.cycles[0].waiting.allow("default/p", "Gate")
     out = world.engine.schedule(T0 + seconds(1))
     assert binds(out) == {"default/p": "a"}
+    world.apply(out)  # BindResult ok, then the pod seen bound: no Unreserve, one Scheduled
     assert gate.unreserved == []
+    assert [a.reason for a in of(world.log, EmitEvent)] == ["Scheduled"]
+    assert world.engine.assumed() == {}
 
 
 def test_permit_timeout_unreserves_and_reports() -> None:
