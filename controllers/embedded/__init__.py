@@ -3,5 +3,14 @@
 from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
 from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
+from controllers.embedded.kubelet import Kubelet, KubeletOptions
 
-__all__ = ["Audit", "AuditEntry", "EmbeddedApiServer", "Faults", "SnapshotError"]
+__all__ = [
+    "Audit",
+    "AuditEntry",
+    "EmbeddedApiServer",
+    "Faults",
+    "Kubelet",
+    "KubeletOptions",
+    "SnapshotError",
+]

@@ -1,5 +1,7 @@
-"""`python -m controllers.embedded [--port N] [--load DIR]`: run the embedded API server until
-interrupted, after printing where it listens and a kubeconfig that points kubectl at it."""
+"""`python -m controllers.embedded [--port N] [--load DIR] [--kubelet [--kubelet-start-delay S]
+[--kubelet-grace-cap S]]`: run the embedded API server until interrupted, after printing where
+it listens and a kubeconfig that points kubectl at it. `--kubelet` simulates the nodes' kubelets
+(bound pods run, nodes are Ready, deleted pods go after their grace period)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ import tempfile
 from pathlib import Path
 
 from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
+from controllers.embedded.kubelet import KubeletOptions
 
 __all__ = ["main"]
 
 
-async def _serve(port: int, snapshot: Path | None, kubeconfig: Path | None) -> int:
-    server = EmbeddedApiServer(port=port, snapshot=snapshot)
+async def _serve(
+    port: int, snapshot: Path | None, kubeconfig: Path | None, kubelet: KubeletOptions | None
+) -> int:
+    server = EmbeddedApiServer(port=port, snapshot=snapshot, kubelet=kubelet)
     try:
         url = await server.start()
     except (SnapshotError, OSError) as exc:
@@ -27,6 +32,13 @@ async def _serve(port: int, snapshot: Path | None, kubeconfig: Path | None) -> i
         kubeconfig = Path(tempfile.mkdtemp(prefix="ocm-embedded-")) / "kubeconfig"
     server.kubeconfig(kubeconfig)
     print(f"embedded API server listening on {url}", flush=True)
+    if kubelet is not None:
+        cap = "none" if kubelet.grace_cap is None else f"{kubelet.grace_cap:g}s"
+        print(
+            f"kubelet simulation: pods start {kubelet.start_delay:g}s after binding, "
+            f"grace period cap {cap}",
+            flush=True,
+        )
     print(f"export KUBECONFIG={kubeconfig}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -43,8 +55,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument("--load", type=Path, help="folder of manifests to store at start")
     parser.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig")
+    parser.add_argument(
+        "--kubelet",
+        action="store_true",
+        help="simulate kubelets: bound pods run, nodes are Ready, deleted pods go after their "
+        "grace period",
+    )
+    parser.add_argument(
+        "--kubelet-start-delay",
+        type=_seconds,
+        default=0.5,
+        metavar="S",
+        help="seconds from a pod's binding to its running (default 0.5)",
+    )
+    parser.add_argument(
+        "--kubelet-grace-cap",
+        type=_seconds,
+        default=None,
+        metavar="S",
+        help="longest wait of a pod's graceful deletion, in seconds (default: its own period)",
+    )
     args = parser.parse_args(argv)
-    return asyncio.run(_serve(args.port, args.load, args.kubeconfig))
+    if not args.kubelet and (args.kubelet_start_delay != 0.5 or args.kubelet_grace_cap is not None):
+        parser.error("--kubelet-start-delay and --kubelet-grace-cap need --kubelet")
+    kubelet = (
+        KubeletOptions(args.kubelet_start_delay, args.kubelet_grace_cap) if args.kubelet else None
+    )
+    return asyncio.run(_serve(args.port, args.load, args.kubeconfig, kubelet))
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds (got {text})")
+    return value
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ on fabric8's mock server in CRUD mode (DESIGN §7).
 The real `kubernetes_asyncio` client and kubectl talk to it over HTTP on 127.0.0.1, so the
 production code path is the tested one. `EmbeddedApiServer.start()` returns its URL;
 `python -m controllers.embedded` runs one standalone and prints a kubeconfig to use it.
+`EmbeddedApiServer(kubelet=KubeletOptions(...))` adds a kubelet simulation (bound pods run,
+nodes are Ready, graceful deletions end; see `controllers.embedded.kubelet`).
 `server.audit` counts the requests served per (verb, group, resource, subresource, namespace)
 (see `controllers.embedded.audit`), for tests that check a ClusterRole against what a
 controller really does.
@@ -26,6 +28,9 @@ from controllers.cli.manifests import load_paths
 from controllers.embedded.audit import Audit
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
+from controllers.embedded.kubelet import Kubelet, KubeletOptions
+from controllers.embedded.patch import copy_json
+from controllers.embedded.pods import SYSTEM_PRIORITY_CLASSES
 from controllers.embedded.resources import load_resources
 from controllers.embedded.store import Store, Watcher
 
@@ -52,6 +57,7 @@ class EmbeddedApiServer:
         bookmark_interval: float = 1.0,
         history: int = 200_000,
         faults: Faults | None = None,
+        kubelet: KubeletOptions | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -67,6 +73,15 @@ class EmbeddedApiServer:
         if self.store.namespaces is not None:
             for name in SYSTEM_NAMESPACES:
                 self.store.create(self.store.namespaces, {"metadata": {"name": name}})
+        by_key = {res.key: res for res in self.resources}
+        priority_classes = by_key.get(("scheduling.k8s.io", "priorityclasses"))
+        if priority_classes is not None:  # what kube-apiserver creates at its first start
+            for doc in SYSTEM_PRIORITY_CLASSES:
+                self.store.create(priority_classes, copy_json(doc))
+        # Pod lifecycle: always the end of graceful deletions; with `kubelet` options, also the
+        # kubelet simulation (pods run, nodes are Ready). See `controllers.embedded.kubelet`.
+        self.kubelet = Kubelet(self.store, kubelet)
+        self._handlers.pod_grace_from_spec = kubelet is not None
 
     @property
     def url(self) -> str:
@@ -83,6 +98,7 @@ class EmbeddedApiServer:
     async def start(self) -> str:
         if self.snapshot is not None:
             self.load(self.snapshot)
+        self.kubelet.attach()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handlers.dispatch)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -97,6 +113,7 @@ class EmbeddedApiServer:
     async def stop(self) -> None:
         """End every watch stream, then close the listener and the connections."""
         self.drop_watches(abrupt=False)
+        self.kubelet.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

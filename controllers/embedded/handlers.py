@@ -17,7 +17,8 @@ from aiohttp import web
 from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
 from controllers.embedded.openapi import openapi_document, openapi_index
-from controllers.embedded.patch import APPLY_PATCH, apply_patch, copy_json
+from controllers.embedded.patch import APPLY_PATCH, apply_patch
+from controllers.embedded.pods import admit_pod, bind_pod, grace_period, is_pod
 from controllers.embedded.resources import (
     SERVER_VERSION,
     Resource,
@@ -34,6 +35,7 @@ from controllers.embedded.writes import checked_fields, warning_header, write_op
 __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
+PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,13 @@ class Handlers:
         self.audit = audit
         self.watches = Watches(store, faults, bookmark_interval)
         self._by_path = {(r.group, r.version, r.plural): r for r in store.resources}
+        # With the kubelet simulation, a pod deleted without a grace period gets its own
+        # (`terminationGracePeriodSeconds`); without it, it goes at once (no kubelet would
+        # ever finish the deletion). See `pods.grace_period`.
+        self.pod_grace_from_spec = False
+        self._priority_classes = next(
+            (r for r in store.resources if (r.group, r.plural) == PRIORITY_CLASSES), None
+        )
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         if self.faults.latency:
@@ -191,6 +200,7 @@ class Handlers:
                 if not isinstance(body, dict):
                     raise StatusError(400, "the request body must be an object")
                 warnings = checked_fields(res, body, options.validation)
+                self._admit(res, body)
                 created = store.create(res, body, t.namespace, dry_run=options.dry_run)
                 return _json(created, 201, warnings)
             return self._delete_collection(t, query)
@@ -209,6 +219,7 @@ class Handlers:
             body = apply_patch(request.content_type, current or {}, sent)
             if current is None:  # server-side apply of an object that does not exist creates it
                 warnings = checked_fields(res, body, options.validation, name=t.name, patch=sent)
+                self._admit(res, body)
                 created = store.create(res, body, t.namespace, dry_run=options.dry_run)
                 return _json(created, 201, warnings)
         if not isinstance(body, dict):
@@ -219,6 +230,29 @@ class Handlers:
             res, t.namespace, t.name, body, status=t.sub == "status", dry_run=options.dry_run
         )
         return _json(obj, 200, warnings)
+
+    def _admit(self, res: Resource, body: dict[str, Any]) -> None:
+        """The admission plugins of a real server that change what is created (pods: defaults
+        and priority)."""
+        if is_pod(res.group, res.kind):
+            classes: dict[str, dict[str, Any]] = {}
+            if self._priority_classes is not None:
+                for pc in self.store.list(self._priority_classes, "", None):
+                    classes[pc["metadata"]["name"]] = pc
+            admit_pod(body, classes)
+
+    def _grace(self, t: Target, options: dict[str, Any], query: Any) -> int:
+        """The grace period of deleting the pod `t` names (0 for other kinds)."""
+        if not is_pod(t.resource.group, t.resource.kind):
+            return 0
+        sent = options.get("gracePeriodSeconds")
+        if sent is None and query.get("gracePeriodSeconds"):
+            try:
+                sent = int(query["gracePeriodSeconds"])
+            except ValueError:
+                raise StatusError(400, "gracePeriodSeconds must be an integer") from None
+        pod = self.store.get(t.resource, t.namespace, t.name)
+        return grace_period(pod, sent, self.pod_grace_from_spec)
 
     def _patched(self, content_type: str, t: Target) -> dict[str, Any] | None:
         """The object a patch applies to; None when an apply patch will create it."""
@@ -264,15 +298,17 @@ class Handlers:
         propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy")
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise StatusError(400, f"unknown propagationPolicy {propagation!r}")
-        rv = (options.get("preconditions") or {}).get("resourceVersion")
+        preconditions = options.get("preconditions") or {}
         dry_run = write_options(request.query).dry_run or options.get("dryRun") == ["All"]
         obj, _ = self.store.delete(
             t.resource,
             t.namespace,
             t.name,
             cast(Propagation, propagation or "Background"),
-            rv,
+            preconditions.get("resourceVersion"),
             dry_run=dry_run,
+            grace=self._grace(t, options, request.query),
+            precondition_uid=preconditions.get("uid"),
         )
         return _json(obj)
 
@@ -280,7 +316,14 @@ class Handlers:
         predicate, dry_run = query_predicate(query), write_options(query).dry_run
         for obj in list(self.store.list(t.resource, t.namespace, predicate)):
             meta = obj["metadata"]
-            self.store.delete(t.resource, meta.get("namespace", ""), meta["name"], dry_run=dry_run)
+            one = Target(t.resource, meta.get("namespace", ""), meta["name"])
+            self.store.delete(
+                t.resource,
+                one.namespace,
+                one.name,
+                dry_run=dry_run,
+                grace=self._grace(one, {}, query),
+            )
         return _json(status_doc(200, "deleted"))
 
     async def _pod_subresource(self, request: web.Request, t: Target) -> web.Response:
@@ -291,18 +334,20 @@ class Handlers:
         body = await self._body(request)
         pod = self.store.get(t.resource, t.namespace, t.name)
         if t.sub == "eviction":
-            self.store.delete(t.resource, t.namespace, t.name)
+            options = (body or {}).get("deleteOptions") or {}
+            preconditions = options.get("preconditions") or {}
+            self.store.delete(
+                t.resource,
+                t.namespace,
+                t.name,
+                precondition_rv=preconditions.get("resourceVersion"),
+                grace=self._grace(t, options, {}),
+                precondition_uid=preconditions.get("uid"),
+            )
             return _json(status_doc(201, f"pod {t.name} evicted"), 201)
-        node = ((body or {}).get("target") or {}).get("name")
-        if not node:
-            raise StatusError(400, "a binding needs target.name (the node)")
-        bound = (pod.get("spec") or {}).get("nodeName")
-        if bound:
-            why = f'pod {t.name} is already assigned to node "{bound}"'
-            raise StatusError.conflict("", "pods", t.name, why)
-        obj = copy_json(pod)
-        obj.setdefault("spec", {})["nodeName"] = node
-        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-        conditions.append({"type": "PodScheduled", "status": "True"})
-        self.store.update(t.resource, t.namespace, t.name, obj, internal=True)
+        bound = bind_pod(pod, t.name, body)
+        if write_options(request.query).dry_run:
+            return _json(status_doc(201, "bound (dry run)"), 201)
+        self.store.update(t.resource, t.namespace, t.name, bound, internal=True)
+        node = bound["spec"]["nodeName"]
         return _json(status_doc(201, f"pod {t.name} bound to {node}"), 201)

@@ -1,7 +1,8 @@
 """Table columns of the core kinds the embedded server serves, as kube-apiserver's printers
-give them to `kubectl get` (Namespace, Pod, Node, Event, Lease): column definitions, and the
-cells of one object. Columns with priority 1 show with `-o wide` only. Ages and times are
-printed as kubectl prints them (`45s`, `3m12s`, `5h`, `2d3h`).
+give them to `kubectl get` (Namespace, Pod, Node, Event, Lease, PriorityClass, Deployment,
+ReplicaSet, StatefulSet, Job): column definitions, and the cells of one object. Columns with
+priority 1 show with `-o wide` only. Ages and times are printed as kubectl prints them (`45s`,
+`3m12s`, `5h`, `2d3h`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from apis.meta import parse_time
 
-__all__ = ["PRINTERS", "Printer", "column", "human_duration", "since"]
+__all__ = ["PRINTERS", "Printer", "column", "format_selector", "human_duration", "since"]
 
 Row = Callable[[dict[str, Any], datetime], list[Any]]
 
@@ -169,6 +170,133 @@ def _lease(obj: dict[str, Any], now: datetime) -> list[Any]:
     return [_meta(obj)["name"], holder, _age(obj, now)]
 
 
+def _priority_class(obj: dict[str, Any], now: datetime) -> list[Any]:
+    return [
+        _meta(obj)["name"],
+        obj.get("value", 0),
+        bool(obj.get("globalDefault")),
+        _age(obj, now),
+        obj.get("preemptionPolicy") or "",
+    ]
+
+
+def format_selector(selector: Any) -> str:
+    """A LabelSelector as kubectl prints it (metav1.FormatLabelSelector): `app=web,tier in
+    (a,b)`, `<none>` when it selects everything."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for req in selector.get("matchExpressions") or ():
+        key, op, values = req.get("key", ""), req.get("operator", ""), req.get("values") or []
+        if op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            parts.append(f"{key} {op.lower()} ({','.join(sorted(values))})")
+    return ",".join(parts) or "<none>"
+
+
+def _template(obj: dict[str, Any]) -> tuple[str, str]:
+    """The (containers, images) cells of a workload's pod template."""
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    return (
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _deployment(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    desired = spec.get("replicas", 1)
+    containers, images = _template(obj)
+    return [
+        _meta(obj)["name"],
+        f"{_int(status.get('readyReplicas'))}/{_int(desired)}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        _age(obj, now),
+        containers,
+        images,
+        format_selector(spec.get("selector")),
+    ]
+
+
+def _replica_set(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers, images = _template(obj)
+    return [
+        _meta(obj)["name"],
+        _int(spec.get("replicas", 1)),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        _age(obj, now),
+        containers,
+        images,
+        format_selector(spec.get("selector")),
+    ]
+
+
+def _stateful_set(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    containers, images = _template(obj)
+    return [
+        _meta(obj)["name"],
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas', 1))}",
+        _age(obj, now),
+        containers,
+        images,
+    ]
+
+
+def _job_state(status: dict[str, Any]) -> str:
+    conditions = {
+        c.get("type"): c.get("status")
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    }
+    for state in ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet", "Suspended"):
+        if conditions.get(state) == "True":
+            return state
+    return "Terminating" if _int(status.get("terminating")) else "Running"
+
+
+def _job(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    succeeded = _int(status.get("succeeded"))
+    completions, parallelism = spec.get("completions"), _int(spec.get("parallelism", 1))
+    if isinstance(completions, int):
+        done = f"{succeeded}/{completions}"
+    elif parallelism > 1:
+        done = f"{succeeded}/1 of {parallelism}"
+    else:
+        done = f"{succeeded}/1"
+    start, end = status.get("startTime"), status.get("completionTime")
+    duration = ""
+    if isinstance(start, str) and start:
+        try:
+            finish = parse_time(end) if isinstance(end, str) and end else now
+            duration = human_duration((finish - parse_time(start)).total_seconds())
+        except ValueError:
+            duration = "<invalid>"
+    containers, images = _template(obj)
+    return [
+        _meta(obj)["name"],
+        _job_state(status),
+        done,
+        duration,
+        _age(obj, now),
+        containers,
+        images,
+        format_selector(spec.get("selector")),
+    ]
+
+
 class Printer:
     """The columns of a kind and the function giving one object's cells."""
 
@@ -227,4 +355,57 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         _event,
     ),
     ("coordination.k8s.io", "Lease"): Printer([_NAME, column("Holder"), column("Age")], _lease),
+    ("scheduling.k8s.io", "PriorityClass"): Printer(
+        [
+            _NAME,
+            column("Value", type_="integer"),
+            column("Global-Default", type_="boolean"),
+            column("Age"),
+            column("PreemptionPolicy"),
+        ],
+        _priority_class,
+    ),
+    ("apps", "Deployment"): Printer(
+        [
+            _NAME,
+            column("Ready"),
+            column("Up-to-date", type_="integer"),
+            column("Available", type_="integer"),
+            column("Age"),
+            column("Containers", 1),
+            column("Images", 1),
+            column("Selector", 1),
+        ],
+        _deployment,
+    ),
+    ("apps", "ReplicaSet"): Printer(
+        [
+            _NAME,
+            column("Desired", type_="integer"),
+            column("Current", type_="integer"),
+            column("Ready", type_="integer"),
+            column("Age"),
+            column("Containers", 1),
+            column("Images", 1),
+            column("Selector", 1),
+        ],
+        _replica_set,
+    ),
+    ("apps", "StatefulSet"): Printer(
+        [_NAME, column("Ready"), column("Age"), column("Containers", 1), column("Images", 1)],
+        _stateful_set,
+    ),
+    ("batch", "Job"): Printer(
+        [
+            _NAME,
+            column("Status"),
+            column("Completions"),
+            column("Duration"),
+            column("Age"),
+            column("Containers", 1),
+            column("Images", 1),
+            column("Selector", 1),
+        ],
+        _job,
+    ),
 }

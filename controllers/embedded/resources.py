@@ -1,8 +1,10 @@
 """The resources the embedded API server serves, and its discovery documents.
 
 The custom kinds come from the CRDs in `config/crds` (their names, scope, schema, status
-subresource); the core ones (Namespace, Pod, Node, Event, Lease, events.k8s.io Event) from the
-models' class data. Each resource is paired with the `apis` model that validates its objects.
+subresource); the built-in ones (Namespace, Pod, Node, Event, Lease, events.k8s.io Event,
+PriorityClass, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job) from the models' class
+data. The workloads are stored only: no controller creates their pods. Each resource is paired
+with the `apis` model that validates its objects.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import yaml
 from apis.core import CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
+from apis.scheduling import PriorityClass
+from apis.workloads import WORKLOAD_MODELS
 from controllers.cli.crds import CRD_DIR
 
 __all__ = [
@@ -27,7 +31,10 @@ __all__ = [
     "load_resources",
 ]
 
-CORE_KINDS: tuple[type[KubeObject], ...] = (Namespace, Pod, Node, CoreEvent, Event, Lease)
+CORE_KINDS: tuple[type[KubeObject], ...] = (
+    *(Namespace, Pod, Node, CoreEvent, Event, Lease, PriorityClass),
+    *WORKLOAD_MODELS,
+)
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
     "major": "1",

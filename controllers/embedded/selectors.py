@@ -25,6 +25,12 @@ FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "spec.nodeName": ("spec", "nodeName"),
     "spec.schedulerName": ("spec", "schedulerName"),
     "status.phase": ("status", "phase"),
+    "status.podIP": ("status", "podIP"),
+    "status.nominatedNodeName": ("status", "nominatedNodeName"),
+    "spec.restartPolicy": ("spec", "restartPolicy"),
+    "spec.serviceAccountName": ("spec", "serviceAccountName"),
+    "spec.hostNetwork": ("spec", "hostNetwork"),
+    "spec.unschedulable": ("spec", "unschedulable"),
     **{f"involvedObject.{key}": ("involvedObject", key) for key in _REFERENCE},
     **{f"regarding.{key}": ("regarding", key) for key in _REFERENCE},
     "reason": ("reason",),
@@ -93,10 +99,17 @@ def label_predicate(text: str | None) -> Predicate | None:
     return matches
 
 
+# Boolean fields read as "true"/"false", an unset one as "false" (pods' spec.hostNetwork, nodes'
+# spec.unschedulable), as the API server's field label conversion gives them.
+_BOOLEAN = frozenset({("spec", "hostNetwork"), ("spec", "unschedulable")})
+
+
 def _field(obj: dict[str, Any], path: tuple[str, ...]) -> str:
     node: Any = obj
     for part in path:
         node = node.get(part) if isinstance(node, dict) else None
+    if path in _BOOLEAN:
+        return "true" if node is True else "false"
     return node if isinstance(node, str) else ""
 
 

@@ -15,7 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from apis.meta import format_time
@@ -100,6 +100,9 @@ class Store:
         self.history: deque[StoredEvent] = deque(maxlen=history)
         self.compacted = 0  # events at or below this RV are gone from history
         self.watchers: set[Watcher] = set()
+        # Called with every change after it is stored (the kubelet simulation listens); a
+        # listener must not write to the store from the call, only schedule work.
+        self.listeners: builtins.list[Callable[[StoredEvent], None]] = []
         self._by_uid: dict[str, tuple[Resource, ObjKey]] = {}
         self._dependents: dict[str, set[tuple[Resource, ObjKey]]] = {}
         self.namespaces = next(
@@ -190,6 +193,8 @@ class Store:
         self.history.append(event)
         for watcher in self.watchers:
             watcher.offer(event)
+        for listener in self.listeners:
+            listener(event)
 
     def _index(self, res: Resource, key: ObjKey, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -314,7 +319,7 @@ class Store:
             return old  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:
             return obj
-        if old["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
+        if _finally_deleted(old) and not obj["metadata"].get("finalizers"):
             return self._remove(res, obj, old, "Background")
         return self._commit(res, "MODIFIED", obj, old)
 
@@ -329,18 +334,40 @@ class Store:
         precondition_rv: str | None = None,
         *,
         dry_run: bool = False,
+        grace: int = 0,
+        precondition_uid: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """Delete, or mark for deletion while finalizers hold it; (object, gone). A `dry_run`
-        answers the same and changes nothing (no dependent is touched either)."""
+        """Delete, or mark for deletion while finalizers hold it or a grace period runs (`grace`
+        seconds, pods only: the object stays, terminating, until deleted again with a shorter
+        one, as the kubelet does when its containers are gone); (object, gone). A second delete
+        may shorten a running grace period, never lengthen it. A `dry_run` answers the same
+        and changes nothing (no dependent is touched either)."""
         old = self.get(res, namespace, name)
+        if precondition_uid and precondition_uid != old["metadata"]["uid"]:
+            why = (
+                f"Precondition failed: UID in precondition: {precondition_uid}, UID in object "
+                f"meta: {old['metadata']['uid']}"
+            )
+            raise StatusError.conflict(res.group, res.plural, name, why)
         if precondition_rv and precondition_rv != old["metadata"]["resourceVersion"]:
             raise StatusError.conflict(res.group, res.plural, name, "precondition failed")
-        if old["metadata"].get("finalizers"):
-            if old["metadata"].get("deletionTimestamp"):
+        held = bool(old["metadata"].get("finalizers"))
+        running = old["metadata"].get("deletionGracePeriodSeconds")
+        current = running if isinstance(running, int) else 0
+        if old["metadata"].get("deletionTimestamp") and (held or current > 0):
+            if grace >= current:
                 return old, False
+            if grace > 0 or held:  # a shorter grace period, or finalizers still to run
+                obj = copy_json(old)
+                obj["metadata"]["deletionTimestamp"] = _after(grace)
+                obj["metadata"]["deletionGracePeriodSeconds"] = grace
+                if dry_run:
+                    return obj, False
+                return self._commit(res, "MODIFIED", obj, old), False
+        elif grace > 0 or held:
             obj = copy_json(old)
-            obj["metadata"]["deletionTimestamp"] = _now()
-            obj["metadata"]["deletionGracePeriodSeconds"] = 0
+            obj["metadata"]["deletionTimestamp"] = _after(grace)
+            obj["metadata"]["deletionGracePeriodSeconds"] = grace
             if dry_run:
                 return obj, False
             return self._commit(res, "MODIFIED", obj, old), False
@@ -385,7 +412,21 @@ class Store:
                 self.delete(res, key[0], key[1], propagation)
 
 
-_SERVER_OWNED = ("uid", "creationTimestamp", "deletionTimestamp", "generation", "namespace")
+_SERVER_OWNED = (
+    *("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"),
+    *("generation", "namespace"),
+)
+
+
+def _after(seconds: int) -> str:
+    return format_time(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+def _finally_deleted(old: dict[str, Any]) -> bool:
+    """Whether the object waits only for its finalizers: marked for deletion with no grace
+    period left (a pod still in its grace period is not removed by an update)."""
+    meta = old["metadata"]
+    return bool(meta.get("deletionTimestamp")) and not meta.get("deletionGracePeriodSeconds")
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
