@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
+from plugins.pods.defaultpreemption import DefaultPreemption
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
 from plugins.pods.noderesourcesfit import NodeResourcesFit
@@ -46,12 +47,8 @@ _FACTORIES: dict[str, PluginFactory] = {
     "NodeAffinity": NodeAffinity.from_args,
     "NodeResourcesFit": NodeResourcesFit.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
+    "DefaultPreemption": DefaultPreemption.from_args,
 }
-
-# TODO(DefaultPreemption): plugins/pods/defaultpreemption.py (the engine helper's module) did
-# not exist yet when this registry was written. Register its factory here as
-# `"DefaultPreemption": <factory>`; DEFAULT_PLUGINS below already lists it when registered.
-_DEFAULT_PREEMPTION = "DefaultPreemption"
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
 
@@ -67,9 +64,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
-        _DEFAULT_PREEMPTION,
+        "DefaultPreemption",
     )
-    if name in _FACTORIES
 )
 
 DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(

@@ -27,7 +27,6 @@ from controllers.addons.scheduler import PodScheduler, load_scheduler_config
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.runtime.leader import LeaderConfig
 from placement.pods.requests import pod_requests
-from plugins.pods import POD_PLUGINS
 from tests.controllers.addons.cluster import (
     ROOT,
     create_all,
@@ -303,11 +302,6 @@ async def test_kill_9_mid_way_and_restart_lose_nothing_and_double_bind_nothing()
         assert sorted(per_node.values()) == [100] * 10
 
 
-@pytest.mark.xfail(
-    "DefaultPreemption" not in POD_PLUGINS,
-    reason="the DefaultPreemption plugin is not registered in plugins.pods yet",
-    strict=True,
-)
 @pytest.mark.asyncio
 async def test_preemption_deletes_the_victim_and_binds_the_preemptor_once_it_is_gone() -> None:
     async with server_process() as (url, gw):

@@ -214,3 +214,40 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]
         main(argv)
     assert info.value.code == EXIT_USAGE
     assert "usage: placement scheduler" in capsys.readouterr().err
+
+
+def test_a_preemption_victim_is_listed_as_evicted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "nodes.yaml").write_text(NODES)
+    (tmp_path / "pods.yaml").write_text(
+        """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low, namespace: shop}
+spec:
+  nodeName: od-1
+  terminationGracePeriodSeconds: 10
+  containers: [{name: c, resources: {requests: {cpu: "3"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: urgent, namespace: shop}
+spec:
+  schedulerName: ocm-pod-scheduler
+  priorityClassName: high
+  nodeSelector: {node.kubernetes.io/capacity: on-demand}
+  containers: [{name: c, resources: {requests: {cpu: "2"}}}]
+"""
+    )
+    code, out, _ = run(capsys, "scheduler", "simulate", "-f", str(tmp_path), "-o", "table", *NOW)
+    assert code == EXIT_OK
+    rows = {line.split()[1]: line.split()[:5] for line in out.splitlines()[1:3]}
+    assert rows["urgent"] == ["shop", "urgent", "od-1", "Running", "-"]
+    assert rows["low"] == ["shop", "low", "od-1", "Evicted", "PreemptionByScheduler"]
+    assert "1 evicted; 10s simulated" in out
