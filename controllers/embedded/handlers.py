@@ -18,7 +18,13 @@ from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
 from controllers.embedded.openapi import openapi_document, openapi_index
 from controllers.embedded.patch import APPLY_PATCH, apply_patch
-from controllers.embedded.pods import admit_pod, bind_pod, grace_period, is_pod
+from controllers.embedded.pods import (
+    admit_pod,
+    admit_priority_class,
+    bind_pod,
+    grace_period,
+    is_pod,
+)
 from controllers.embedded.resources import (
     SERVER_VERSION,
     Resource,
@@ -200,8 +206,10 @@ class Handlers:
                 if not isinstance(body, dict):
                     raise StatusError(400, "the request body must be an object")
                 warnings = checked_fields(res, body, options.validation)
-                self._admit(res, body)
-                created = store.create(res, body, t.namespace, dry_run=options.dry_run)
+                keep = self._admit(res, body)
+                created = store.create(
+                    res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
+                )
                 return _json(created, 201, warnings)
             return self._delete_collection(t, query)
         if verb == "get":
@@ -219,8 +227,10 @@ class Handlers:
             body = apply_patch(request.content_type, current or {}, sent)
             if current is None:  # server-side apply of an object that does not exist creates it
                 warnings = checked_fields(res, body, options.validation, name=t.name, patch=sent)
-                self._admit(res, body)
-                created = store.create(res, body, t.namespace, dry_run=options.dry_run)
+                keep = self._admit(res, body)
+                created = store.create(
+                    res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
+                )
                 return _json(created, 201, warnings)
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
@@ -231,15 +241,21 @@ class Handlers:
         )
         return _json(obj, 200, warnings)
 
-    def _admit(self, res: Resource, body: dict[str, Any]) -> None:
-        """The admission plugins of a real server that change what is created (pods: defaults
-        and priority)."""
-        if is_pod(res.group, res.kind):
+    def _admit(self, res: Resource, body: dict[str, Any]) -> bool:
+        """The admission of a real server beyond validation, on create: pods get their defaults
+        and priority, PriorityClasses theirs and the user-class limits. True when the status
+        it wrote is to be kept (a new pod's phase and QoS class)."""
+        if is_pod(res.group, res.kind) or res is self._priority_classes:
             classes: dict[str, dict[str, Any]] = {}
             if self._priority_classes is not None:
                 for pc in self.store.list(self._priority_classes, "", None):
                     classes[pc["metadata"]["name"]] = pc
+            if res is self._priority_classes:
+                admit_priority_class(body, classes)
+                return False
             admit_pod(body, classes)
+            return True
+        return False
 
     def _grace(self, t: Target, options: dict[str, Any], query: Any) -> int:
         """The grace period of deleting the pod `t` names (0 for other kinds)."""

@@ -209,7 +209,9 @@ class Kubelet:
         if node is None or not _needs_ready(node):
             return
         new = copy_json(node)
-        status = new.setdefault("status", {})
+        status = new.get("status")
+        if not isinstance(status, dict):
+            status = new["status"] = {}
         now = _now()
         for type_, value, reason, message in _NODE_CONDITIONS:
             status.setdefault("conditions", []).append(
@@ -250,8 +252,14 @@ class Kubelet:
         if pod is None or not self._startable(pod):
             return
         node = self._node(pod["spec"]["nodeName"]) or {}
+        if _needs_ready(node):  # its kubelet registers the node before it runs pods
+            self._cancel("node", node["metadata"]["uid"])
+            self._ready_node(node["metadata"]["name"], node["metadata"]["uid"])
+            node = self._node(pod["spec"]["nodeName"]) or {}
         new = copy_json(pod)
-        status = new.setdefault("status", {})
+        status = new.get("status")
+        if not isinstance(status, dict):
+            status = new["status"] = {}
         now = _now()
         status["phase"] = "Running"
         for type_ in _POD_CONDITIONS:

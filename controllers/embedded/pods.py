@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_SCHEDULER",
     "SYSTEM_PRIORITY_CLASSES",
     "admit_pod",
+    "admit_priority_class",
     "bind_pod",
     "grace_period",
     "is_pod",
@@ -151,6 +152,50 @@ def admit_pod(pod: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> 
     spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
     spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+
+
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+def admit_priority_class(doc: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> None:
+    """A new PriorityClass as kube admits it: `preemptionPolicy` defaults to
+    PreemptLowerPriority; 422 for a value above one billion or a `system-` name (reserved for
+    the built-in classes); 403 for a second global default."""
+    name = (doc.get("metadata") or {}).get("name") or ""
+    problems: list[tuple[str, str]] = []
+    value = doc.get("value")
+    if isinstance(value, int) and value > HIGHEST_USER_PRIORITY:
+        why = f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
+        problems.append(("value", f"Forbidden: {why}"))
+    if isinstance(name, str) and name.startswith("system-"):
+        why = "priority class names with 'system-' prefix are reserved"
+        problems.append(("metadata.name", f"Forbidden: {why}"))
+    if problems:
+        causes = [
+            {"reason": "FieldValueForbidden", "message": message, "field": field}
+            for field, message in problems
+        ]
+        text = ", ".join(f"{field}: {message}" for field, message in problems)
+        details = {"name": name, "group": "scheduling.k8s.io", "kind": "PriorityClass"}
+        raise StatusError(
+            422,
+            f'PriorityClass.scheduling.k8s.io "{name}" is invalid: {text}',
+            "Invalid",
+            {**details, "causes": causes},
+        )
+    if doc.get("globalDefault"):
+        for other in classes.values():
+            if other.get("globalDefault") and other["metadata"]["name"] != name:
+                details = {"name": name, "group": "scheduling.k8s.io", "kind": "priorityclasses"}
+                raise StatusError(
+                    403,
+                    f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass '
+                    f"{other['metadata']['name']} is already marked as default. Only one "
+                    "default can exist",
+                    "Forbidden",
+                    details,
+                )
+    doc.setdefault("preemptionPolicy", _PREEMPT)
 
 
 def set_condition(
