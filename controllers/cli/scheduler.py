@@ -18,8 +18,13 @@ Exit codes as for every verb: 0, 1 on bad input (one line per problem on stderr)
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
+import os
+import shutil
 import sys
+import tempfile
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -361,12 +366,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        embedded=args.embedded,
+        embedded=args.embedded or not _cluster_configured(args),
         kubelet=args.kubelet,
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,
         config_path=str(args.config) if args.config else None,
     )
+    if options.kubelet and not options.embedded:
+        raise CliError("scheduler run: --kubelet simulates kubelets of an embedded server only")
     # Imported here: the offline verbs should not pay for the controller and its client.
     try:
         module = importlib.import_module("controllers.addons.scheduler")
@@ -374,13 +381,50 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if exc.name != "controllers.addons.scheduler":
             raise
         module = None
-    run_scheduler = getattr(module, "run_scheduler", None)
-    if run_scheduler is None:
+    if getattr(module, "run_scheduler", None) is None:
         raise CliError("scheduler run: this build has no scheduler controller")
-    return int(run_scheduler(options))
+    return asyncio.run(_run(options))
+
+
+def _cluster_configured(args: argparse.Namespace) -> bool:
+    """A cluster to schedule for, as `placement run` finds a hub: flags, $KUBECONFIG, or the
+    pod's service account; otherwise an embedded API server is started."""
+    return bool(
+        args.kubeconfig
+        or args.context
+        or os.environ.get("KUBECONFIG")
+        or os.environ.get("KUBERNETES_SERVICE_HOST")
+    )
+
+
+async def _run(options: RunOptions) -> int:
+    """The scheduler, with an embedded API server started first when asked for (the addons
+    room may not import the embedded server, so the command line owns it and passes its URL)."""
+    from controllers.addons.scheduler import run_scheduler, scheduler_options
+
+    scheduler = scheduler_options(options)
+    if not options.embedded:
+        return await run_scheduler(scheduler)
+    from controllers.embedded.apiserver import EmbeddedApiServer
+    from controllers.embedded.kubelet import KubeletOptions
+
+    server = EmbeddedApiServer(kubelet=KubeletOptions() if options.kubelet else None)
+    try:
+        url = await server.start()
+    except OSError as exc:
+        print(f"placement scheduler run: error: embedded API server: {exc}", file=sys.stderr)
+        return 1
+    folder = Path(tempfile.mkdtemp(prefix="ocm-pod-scheduler-"))
+    try:
+        kubeconfig = server.kubeconfig(folder / "kubeconfig")
+        kubelets = " with simulated kubelets" if options.kubelet else ""
+        print(f"embedded API server{kubelets} listening on {url}", flush=True)
+        print(f"export KUBECONFIG={kubeconfig}", flush=True)
+        return await run_scheduler(replace(scheduler, url=url, embedded=False))
+    finally:
+        await server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _renamed(config: SchedulerConfig, name: str) -> SchedulerConfig:
-    from dataclasses import replace
-
     return replace(config, scheduler_name=name)
