@@ -84,12 +84,18 @@ async def test_run_without_a_cluster_starts_an_embedded_one_and_binds_its_pods()
             await process.wait()
 
 
+ARGS = ("--kubelet", "--kubeconfig")
+
+
 def test_kubelet_without_an_embedded_server_is_refused(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     done = subprocess.run(
-        [sys.executable, "-m", "controllers.cli.main", "scheduler", "run"]
-        + ["--kubeconfig", str(kubeconfig), "--kubelet"],
+        [
+            *(sys.executable, "-m", "controllers.cli.main", "scheduler", "run"),
+            *ARGS,
+            str(kubeconfig),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
