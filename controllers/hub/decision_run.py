@@ -21,8 +21,10 @@ change, including the first write right after a create, as OCM's create-then-upd
 
 Writes carry the cached resourceVersion, so a stale cache shows up as 409 Conflict (or as
 AlreadyExists on a create, NotFound on a patch): the object is re-read and the remaining steps
-are planned again from what the server holds. The run knows nothing of the writer: it is handed
-the plan's parts, the report to fill and where to announce what the server returned.
+are planned again from what the server holds, unless this replica no longer leads
+(`may_retry`): a stale leader's 409 is its successor's write, not a stale cache. The run knows
+nothing of the writer: it is handed the plan's parts, the report to fill and where to announce
+what the server returned.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from controllers.kube.errors import (
 )
 from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder, EventType
+from controllers.runtime.leader import NotLeaderError
 from controllers.runtime.patches import without_nulls
 
 __all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
@@ -132,8 +135,10 @@ class DecisionRun:
         written: Written,
         deleted: Deleted,
         max_conflict_retries: int,
+        may_retry: Callable[[], bool] = lambda: True,
     ) -> None:
         self.gateway = gateway
+        self.may_retry = may_retry
         self.recorder = recorder
         self.warning = warning
         self.score_note = score_note
@@ -202,6 +207,8 @@ class DecisionRun:
             limit += 1
         if self.recoveries[name] > limit:
             raise cause
+        if not self.may_retry():
+            raise NotLeaderError(f"{cause.reason or 'stale'} on {name}, not retried") from cause
         try:
             fresh = await self.gateway.get(PlacementDecision, name, self.namespace)
         except NotFoundError:

@@ -107,10 +107,15 @@ class Manager(Controller):
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(
-            EchoedGateway(gateway, self.echoes, requeue_on_conflict=[Placement.KIND]),
+            # Fenced by the lease: past its renew deadline this replica sends no more writes
+            # and retries none after a 409 (issue 20: a partitioned leader kept writing).
+            EchoedGateway(
+                gateway, self.echoes, requeue_on_conflict=[Placement.KIND], fence=self.fence
+            ),
             self.recorder,
             sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
             on_write=lambda kind, verb: self.metrics.writes.labels(kind=kind, verb=verb).inc(),
+            may_retry=self.may_write,
         )
         self.reconciler = Reconciler(
             scheduler=scheduler or default_scheduler(),

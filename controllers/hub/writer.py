@@ -9,9 +9,11 @@ merge patch of the fields that differ.
 
 Writes that depend on the cached state carry its resourceVersion, so a stale cache shows up as
 409 Conflict: the object is re-read and written again (for the PDs, the remaining steps are
-planned again from what the server holds). Every object the server returns goes to the
-`WriteSink`, also when a later write fails, so the reconciler's cache never lags behind our own
-writes.
+planned again from what the server holds) — but only while `may_retry()` says this replica
+still leads: a 409 is also how a stale leader meets its successor's writes, and re-planning
+over them is a fight (`NotLeaderError` ends the reconcile instead). Every object the server
+returns goes to the `WriteSink`, also when a later write fails, so the reconciler's cache never
+lags behind our own writes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from controllers.hub.decision_run import DecisionRun
 from controllers.kube.errors import ConflictError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder
+from controllers.runtime.leader import NotLeaderError
 from controllers.runtime.patches import merge_patch_between, without_nulls
 
 __all__ = [
@@ -87,12 +90,15 @@ class DecisionWriter:
         sink: WriteSink | None = None,
         max_conflict_retries: int = 3,
         on_write: Callable[[str, str], None] | None = None,
+        may_retry: Callable[[], bool] = lambda: True,
     ) -> None:
         self.gateway = gateway
         self.recorder = recorder
         self._sink = sink
         self.max_conflict_retries = max_conflict_retries
         self._on_write = on_write
+        self.may_retry = may_retry
+        """Whether a write that met 409 may be retried (this replica still leads)."""
 
     async def apply(self, plan: WritePlan, current: Sequence[PlacementDecision]) -> WriteReport:
         """Write the PDs (when `plan.decisions` is not None), then the placement status.
@@ -115,6 +121,7 @@ class DecisionWriter:
                 written=self._written,
                 deleted=self._deleted,
                 max_conflict_retries=self.max_conflict_retries,
+                may_retry=self.may_retry,
             )
             await run.run()
         await self._write_status(plan, report)
@@ -151,9 +158,11 @@ class DecisionWriter:
                 written = await self.gateway.patch_status(
                     Placement, placement.name, patch, placement.namespace
                 )
-            except ConflictError:
+            except ConflictError as exc:
                 if attempt == self.max_conflict_retries:
                     raise
+                if not self.may_retry():
+                    raise NotLeaderError(f"409 on placement {placement.key}, not retried") from exc
                 placement = await self.gateway.get(Placement, placement.name, placement.namespace)
                 self._written(placement, None)
                 continue

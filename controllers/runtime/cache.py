@@ -8,6 +8,12 @@ memory. Lists are read in pages, so a big collection is never in memory at once 
 After a dropped watch the informer resumes from the last resourceVersion it saw (events and
 bookmarks both advance it), so no update is lost; after 410 Gone it relists and reconciles,
 which is how it learns of deletions that happened while it was disconnected.
+
+Any other exception (a watch event larger than the client's line limit, a bug in a
+projection) never ends the informer: it is logged with its traceback and the informer relists
+after a backoff; resuming would read the same event again, a list reads the collection whole.
+While it backs off from any failure the informer is not `watching`, which the controller's
+readiness reports, so a cache that stopped following the server is never silent.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ def _model_version(obj: KubeObject) -> str | None:
 
 def _whole(obj: Any) -> Any:
     return obj
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] + "..." if len(text) > 300 else text
 
 
 class Informer(Generic[ObjT, ItemT]):
@@ -123,9 +134,11 @@ class Informer(Generic[ObjT, ItemT]):
         self.resource_version = ""
         self.relists = 0  # how many lists it took (1 + one per 410 Gone)
         self.resumes = 0  # how many times a watch was reopened from the last resourceVersion
-        self.last_error: ApiError | None = None
+        self.last_error: Exception | None = None
         """Why the last list or watch failed (None once a list succeeds): what a controller
-        whose caches do not sync reports."""
+        whose caches do not sync reports. An `ApiError`, or any unexpected exception."""
+        self.failures = 0  # list or watch failures, unexpected ones included
+        self._backing_off = False
         self._store: dict[str, ItemT] = {}
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -136,6 +149,13 @@ class Informer(Generic[ObjT, ItemT]):
     def synced(self) -> bool:
         """True once the first list is in the store."""
         return self._synced.is_set()
+
+    @property
+    def watching(self) -> bool:
+        """Synced, running, and not backing off from a failed list or watch: the store
+        follows the server."""
+        running = self._task is not None and not self._task.done()
+        return self.synced and running and not self._backing_off
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         async with asyncio.timeout(timeout):
@@ -196,12 +216,37 @@ class Informer(Generic[ObjT, ItemT]):
                 )
                 must_list = True
             except ApiError as exc:
-                self.last_error = exc
                 verb = "list" if must_list else "watch"
                 log.warning("%s %s failed (%s); retrying in %.2fs", self.cls.KIND, verb, exc, delay)
-                await asyncio.sleep(delay)
+                await self._back_off(exc, delay)
                 delay = min(delay * 2, self.max_retry_delay)
                 self.resumes += 1
+            except Exception as exc:
+                # Not the server's answer but ours failing on it: the same event would fail
+                # again, so relist (a list is not read line by line) rather than resume.
+                verb = "list" if must_list else "watch"
+                log.error(
+                    "%s %s failed unexpectedly (%s: %s); relisting in %.2fs",
+                    self.cls.KIND,
+                    verb,
+                    type(exc).__name__,
+                    _one_line(exc),
+                    delay,
+                    exc_info=exc,
+                )
+                must_list = True
+                await self._back_off(exc, delay)
+                delay = min(delay * 2, self.max_retry_delay)
+
+    async def _back_off(self, error: Exception, delay: float) -> None:
+        """Not watching for `delay` seconds, because of `error`."""
+        self.last_error = error
+        self.failures += 1
+        self._backing_off = True
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            self._backing_off = False
 
     async def _relist(self) -> None:
         fresh: dict[str, ItemT] = {}

@@ -8,6 +8,15 @@ the workers start on every key the controller owns. Stop (SIGTERM): no new keys 
 reconciles in flight finish their writes, pending events are flushed, the lease is released so
 a standby takes over at once, then the informers and the endpoint close.
 
+Leadership lost is not a stop: the reconciles in flight are cancelled at once (their writes
+would race the new leader's), and `wait_stopped` returns so that the process exits. Writes
+are fenced by the lease (`fence`, see `controllers.runtime.echoes`): past the renew deadline on
+the local clock nothing more is sent, even before the election loop notices.
+
+Nothing dies silently: an informer, worker or the election loop that meets an unexpected
+exception logs it and retries with backoff, and `/readyz` says unready while an informer is
+not watching or the election loop is failing.
+
 A start that cannot complete raises `StartError`, one line saying what failed: the address the
 endpoint could not listen on, or which informers did not sync in time and why (their last list
 error), or which one stopped. Cancelling `start` (a signal during start-up) leaves what it
@@ -29,12 +38,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controllers.kube.errors import NotFoundError
+from controllers.kube.errors import ApiError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from controllers.runtime.events import EventRecorder
 from controllers.runtime.http import HttpServer, Routes
-from controllers.runtime.leader import LeaderConfig, LeaderElector
+from controllers.runtime.leader import LeaderConfig, LeaderElector, NotLeaderError
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.queue import Clock, Handler, LoopClock, WorkQueue
 
@@ -63,6 +72,8 @@ def unsynced_reasons(informers: Iterable[Informer[Any, Any]]) -> str:
         error = informer.last_error
         if error is None:
             reason = "no answer yet"
+        elif not isinstance(error, ApiError):
+            reason = f"list failed: {type(error).__name__}: {_one_line(error)[:300]}"
         elif isinstance(error, NotFoundError):
             # The server's words name the resource; the kinds listed say the same, shorter.
             reason = "not served by the server (404 on list: is its CRD installed?)"
@@ -161,10 +172,24 @@ class Controller:
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader
 
+    @property
+    def fence(self) -> LeaderElector | None:
+        """What fences this replica's writes (None: no leader election, always writes)."""
+        return self.elector
+
+    def may_write(self) -> bool:
+        """Whether a write may be sent now: no election, or the lease deadline not passed."""
+        return self.elector is None or self.elector.remaining() > 0
+
     def ready(self) -> tuple[bool, str]:
         if not self.synced:
             waiting = [i.cls.KIND for i in self.informers if not i.synced]
             return False, f"caches not synced: {', '.join(waiting)}"
+        stalled = [i for i in self.informers if not i.watching]
+        if stalled:
+            return False, f"informers not watching: {unsynced_reasons(stalled)}"
+        if self.elector is not None and self.elector.error is not None:
+            return False, f"leader election failing: {_one_line(self.elector.error)[:300]}"
         return True, "leader" if self.leading else "standby"
 
     def synced_message(self) -> str:
@@ -229,7 +254,8 @@ class Controller:
             await self.elector.wait_leader()
             self._start_working()
             await self.elector.lost().wait()
-            log.error("leadership lost: stopping so that only the new leader writes")
+            log.error("leadership lost: cancelling the reconciles in flight and stopping")
+            await self.queue.shutdown(drain=False, cancel=True)
             self._stopped.set()
         finally:
             runner.cancel()
@@ -242,13 +268,30 @@ class Controller:
         self._working = True
         for key in self.keys():
             self.queue.add(key)
-        self.queue.start(self.handler, workers=self.options.workers)
+        self.queue.start(self._fenced(self.handler), workers=self.options.workers)
         log.info("started %d workers", self.options.workers)
+
+    @staticmethod
+    def _fenced(handler: Handler) -> Handler:
+        """The handler, with a write refused for lost leadership ending the reconcile quietly:
+        the key is not retried (the workers are about to be cancelled)."""
+
+        async def run(key: str) -> float | None:
+            try:
+                return await handler(key)
+            except NotLeaderError as exc:
+                log.warning("reconcile of %s stopped: %s", key, exc)
+                return None
+
+        return run
 
     async def _resync(self) -> None:
         while True:
             await self.clock.sleep_until(self.clock.now() + self.options.resync)
-            self.resync_now()
+            try:
+                self.resync_now()
+            except Exception:
+                log.exception("resync failed; trying again at the next period")
 
     def resync_now(self) -> None:
         """Queue every key (what the periodic resync does)."""

@@ -3,25 +3,46 @@
 `Echoes` holds the re-queues that watch events ask for while a write of their object is in
 flight; `EchoedGateway` is the gateway a controller writes through, announcing each write to
 `Echoes` before it is sent and settling it with the version it produced.
+
+With leader election the gateway is also fenced (`WriteFence`, the `LeaderElector`): a write
+is refused once this replica's lease deadline has passed, and one in flight when it passes is
+cancelled, both raising `NotLeaderError`. A leader cut off from the server (a partition, its
+requests held) thus stops writing before another replica can acquire the lease, instead of
+landing stale writes on the new leader's decisions when the partition heals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from apis.meta import KubeObject
 from controllers.kube.errors import ConflictError
 from controllers.kube.gateway import Gateway
+from controllers.runtime.leader import NotLeaderError
 
-__all__ = ["GONE", "EchoedGateway", "Echoes"]
+__all__ = ["GONE", "EchoedGateway", "Echoes", "WriteFence"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
+R = TypeVar("R")
 
 GONE = "<deleted>"
 """The version a DELETED event and a successful delete are matched by (a delete answers with
 no resourceVersion)."""
+
+
+class WriteFence(Protocol):
+    """How long writes are still allowed (a `LeaderElector` is one)."""
+
+    def remaining(self) -> float:
+        """Seconds writes are still allowed for; 0: refuse them."""
+        ...
+
+    async def wait_deadline(self) -> None:
+        """Return once writes are no longer allowed."""
+        ...
 
 
 @dataclass
@@ -87,15 +108,40 @@ class EchoedGateway(Gateway):
     the watch event echoing it is recognised even when it arrives before the response."""
 
     def __init__(
-        self, gateway: Gateway, echoes: Echoes, *, requeue_on_conflict: Iterable[str] = ()
+        self,
+        gateway: Gateway,
+        echoes: Echoes,
+        *,
+        requeue_on_conflict: Iterable[str] = (),
+        fence: WriteFence | None = None,
     ) -> None:
         vars(self).update(vars(gateway))  # its client and settings: one connection pool
         self.echoes = echoes
         # Kinds whose object keys are the work queue's keys (the hub's Placements).
         self.requeue_on_conflict = frozenset(requeue_on_conflict)
+        self.fence = fence
 
     async def create(self, obj: ObjT) -> ObjT:
         return await self._announced(obj.KIND, obj.key, super().create(obj))
+
+    async def replace(self, obj: ObjT) -> ObjT:
+        return await self._fenced(super().replace(obj))
+
+    async def replace_status(self, obj: ObjT) -> ObjT:
+        return await self._fenced(super().replace_status(obj))
+
+    async def json_patch(
+        self,
+        cls: type[ObjT],
+        name: str,
+        operations: Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+    ) -> ObjT:
+        return await self._fenced(
+            super().json_patch(cls, name, operations, namespace, status=status)
+        )
 
     async def merge_patch(
         self,
@@ -120,23 +166,26 @@ class EchoedGateway(Gateway):
         resource_version: str | None = None,
     ) -> ObjT | None:
         key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        deleting = super().delete(
+            cls, name, namespace, propagation=propagation, resource_version=resource_version
+        )
+        self._refuse_if_fenced(deleting)
         self.echoes.expect(cls.KIND, key)
         version: str | None = None
         try:
-            held = await super().delete(
-                cls, name, namespace, propagation=propagation, resource_version=resource_version
-            )
+            held = await self._fenced(deleting)
             # Held by finalizers: its DELETED event comes later and is news.
             version = GONE if held is None else held.metadata.resource_version
             return held
         finally:
             self.echoes.settle(cls.KIND, key, version)
 
-    async def _announced(self, kind: str, key: str, write: Awaitable[ObjT]) -> ObjT:
+    async def _announced(self, kind: str, key: str, write: Coroutine[Any, Any, ObjT]) -> ObjT:
+        self._refuse_if_fenced(write)
         self.echoes.expect(kind, key)
         version: str | None = None
         try:
-            written = await write
+            written = await self._fenced(write)
             version = written.metadata.resource_version
             return written
         except ConflictError:
@@ -147,3 +196,30 @@ class EchoedGateway(Gateway):
             raise
         finally:
             self.echoes.settle(kind, key, version)
+
+    # --- the fence ---------------------------------------------------------------------------
+
+    def _refuse_if_fenced(self, write: Coroutine[Any, Any, Any]) -> None:
+        """NotLeaderError, the write never sent, when the fence says writes are over."""
+        if self.fence is not None and self.fence.remaining() <= 0:
+            write.close()
+            raise NotLeaderError("not the leader (lease deadline passed): write not sent")
+
+    async def _fenced(self, write: Coroutine[Any, Any, R]) -> R:
+        """The write's answer; NotLeaderError (the request cancelled) if the fence closes
+        while it is in flight."""
+        self._refuse_if_fenced(write)
+        if self.fence is None:
+            return await write
+        task = asyncio.ensure_future(write)
+        deadline = asyncio.ensure_future(self.fence.wait_deadline())
+        try:
+            await asyncio.wait({task, deadline}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            deadline.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        if task.cancelled():
+            raise NotLeaderError("not the leader (lease deadline passed): write abandoned")
+        return task.result()

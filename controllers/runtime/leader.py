@@ -10,7 +10,19 @@ before, so of two candidates racing for the same Lease exactly one wins and the 
 
 A leader that cannot renew within `renew_deadline` steps down (`lost()` is set) before any other
 replica may take over (`lease_duration` > `renew_deadline`), so two leaders never write at once
-as long as the clocks run at the same rate.
+as long as the clocks run at the same rate. The step-down is exact, not at the next renew tick:
+`remaining()` says how long this replica may still write (from the start of its last successful
+renew, on the local clock), and whoever writes for the leader fences its writes with it
+(`controllers.runtime.echoes.EchoedGateway`), so a leader cut off from the server stops
+writing at the deadline even if the loop that notices is late.
+
+A standby polls a held Lease every `retry_period` and tries again exactly when it would expire,
+so after the leader dies without releasing (kill -9) another replica leads within
+`lease_duration + retry_period` (plus one request) of the leader's last renew.
+
+An unexpected exception in the loop (not an API error, which is expected and retried) is logged
+with its traceback, steps down if leading, and is retried with backoff; `error` holds it until
+an attempt succeeds, for readiness.
 """
 
 from __future__ import annotations
@@ -21,9 +33,10 @@ import math
 import random
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from apis.core import Lease, LeaseSpec
 from apis.meta import ObjectMeta
@@ -31,12 +44,17 @@ from controllers.kube.errors import ApiError, ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.queue import Clock, LoopClock
 
-__all__ = ["LeaderConfig", "LeaderElector", "default_identity"]
+__all__ = ["LeaderConfig", "LeaderElector", "NotLeaderError", "default_identity"]
 
 log = logging.getLogger(__name__)
 
 # client-go's JitterFactor: candidates started together spread their attempts.
 JITTER = 1.2
+
+
+class NotLeaderError(Exception):
+    """A write was refused (or cut short) because this replica no longer leads: its lease
+    deadline passed. Not an API error: nothing was sent, or what was sent is abandoned."""
 
 
 def default_identity() -> str:
@@ -101,10 +119,27 @@ class LeaderElector:
         self._observed: Lease | None = None  # the Lease as last read or written
         self._observed_key: tuple[str, datetime | None, str | None] | None = None
         self._observed_at = 0.0  # local clock time the record last changed
+        self._renewed: float | None = None  # local clock time the last successful renew began
+        self.error: Exception | None = None
+        """The unexpected exception the loop is backing off from (None once an attempt
+        completes): what readiness reports."""
 
     @property
     def is_leader(self) -> bool:
         return self._leading.is_set()
+
+    async def wait_deadline(self) -> None:
+        """Return once this replica may no longer write (at once when not leading): the
+        renew deadline passed without a renew, or leadership ended."""
+        while (left := self.remaining()) > 0:
+            await self._clock.sleep_until(self._clock.now() + left)
+
+    def remaining(self) -> float:
+        """Seconds this replica may still write for: until the renew deadline counted from the
+        start of its last successful renew (0 when not leading). Writes are fenced with it."""
+        if not self._leading.is_set() or self._renewed is None:
+            return 0.0
+        return max(0.0, self._renewed + self.config.renew_deadline - self._clock.now())
 
     @property
     def holder(self) -> str:
@@ -121,13 +156,26 @@ class LeaderElector:
         return self._lost
 
     async def run(self) -> None:
-        """Acquire, renew until leadership is lost, then contend again; until cancelled."""
+        """Acquire, renew until leadership is lost, then contend again; until cancelled. An
+        unexpected exception is logged, ends leadership, and is retried with backoff."""
+        delay = self.config.retry_period
         try:
             while True:
-                await self._acquire()
-                self._start_leading()
-                await self._hold()
-                self._stop_leading(lost=True)
+                try:
+                    await self._acquire()
+                    self._start_leading()
+                    await self._hold()
+                    self._stop_leading(lost=True)
+                    delay = self.config.retry_period
+                except Exception as exc:
+                    self.error = exc
+                    log.exception(
+                        "leader election loop failed; retrying in %.3gs", delay, exc_info=exc
+                    )
+                    if self.is_leader:
+                        self._stop_leading(lost=True)
+                    await self._clock.sleep_until(self._clock.now() + delay)
+                    delay = min(delay * 2, self.config.lease_duration)
         finally:
             if self.is_leader:
                 self._stop_leading(lost=False)
@@ -166,17 +214,35 @@ class LeaderElector:
     # --- the loops ---------------------------------------------------------------------------
 
     async def _acquire(self) -> None:
-        period = self.config.retry_period
-        while not await self._try_acquire_or_renew():
-            delay = period + random.random() * JITTER * period
-            await self._clock.sleep_until(self._clock.now() + delay)
+        cfg = self.config
+        period = cfg.retry_period
+        while True:
+            started = self._clock.now()
+            if await self._try_acquire_or_renew():
+                self._renewed = started
+                self.error = None
+                return
+            self.error = None
+            now = self._clock.now()
+            if self.holder not in ("", cfg.identity):
+                # Held by another: look every retry_period (to see each renew soon after it
+                # happens) and try again the moment it would expire.
+                wake = min(now + period, max(now, self._observed_at + cfg.lease_duration))
+            else:
+                # Free, ours from a previous life, or unreadable: candidates started together
+                # spread their attempts.
+                wake = now + period + random.random() * JITTER * period
+            await self._clock.sleep_until(wake)
 
     async def _hold(self) -> None:
-        """Renew every retry_period; return when leadership is lost."""
+        """Renew every retry_period; return when leadership is lost: at the renew deadline
+        exactly, when no renew succeeded within it."""
         cfg = self.config
-        renewed = attempted = self._clock.now()
+        renewed = attempted = self._renewed if self._renewed is not None else self._clock.now()
         while True:
-            await self._clock.sleep_until(attempted + cfg.retry_period)
+            await self._clock.sleep_until(
+                min(attempted + cfg.retry_period, renewed + cfg.renew_deadline)
+            )
             attempted = self._clock.now()
             remaining = renewed + cfg.renew_deadline - attempted
             if remaining <= 0:
@@ -187,14 +253,12 @@ class LeaderElector:
                     cfg.renew_deadline,
                 )
                 return
-            try:
-                # A hung request must not keep a leader past its deadline.
-                async with asyncio.timeout(remaining):
-                    ok = await self._try_acquire_or_renew()
-            except TimeoutError:
-                ok = False
+            # A hung request must not keep a leader past its deadline (on its own clock).
+            ok = await _before(
+                self._clock, renewed + cfg.renew_deadline, self._try_acquire_or_renew()
+            )
             if ok:
-                renewed = attempted
+                renewed = self._renewed = attempted
             elif self.holder not in ("", cfg.identity):
                 log.warning(
                     "leader election: lease %s was taken by %s, stepping down",
@@ -281,6 +345,7 @@ class LeaderElector:
     def _stop_leading(self, *, lost: bool) -> None:
         log.info("leader election: %s stopped leading", self.config.identity)
         self._leading.clear()
+        self._renewed = None
         if lost:
             self._lost.set()
         self._notify(self._on_stopped)
@@ -293,3 +358,19 @@ class LeaderElector:
             callback()
         except Exception:
             log.exception("leader election callback failed")
+
+
+async def _before(clock: Clock, deadline: float, attempt: Coroutine[Any, Any, bool]) -> bool:
+    """`attempt`'s answer, or False (the attempt cancelled) once `clock` reaches `deadline`."""
+    task = asyncio.ensure_future(attempt)
+    timer = asyncio.ensure_future(clock.sleep_until(deadline))
+    try:
+        await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        return False
+    return task.result()

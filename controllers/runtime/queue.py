@@ -264,7 +264,23 @@ class WorkQueue:
     def start(self, handler: Handler, workers: int = 1) -> None:
         """Run `workers` workers calling `handler` until `shutdown`."""
         for i in range(workers):
-            self._workers.append(asyncio.create_task(self._work(handler), name=f"worker {i}"))
+            self._start_worker(handler, f"worker {i}")
+
+    def _start_worker(self, handler: Handler, name: str) -> None:
+        task = asyncio.create_task(self._work(handler), name=name)
+        self._workers.append(task)
+        task.add_done_callback(lambda done: self._worker_ended(done, handler))
+
+    def _worker_ended(self, task: asyncio.Task[None], handler: Handler) -> None:
+        """A worker that died of an unexpected exception (a bug outside the handler, which
+        is caught per key) is logged and replaced, so the queue never silently loses one."""
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("%s died; starting another", task.get_name(), exc_info=task.exception())
+        if task in self._workers:
+            self._workers.remove(task)
+        if not self._shutting_down:
+            self._start_worker(handler, task.get_name())
 
     async def _work(self, handler: Handler) -> None:
         while (key := await self.get()) is not None:
@@ -283,10 +299,16 @@ class WorkQueue:
             finally:
                 self.done(key)
 
-    async def shutdown(self, drain: bool = True) -> None:
+    async def shutdown(self, drain: bool = True, *, cancel: bool = False) -> None:
         """Stop taking new keys; with `drain`, workers finish what is queued first. Delayed
-        keys are dropped. Returns once every worker has stopped."""
+        keys are dropped. With `cancel`, the handlers in flight are cancelled at once (a
+        replica that lost leadership must not finish its writes) and nothing queued is kept.
+        Returns once every worker has stopped."""
         self._shutting_down = True
+        if cancel:
+            drain = False
+            for worker in self._workers:
+                worker.cancel()
         if not drain:
             if self.metrics is not None and self._dirty:
                 self.metrics.dropped(len(self._dirty))

@@ -81,18 +81,24 @@ async def test_caches_not_synced_in_time_name_the_kinds_and_the_servers_answer(
     )
 
 
-async def test_an_informer_that_stops_fails_start_up_at_once_naming_it() -> None:
+async def test_an_informer_that_keeps_failing_is_retried_and_named_when_start_up_times_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Issue 20: an unexpected exception never ends an informer; it is logged and retried.
     def broken(obj: ManagedCluster) -> str:
         raise ValueError(f"cannot keep {obj.name}")
 
     async with hub() as (_, gateway):
         await gateway.create(cluster("c1"))
         controller = Watching(gateway, [ManagedCluster], keep=Keep(broken, lambda item: None))
-        # No timeout at all: only the informer's end can end the start.
         with pytest.raises(StartError) as failure:
-            await controller.start(sync_timeout=None)
+            await controller.start(sync_timeout=0.5)
+        assert controller.informers[0].failures >= 2  # retried, not stopped
         await controller.stop()
-    assert str(failure.value) == "ManagedCluster informer stopped: cannot keep c1"
+    assert str(failure.value) == (
+        "caches not synced after 0.5s: ManagedCluster: list failed: ValueError: cannot keep c1"
+    )
+    assert "ManagedCluster list failed unexpectedly (ValueError: cannot keep c1)" in caplog.text
 
 
 async def test_an_address_in_use_is_named_and_nothing_keeps_running() -> None:
