@@ -37,7 +37,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def files(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+    """Every file under `folder`, by its path relative to it."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -83,7 +88,8 @@ def test_an_installed_wheel_serves_its_packaged_crds_and_samples(
         "from controllers.cli.crds import CRD_DIR, SAMPLES_DIR\n"
         "from controllers.embedded.resources import load_resources\n"
         "print(json.dumps({'package': controllers.__file__, 'crds': str(CRD_DIR),\n"
-        "    'samples': sorted(p.name for p in SAMPLES_DIR.iterdir()),\n"
+        "    'samples': sorted(str(p.relative_to(SAMPLES_DIR))\n"
+        "                      for p in SAMPLES_DIR.rglob('*') if p.is_file()),\n"
         "    'kinds': sorted({r.kind for r in load_resources()})}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(site)}

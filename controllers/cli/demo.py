@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLES_DIR", "add_parser", "demo_clusters", "run_demo", "what_moved"]
 
-SAMPLES_DIR = config_dir("samples")
+SAMPLES_DIR = config_dir("samples") / "hub"
 TAINT_KEY = "example.com/maintenance"
 
 # provider -> region -> zones, the samples' topology plus a few more regions.
@@ -269,7 +269,7 @@ async def _show(
     placements = (await gateway.list(Placement)).items
     print(
         f"embedded hub on {server.url}: {len(clusters)} clusters, "
-        f"{len(placements)} placements (config/samples + {generated} generated clusters)",
+        f"{len(placements)} placements (config/samples/hub + {generated} generated clusters)",
         file=out,
     )
     started = time.perf_counter()
@@ -326,7 +326,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "demo",
         help="embedded hub + controller + sample fleet: show the decisions, then a live change",
         description=(
-            "Start an embedded hub with config/samples grown to 200 clusters, run the "
+            "Start an embedded hub with config/samples/hub grown to 200 clusters, run the "
             "controller until every placement is scheduled, print the decisions per group, "
             "taint the most selected cluster and show the decisions that moved. Exit 0."
         ),

@@ -13,7 +13,7 @@ from controllers.cli.manifests import load_paths
 __all__ = ["NOW", "PLACEMENTS", "ROOT", "SAMPLES", "run", "sample_placements"]
 
 ROOT = Path(__file__).resolve().parents[3]
-SAMPLES = str(ROOT / "config" / "samples")
+SAMPLES = str(ROOT / "config" / "samples" / "hub")
 NOW = ["--now", "2026-11-22T12:00:00Z"]
 
 

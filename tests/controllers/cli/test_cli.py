@@ -33,6 +33,6 @@ def test_console_script_is_installed() -> None:
 
 def test_placement_without_namespace_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        main(["explain", "-f", str(ROOT / "config" / "samples"), "--placement", "web"])
+        main(["explain", "-f", str(ROOT / "config" / "samples" / "hub"), "--placement", "web"])
     assert info.value.code == EXIT_USAGE
     assert "expected NAMESPACE/NAME (got 'web')" in capsys.readouterr().err

@@ -67,23 +67,24 @@ def test_every_sample_parses() -> None:
 
 def sample_documents() -> list[tuple[str, int, dict[str, object]]]:
     docs = []
-    for path in sorted(SAMPLES.glob("*.yaml")):
+    for path in sorted(SAMPLES.rglob("*.yaml")):
         for index, data in enumerate(yaml.safe_load_all(path.read_text()), start=1):
             if data is not None:
-                docs.append((path.name, index, data))
+                docs.append((str(path.relative_to(SAMPLES)), index, data))
     return docs
 
 
 def test_every_sample_round_trips_exactly() -> None:
     result = load_paths([SAMPLES])
-    originals = {(Path(s).name, i): d for s, i, d in sample_documents()}
+    originals = {(s, i): d for s, i, d in sample_documents()}
     assert len(originals) == len(result.objects)
     for loaded in result.objects:
-        assert loaded.obj.to_wire() == originals[(Path(loaded.source).name, loaded.index)]
+        source = str(Path(loaded.source).relative_to(SAMPLES))
+        assert loaded.obj.to_wire() == originals[(source, loaded.index)]
 
 
 def test_samples_cover_the_features_of_the_placement_api() -> None:
-    objects = [o.obj for o in load_paths([SAMPLES]).objects]
+    objects = [o.obj for o in load_paths([SAMPLES / "hub"]).objects]
     clusters = [o for o in objects if isinstance(o, ManagedCluster)]
     placements = [o for o in objects if isinstance(o, Placement)]
     assert 15 <= len(clusters) <= 30

@@ -14,7 +14,7 @@ from apis.placements import Placement
 from controllers.cli.manifests import load_paths
 from tests.controllers.embedded.hub import hub, kubectl
 
-SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples" / "hub"
 
 
 @pytest.mark.asyncio

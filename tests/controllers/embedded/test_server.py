@@ -20,7 +20,7 @@ from tests.controllers.embedded.hub import WAIT, cluster, hub
 
 pytestmark = pytest.mark.asyncio
 
-SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples" / "hub"
 
 
 async def test_discovery_serves_core_kinds_and_every_crd() -> None:

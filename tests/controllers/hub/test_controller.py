@@ -39,7 +39,7 @@ from tests.controllers.hub.controller_hub import START, Hub, hub
 
 pytestmark = pytest.mark.asyncio
 
-SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples" / "hub"
 KINDS: tuple[type[KubeObject], ...] = (
     ManagedCluster,
     ManagedClusterSet,

@@ -270,7 +270,7 @@ async def started_lines(process: asyncio.subprocess.Process) -> dict[str, str]:
 async def test_placement_run_starts_an_embedded_hub_schedules_and_stops_on_sigterm(
     tmp_path: Path,
 ) -> None:
-    process = await spawn_run("--load", str(ROOT / "config" / "samples"))
+    process = await spawn_run("--load", str(ROOT / "config" / "samples" / "hub"))
     try:
         lines = await started_lines(process)
         kubeconfig = lines["export"].split("=", 1)[1]
