@@ -85,6 +85,7 @@ class _Topology:
     domain_values: list[list[tuple[str, ...]]]  # level k: the tuple naming each domain
     leaf_domains: list[IntArray]  # level k: domain id of each leaf (-1: none at this level)
     order: IntArray  # candidate rows, grouped by leaf, best first within a leaf
+    ranks: IntArray  # per position of `order`: the row's rank among the candidate rows (name)
     starts: IntArray  # per leaf: first position in `order`
     ends: IntArray  # per leaf: one past the last position
 
@@ -132,6 +133,7 @@ def _topology(
         domain_values=values,
         leaf_domains=[leaf_keys[:, k].astype(np.int64) for k in range(levels)],
         order=rows[order].astype(np.int64),
+        ranks=order.astype(np.int64),  # `rows` ascends, so an index into it is a name rank
         starts=bounds[:-1].astype(np.int64),
         ends=bounds[1:].astype(np.int64),
     )
@@ -211,8 +213,12 @@ class EvenSpread:
         picks: list[int] = []
         trace: list[dict[str, Any]] | None = [] if explain else None
         leaves = len(topo.starts)
-        # Ties go to the smallest row (name): fold it into one integer key per leaf.
-        tie_scale = np.int64(last + 2)
+        prio = total[topo.order].astype(np.int64)  # per position of `order`
+        # Ties go to the smallest name: fold it into one integer key per leaf, final score
+        # first. The tie-break must be the rank among the candidates (0..last), not the fleet
+        # row: rows skip the clusters earlier filters removed, so their spread can exceed any
+        # scale derived from the candidate count and let a smaller name beat a higher score.
+        tie_scale = np.int64(last + 1)
         while len(picks) < n:
             eligible = ptr < topo.ends
             raw = np.zeros(leaves, dtype=np.int64)
@@ -229,20 +235,21 @@ class EvenSpread:
                     nothing = np.zeros(leaves, dtype=np.int64)
                     trace.append(_step(-1, -1, ptr, reasons, raw, nothing, weight, total, topo))
                 break
-            heads = topo.order[np.minimum(ptr, last)]
+            at = np.minimum(ptr, last)
+            head_ranks = topo.ranks[at]
             if weight:
                 lo, hi = raw[eligible].min(), raw[eligible].max()
                 if hi > lo:
                     normalized = -100 + (200 * (raw - lo)) // (hi - lo)
                 else:
                     normalized = np.zeros(leaves, dtype=np.int64)
-                final = weight * normalized + total[heads]
+                final = weight * normalized + prio[at]
             else:
                 normalized = np.zeros(leaves, dtype=np.int64)
-                final = total[heads]
-            key = np.where(eligible, final * tie_scale - heads, np.iinfo(np.int64).min)
+                final = prio[at]
+            key = np.where(eligible, final * tie_scale - head_ranks, np.iinfo(np.int64).min)
             leaf = int(key.argmax())
-            row = int(heads[leaf])
+            row = int(topo.order[ptr[leaf]])
             if trace is not None:
                 trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, total, topo))
             picks.append(row)

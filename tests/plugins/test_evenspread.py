@@ -22,7 +22,7 @@ from plugins.evenspread import EvenSpread, spread_weight
 from tests.plugins.spread_oracle import Candidate, Term, oracle_select
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
-SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples" / "hub"
 
 
 def make_cluster(
@@ -54,12 +54,20 @@ def make_placement(terms: list[dict[str, Any]], n: int | None, **spec: Any) -> P
 
 
 def run(
-    fleet: FleetSnapshot, placement: Placement, prio: dict[str, int], explain: bool = False
+    fleet: FleetSnapshot,
+    placement: Placement,
+    prio: dict[str, int],
+    explain: bool = False,
+    filtered_out: frozenset[str] = frozenset(),
 ) -> tuple[list[str], dict[str, Any]]:
+    """Select with `prio` as the prioritizer total; `filtered_out` clusters are in the fleet
+    but not candidates, as if an earlier filter had removed them."""
     total = np.zeros(fleet.size, dtype=np.int64)
     for name, value in prio.items():
         total[fleet.index[name]] = value
     candidates = np.ones(fleet.size, dtype=bool)
+    for name in filtered_out:
+        candidates[fleet.index[name]] = False
     selection = EvenSpread().select(
         Cycle(NOW, {"explain": explain}), placement, fleet, candidates, total
     )
@@ -236,6 +244,63 @@ def test_unset_number_of_clusters_takes_as_many_as_do_not_schedule_allows() -> N
     assert result.unscheduled == 1
 
 
+# --- regressions: a higher score always beats a smaller name ----------------------------------
+
+
+def test_higher_score_wins_over_name_when_filtered_clusters_sit_between() -> None:
+    # Ten clusters between "a" and "z" were removed by a filter: rows 0 and 11 of the fleet but
+    # only two candidates, each in a zone of its own (so not sorted inside one leaf). The name
+    # tie-break must never outweigh a one-point score difference.
+    names = ["a", *(f"m{i}" for i in range(10)), "z"]
+    fleet = FleetSnapshot.build(make_cluster(name, {"zone": name}) for name in names)
+    terms = [{"topologyKey": "zone", "topologyKeyType": "Label"}]
+    placement = make_placement(terms, 1, prioritizerPolicy={"mode": "Exact"})
+    filtered = frozenset(names[1:-1])
+    picked, _ = run(fleet, placement, {"a": 0, "z": 1}, filtered_out=filtered)
+    assert picked == ["z"]
+    tied, _ = run(fleet, placement, {"a": 1, "z": 1}, filtered_out=filtered)
+    assert tied == ["a"]
+
+
+# Hypothesis's falsifying example for the oracle property (the other 23 clusters of the fleet
+# lack every key, so the DoNotSchedule term on k2 makes them unselectable).
+ORACLE_CASE_1 = {
+    "c02": (-150, ("b", "c", "a")),
+    "c08": (0, ("b", "a", "a")),
+    "c11": (-100, ("b", "b", "a")),
+    "c15": (100, ("b", "a", "a")),
+    "c16": (0, ("b", "c", "a")),
+    "c27": (100, ("a", "a", "a")),
+}
+
+
+def test_oracle_case_1_fourth_pick_is_the_higher_final_score() -> None:
+    candidates = []
+    for i in range(29):
+        prio, values = ORACLE_CASE_1.get(f"c{i:02d}", (0, (None, None, None)))
+        candidates.append(Candidate(f"c{i:02d}", prio, (*values, None, None, None)))
+    hard = [False, False, True, False, False, False]
+    terms = [
+        {
+            "topologyKey": f"k{k}",
+            "topologyKeyType": "Label",
+            "maxSkew": 1,
+            "whenUnsatisfiable": "DoNotSchedule" if is_hard else "ScheduleAnyway",
+        }
+        for k, is_hard in enumerate(hard)
+    ]
+    spread = {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "Spread"}, "weight": -1}
+    placement = make_placement(terms, 4, prioritizerPolicy={"configurations": [spread]})
+    fleet = fleet_for(candidates, terms)
+    picked, trace = run(fleet, placement, {c.name: c.prio for c in candidates}, explain=True)
+    expected = ["c15", "c08", "c16", "c27"]
+    assert oracle_select(candidates, [Term(1, h) for h in hard], -1, 4) == expected
+    assert picked == expected
+    # Step 4: c27 (raw 63 at level 0, spread +100, final 0) beats c11 (-99, final -1) and c02.
+    fourth = {c["cluster"]: c["finalScore"] for c in trace["steps"][3]["candidates"]}
+    assert fourth == {"c02": -50, "c11": -1, "c27": 0}
+
+
 # --- random instances against the oracle -------------------------------------------------------
 
 VALUES = ["a", "b", "c", "d"]
@@ -271,7 +336,10 @@ def instances(
             else draw(st.sampled_from(VALUES[:alphabet]))
             for _ in range(levels)
         )
-        candidates.append(Candidate(f"c{i:02d}", draw(st.integers(-3, 3)) * 50, values))
+        # coarse totals tie often; fine ones differ by a point or two, as floor normalization
+        # makes spread scores do
+        prio = draw(st.integers(-3, 3)) * 50 + draw(st.sampled_from([0, 0, 1, -1, 2]))
+        candidates.append(Candidate(f"c{i:02d}", prio, values))
     weight = draw(st.integers(-2, 5))
     n = draw(st.integers(0, size + 2))
     return candidates, terms, oracle_terms, weight, n
@@ -296,16 +364,21 @@ def fleet_for(candidates: list[Candidate], terms: list[dict[str, Any]]) -> Fleet
 
 
 @settings(max_examples=300, deadline=None)
-@given(instances())
+@given(instances(), st.data())
 def test_vectorized_selector_matches_the_oracle(
-    case: tuple[list[Candidate], list[dict[str, Any]], list[Term], int, int],
+    case: tuple[list[Candidate], list[dict[str, Any]], list[Term], int, int], data: st.DataObject
 ) -> None:
     candidates, terms, oracle_terms, weight, n = case
+    # Some clusters were removed by earlier filters: in the fleet, not candidates. Filters that
+    # keep few clusters make candidate rows sparse among the fleet's rows.
+    rate = data.draw(st.sampled_from([0, 50, 80, 95]))
+    filtered = frozenset(c.name for c in candidates if data.draw(st.integers(0, 99)) < rate)
     fleet = fleet_for(candidates, terms)
     spread = {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "Spread"}, "weight": weight}
     placement = make_placement(terms, n, prioritizerPolicy={"configurations": [spread]})
-    picked, _ = run(fleet, placement, {c.name: c.prio for c in candidates})
-    assert picked == oracle_select(candidates, oracle_terms, weight, n)
+    picked, _ = run(fleet, placement, {c.name: c.prio for c in candidates}, filtered_out=filtered)
+    remaining = [c for c in candidates if c.name not in filtered]
+    assert picked == oracle_select(remaining, oracle_terms, weight, n)
 
 
 @settings(max_examples=200, deadline=None)
