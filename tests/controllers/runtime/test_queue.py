@@ -346,3 +346,52 @@ async def test_shutdown_without_drain_tells_the_hook_how_many_due_keys_it_droppe
         queue.add(key)
     await queue.shutdown(drain=False)
     assert heard.calls[-1] == ("dropped", 3)
+
+
+async def test_shutdown_with_cancel_cancels_the_handlers_in_flight() -> None:
+    # Issue 20: a replica that lost leadership must not finish its reconciles.
+    queue = WorkQueue()
+    started = asyncio.Event()
+    finished: list[str] = []
+
+    async def handler(key: str) -> float | None:
+        started.set()
+        await asyncio.sleep(30)
+        finished.append(key)
+        return None
+
+    queue.start(handler, workers=1)
+    queue.add("a")
+    queue.add("b")
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(queue.shutdown(drain=True, cancel=True), 5)
+    assert finished == []
+    assert not queue.busy
+
+
+async def test_a_worker_that_dies_outside_the_handler_is_replaced() -> None:
+    queue = WorkQueue()
+    done: list[str] = []
+
+    async def handler(key: str) -> float | None:
+        done.append(key)
+        return float("nan") if key == "bad" else None
+
+    original = queue.add_after
+
+    def broken_add_after(key: str, delay: float) -> None:
+        if delay != delay:  # NaN: a bug outside the handler's own error handling
+            raise ValueError("delay is NaN")
+        original(key, delay)
+
+    queue.add_after = broken_add_after  # type: ignore[method-assign]
+    queue.start(handler, workers=1)
+    queue.add("bad")
+    await asyncio.sleep(0.05)
+    queue.add("good")
+    for _ in range(100):
+        if "good" in done:
+            break
+        await asyncio.sleep(0.01)
+    assert done == ["bad", "good"]
+    await queue.shutdown()
