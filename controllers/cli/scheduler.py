@@ -109,6 +109,9 @@ def _add_simulate(verbs: Subparsers) -> None:
         ),
     )
     add_manifest_options(sim, ["json", "yaml", "table", "wide"])
+    for action in sim._actions:
+        if action.dest == "now":  # the shared help speaks of the hub's expiries
+            action.help = "the virtual clock's start: creation times, events (default: now)"
     sim.add_argument(
         "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
     )
