@@ -3,6 +3,10 @@
     python -m perf.child fan-out --clusters 5000 --placements 1000
     python -m perf.child core --clusters 100000 --placements 10000
     python -m perf.child mixed --clusters 5000 --placements 1000
+    python -m perf.child pod-engine --nodes 5000 --pods 10000
+    python -m perf.child pod-preemption --nodes 5000 --pods 50000
+    python -m perf.child pod-memory --nodes 5000 --pods 50000
+    python -m perf.child pod-e2e --nodes 1000 --pods 5000
 
 `fan-out`: a cold start of the controller against the embedded hub (OCM's benchmark shape,
 `perf.controller_run`), then one cluster label change that re-queues every placement; the time
@@ -16,34 +20,62 @@ cold start like `perf.controller_run` but on the generated workload (spread poli
 groups, Exact mode, tolerations, claims ...) instead of OCM's benchmark shape; every placement
 must end with a status, none misconfigured, and its PlacementDecisions must hold what its status
 counts.
+
+The pod scheduler's (DESIGN §9 "Local cluster", the cluster of `perf._pods_workload`):
+`pod-engine` feeds nodes, running pods and pending pods to an `Engine` with the default profile,
+then times `schedule()` in batches, each BindPod answered with a successful BindResult, until
+the active queue is empty; every binding is checked (no node over-committed, no spot or
+cordoned node misused). `pod-preemption`: full nodes of 10 running pods each at priorities 0..9
+and, round after round, one pod of priority 1,000 whose cycle must preempt; the victims are then
+replaced so every round starts from a full cluster. `pod-memory`: this process's resident memory
+after the imports, once the engine holds every node and pod, and its peak after scheduling them
+all. `pod-e2e`: the embedded API server and the scheduler (`python -m
+controllers.addons.scheduler --url`) each in its own process, the nodes and pending pods created
+first, timed from the scheduler's start until the server holds every pod bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import pickle
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from apis.core import Namespace, Pod
 from apis.placements import Placement
+from apis.registry import parse_as
 from controllers.cli.run import tune_gc
+from perf import _pods_workload as pods_workload
 from perf._controller_hub import Shape, decisions_on_server, running_hub
 from perf.controller_run import ControllerRun, fan_out
 from placement.index import FleetIndex, cluster_row, score_row
 from placement.outcome import outcome
 from plugins import default_scheduler
 
-__all__ = ["core", "core_run", "main", "memory_mib"]
+__all__ = [
+    "core",
+    "core_run",
+    "main",
+    "memory_mib",
+    "overcommitted",
+    "pod_e2e",
+    "pod_engine",
+    "pod_memory",
+    "pod_preemption",
+]
 
 STATUS = Path("/proc/self/status")
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)  # the workload's scores are valid around it
@@ -195,6 +227,300 @@ async def _fan_out(shape: Shape) -> dict[str, Any]:
     return {"cold_start": asdict(cold), **asdict(change)}
 
 
+# --- the pod scheduler ---------------------------------------------------------------------------
+
+
+def _pod_engine() -> Any:
+    """An engine with the default profile over the built-in pod plugins, as the scheduler
+    builds it (`controllers.addons.scheduler.scheduler_profile`)."""
+    from placement.pods.config import build_profile, load_config
+    from placement.pods.engine import Engine
+    from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
+
+    config = load_config({"schedulerName": pods_workload.SCHEDULER}, POD_PLUGINS)
+    profile = build_profile(
+        config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
+    )
+    return Engine(profile)
+
+
+def overcommitted(
+    nodes: list[Any], pods: Mapping[str, Any], where: Mapping[str, str]
+) -> dict[str, int]:
+    """Bindings that break a node's rules: nodes whose pods request more than it has (cpu,
+    memory, pod count), pods bound to a cordoned node or on a spot node without tolerating it.
+    `where` maps a pod's key to its node; `pods` the key to the pod."""
+    from placement.pods.requests import amount, pod_requests
+
+    used: dict[str, Counter[str]] = {}
+    wrong_node = 0
+    by_name = {n.metadata.name: n for n in nodes}
+    for key, node in where.items():
+        pod = pods[key]
+        counted = used.setdefault(node, Counter())
+        counted.update(pod_requests(pod))
+        counted["pods"] += 1
+        if pod.spec.node_name is None:  # bound here, not running before: the node's rules hold
+            n = by_name[node]
+            spot = any(t.key == "spot" for t in n.spec.taints or [])
+            tolerates = any(t.key == "spot" for t in pod.spec.tolerations or [])
+            wrong_node += bool(n.spec.unschedulable) or (spot and not tolerates)
+    over = 0
+    for name, counted in used.items():
+        allocatable = by_name[name].status.allocatable or {}
+        have = {r: amount(r, q) for r, q in allocatable.items()}
+        over += any(v > have.get(r, 0) for r, v in counted.items() if r in have or v)
+    return {"overcommitted_nodes": over, "misplaced_pods": wrong_node}
+
+
+def pod_engine(
+    node_count: int, pending: int, per_node: int, seed: int, batch: int
+) -> dict[str, Any]:
+    """Schedule `pending` pods on `node_count` nodes already running `per_node` pods each."""
+    from placement.pods.events import BindPod, BindResult, NodeEvent, ObjectEvent, PodEvent
+
+    began = time.perf_counter()
+    engine = _pod_engine()
+    now = NOW
+    maker = pods_workload.PodMaker()
+    cluster = pods_workload.nodes(node_count, seed)
+    for pc in pods_workload.priority_classes():
+        engine.handle(ObjectEvent("Added", pc), now)
+    for node in cluster:
+        engine.handle(NodeEvent("Added", node), now)
+    pods: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for pod in pods_workload.running_pods(cluster, per_node, seed, maker):
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        pods[key], where[key] = pod, str(pod.spec.node_name)
+        engine.handle(PodEvent("Added", pod), now)
+    for pod in pods_workload.pending_pods(pending, seed, maker):
+        pods[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
+        engine.handle(PodEvent("Added", pod), now)
+    setup_s = time.perf_counter() - began
+    bound = 0
+    batches = 0
+    began = time.perf_counter()
+    while True:
+        actions = engine.schedule(now, limit=batch)
+        batches += 1
+        for action in actions:
+            if isinstance(action, BindPod):
+                engine.handle(BindResult(action.key, action.uid, action.node, True), now)
+                where[action.key] = action.node
+                bound += 1
+        if engine.queue_sizes()["active"] == 0:
+            break
+    seconds = time.perf_counter() - began
+    return {
+        "nodes": node_count,
+        "pending": pending,
+        "running": node_count * per_node,
+        "setup_s": setup_s,
+        "seconds": seconds,
+        "bound": bound,
+        "pods_per_s": bound / seconds if seconds > 0 else 0.0,
+        "batches": batches,
+        "queues": engine.queue_sizes(),
+        "peak_rss_mib": memory_mib("VmHWM"),
+        **overcommitted(cluster, pods, where),
+    }
+
+
+def pod_preemption(node_count: int, per_node: int, rounds: int) -> dict[str, Any]:
+    """Milliseconds of `schedule()` for one preemptor at a time on a full cluster."""
+    from placement.pods.events import DeletePod, NodeEvent, PodEvent
+
+    engine = _pod_engine()
+    now = NOW
+    maker = pods_workload.PodMaker()
+    cluster = pods_workload.full_nodes(node_count, cpu=8)
+    for node in cluster:
+        engine.handle(NodeEvent("Added", node), now)
+    running: dict[str, Any] = {}
+    made = 0
+
+    def run(node: str, priority: int) -> None:
+        nonlocal made
+        shape = pods_workload.Shape("800m", "1Gi", priority=priority, scheduler="other")
+        pod = maker.make(f"r-{made}", shape, node=node)
+        made += 1
+        running[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
+        engine.handle(PodEvent("Added", pod), now)
+
+    for node in cluster:
+        for j in range(per_node):
+            run(str(node.metadata.name), j % 10)
+    big = pods_workload.Shape("2", "1Gi", priority=1_000)
+    times: list[float] = []
+    victims: list[int] = []
+    for k in range(rounds):
+        preemptor = maker.make(f"vip-{k}", big)
+        engine.handle(PodEvent("Added", preemptor), now)
+        began = time.perf_counter()
+        actions = engine.schedule(now)
+        times.append(time.perf_counter() - began)
+        gone = [a for a in actions if isinstance(a, DeletePod)]
+        victims.append(len(gone))
+        for action in gone:  # the victims go and their node fills up again
+            victim = running.pop(action.key)
+            engine.handle(PodEvent("Deleted", victim), now)
+            run(victim.spec.node_name or "", victim.spec.priority or 0)
+        engine.handle(PodEvent("Deleted", preemptor), now)
+    return {
+        "nodes": node_count,
+        "running": len(running),
+        "ms": [1000 * t for t in times],
+        "victims": victims,
+        "preemption_attempts": getattr(engine.stats, "preemption_attempts", None),
+        "peak_rss_mib": memory_mib("VmHWM"),
+    }
+
+
+def pod_memory(node_count: int, total_pods: int, per_node: int, seed: int) -> dict[str, Any]:
+    """This process's memory once the engine holds `node_count` nodes and `total_pods` pods
+    (`per_node` running on each, the rest pending), and its peak after scheduling them."""
+    from placement.pods.events import BindPod, BindResult, NodeEvent, ObjectEvent, PodEvent
+
+    engine = _pod_engine()  # imports everything the engine and the plugins need
+    floor_mib = memory_mib("VmRSS")
+    now = NOW
+    maker = pods_workload.PodMaker()
+    cluster = pods_workload.nodes(node_count, seed)
+    for pc in pods_workload.priority_classes():
+        engine.handle(ObjectEvent("Added", pc), now)
+    for node in cluster:
+        engine.handle(NodeEvent("Added", node), now)
+    pending = total_pods - node_count * per_node
+    for pod in pods_workload.running_pods(cluster, per_node, seed, maker):
+        engine.handle(PodEvent("Added", pod), now)
+    for pod in pods_workload.pending_pods(pending, seed, maker):
+        engine.handle(PodEvent("Added", pod), now)
+    del cluster
+    loaded_mib = memory_mib("VmRSS")
+    bound = 0
+    began = time.perf_counter()
+    while True:
+        for action in engine.schedule(now, limit=1_000):
+            if isinstance(action, BindPod):
+                engine.handle(BindResult(action.key, action.uid, action.node, True), now)
+                bound += 1
+        if engine.queue_sizes()["active"] == 0:
+            break
+    return {
+        "nodes": node_count,
+        "pods": total_pods,
+        "pending": pending,
+        "bound": bound,
+        "scheduled_s": time.perf_counter() - began,
+        "floor_rss_mib": floor_mib,
+        "loaded_rss_mib": loaded_mib,
+        "rss_mib": memory_mib("VmRSS"),
+        "peak_rss_mib": memory_mib("VmHWM"),
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _get(session: Any, url: str) -> tuple[int, Any]:
+    async with session.get(url) as response:
+        body = await response.json() if response.content_type == "application/json" else None
+        return response.status, body
+
+
+async def _until_bound(
+    url: str, unbound: str, timeout_s: float
+) -> tuple[float | None, float | None, float, int, list[str]]:
+    """Run the scheduler against `url` until `unbound` lists no pod: the seconds until it was
+    ready and until all were bound (None when never), the seconds waited, its exit code and
+    the last lines it logged. Polled every 0.1 s (a list of one pod: cheap for the server)."""
+    import aiohttp
+
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "controllers.addons.scheduler", f"--url={url}",
+        f"--http-addr=127.0.0.1:{port}", "--log-level=WARNING",
+    ]  # fmt: skip
+    ready_s = done_s = None
+    with tempfile.TemporaryFile(mode="w+") as log:
+        async with aiohttp.ClientSession() as session:
+            began = time.perf_counter()
+            scheduler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+            try:
+                while time.perf_counter() - began < timeout_s and scheduler.poll() is None:
+                    if ready_s is None:
+                        with contextlib.suppress(aiohttp.ClientError):
+                            status, _ = await _get(session, f"http://127.0.0.1:{port}/readyz")
+                            if status == 200:
+                                ready_s = time.perf_counter() - began
+                    status, body = await _get(session, unbound)
+                    if status == 200 and not body["items"]:
+                        done_s = time.perf_counter() - began
+                        break
+                    await asyncio.sleep(0.1)
+            finally:
+                scheduler.terminate()
+                try:
+                    exited = scheduler.wait(30)
+                except subprocess.TimeoutExpired:
+                    scheduler.kill()
+                    exited = scheduler.wait()
+            waited_s = time.perf_counter() - began
+        log.seek(0)
+        lines = [line for line in log.read().splitlines() if line.strip()][-3:]
+    return ready_s, done_s, waited_s, exited, lines
+
+
+async def pod_e2e(node_count: int, pending: int, seed: int, timeout_s: float) -> dict[str, Any]:
+    """Create the cluster on an embedded API server (its own process), start the scheduler in
+    another, and wait until the server holds every pod bound (or `timeout_s` passes)."""
+    from tests.controllers.addons.cluster import create_all, server_process
+
+    maker = pods_workload.PodMaker()
+    cluster = pods_workload.nodes(node_count, seed)
+    todo = list(pods_workload.pending_pods(pending, seed, maker))
+    ns = pods_workload.NAMESPACE
+    async with server_process() as (url, gateway):
+        began = time.perf_counter()
+        await gateway.create(
+            parse_as(Namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        )
+        await create_all(gateway, [*pods_workload.priority_classes(), *cluster], width=64)
+        await create_all(gateway, todo, width=64)
+        created_s = time.perf_counter() - began
+        unbound = f"{url}/api/v1/namespaces/{ns}/pods?fieldSelector=spec.nodeName%3D&limit=1"
+        ready_s, done_s, waited_s, exited, errors = await _until_bound(url, unbound, timeout_s)
+        pods = (await gateway.list(Pod, namespace=ns)).items
+    where = {f"{ns}/{p.metadata.name}": p.spec.node_name for p in pods if p.spec.node_name}
+    by_key = {f"{ns}/{p.metadata.name}": p.model_copy(update={"spec": p.spec.model_copy(
+        update={"node_name": None})}) for p in pods}  # fmt: skip
+    bound = len(where)
+    span = (done_s - ready_s) if done_s is not None and ready_s is not None else None
+    return {
+        "nodes": node_count,
+        "pending": pending,
+        "created_s": created_s,
+        "ready_s": ready_s,
+        "all_bound_s": done_s,
+        "waited_s": waited_s,
+        "bound": bound,
+        "timed_out": done_s is None,
+        "pods_per_s": pending / span if span else None,
+        "pods_per_s_with_start": (pending if done_s else bound) / (done_s or waited_s),
+        "scheduler_exit": exited,
+        "scheduler_log_tail": errors,
+        **overcommitted(cluster, by_key, where),
+    }
+
+
+HUB = ("fan-out", "core", "mixed")
+PODS = ("pod-engine", "pod-preemption", "pod-memory", "pod-e2e")
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -207,21 +533,41 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawTextHelpFormatter,
     )
-    parser.add_argument("what", choices=["fan-out", "core", "mixed"], help="the measurement to run")
-    parser.add_argument("--clusters", type=int, required=True, help="fleet size")
-    parser.add_argument("--placements", type=int, required=True, help="number of placements")
-    parser.add_argument("--seed", type=int, default=20261122, help="workload seed (core, mixed)")
+    parser.add_argument("what", choices=[*HUB, *PODS], help="the measurement to run")
+    parser.add_argument("--clusters", type=int, help="fleet size (hub measurements)")
+    parser.add_argument("--placements", type=int, help="number of placements (hub)")
+    parser.add_argument("--nodes", type=int, help="number of nodes (pod measurements)")
+    parser.add_argument(
+        "--pods",
+        type=int,
+        help="pending pods (pod-engine, pod-e2e); running pods (pod-preemption); all (pod-memory)",
+    )
+    parser.add_argument("--per-node", type=int, default=4, help="running pods per node")
+    parser.add_argument("--batch", type=int, default=500, help="pods per schedule() (pod-engine)")
+    parser.add_argument("--rounds", type=int, default=20, help="preemptors (pod-preemption)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds (pod-e2e)")
+    parser.add_argument("--seed", type=int, default=20261122, help="workload seed")
     parser.add_argument("--workers", type=int, default=4, help="controller workers")
     args = parser.parse_args(argv)
-    if args.clusters < 1 or args.placements < 1:
-        parser.error("--clusters and --placements must be at least 1")
+    sized = ("clusters", "placements") if args.what in HUB else ("nodes", "pods")
+    if any(getattr(args, name) is None or getattr(args, name) < 1 for name in sized):
+        parser.error(f"--{sized[0]} and --{sized[1]} must be at least 1")
     tune_gc()
+    out: dict[str, Any]
     if args.what == "core":
         out = core(args.clusters, args.placements, args.seed)
     elif args.what == "mixed":
         out = asyncio.run(_mixed(args.clusters, args.placements, args.seed, args.workers))
-    else:
+    elif args.what == "fan-out":
         out = asyncio.run(_fan_out(Shape(args.clusters, args.placements, args.workers)))
+    elif args.what == "pod-engine":
+        out = pod_engine(args.nodes, args.pods, args.per_node, args.seed, args.batch)
+    elif args.what == "pod-preemption":
+        out = pod_preemption(args.nodes, max(1, args.pods // args.nodes), args.rounds)
+    elif args.what == "pod-memory":
+        out = pod_memory(args.nodes, args.pods, args.per_node, args.seed)
+    else:
+        out = asyncio.run(pod_e2e(args.nodes, args.pods, args.seed, args.timeout))
     print(json.dumps(out))
     return 0
 
