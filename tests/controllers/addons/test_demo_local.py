@@ -24,9 +24,11 @@ async def test_local_demo_binds_every_pod_that_fits_and_explains_the_one_that_do
             assert row[2] == "spot", row
         if name.startswith(("api-", "web-")):
             assert row[2] == "on-demand", row
+    # The GPU pod needs more than any node has: preemption cannot help (kube's PostFilter text).
     assert (
         "trainer-0: Unschedulable: 0/6 nodes are available: 3 Insufficient nvidia.com/gpu, "
-        "3 node(s) had untolerated taint {spot: true}." in lines
+        "3 node(s) had untolerated taint {spot: true}. preemption: 0/6 nodes are available: "
+        "6 Preemption is not helpful for scheduling." in lines
     )
     assert lines[-1].startswith("14/15 pods bound by ocm-pod-scheduler in ")
     assert lines[-1].endswith(", 14 running, 1 unschedulable")  # the kubelets started them
