@@ -20,7 +20,7 @@ the engine goes on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -266,6 +266,16 @@ class Engine:
         self._feed_handlers(event, now)
         return self._drain()
 
+    def handle_many(self, events: Iterable[ClusterEvent], now: datetime) -> list[Action]:
+        """`handle` each event in order (the same state and actions), with the node arrays
+        rebuilt once at the end instead of after every node or pod: an initial sync, or the
+        burst of events a shell collected since its last call."""
+        actions: list[Action] = []
+        with self._table.bulk():
+            for event in events:
+                actions.extend(self.handle(event, now))
+        return actions
+
     def schedule(self, now: datetime, limit: int | None = None) -> list[Action]:
         """Release the pods whose time came, expire Permit waits, then try ready pods in
         activeQ order until none is left or `limit` were tried."""
@@ -457,7 +467,7 @@ class Engine:
                 self.stats.handler_errors += 1
                 continue
             if helps:
-                self.queue.move_unschedulable(now, _rejected_by(handler.name))
+                self.queue.move_rejected_by(now, handler.name)
 
     def _move_all(self, now: datetime) -> None:
         self.queue.move_unschedulable(now)
@@ -1022,13 +1032,6 @@ def _call(plugin: str, method: Any, *args: Any) -> Any:
         raise _PluginError(
             PodStatus.error(plugin, f"running plugin {plugin!r}: {type(exc).__name__}: {exc}")
         ) from exc
-
-
-def _rejected_by(plugin: str) -> Callable[[QueuedPod], bool]:
-    def match(queued: QueuedPod) -> bool:
-        return plugin in queued.rejected_by
-
-    return match
 
 
 def _named(status: PodStatus, plugin: str) -> PodStatus:

@@ -15,6 +15,10 @@ kube-scheduler's queue, on an injected clock:
 A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
 it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
 deletion: an entry carries the pod's version and a stale entry is skipped when popped.
+
+Nothing here scans every queued pod: the backoff expiries and the unschedulable flush times are
+heaps, the unschedulable pods a dict (and an index by rejecting plugin), so a `schedule` call
+costs O(log n) per pod it moves however long the queue is.
 """
 
 from __future__ import annotations
@@ -79,6 +83,9 @@ class SchedulingQueue:
         self._pods: dict[str, QueuedPod] = {}
         self._active: list[tuple[Any, int, str, int]] = []  # (sort key, seq, pod key, version)
         self._backoff: list[tuple[datetime, int, str, int]] = []  # (until, seq, key, version)
+        self._flushes: list[tuple[datetime, int, str, int]] = []  # (since, seq, key, version)
+        self._unschedulable: dict[str, QueuedPod] = {}
+        self._rejected: dict[str, set[str]] = {}  # plugin -> keys of unschedulable pods
         self._seq = 0
         self._counts: dict[str, int] = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
 
@@ -209,11 +216,20 @@ class SchedulingQueue:
         """An event that may help: unschedulable pods (those `match` accepts) go to backoff
         or active. Returns how many moved."""
         moved = 0
-        for queued in self.pods("unschedulable"):
+        for key in sorted(self._unschedulable):
+            queued = self._unschedulable[key]
             if match is None or match(queued):
                 self._move(queued, now)
                 moved += 1
         return moved
+
+    def move_rejected_by(self, now: datetime, plugin: str) -> int:
+        """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may
+        help them), found through an index rather than a scan."""
+        keys = sorted(self._rejected.get(plugin, ()))
+        for key in keys:
+            self._move(self._unschedulable[key], now)
+        return len(keys)
 
     def flush(self, now: datetime) -> None:
         """Backoff pods whose time came go to active; pods unschedulable for longer than the
@@ -224,25 +240,28 @@ class SchedulingQueue:
             if queued is None or queued.version != version or queued.where != "backoff":
                 continue
             self._place(queued, "active", now)
-        for queued in self.pods("unschedulable"):
-            since = queued.unschedulable_since
-            if since is not None and since + self.unschedulable_flush <= now:
-                self._move(queued, now)
+        due: list[QueuedPod] = []
+        limit = now - self.unschedulable_flush
+        flushes = self._flushes
+        while flushes and flushes[0][0] <= limit:
+            _, _, key, version = heapq.heappop(flushes)
+            queued = self._pods.get(key)
+            if queued is None or queued.version != version or queued.where != "unschedulable":
+                continue
+            due.append(queued)
+        due.sort(key=lambda q: q.info.key)  # moved in key order, as a scan of all would
+        for queued in due:
+            self._move(queued, now)
 
     def next_wake(self) -> datetime | None:
         """The earliest time a backoff ends or an unschedulable pod is flushed."""
         times: list[datetime] = []
-        while self._backoff:
-            _, _, key, version = self._backoff[0]
-            queued = self._pods.get(key)
-            if queued is None or queued.version != version or queued.where != "backoff":
-                heapq.heappop(self._backoff)
-                continue
-            times.append(self._backoff[0][0])
-            break
-        for queued in self._pods.values():
-            if queued.where == "unschedulable" and queued.unschedulable_since is not None:
-                times.append(queued.unschedulable_since + self.unschedulable_flush)
+        backoff = self._valid_top(self._backoff, "backoff")
+        if backoff is not None:
+            times.append(backoff)
+        since = self._valid_top(self._flushes, "unschedulable")
+        if since is not None:
+            times.append(since + self.unschedulable_flush)
         return min(times) if times else None
 
     # --- internals ---------------------------------------------------------------------------
@@ -251,9 +270,31 @@ class SchedulingQueue:
         until = self.backoff_until(queued)
         self._place(queued, "backoff" if until is not None and until > now else "active", now)
 
+    def _valid_top(
+        self, heap: list[tuple[datetime, int, str, int]], where: Where
+    ) -> datetime | None:
+        """The time of the heap's first live entry, dropping the stale ones above it."""
+        while heap:
+            when, _, key, version = heap[0]
+            queued = self._pods.get(key)
+            if queued is None or queued.version != version or queued.where != where:
+                heapq.heappop(heap)
+                continue
+            return when
+        return None
+
     def _leave(self, queued: QueuedPod) -> None:
         if queued.where in self._counts:
             self._counts[queued.where] -= 1
+        if queued.where == "unschedulable":
+            key = queued.info.key
+            del self._unschedulable[key]
+            for plugin in queued.rejected_by:
+                keys = self._rejected.get(plugin)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._rejected[plugin]
         queued.where = "inflight"
         queued.version += 1
 
@@ -270,3 +311,8 @@ class SchedulingQueue:
             heapq.heappush(self._backoff, (until, self._seq, queued.info.key, queued.version))
         elif where == "unschedulable":
             queued.unschedulable_since = now
+            key = queued.info.key
+            self._unschedulable[key] = queued
+            for plugin in queued.rejected_by:
+                self._rejected.setdefault(plugin, set()).add(key)
+            heapq.heappush(self._flushes, (now, self._seq, key, queued.version))
