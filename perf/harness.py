@@ -33,7 +33,14 @@ __all__ = [
     "machine",
     "ratio",
     "repeat",
+    "size_names",
 ]
+
+
+def size_names(scenario: str) -> tuple[str, str]:
+    """What a case's two sizes count: clusters and placements on the hub, nodes and pods for
+    the local cluster's pod scheduler (scenarios `pod-*`)."""
+    return ("nodes", "pods") if scenario.startswith("pod-") else ("clusters", "placements")
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,9 @@ class Settings:
 
 @dataclass
 class Case:
-    """One measured case: a value per repetition (seconds, or MiB for memory)."""
+    """One measured case: a value per repetition (seconds, MiB for memory, pods/s for the pod
+    scheduler's throughput). A pod scenario's `clusters` and `placements` are its nodes and
+    pods (`size_names`)."""
 
     scenario: str
     label: str
@@ -130,9 +139,10 @@ class Step:
 
     @property
     def title(self) -> str:
-        size = f"{self.clusters:,} clusters"
+        n, p = size_names(self.scenario)
+        size = f"{self.clusters:,} {n}"
         if self.placements > 1:
-            size += f" x {self.placements:,} placements"
+            size += f" x {self.placements:,} {p}"
         return f"{self.scenario}: {self.label}, {size}"
 
 

@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from perf.harness import Case, cases_of, ratio
-from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, SPREAD
+from perf.scenarios import (
+    COLD,
+    CYCLE,
+    FANOUT,
+    MEMORY,
+    POD_E2E,
+    POD_ENGINE,
+    POD_MEMORY,
+    POD_PREEMPTION,
+    SPREAD,
+)
 
 __all__ = ["log_ticks", "plots"]
 
@@ -220,4 +230,62 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
         return drawn
 
     made.append(_plot(folder, "memory.png", "Peak resident memory", memory))
+    made += _pod_plots(folder, cases)
     return [m for m in made if m is not None]
+
+
+def _pod_plots(folder: Path, cases: Sequence[Case]) -> list[str | None]:
+    """One plot per pod scenario against nodes (pods fixed, or growing with the nodes), its
+    DESIGN §9 target as a dashed line."""
+
+    def against_nodes(
+        scenario: str, label: str, ylabel: str, scale: float, target: tuple[float, str]
+    ) -> Callable[[Any], bool]:
+        def draw(ax: Any) -> bool:
+            series = [c for c in cases if c.scenario == scenario and c.values]
+            if not series:
+                return False
+            pods = sorted({c.placements for c in series})
+            shown = ", ".join(f"{p:,}" for p in pods)
+            _curve(ax, series, lambda c: c.clusters, f"{label} (pods: {shown})", scale)
+            _target_line(ax, *target)
+            ax.set_xlabel("nodes")
+            ax.set_ylabel(ylabel)
+            return True
+
+        return draw
+
+    return [
+        _plot(
+            folder,
+            "pod-engine.png",
+            "Pod engine throughput, no I/O",
+            against_nodes(
+                POD_ENGINE, "engine", "pods/s", 1.0, (5_000, "target at 5,000 nodes: 5,000 pods/s")
+            ),
+        ),
+        _plot(
+            folder,
+            "pod-preemption.png",
+            "One preemption decision on full nodes",
+            against_nodes(
+                POD_PREEMPTION, "preemptor", "ms", 1e3, (50, "target, 5,000 x 50,000: 50 ms")
+            ),
+        ),
+        _plot(
+            folder,
+            "pod-e2e.png",
+            "Pod scheduler end to end (embedded API server)",
+            against_nodes(
+                POD_E2E, "scheduler", "pods/s", 1.0, (1_000, "target, 5,000 x 10,000: 1,000 pods/s")
+            ),
+        ),
+        _plot(
+            folder,
+            "pod-memory.png",
+            "Pod engine peak resident memory (pods = 10 x nodes)",
+            against_nodes(
+                POD_MEMORY, "engine", "peak RSS, MiB", 1.0, (500, "target, 5,000 x 50,000: 500 MiB")
+            ),
+        ),
+    ]

@@ -14,9 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from perf.harness import Case, cases_of, ratio
+from perf.harness import Case, cases_of, ratio, size_names
 from perf.plots import plots
-from perf.scenarios import COLD, CYCLE, FANOUT, MEMORY, OCM_SHAPE, SPREAD, TARGETS, Target
+from perf.scenarios import (
+    COLD,
+    CYCLE,
+    FANOUT,
+    MEMORY,
+    OCM_SHAPE,
+    POD_E2E,
+    POD_ENGINE,
+    POD_MEMORY,
+    POD_PREEMPTION,
+    SPREAD,
+    TARGETS,
+    Target,
+)
 
 __all__ = ["Fit", "fits", "fmt", "ratio", "verdicts", "write_report"]
 
@@ -27,12 +40,40 @@ TITLES = {
     FANOUT: "4. Event fan-out: one cluster label change re-queuing every placement",
     MEMORY: "5. Peak resident memory",
 }
+POD_TITLES = {  # the local cluster's pod scheduler, after the hub's growth exponents (section 6)
+    POD_ENGINE: "7. Pod scheduler engine throughput, no I/O",
+    POD_PREEMPTION: "8. Pod preemption decision on full nodes",
+    POD_E2E: "9. Pod scheduler end to end on the embedded API server",
+    POD_MEMORY: "10. Pod engine peak resident memory",
+}
 RATIO_MEANS = {
     CYCLE: "ratio: per-cluster loop ÷ scheduler (speed-up), same fleet, same run",
     SPREAD: "ratio: oracle ÷ vectorized (speed-up), same inputs, same run",
     COLD: "ratio: this ÷ the 1,000-cluster run with as many placements (OCM's own benchmark size)",
     FANOUT: "no baseline: the time from the patch until every placement ran again",
     MEMORY: "ratio: controller ÷ scheduling core alone at the same size",
+    POD_ENGINE: (
+        "pods bound per second from the first `Engine.schedule` until the active queue is empty "
+        "(batches of 500, every BindPod answered with a successful BindResult), after nodes, "
+        "4 running pods per node and the pending pods were fed in as events (`setup`, untimed); "
+        "every binding checked: no node over-committed, no pod on a cordoned or untolerated node"
+    ),
+    POD_PREEMPTION: (
+        "one `Engine.schedule` for a 2-cpu pod of priority 1,000 on 8-cpu nodes each full with "
+        "10 running pods of 800m at priorities 0-9 (`pods` = running pods); one value per "
+        "preemptor, the victims replaced between preemptors so each finds a full cluster"
+    ),
+    POD_E2E: (
+        "`python -m controllers.addons.scheduler --url` against `python -m controllers.embedded` "
+        "(two processes; nodes and pending pods created first): pods ÷ seconds from the "
+        "scheduler's /readyz (informers synced) until the server lists no unbound pod (polled "
+        "every 0.1 s); with start = from launching the process"
+    ),
+    POD_MEMORY: (
+        "peak RSS of one process holding the engine (default profile), every node and pod "
+        "(4 running per node, the rest pending) and scheduling them all; imports = RSS before "
+        "the first event"
+    ),
 }
 
 
@@ -52,6 +93,8 @@ def verdicts(cases: Sequence[Case]) -> list[tuple[Target, str, str]]:
             out.append((target, "—", "no baseline in this run"))
             continue
         shown = f"{value:,.0f}×" if target.at_least else fmt(value, target.unit)
+        if case.details.get("timed_out") and any(case.details["timed_out"]):
+            shown += " (timed out)"
         out.append((target, shown, "**met**" if target.judge(value) else "**missed**"))
     return out
 
@@ -100,14 +143,27 @@ def fits(cases: Sequence[Case]) -> list[Fit]:
         (FANOUT, "controller", "fan-out"),
         (MEMORY, "core", "core peak RSS"),
         (MEMORY, "controller", "controller peak RSS"),
+        (POD_ENGINE, "engine", "pod engine pods/s"),
+        (POD_PREEMPTION, "engine", "preemption decision"),
+        (POD_E2E, "scheduler", "pod scheduler end to end pods/s"),
+        (POD_MEMORY, "engine", "pod engine peak RSS"),
     ):
         series = cases_of(cases, scenario, label)
+        n_name, p_name = size_names(scenario)
         for p in sorted({c.placements for c in series}):
             pts = [(c.clusters, c.median) for c in series if c.placements == p]
-            found.append(_fit(f"{name}, {p:,} placements", "clusters N", pts))
+            found.append(_fit(f"{name}, {p:,} {p_name}", f"{n_name} N", pts))
         for n in sorted({c.clusters for c in series}):
             pts = [(c.placements, c.median) for c in series if c.clusters == n]
-            found.append(_fit(f"{name}, {n:,} clusters", "placements P", pts))
+            found.append(_fit(f"{name}, {n:,} {n_name}", f"{p_name} P", pts))
+        if scenario == POD_E2E and len({c.placements for c in series}) > 1:
+            pts = [(c.placements, c.median) for c in series]  # N and P grow together
+            found.append(_fit(f"{name} (N and P together)", "pods P", pts))
+        if scenario == POD_MEMORY:  # P = 10 N; the imports' floor is no cost of N
+            floors = [_first(c.details.get("floor_rss_mib")) for c in series]
+            if all(isinstance(f, int | float) for f in floors):
+                pts = [(c.clusters, c.median - f) for c, f in zip(series, floors, strict=True)]
+                found.append(_fit(f"{name} above the import floor (P = 10 N)", "nodes N", pts))
         if scenario == MEMORY:  # P grows with N there (N/10); the imports' floor is no cost of N
             floors = [_first(c.details.get("floor_rss_mib")) for c in series]
             if all(isinstance(f, int | float) for f in floors):
@@ -125,8 +181,8 @@ def fits(cases: Sequence[Case]) -> list[Fit]:
 def fmt(value: float, unit: str) -> str:
     if not math.isfinite(value):
         return "—"
-    if unit == "MiB":
-        return f"{value:,.0f} MiB"
+    if unit in ("MiB", "pods/s"):
+        return f"{value:,.0f} {unit}"
     if unit != "s":
         return f"{value:,.3g} {unit}"
     if value < 1e-3:
@@ -138,7 +194,8 @@ def fmt(value: float, unit: str) -> str:
 
 def _table(cases: Sequence[Case], scenario: str) -> list[str]:
     rows = [c for c in cases if c.scenario == scenario]
-    head = "| case | clusters | placements | reps | median | p90 | max | ratio | notes |"
+    n, p = size_names(scenario)
+    head = f"| case | {n} | {p} | reps | median | p90 | max | ratio | notes |"
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in rows:
         r = ratio(c, cases)
@@ -180,10 +237,59 @@ def _notes(c: Case) -> str:
         )
     if c.scenario == MEMORY and "decided_s" in d:
         return f"server apart; cold start {_first(d['decided_s']):.1f} s"
+    return _pod_notes(c)
+
+
+def _pod_notes(c: Case) -> str:
+    d = c.details
+    if c.scenario == POD_ENGINE and "seconds" in d:
+        return (
+            f"{_first(d['bound']):,} bound in {_first(d['seconds']):.2f} s "
+            f"({_first(d['batches'])} batches), setup {_first(d['setup_s']):.1f} s, "
+            f"peak RSS {_first(d['peak_rss_mib']):,.0f} MiB; none over-committed"
+        )
+    if c.scenario == POD_PREEMPTION and "victims" in d:
+        return (
+            f"{len(c.values)} preemptors, first {fmt(d['first_s'], 's')}, "
+            f"victims per preemptor {d['victims']}, peak RSS {d['peak_rss_mib']:,.0f} MiB"
+        )
+    if c.scenario == POD_E2E and "created_s" in d:
+        ready, done = _first(d["ready_s"]), _first(d["all_bound_s"])
+        if _first(d["timed_out"]):
+            ended = (
+                f"**timed out** after {_first(d['waited_s']):.0f} s with "
+                f"{_first(d['bound']):,} of {c.placements:,} bound"
+            )
+        else:
+            ended = (
+                f"all bound {done:.1f} s after launch "
+                f"({_first(d['pods_per_s_with_start']):,.0f} pods/s with start)"
+            )
+        shown_ready = "never ready" if ready is None else f"ready after {ready:.1f} s"
+        return f"created in {_first(d['created_s']):.1f} s; {shown_ready}; {ended}"
+    if c.scenario == POD_MEMORY and "loaded_rss_mib" in d:
+        return (
+            f"imports {_first(d['floor_rss_mib']):,.0f} MiB, all events in "
+            f"{_first(d['loaded_rss_mib']):,.0f} MiB, {_first(d['bound']):,} pending scheduled "
+            f"in {_first(d['scheduled_s']):.1f} s"
+        )
     return ""
 
 
 # --- the folder ----------------------------------------------------------------------------------
+
+
+def _sections(cases: Sequence[Case], images: Sequence[str], titles: dict[str, str]) -> list[str]:
+    lines: list[str] = []
+    for scenario, title in titles.items():
+        if not any(c.scenario == scenario for c in cases):
+            continue
+        lines += ["", f"## {title}", "", RATIO_MEANS[scenario], "", *_table(cases, scenario)]
+        mine = [image for image in images if image.removesuffix(".png").startswith(scenario)]
+        lines += [line for image in mine for line in ("", f"![{image}]({image})")]
+        if mine:
+            lines += ["", "Plots: median per size, whiskers from the fastest repetition to p90."]
+    return lines
 
 
 def write_report(
@@ -201,15 +307,7 @@ def write_report(
     lines += [f"| {k} | {v} |" for k, v in machine.items()]
     lines += ["", "## DESIGN §9 targets", "", "| target | measured | verdict |", "|---|---:|---|"]
     lines += [f"| {t.text} | {shown} | {verdict} |" for t, shown, verdict in verdicts(cases)]
-    for scenario, title in TITLES.items():
-        if not any(c.scenario == scenario for c in cases):
-            continue
-        lines += ["", f"## {title}", "", RATIO_MEANS[scenario], "", *_table(cases, scenario)]
-        for image in images:
-            if image.startswith(scenario) or (scenario == COLD and image.startswith("cold-start")):
-                lines += ["", f"![{image}]({image})"]
-        if any(image.startswith(scenario) for image in images):
-            lines += ["", "Plots: median per size, whiskers from the fastest repetition to p90."]
+    lines += _sections(cases, images, TITLES)
     found = fits(cases)
     lines += ["", "## 6. How cost grows", ""]
     if found:
@@ -224,6 +322,7 @@ def write_report(
         ]
     else:
         lines.append("Too few sizes in this run to fit an exponent.")
+    lines += _sections(cases, images, POD_TITLES)
     failed = [c for c in cases if c.error]
     if failed:
         lines += ["", "## Errors", ""]

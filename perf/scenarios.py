@@ -15,6 +15,18 @@
    workload (`perf.child core`), and of the controller alone at the target size (full run).
 6. Growth exponents are fitted from these curves by `perf.report`.
 
+The local cluster's pod scheduler (DESIGN §9 "Local cluster", `perf.child pod-*` over the
+seeded cluster of `perf._pods_workload`), each run in a fresh process:
+
+7. `pod-engine`: the engine without I/O, pods/s from the first `schedule()` until every pending
+   pod is bound (bind results fed back); no node may be over-committed.
+8. `pod-preemption`: one preemption decision on full nodes (10 running pods each), ms per
+   preemptor over 20 preemptors; each must evict.
+9. `pod-e2e`: the scheduler process against the embedded API server process, pods/s from the
+   scheduler's readiness until the server holds every pod bound (a run that times out is
+   reported with what it bound, as a miss).
+10. `pod-memory`: peak RSS of the engine holding every node and pod and scheduling them.
+
 Targets are DESIGN §9's, attached to the cases they judge.
 """
 
@@ -27,10 +39,28 @@ from typing import Any
 
 from perf.harness import Case, ChildError, Settings, Step, in_child, repeat
 
-__all__ = ["FULL", "OCM_SHAPE", "QUICK", "SCENARIOS", "SMOKE", "TARGETS", "Sizes", "Target", "plan"]
+__all__ = [
+    "FULL",
+    "OCM_SHAPE",
+    "POD_E2E",
+    "POD_ENGINE",
+    "POD_MEMORY",
+    "POD_PREEMPTION",
+    "POD_SCENARIOS",
+    "QUICK",
+    "SCENARIOS",
+    "SMOKE",
+    "TARGETS",
+    "Sizes",
+    "Target",
+    "plan",
+]
 
 CYCLE, SPREAD, COLD, FANOUT, MEMORY = "cycle", "spread", "cold-start", "fan-out", "memory"
-SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY)
+POD_ENGINE, POD_PREEMPTION = "pod-engine", "pod-preemption"
+POD_E2E, POD_MEMORY = "pod-e2e", "pod-memory"
+POD_SCENARIOS = (POD_ENGINE, POD_PREEMPTION, POD_E2E, POD_MEMORY)
+SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS)
 OCM_SHAPE = "OCM shape"  # the cold start's case on OCM's benchmark hub (`controller_run.py`)
 
 
@@ -47,13 +77,14 @@ class Target:
     unit: str
     text: str
     at_least: bool = False  # a speed-up against the case's baseline
+    rate: bool = False  # the median itself must reach `limit` (pods/s)
 
     @property
     def key(self) -> tuple[str, str, int, int]:
         return (self.scenario, self.label, self.clusters, self.placements)
 
     def judge(self, value: float) -> bool:
-        return value >= self.limit if self.at_least else value <= self.limit
+        return value >= self.limit if self.at_least or self.rate else value <= self.limit
 
 
 TARGETS = (
@@ -66,6 +97,38 @@ TARGETS = (
     Target(FANOUT, "controller", 5_000, 1_000, 3, "s", "label change, 1,000 re-queued <= 3 s"),
     Target(MEMORY, "controller", 100_000, 10_000, 1024, "MiB", "RSS 100k x 10k <= 1 GiB"),
     Target(MEMORY, "core", 100_000, 10_000, 1024, "MiB", "(core alone) RSS 100k x 10k <= 1 GiB"),
+    Target(
+        POD_ENGINE,
+        "engine",
+        5_000,
+        10_000,
+        5_000,
+        "pods/s",
+        "pod engine, no I/O, 5,000 nodes x 10,000 pending >= 5,000 pods/s",
+        rate=True,
+    ),
+    Target(
+        POD_E2E,
+        "scheduler",
+        5_000,
+        10_000,
+        1_000,
+        "pods/s",
+        "pod scheduler end to end, 5,000 nodes x 10,000 pods >= 1,000 pods/s",
+        rate=True,
+    ),
+    Target(
+        POD_PREEMPTION,
+        "engine",
+        5_000,
+        50_000,
+        0.050,
+        "s",
+        "preemption decision, 5,000 nodes x 50,000 running <= 50 ms",
+    ),
+    Target(
+        POD_MEMORY, "engine", 5_000, 50_000, 500, "MiB", "pod engine RSS 5,000 x 50,000 <= 500 MiB"
+    ),
 )
 
 
@@ -80,6 +143,11 @@ class Sizes:
     fanout: Sequence[tuple[int, int]]
     core: Sequence[tuple[int, int]]
     controller_memory: Sequence[tuple[int, int]]
+    # the pod scheduler: (nodes, pending pods); preemption and memory (nodes, all pods)
+    pod_engine: Sequence[tuple[int, int]] = ()
+    pod_preemption: Sequence[tuple[int, int]] = ()
+    pod_e2e: Sequence[tuple[int, int]] = ()
+    pod_memory: Sequence[tuple[int, int]] = ()
 
 
 SMOKE = Sizes(
@@ -92,6 +160,10 @@ SMOKE = Sizes(
     fanout=((100, 20),),
     core=((200, 20), (400, 40)),
     controller_memory=((200, 20),),
+    pod_engine=((50, 300), (100, 300)),
+    pod_preemption=((50, 500),),
+    pod_e2e=((20, 100),),
+    pod_memory=((50, 500),),
 )
 QUICK = Sizes(
     cycle=(1_000, 3_000, 10_000, 30_000, 100_000),
@@ -103,6 +175,10 @@ QUICK = Sizes(
     fanout=((5_000, 1_000),),
     core=((3_000, 300), (10_000, 1_000)),
     controller_memory=(),
+    pod_engine=((1_000, 10_000), (5_000, 10_000)),
+    pod_preemption=((1_000, 10_000),),
+    pod_e2e=((100, 1_000),),
+    pod_memory=((1_000, 10_000),),
 )
 FULL = Sizes(
     cycle=(1_000, 3_000, 10_000, 30_000, 100_000),
@@ -123,6 +199,10 @@ FULL = Sizes(
     fanout=((5_000, 250), (5_000, 1_000), (5_000, 3_000)),
     core=((10_000, 1_000), (30_000, 3_000), (100_000, 10_000)),
     controller_memory=((20_000, 2_000), (100_000, 10_000)),
+    pod_engine=((1_000, 10_000), (5_000, 10_000), (15_000, 10_000)),
+    pod_preemption=((1_000, 10_000), (5_000, 50_000)),
+    pod_e2e=((100, 1_000), (1_000, 5_000), (5_000, 10_000)),
+    pod_memory=((1_000, 10_000), (5_000, 50_000)),
 )
 
 
@@ -326,6 +406,86 @@ def _controller_memory(clusters: int, placements: int, settings: Settings) -> Ca
     return _children(case, "perf.controller_run", args, settings, 1, read, timeout)
 
 
+# --- 7-10. the pod scheduler, each in a fresh process --------------------------------------------
+
+
+def _pods(nodes: int, pods: int) -> list[str]:
+    return [f"--nodes={nodes}", f"--pods={pods}"]
+
+
+def _broken_bindings(out: Any) -> str | None:
+    over, misplaced = out.get("overcommitted_nodes", 0), out.get("misplaced_pods", 0)
+    if over or misplaced:
+        return f"{over} nodes over-committed, {misplaced} pods on a cordoned or untolerated node"
+    return None
+
+
+def _pod_engine(nodes: int, pending: int, settings: Settings, times: int) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("seconds", "setup_s", "bound", "batches", "peak_rss_mib"):
+            case.details.setdefault(key, []).append(out.get(key))
+        case.error = _broken_bindings(out)
+        if case.error is None and out["bound"] != pending:
+            case.error = f"{out['bound']} of {pending} pods bound; queues {out['queues']}"
+        return float(out["pods_per_s"])
+
+    case = Case(POD_ENGINE, "engine", nodes, pending, unit="pods/s")
+    args = ["pod-engine", *_pods(nodes, pending), f"--seed={settings.seed}"]
+    timeout = 120 + nodes * 0.02 + pending * 0.02
+    return _children(case, "perf.child", args, settings, times, read, timeout)
+
+
+def _pod_preemption(nodes: int, running: int, settings: Settings) -> Case:
+    rounds = 5 if settings.mode == "smoke" else 20
+
+    def read(out: Any, case: Case) -> float:
+        case.values.extend(ms / 1000 for ms in out["ms"][1:])
+        case.details["first_s"] = out["ms"][0] / 1000
+        case.details["victims"] = sorted(set(out["victims"]))
+        case.details["peak_rss_mib"] = out["peak_rss_mib"]
+        if 0 in out["victims"]:
+            case.error = f"{out['victims'].count(0)} of {rounds} preemptors evicted nobody"
+        return float(out["ms"][0]) / 1000  # the first decision counts too
+
+    case = Case(POD_PREEMPTION, "engine", nodes, running)
+    args = ["pod-preemption", *_pods(nodes, running), f"--rounds={rounds}"]
+    timeout = 120 + running * 0.005
+    return _children(case, "perf.child", args, settings, 1, read, timeout)
+
+
+def _pod_e2e(nodes: int, pending: int, settings: Settings) -> Case:
+    wait = 120 + pending * 0.1  # generous: a miss is a result
+
+    def read(out: Any, case: Case) -> float:
+        keys = ("created_s", "ready_s", "all_bound_s", "waited_s", "bound", "timed_out")
+        for key in (*keys, "pods_per_s_with_start", "scheduler_exit", "scheduler_log_tail"):
+            case.details.setdefault(key, []).append(out.get(key))
+        case.error = _broken_bindings(out)
+        if out["pods_per_s"] is not None:
+            return float(out["pods_per_s"])
+        ready = out["ready_s"] if out["ready_s"] is not None else out["waited_s"]
+        return float(out["bound"] / max(out["waited_s"] - ready, 1e-9))  # what it bound in the time
+
+    case = Case(POD_E2E, "scheduler", nodes, pending, unit="pods/s")
+    args = ["pod-e2e", *_pods(nodes, pending), f"--seed={settings.seed}", f"--timeout={wait}"]
+    timeout = wait + 180 + nodes * 0.02 + pending * 0.02
+    return _children(case, "perf.child", args, settings, 1, read, timeout)
+
+
+def _pod_memory(nodes: int, pods: int, settings: Settings) -> Case:
+    def read(out: Any, case: Case) -> float:
+        for key in ("floor_rss_mib", "loaded_rss_mib", "scheduled_s", "bound", "pending"):
+            case.details.setdefault(key, []).append(out.get(key))
+        if out["bound"] != out["pending"]:
+            case.error = f"{out['bound']} of {out['pending']} pending pods bound"
+        return float(out["peak_rss_mib"])
+
+    case = Case(POD_MEMORY, "engine", nodes, pods, unit="MiB")
+    args = ["pod-memory", *_pods(nodes, pods), f"--seed={settings.seed}"]
+    timeout = 120 + pods * 0.01
+    return _children(case, "perf.child", args, settings, 1, read, timeout)
+
+
 # --- the plan ------------------------------------------------------------------------------------
 
 
@@ -362,4 +522,14 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
     for n, p in sizes.controller_memory:
         w = 10 + n / 600
         add(MEMORY, "controller", n, p, partial(_controller_memory, n, p, settings), w)
+    for n, p in sizes.pod_engine:
+        times = reps if (n, p) == (5_000, 10_000) else 1
+        w = times * (3 + n / 1_000 + p / 2_000)
+        add(POD_ENGINE, "engine", n, p, partial(_pod_engine, n, p, settings, times), w)
+    for n, p in sizes.pod_preemption:
+        add(POD_PREEMPTION, "engine", n, p, partial(_pod_preemption, n, p, settings), 3 + p / 5_000)
+    for n, p in sizes.pod_e2e:
+        add(POD_E2E, "scheduler", n, p, partial(_pod_e2e, n, p, settings), 8 + n / 250 + p / 200)
+    for n, p in sizes.pod_memory:
+        add(POD_MEMORY, "engine", n, p, partial(_pod_memory, n, p, settings), 3 + p / 5_000)
     return steps

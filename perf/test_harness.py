@@ -12,7 +12,19 @@ import pytest
 from perf.__main__ import main
 from perf.harness import Case, ChildError, Settings, Step, in_child, repeat
 from perf.report import fits, fmt, ratio, verdicts, write_report
-from perf.scenarios import COLD, CYCLE, MEMORY, OCM_SHAPE, SCENARIOS, SPREAD, TARGETS
+from perf.scenarios import (
+    COLD,
+    CYCLE,
+    MEMORY,
+    OCM_SHAPE,
+    POD_E2E,
+    POD_ENGINE,
+    POD_MEMORY,
+    POD_PREEMPTION,
+    SCENARIOS,
+    SPREAD,
+    TARGETS,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -75,6 +87,42 @@ def test_fitted_exponent_recovers_a_power_law() -> None:
     assert ("cold start, 250 placements", "clusters N") not in found  # one point is no curve
 
 
+def _target(scenario: str) -> str:
+    return next(t.text for t in TARGETS if t.scenario == scenario)
+
+
+def test_pod_throughput_targets_are_met_at_or_above_their_rate() -> None:
+    cases = [
+        Case(POD_ENGINE, "engine", 5_000, 10_000, [5_200.0, 4_900.0, 5_100.0], unit="pods/s"),
+        Case(POD_E2E, "scheduler", 5_000, 10_000, [640.0], unit="pods/s"),
+        Case(POD_PREEMPTION, "engine", 5_000, 50_000, [0.012, 0.011]),
+        Case(POD_MEMORY, "engine", 5_000, 50_000, [612.0], unit="MiB"),
+    ]
+    cases[1].details["timed_out"] = [True]
+    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts(cases)}
+    assert by_text[_target(POD_ENGINE)] == ("5,100 pods/s", "**met**")
+    assert by_text[_target(POD_E2E)] == ("640 pods/s (timed out)", "**missed**")
+    assert by_text[_target(POD_PREEMPTION)] == ("11.5 ms", "**met**")
+    assert by_text[_target(POD_MEMORY)] == ("612 MiB", "**missed**")
+
+
+def test_pod_steps_and_tables_count_nodes_and_pods(tmp_path: Path) -> None:
+    step = Step(POD_ENGINE, "engine", 5_000, 10_000, lambda: case(POD_ENGINE, "engine", 1, []))
+    assert step.title == "pod-engine: engine, 5,000 nodes x 10,000 pods"
+    cases = [
+        Case(POD_ENGINE, "engine", n, 10_000, [8e6 / n], unit="pods/s") for n in (1_000, 4_000)
+    ]
+    cases.append(Case(CYCLE, "scheduler", 1_000, 1, [1e-4]))
+    text = write_report(tmp_path, cases, {"cpu": "test"}, {"run": "test"}).read_text()
+    assert "| case | nodes | pods | reps |" in text
+    assert "| engine | 1,000 | 10,000 | 1 | 8,000 pods/s |" in text
+    assert "| pod engine pods/s, 10,000 pods | nodes N | 2 | -1.00 |" in text
+    # the pod sections follow the hub's growth exponents, each with its plot
+    assert text.index("## 6. How cost grows") < text.index("## 7. Pod scheduler engine")
+    assert "![pod-engine.png](pod-engine.png)" in text
+    assert (tmp_path / "pod-engine.png").read_bytes().startswith(PNG)
+
+
 @pytest.mark.parametrize(
     ("value", "unit", "shown"),
     [
@@ -82,6 +130,7 @@ def test_fitted_exponent_recovers_a_power_law() -> None:
         pytest.param(0.0374, "s", "37.4 ms", id="milli"),
         pytest.param(38.25, "s", "38.2 s", id="seconds"),
         pytest.param(1563.4, "MiB", "1,563 MiB", id="memory"),
+        pytest.param(5312.7, "pods/s", "5,313 pods/s", id="rate"),
         pytest.param(float("nan"), "s", "—", id="none"),
     ],
 )
@@ -189,3 +238,42 @@ def test_an_interrupted_run_still_reports_what_it_measured(
     saved = json.loads((tmp_path / "results.json").read_text())
     assert [c["label"] for c in saved["cases"]] == ["loop"]
     assert "2 of 3 steps not run" in saved["header"]["interrupted"]
+
+
+def test_pod_cluster_is_seeded_and_mixed() -> None:
+    from perf import _pods_workload as w
+
+    first, again = w.nodes(600, seed=7), w.nodes(600, seed=7)
+    assert [n.model_dump() for n in first] == [n.model_dump() for n in again]
+    spot = [n for n in first if (n.metadata.labels or {})["capacity"] == "spot"]
+    assert 0.2 < len(spot) / len(first) < 0.4
+    assert all(t.key == "spot" for n in spot for t in n.spec.taints or [])
+    pending = list(w.pending_pods(2_000, seed=7))
+    assert len({p.metadata.name for p in pending}) == 2_000
+    assert {p.spec.scheduler_name for p in pending} == {w.SCHEDULER}
+    assert all(p.spec.node_name is None for p in pending)
+    tolerate = sum(bool(p.spec.tolerations) for p in pending) / len(pending)
+    assert 0.25 < tolerate < 0.35
+    assert {p.spec.priority or 0 for p in pending} == {0, 100, 1_000}
+    running = list(w.running_pods(first[:3], 4, seed=7))
+    assert [p.spec.node_name for p in running] == [
+        n.metadata.name for n in first[:3] for _ in "abcd"
+    ]
+    assert {p.spec.scheduler_name for p in running} == {w.OTHER_SCHEDULER}
+
+
+def test_binding_check_finds_an_overcommitted_node_and_an_untolerated_taint() -> None:
+    from perf import _pods_workload as w
+    from perf.child import overcommitted
+
+    node = w.full_nodes(1, cpu=8)[0]
+    name = str(node.metadata.name)
+    maker = w.PodMaker()
+    pods = {f"bench/p{i}": maker.make(f"p{i}", w.Shape("2", "1Gi")) for i in range(5)}
+    fits = dict.fromkeys(list(pods)[:4], name)  # 8 cpu of 8
+    assert overcommitted([node], pods, fits) == {"overcommitted_nodes": 0, "misplaced_pods": 0}
+    every = dict.fromkeys(pods, name)  # 10 cpu of 8
+    assert overcommitted([node], pods, every)["overcommitted_nodes"] == 1
+    spot = next(n for n in w.nodes(50, seed=3) if n.spec.taints)
+    placed = overcommitted([spot], pods, {"bench/p0": str(spot.metadata.name)})
+    assert placed == {"overcommitted_nodes": 0, "misplaced_pods": 1}
