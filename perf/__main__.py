@@ -5,11 +5,16 @@
     python -m perf                          # the full run, about 8.5 minutes on 2 cores
     python -m perf --only cycle spread      # some scenarios
     python -m perf --out perf/results       # where report.md, results.json and the plots go
+    python -m perf --only pod-engine --merge --out perf/results   # keep the other scenarios' cases
 
 Scenarios: cycle (one scheduling cycle vs fleet size, against a per-cluster loop), spread
 (EvenSpread vs its oracle), cold-start and fan-out (the controller on the embedded hub, each run
 in a fresh process), memory (peak RSS of the scheduling core with its index, and in the full run
 of the controller at 100k clusters x 10k placements); report.md also fits growth exponents.
+The local cluster's pod scheduler: pod-engine (engine throughput without I/O), pod-preemption
+(one preemption decision on full nodes), pod-e2e (the scheduler process against the embedded
+API server process), pod-memory (peak RSS of the engine with every node and pod), each in a
+fresh process.
 """
 
 from __future__ import annotations
@@ -80,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=20261122, help="workload seed")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the cases of the scenarios not run from --out's results.json (the report "
+        "then holds both runs; its header says which scenarios came from the earlier one)",
+    )
+    parser.add_argument(
         "--render",
         action="store_true",
         help="measure nothing: write report.md and the plots again from --out's results.json",
@@ -100,6 +111,24 @@ def _render(out: Path) -> int:
     return 0
 
 
+def _earlier(out: Path, ran: list[str]) -> tuple[list[Case], dict[str, str]]:
+    """The cases of the scenarios not in `ran` from `out`'s results.json, and what the header
+    says of them (nothing when there is no earlier run)."""
+    try:
+        saved = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError):
+        return [], {}
+    kept = [Case.from_json(c) for c in saved["cases"] if c["scenario"] not in ran]
+    if not kept:
+        return [], {}
+    before = saved.get("header", {})
+    scenarios = ", ".join(dict.fromkeys(c.scenario for c in kept))
+    when = before.get("started", "?")
+    load = before.get("load average at the end", "?")
+    note = f"{scenarios} from the run started {when} (load average at its end {load})"
+    return kept, {"merged": note}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -118,10 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     if args.render:
         return _render(out)
+    earlier, merged = _earlier(out, args.only) if args.merge else ([], {})
     try:
         out.mkdir(parents=True, exist_ok=True)
         log = out / "children.log"
-        log.write_text("")
+        if not args.merge or not log.exists():  # a merged run adds to the earlier run's log
+            log.write_text("")
     except OSError as exc:
         print(f"python -m perf: cannot write the report folder {out}: {exc}", file=sys.stderr)
         return 1
@@ -171,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     if interrupted is not None:
         left = len(steps) - len(cases)
         header["interrupted"] = f"during {interrupted.title}; {left} of {len(steps)} steps not run"
-    report = write_report(out, cases, before, header)
+    header.update(merged)
+    report = write_report(out, [*earlier, *cases], before, header)
     for target, shown, verdict in verdicts(cases):
         print(f"{target.text}: {shown} {verdict.replace('*', '')}")
     print(f"report: {report}")

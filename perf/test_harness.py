@@ -277,3 +277,30 @@ def test_binding_check_finds_an_overcommitted_node_and_an_untolerated_taint() ->
     spot = next(n for n in w.nodes(50, seed=3) if n.spec.taints)
     placed = overcommitted([spot], pods, {"bench/p0": str(spot.metadata.name)})
     assert placed == {"overcommitted_nodes": 0, "misplaced_pods": 1}
+
+
+def test_a_merged_run_keeps_the_earlier_cases_of_the_scenarios_it_did_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import perf.__main__ as runner
+
+    hub = case(CYCLE, "loop", 1_000, [0.002])
+    stale = Case(POD_ENGINE, "engine", 50, 300, [10.0], unit="pods/s")
+    write_report(tmp_path, [hub, stale], {"cpu": "test"}, {"started": "earlier"})
+    fresh = Case(POD_ENGINE, "engine", 50, 300, [3_000.0], unit="pods/s")
+
+    def steps(settings: Settings, only: object) -> list[Step]:
+        return [Step(POD_ENGINE, "engine", 50, 300, lambda: fresh)]
+
+    monkeypatch.setattr(runner, "plan", steps)
+    argv = ["--smoke", "--no-progress", "--only", POD_ENGINE, "--out", str(tmp_path)]
+    assert main([*argv, "--merge"]) == 0
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [(c["scenario"], c["values"]) for c in saved["cases"]] == [
+        (CYCLE, [0.002]),
+        (POD_ENGINE, [3_000.0]),
+    ]
+    assert saved["header"]["merged"].startswith("cycle from the run started earlier")
+    assert main(argv) == 0  # without --merge the folder holds this run only
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert [c["scenario"] for c in saved["cases"]] == [POD_ENGINE]
