@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from apis.admission import AdmissionReview
+from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.cluster import (
     AddOnPlacementScore,
     ManagedCluster,
@@ -58,6 +59,7 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     Event,
     Lease,
     AdmissionReview,
+    MutatingWebhookConfiguration,
     PriorityClass,
     Deployment,
     ReplicaSet,

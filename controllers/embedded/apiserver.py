@@ -114,6 +114,7 @@ class EmbeddedApiServer:
         """End every watch stream, then close the listener and the connections."""
         self.drop_watches(abrupt=False)
         self.kubelet.close()
+        await self._handlers.webhooks.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

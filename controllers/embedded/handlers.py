@@ -36,6 +36,7 @@ from controllers.embedded.status import StatusError, status_doc
 from controllers.embedded.store import Propagation, Store
 from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
+from controllers.embedded.webhooks import MutatingWebhooks
 from controllers.embedded.writes import checked_fields, warning_header, write_options
 
 __all__ = ["Handlers", "Target"]
@@ -71,6 +72,7 @@ class Handlers:
         self.faults = faults
         self.audit = audit
         self.watches = Watches(store, faults, bookmark_interval)
+        self.webhooks = MutatingWebhooks(store)  # the mutating admission chain (CREATE)
         self._by_path = {(r.group, r.version, r.plural): r for r in store.resources}
         # With the kubelet simulation, a pod deleted without a grace period gets its own
         # (`terminationGracePeriodSeconds`); without it, it goes at once (no kubelet would
@@ -207,6 +209,9 @@ class Handlers:
                     raise StatusError(400, "the request body must be an object")
                 warnings = checked_fields(res, body, options.validation)
                 keep = self._admit(res, body)
+                body = await self.webhooks.mutate(
+                    res, body, t.namespace, dry_run=options.dry_run, warnings=warnings
+                )
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
@@ -228,6 +233,9 @@ class Handlers:
             if current is None:  # server-side apply of an object that does not exist creates it
                 warnings = checked_fields(res, body, options.validation, name=t.name, patch=sent)
                 keep = self._admit(res, body)
+                body = await self.webhooks.mutate(
+                    res, body, t.namespace, dry_run=options.dry_run, warnings=warnings
+                )
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )

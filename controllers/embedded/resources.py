@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.core import CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
@@ -34,6 +35,7 @@ __all__ = [
 CORE_KINDS: tuple[type[KubeObject], ...] = (
     *(Namespace, Pod, Node, CoreEvent, Event, Lease, PriorityClass),
     *WORKLOAD_MODELS,
+    MutatingWebhookConfiguration,
 )
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
