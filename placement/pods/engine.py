@@ -20,17 +20,19 @@ the engine goes on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
-from placement.arrays import BoolMask
+from apis.quantity import Quantity
+from placement.arrays import BoolMask, RowIndex
 from placement.pods.events import (
     Action,
     BindPod,
@@ -58,6 +60,7 @@ from placement.pods.framework import (
 from placement.pods.layers import PriorityLayers
 from placement.pods.nodes import NodeSnapshot, NodeTable, ResourceMatrix
 from placement.pods.queue import QueuedPod, SchedulingQueue
+from placement.pods.requests import Requests, non_zero_requests, pod_requests
 
 __all__ = [
     "DEFAULT_SCHEDULER",
@@ -70,6 +73,7 @@ __all__ = [
 DEFAULT_SCHEDULER = "default-scheduler"
 """The scheduler a pod without `spec.schedulerName` belongs to (not ours)."""
 NO_NODES = "no nodes available to schedule pods"
+MAX_SHAPES = 4096  # pod resource shapes whose requests are kept (then forgotten at once)
 SKIPPED = "engine.skipped"  # cycle.scratch: ids of the plugins whose PreFilter said SKIP
 
 
@@ -250,6 +254,9 @@ class Engine:
                 plugins.append(plugin)
         self._plugins: tuple[object, ...] = tuple(plugins)
         self._all_rows: BoolMask = np.ones(0, dtype=bool)
+        self._all_index: RowIndex = np.arange(0, dtype=np.intp)
+        # (requests, non-zero requests) per resource shape of a pod: most pods share a few.
+        self._requests: dict[Hashable, tuple[Requests, Requests]] = {}
 
     # --- public API --------------------------------------------------------------------------
 
@@ -480,7 +487,13 @@ class Engine:
         priority, never = self._priority(pod)
         if old is not None and pod.spec.priority is None:
             priority = old.priority
-        return PodInfo.of(pod, priority=priority, preempt_never=never)
+        shape = _resource_shape(pod)
+        requests = self._requests.get(shape)
+        if requests is None:
+            if len(self._requests) >= MAX_SHAPES:
+                self._requests.clear()
+            requests = self._requests[shape] = (pod_requests(pod), non_zero_requests(pod))
+        return PodInfo.of(pod, priority=priority, preempt_never=never, requests=requests)
 
     def _priority(self, pod: Pod) -> tuple[int, bool]:
         spec = pod.spec
@@ -666,22 +679,42 @@ class Engine:
                     counts=counts,
                     plugins=diagnosis.plugins | frozenset(restricting),
                 )
-        rows = np.flatnonzero(feasible)
-        if rows.size == 0:
+        count = int(np.count_nonzero(feasible))
+        if count == 0:
             self._failed(cycle, info, nodes, diagnosis, queued)
             return
-        if rows.size == 1:
-            best = int(rows[0])
-        else:
-            total = np.zeros(rows.size, dtype=np.int64)
-            for scorer, weight in self.profile.scores:
-                vector = _call(scorer.name, scorer.score, cycle, info, nodes, rows)
-                if weight == 1:
-                    total += vector
-                else:
-                    total += vector * weight
-            best = int(rows[int(np.argmax(total))])
+        rows = self._all_row_index(nodes.size) if count == nodes.size else np.flatnonzero(feasible)
+        best = int(rows[0] if count == 1 else rows[self._best(cycle, info, nodes, rows)])
         self._place(cycle, queued, nodes.names[best])
+
+    def _best(self, cycle: PodCycle, info: PodInfo, nodes: NodeSnapshot, rows: RowIndex) -> int:
+        """The position in `rows` of the highest weighted total (the first on ties). A
+        weighted vector of zeros changes no total and is skipped (NodeAffinity without
+        preferences); the first vector kept starts the total (one array less to add)."""
+        total: npt.NDArray[np.int64] | None = None
+        for scorer, weight in self.profile.scores:
+            vector = _call(scorer.name, scorer.score, cycle, info, nodes, rows)
+            if weight != 1:
+                if not np.count_nonzero(vector):
+                    continue
+                vector = vector * weight
+                if total is None:
+                    total = vector.astype(np.int64, copy=False)
+                    continue
+            elif total is None:
+                total = vector.astype(np.int64)  # a copy: the plugin's array stays as it was
+                continue
+            total += vector
+        return 0 if total is None else int(np.argmax(total))
+
+    def _all_row_index(self, size: int) -> RowIndex:
+        """0..size-1, shared and read-only: the rows of a pod that fits everywhere."""
+        index = self._all_index
+        if index.size != size:
+            index = np.arange(size, dtype=np.intp)
+            index.flags.writeable = False
+            self._all_index = index
+        return index
 
     def _everywhere(self, size: int) -> BoolMask:
         """An all-True mask of `size` rows, shared and read-only (one per cluster size)."""
@@ -1050,6 +1083,23 @@ def _profile_plugins(profile: Profile) -> Iterator[object]:
     yield from profile.binds
     yield from profile.post_binds
     yield from profile.handlers
+
+
+def _resource_shape(pod: Pod) -> Hashable:
+    """What a pod's requests are computed from, as written (equal text, equal amounts)."""
+    spec = pod.spec
+    containers = tuple(
+        _written(c.resources.requests if c.resources else None) for c in spec.containers
+    )
+    inits = tuple(
+        (c.restart_policy, _written(c.resources.requests if c.resources else None))
+        for c in spec.init_containers or ()
+    )
+    return containers, inits, _written(spec.overhead)
+
+
+def _written(quantities: Mapping[str, Quantity] | None) -> tuple[tuple[str, str], ...]:
+    return tuple((name, str(q.raw)) for name, q in quantities.items()) if quantities else ()
 
 
 def _has_condition(pod: Pod, condition: Mapping[str, Any]) -> bool:

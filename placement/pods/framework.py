@@ -135,15 +135,24 @@ class PodInfo:
 
     @classmethod
     def of(
-        cls, pod: Pod, priority: int | None = None, preempt_never: bool | None = None
+        cls,
+        pod: Pod,
+        priority: int | None = None,
+        preempt_never: bool | None = None,
+        *,
+        requests: tuple[Requests, Requests] | None = None,
     ) -> PodInfo:
+        """`requests`: the pod's (`pod_requests`, `non_zero_requests`) when the caller knows
+        them already (the engine keeps them per pod shape: the exact sums are costly)."""
         meta = pod.metadata
+        if requests is None:
+            requests = pod_requests(pod), non_zero_requests(pod)
         return cls(
             pod=pod,
             key=pod_key(meta.namespace, meta.name),
             uid=meta.uid or "",
-            requests=pod_requests(pod),
-            non_zero=non_zero_requests(pod),
+            requests=requests[0],
+            non_zero=requests[1],
             priority=(pod.spec.priority or 0) if priority is None else priority,
             preempt_never=(
                 pod.spec.preemption_policy == "Never" if preempt_never is None else preempt_never

@@ -147,6 +147,7 @@ class NodeTable:
         self._last: NodeSnapshot | None = None
         self._allocatable_of: dict[str, Requests] = {}  # node -> allocatable amounts
         self._cordoned: dict[str, bool] = {}  # node -> spec.unschedulable
+        self._cols: dict[tuple[str, ...], tuple[int, ...]] = {}  # resource names -> columns
         self._bulk = 0  # nesting depth of `bulk()`
         self._stale = False  # the arrays lag the dicts (bulk): rebuild before reading them
 
@@ -253,10 +254,7 @@ class NodeTable:
             return
         row = self._row(node_name)
         if row is not None:
-            self._writable(nodes=False)
-            vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
-            self._requested[row] += vector
-            self._non_zero[row] += counted.non_zero
+            self._add_to_row(row, counted, 1)
 
     def remove_pod(self, key: str) -> None:
         """Stop counting a pod (deleted, finished, or an assumption dropped); unknown: no-op."""
@@ -274,10 +272,7 @@ class NodeTable:
             return
         row = self._row(node_name)
         if row is not None:
-            self._writable(nodes=False)
-            vector = self._amount_vector(counted.requests)  # first: it may widen the matrix
-            self._requested[row] -= vector
-            self._non_zero[row] -= counted.non_zero
+            self._add_to_row(row, counted, -1)
 
     def pod_node(self, key: str) -> str | None:
         placed = self._pods.get(key)
@@ -453,6 +448,23 @@ class NodeTable:
             self._allocatable = np.hstack([self._allocatable, pad])
             self._requested = np.hstack([self._requested, pad])
             return len(self._resources) - 1
+
+    def _add_to_row(self, row: int, counted: _Counted, sign: int) -> None:
+        """Add (sign 1) or take away (-1) one pod's amounts on a row, cell by cell: a pod asks
+        for a few resources, and a few scalar updates beat building a full-width vector."""
+        names = tuple(counted.requests)
+        cols = self._cols.get(names)
+        if cols is None:
+            cols = tuple(self._column(name) for name in names)  # may widen the matrices
+            self._cols[names] = cols
+        self._writable(nodes=False)
+        requested = self._requested
+        for col, value in zip(cols, counted.requests.values(), strict=True):
+            requested[row, col] += sign * value
+        cpu, memory = counted.non_zero
+        non_zero = self._non_zero
+        non_zero[row, 0] += sign * cpu
+        non_zero[row, 1] += sign * memory
 
     def _amount_vector(self, requests: Mapping[str, int]) -> npt.NDArray[np.int64]:
         cols = [self._column(name) for name in requests]  # may widen the matrices first
