@@ -11,9 +11,9 @@ workload, in its namespace, whose annotation holds the reservations, written wit
 resourceVersion (a compare-and-swap; a 409 means read again). The Lease is owned by the
 workload, so it goes when the workload goes.
 
-The workload kinds are read through small projections of our own (`AppsObject`): only owner
-references, replicas and annotations are needed, and the pydantic models of apps/v1 were not in
-the tree when this was written.
+The workload kinds are read with the apps/v1 models of `apis.workloads` (the ones the embedded
+API server serves); the informers keep only what the rules read of each object (owner reference,
+or replicas, annotations and uid), not the objects.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from apis.core import Lease, Pod
 from apis.meta import KubeObject, ObjectMeta, OwnerReference
+from apis.workloads import Deployment, ReplicaSet, StatefulSet
 from controllers.kube.errors import ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
@@ -41,12 +42,9 @@ from placement.pods.mutation import (
 
 __all__ = [
     "RESERVATIONS_ANNOTATION",
-    "AppsObject",
+    "WATCHED_WORKLOADS",
     "ClusterView",
-    "DeploymentObject",
     "LeaseReservations",
-    "ReplicaSetObject",
-    "StatefulSetObject",
     "WorkloadCache",
     "WorkloadSource",
     "lease_name",
@@ -57,44 +55,25 @@ log = logging.getLogger(__name__)
 RESERVATIONS_ANNOTATION = "distributed-scheduling/reservations"
 
 
-class AppsObject(KubeObject):
-    """An apps/v1 object read for its metadata and replicas only."""
+WATCHED_WORKLOADS: tuple[type[KubeObject], ...] = (ReplicaSet, Deployment, StatefulSet)
+"""The apps/v1 kinds the webhook lists and watches (its RBAC grants exactly these)."""
 
-    GROUP: ClassVar[str] = "apps"
-    ALL_FIELDS_KNOWN: ClassVar[bool] = False
-
-    spec: dict[str, Any] | None = None
-    status: dict[str, Any] | None = None
+AppsWorkload = Deployment | StatefulSet
 
 
-class DeploymentObject(AppsObject):
-    KIND: ClassVar[str] = "Deployment"
-    PLURAL: ClassVar[str] = "deployments"
+def _replicas(obj: AppsWorkload) -> int:
+    replicas = obj.spec.replicas
+    return 1 if replicas is None else replicas  # the API server's default
 
 
-class StatefulSetObject(AppsObject):
-    KIND: ClassVar[str] = "StatefulSet"
-    PLURAL: ClassVar[str] = "statefulsets"
-
-
-class ReplicaSetObject(AppsObject):
-    KIND: ClassVar[str] = "ReplicaSet"
-    PLURAL: ClassVar[str] = "replicasets"
-
-
-def _replicas(obj: AppsObject) -> int:
-    value = (obj.spec or {}).get("replicas")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 1
-
-
-def _workload(obj: AppsObject) -> tuple[str | None, Workload]:
+def _workload(obj: AppsWorkload) -> tuple[str | None, Workload]:
     ref = WorkloadRef(obj.KIND, obj.namespace, obj.name)
     meta = obj.metadata
     workload = Workload(ref, _replicas(obj), dict(meta.annotations or {}), meta.uid or "")
     return meta.resource_version, workload
 
 
-def _owner(obj: AppsObject) -> tuple[str | None, dict[str, Any] | None]:
+def _owner(obj: ReplicaSet) -> tuple[str | None, dict[str, Any] | None]:
     owners = obj.metadata.owner_references or []
     chosen = next((o for o in owners if o.controller), owners[0] if owners else None)
     return obj.metadata.resource_version, chosen.to_wire() if chosen is not None else None
@@ -131,17 +110,17 @@ class WorkloadCache:
     """Informers of ReplicaSets (their owners), Deployments and StatefulSets."""
 
     def __init__(self, gateway: Gateway) -> None:
-        self.replica_sets: Informer[ReplicaSetObject, tuple[str | None, dict[str, Any] | None]]
+        self.replica_sets: Informer[ReplicaSet, tuple[str | None, dict[str, Any] | None]]
         self.replica_sets = Informer(
-            gateway, ReplicaSetObject, keep=Keep(_owner, _version), retry_delay=0.05
+            gateway, ReplicaSet, keep=Keep(_owner, _version), retry_delay=0.05
         )
-        self.deployments: Informer[DeploymentObject, tuple[str | None, Workload]]
+        self.deployments: Informer[Deployment, tuple[str | None, Workload]]
         self.deployments = Informer(
-            gateway, DeploymentObject, keep=Keep(_workload, _version), retry_delay=0.05
+            gateway, Deployment, keep=Keep(_workload, _version), retry_delay=0.05
         )
-        self.statefulsets: Informer[StatefulSetObject, tuple[str | None, Workload]]
+        self.statefulsets: Informer[StatefulSet, tuple[str | None, Workload]]
         self.statefulsets = Informer(
-            gateway, StatefulSetObject, keep=Keep(_workload, _version), retry_delay=0.05
+            gateway, StatefulSet, keep=Keep(_workload, _version), retry_delay=0.05
         )
         self.informers: tuple[Informer[Any, Any], ...] = (
             self.replica_sets,

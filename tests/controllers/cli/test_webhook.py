@@ -12,7 +12,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from controllers.addons.webhook_state import AppsObject
+from controllers.addons.webhook_state import WATCHED_WORKLOADS
 from controllers.cli.main import main
 from controllers.cli.webhook import parse_toleration
 
@@ -90,7 +90,7 @@ def test_rbac_grants_exactly_the_calls_made() -> None:
     }
     # informers list and watch; the Lease is read, created and replaced
     used = {("", "pods", v) for v in ("list", "watch")}
-    for cls in AppsObject.__subclasses__():
+    for cls in WATCHED_WORKLOADS:
         used |= {(cls.GROUP, cls.PLURAL, v) for v in ("list", "watch")}
     used |= {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
     assert granted == used
