@@ -46,12 +46,14 @@ __all__ = [
     "DESIRED_CAPACITY",
     "MIN_AVAILABLE",
     "RESERVATION",
+    "SPOT_TAINT_TOLERATION",
     "Capacity",
     "MutationConfig",
     "OwnerLookup",
     "Verdict",
     "Workload",
     "WorkloadRef",
+    "applied",
     "decide",
     "escape",
     "is_on_demand_alive",
@@ -71,6 +73,18 @@ under: when the pod informer sees it, the reservation becomes a live pod (never 
 _TEMPLATE_HASH: Final = "pod-template-hash"
 _APPS: Final = "apps/"
 _ORDINAL = re.compile(r"0|[1-9][0-9]*")
+
+
+SPOT_TAINT_TOLERATION: Final[Mapping[str, Any]] = {
+    "key": "spot",
+    "operator": "Equal",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+"""The toleration of the `spot=true:NoSchedule` taint the pod samples put on their spot nodes
+(config/samples/pods/nodes.yaml); `MutationConfig` adds none by default, since each cloud
+taints spot nodes its own way (`placement webhook run --spot-toleration spot=true:NoSchedule`
+gives this one; `scheduler simulate` uses it, see `placement.pods.simulation`)."""
 
 
 class Capacity(StrEnum):
@@ -365,3 +379,32 @@ def patch(
         ops += _map_ops(meta, "annotations", annotations)
     ops += _map_ops(meta, "labels", {config.desired_label: capacity.value})
     return ops
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def applied(pod: Mapping[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of `pod` with the `add` operations of `patch` applied (RFC 6902 `add`: into a
+    map, replacing a member that is there; into a list at an index or `-` at its end), as an
+    API server applies the webhook's answer; the simulator's shell uses it. ValueError on any
+    other operation or a path whose parent is missing."""
+    doc: dict[str, Any] = copy.deepcopy(dict(pod))
+    for op in ops:
+        if op.get("op") != "add":
+            raise ValueError(f"only add operations are applied here, not {op.get('op')!r}")
+        tokens = [_unescape(t) for t in str(op["path"]).split("/")[1:]]
+        parent: Any = doc
+        for token in tokens[:-1]:
+            parent = parent[int(token)] if isinstance(parent, list) else parent.get(token)
+            if parent is None:
+                raise ValueError(f"{op['path']}: the parent does not exist")
+        last, value = tokens[-1], copy.deepcopy(op["value"])
+        if isinstance(parent, list):
+            parent.insert(len(parent) if last == "-" else int(last), value)
+        elif isinstance(parent, dict):
+            parent[last] = value
+        else:
+            raise ValueError(f"{op['path']}: the parent is neither a map nor a list")
+    return doc

@@ -15,6 +15,14 @@ this instant, then the clock jumps to the next timer (the engine's `next_wake`, 
 of grace). The run stops when nothing can move any more (no pod in the active or backoff queue,
 none held at Permit, no victim terminating) or at a time limit. The input is sorted before it
 is fed, so the same objects in any order give the same result.
+
+The world also plays the spot webhook (`placement.pods.mutation`, DESIGN §8): each pod a
+Deployment or StatefulSet annotated `distributed-scheduling/min-available` creates is mutated as
+the webhook would at its CREATE, with the on-demand count the world knows at that moment (its
+pods alive and labelled on-demand), so a Deployment of 10 with min-available 3 gets 3 pods
+required on on-demand nodes and 7 preferring spot nodes. The configuration is
+`SIMULATION_MUTATION`: the webhook's defaults (`node.kubernetes.io/capacity: on-demand|spot`)
+plus a toleration of the `spot=true:NoSchedule` taint of the samples' spot nodes.
 """
 
 from __future__ import annotations
@@ -42,6 +50,16 @@ from placement.pods.events import (
     PodEvent,
 )
 from placement.pods.framework import pod_key
+from placement.pods.mutation import (
+    SPOT_TAINT_TOLERATION,
+    MutationConfig,
+    Workload,
+    WorkloadRef,
+    applied,
+    decide,
+    is_on_demand_alive,
+    patch,
+)
 from placement.pods.workloads import WORKLOAD_KINDS, Expansion, expand, object_uid
 
 __all__ = [
@@ -57,6 +75,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TIME = timedelta(hours=1)
+SIMULATION_MUTATION = MutationConfig(spot_tolerations=(SPOT_TAINT_TOLERATION,))
+"""The spot webhook's configuration the simulation plays: its defaults, plus the toleration of
+the samples' spot taint (`placement webhook run --spot-toleration spot=true:NoSchedule`)."""
+
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server writes into a pod that names no scheduler."""
 DEFAULT_GRACE_SECONDS = 30
@@ -121,6 +143,7 @@ class _Owner:
     expansion: Expansion
     held: deque[Pod] = field(default_factory=deque)
     replaced: int = 0
+    workload: Workload | None = None  # a Deployment or StatefulSet: its pods are mutated
 
 
 def _condition(status: str, reason: str, message: str, now: datetime, kind: str) -> dict[str, Any]:
@@ -146,8 +169,15 @@ def _set_condition(wire: dict[str, Any], condition: dict[str, Any]) -> None:
 
 
 class _World:
-    def __init__(self, engine: EngineLike, start: datetime, scheduler_name: str) -> None:
+    def __init__(
+        self,
+        engine: EngineLike,
+        start: datetime,
+        scheduler_name: str,
+        mutation: MutationConfig | None = None,
+    ) -> None:
         self.engine = engine
+        self.mutation = mutation
         self.now = start
         self.scheduler_name = scheduler_name
         self.pods: dict[str, Pod] = {}
@@ -165,8 +195,29 @@ class _World:
         self.perform(self.engine.handle(event, self.now))
 
     def add_pod(self, pod: Pod) -> None:
+        pod = self._admitted(pod)
         self.pods[pod.key] = pod
         self.feed(PodEvent("Added", pod))
+
+    def _admitted(self, pod: Pod) -> Pod:
+        """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is
+        not a Deployment or StatefulSet, or no webhook is played)."""
+        uid = self._controller_uid(pod)
+        owner = self.owners.get(uid or "")
+        if self.mutation is None or owner is None or owner.workload is None:
+            return pod
+        config = self.mutation
+        alive = sum(
+            1
+            for other in self.pods.values()
+            if self._controller_uid(other) == uid and is_on_demand_alive(_liveness(other), config)
+        )
+        wire = pod.to_wire()
+        verdict = decide(wire, owner.workload, alive, config)
+        if verdict.capacity is None:
+            return pod
+        ops = patch(wire, verdict.capacity, config)
+        return Pod.model_validate(applied(wire, ops)) if ops else pod
 
     def update_pod(self, wire: dict[str, Any]) -> None:
         pod = Pod.model_validate(wire)
@@ -329,6 +380,25 @@ class _World:
         return min(times) if times else None
 
 
+def _liveness(pod: Pod) -> dict[str, Any]:
+    """What `is_on_demand_alive` reads of a pod."""
+    meta = pod.metadata
+    doc_meta = {"labels": meta.labels or {}, "deletionTimestamp": meta.deletion_timestamp}
+    return {"metadata": doc_meta, "status": {"phase": pod.status.phase if pod.status else None}}
+
+
+def _workload(obj: KubeObject) -> Workload | None:
+    """What the webhook reads of a Deployment or StatefulSet (None for other kinds)."""
+    if obj.KIND not in ("Deployment", "StatefulSet"):
+        return None
+    spec = getattr(obj, "spec", None)
+    replicas = getattr(spec, "replicas", None)
+    meta = obj.metadata
+    ref = WorkloadRef(obj.KIND, obj.namespace, obj.name)
+    count = 1 if replicas is None else int(replicas)
+    return Workload(ref, count, dict(meta.annotations or {}), meta.uid or "")
+
+
 def _sorted_input(objects: Iterable[KubeObject]) -> list[KubeObject]:
     """One order whatever the files' order; two objects of one kind and name are an error."""
     seen: dict[tuple[str, str], KubeObject] = {}
@@ -393,9 +463,10 @@ def _load(world: _World, objects: Sequence[KubeObject], now: datetime) -> None:
         elif obj.KIND in OBJECT_KINDS:
             others[obj.KIND].append(type(obj).model_validate(_with_defaults(obj, now)))
         elif obj.KIND in WORKLOAD_KINDS:
-            expansion = expand(type(obj).model_validate(_with_defaults(obj, now)), now)
+            workload = type(obj).model_validate(_with_defaults(obj, now))
+            expansion = expand(workload, now)
             members = [_input_pod(p, now) for p in expansion.pods]
-            owner = _Owner(expansion)
+            owner = _Owner(expansion, workload=_workload(workload))
             for made in expansion.objects:
                 world.objects[(made.KIND, made.key)] = made
             if members:
@@ -458,11 +529,13 @@ def simulate(
     *,
     scheduler_name: str,
     max_time: timedelta = DEFAULT_MAX_TIME,
+    mutation: MutationConfig | None = SIMULATION_MUTATION,
 ) -> SimulationResult:
     """Run `engine` over the objects from `now` until nothing can move or `max_time` has
     passed. Raises SimulationError on duplicate objects, kinds the scheduler does not read, or
-    an engine that keeps acting at one instant without end."""
-    world = _World(engine, now, scheduler_name)
+    an engine that keeps acting at one instant without end. `mutation`: the spot webhook's
+    configuration the world plays at each pod's creation (None: no webhook)."""
+    world = _World(engine, now, scheduler_name, mutation)
     _load(world, objects, now)
     deadline = now + max_time
     held = sum(len(o.held) for o in world.owners.values())

@@ -251,3 +251,32 @@ spec:
     assert rows["urgent"] == ["shop", "urgent", "od-1", "Running", "-"]
     assert rows["low"] == ["shop", "low", "od-1", "Evicted", "PreemptionByScheduler"]
     assert "1 evicted; 10s simulated" in out
+
+
+def test_simulate_plays_the_spot_webhook_on_an_annotated_deployment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The sample Deployment of 10 with min-available 3: the webhook's rule, played at each
+    pod's creation, sends 3 pods to on-demand nodes (required) and 7 to spot nodes (preferred,
+    with the toleration of the spot taint)."""
+    samples = Path(__file__).resolve().parents[3] / "config" / "samples" / "pods"
+    files = [samples / name for name in ("00-namespaces.yaml", "nodes.yaml", "spot-webhook.yaml")]
+    argv = [arg for path in files for arg in ("-f", str(path))]
+    code, out, _ = run(capsys, "scheduler", "simulate", *argv, "-o", "json", *NOW)
+    assert code == EXIT_OK
+    docs = json.loads(out)["items"]
+    capacity = {
+        d["metadata"]["name"]: d["metadata"]["labels"]["node.kubernetes.io/capacity"]
+        for d in yaml.safe_load_all((samples / "nodes.yaml").read_text())
+    }
+    pods = [d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"].startswith("checkout")]
+    assert len(pods) == 10
+    on_nodes = [capacity[p["spec"]["nodeName"]] for p in pods]
+    assert on_nodes.count("on-demand") == 3
+    assert on_nodes.count("spot") == 7
+    for pod in pods:
+        desired = pod["metadata"]["labels"]["distributed-scheduling/desired-capacity"]
+        assert desired == capacity[pod["spec"]["nodeName"]]  # each where the webhook said
+        annotations = pod["metadata"].get("annotations") or {}
+        has_cost = "controller.kubernetes.io/pod-deletion-cost" in annotations
+        assert has_cost == (desired == "on-demand")
