@@ -243,10 +243,11 @@ def _notes(c: Case) -> str:
 def _pod_notes(c: Case) -> str:
     d = c.details
     if c.scenario == POD_ENGINE and "seconds" in d:
+        seconds = ", ".join(f"{s:.2f}" for s in d["seconds"])
         return (
-            f"{_first(d['bound']):,} bound in {_first(d['seconds']):.2f} s "
-            f"({_first(d['batches'])} batches), setup {_first(d['setup_s']):.1f} s, "
-            f"peak RSS {_first(d['peak_rss_mib']):,.0f} MiB; none over-committed"
+            f"{_first(d['bound']):,} bound in {seconds} s ({_first(d['batches'])} batches), "
+            f"setup {_first(d['setup_s']):.1f} s, peak RSS {max(d['peak_rss_mib']):,.0f} MiB; "
+            "none over-committed"
         )
     if c.scenario == POD_PREEMPTION and "victims" in d:
         return (
