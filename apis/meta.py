@@ -93,12 +93,21 @@ class KubeModel(BaseModel):
 # --- integers with ranges --------------------------------------------------------------------
 
 
+# The range of each integer format of the OpenAPI schemas (Go's int32 and int64).
+_FORMAT_RANGES: dict[str, tuple[int, int]] = {
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
 @dataclass(frozen=True)
 class IntRange:
     """Annotated metadata limiting an integer to [lo, hi], with an error naming both bounds.
 
     `Annotated[int, IntRange(-10, 10)]` validates like the CRD markers `minimum`/`maximum` and
-    puts them (with the integer format) into the JSON schema the CRDs are generated from.
+    puts them (with the integer format) into the JSON schema the CRDs are generated from. The
+    format's range (`int32` unless told) is enforced too: Go would refuse to decode a larger
+    value, so an object holding one could never be read by OCM or a typed client.
     """
 
     lo: int | None = None
@@ -117,6 +126,17 @@ class IntRange:
                     msg = "must be at most {hi} (got {got})"
                 raise PydanticCustomError(
                     "int_range", msg, {"lo": lo, "hi": hi, "got": repr(value)}
+                )
+            # The format's own range, which Go's decoding enforces (a value beyond it never
+            # reaches OCM's code); not put in the schema, as the CRDs carry only the format.
+            bounds = _FORMAT_RANGES.get(self.fmt)
+            if bounds is not None and not bounds[0] <= value <= bounds[1]:
+                lo = bounds[0] if lo is None else max(lo, bounds[0])
+                hi = bounds[1] if hi is None else min(hi, bounds[1])
+                raise PydanticCustomError(
+                    "int_range",
+                    "must be between {lo} and {hi}, within the {fmt} range (got {got})",
+                    {"lo": lo, "hi": hi, "fmt": self.fmt, "got": repr(value)},
                 )
         return value
 

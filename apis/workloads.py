@@ -12,7 +12,16 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from apis.core import PodSpec
-from apis.meta import Int32, IntRange, KubeModel, KubeObject, LabelSelector, ObjectMeta, Time
+from apis.meta import (
+    Int32,
+    Int64,
+    IntRange,
+    KubeModel,
+    KubeObject,
+    LabelSelector,
+    ObjectMeta,
+    Time,
+)
 
 __all__ = [
     "WORKLOAD_MODELS",
@@ -46,7 +55,7 @@ class ReplicaStatus(KubeModel):
 
     ALL_FIELDS_KNOWN: ClassVar[bool] = False
 
-    observed_generation: int | None = None
+    observed_generation: Int64 | None = None
     replicas: Int32 | None = None
     ready_replicas: Int32 | None = None
     available_replicas: Int32 | None = None

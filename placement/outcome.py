@@ -14,23 +14,63 @@ from datetime import datetime
 import numpy as np
 
 from apis.meta import Condition, ConditionStatus
-from apis.placements import PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED, PlacementStatus
+from apis.placements import (
+    PLACEMENT_LABEL,
+    PLACEMENT_MISCONFIGURED,
+    PLACEMENT_SATISFIED,
+    Placement,
+    PlacementStatus,
+)
 from placement.decisions import Paged, cluster_decision_groups, paginate
 from placement.framework import Code, Status
 from placement.scheduler import ScheduleResult
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
+    "MAX_CONDITION_MESSAGE",
     "Outcome",
+    "decision_name_problem",
     "misconfigured_condition",
     "outcome",
     "satisfied_condition",
     "score_note",
     "set_condition",
+    "truncate_message",
 ]
 
 MAX_NOTE = 1000
 """OCM caps the ScoreUpdate note at 1000 of the 1024 characters an event allows."""
+MAX_CONDITION_MESSAGE = 32768
+"""metav1.Condition's `message` maxLength: a longer one fails the whole status write."""
+_TRUNCATED = " ..."
+# The longest label value. A placement name is a DNS-1123 subdomain, whose alphabet label values
+# accept, and of at most 63 characters it leaves room for `-decision-<k>` in a 253-character
+# PlacementDecision name: the length is the only thing to check.
+_MAX_LABEL_VALUE = 63
+
+
+def truncate_message(message: str, limit: int = MAX_CONDITION_MESSAGE) -> str:
+    """`message` cut to `limit` characters, ending in ` ...` when cut, as Kubernetes
+    controllers cut condition messages (kueue's TruncateConditionMessage); the reason stays."""
+    if len(message) <= limit:
+        return message
+    return message[: limit - len(_TRUNCATED)] + _TRUNCATED
+
+
+def decision_name_problem(placement: Placement) -> str | None:
+    """Why this placement's PlacementDecisions cannot be written, or None. Their label
+    `cluster.open-cluster-management.io/placement` carries the placement's name, and a label
+    value is at most 63 characters, a name up to 253. OCM tries the write, gets 422 and
+    retries forever without a word in the status; we say so in PlacementMisconfigured
+    instead, keep the decisions there are and write none."""
+    name = placement.name
+    if len(name) > _MAX_LABEL_VALUE:
+        return (
+            f"the placement name is {len(name)} characters long, but its PlacementDecisions "
+            f"carry it in the label {PLACEMENT_LABEL}, whose values are at most "
+            f"{_MAX_LABEL_VALUE} characters: rename the placement"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,6 +142,7 @@ def set_condition(
     """meta.SetStatusCondition: replace in place; the transition time moves only when the
     status changes."""
     status, reason, message = value
+    message = truncate_message(message)
     out = list(conditions)
     for i, existing in enumerate(out):
         if existing.type == kind:
@@ -132,6 +173,10 @@ def outcome(
     """The decisions and status to write for one scheduled placement."""
     status = result.status
     paged: Paged | None = None
+    if status.ok:
+        problem = decision_name_problem(result.placement)
+        if problem is not None:
+            status = Status(Code.MISCONFIGURED, problem)
     if status.ok:
         groups, group_status = cluster_decision_groups(result.placement, fleet, result.selected)
         if group_status.ok:

@@ -89,6 +89,17 @@ def _kind_matches(kind: tuple[str, str, str], toleration: TolerationLike) -> boo
     return toleration.operator == "Exists"  # any other operator never matches
 
 
+def _expiry(added: datetime, seconds: int) -> datetime | None:
+    """`added + seconds`, or None when that is past the last datetime (year 9999): a
+    tolerationSeconds near the int64 maximum, or a taint added in the year 9999."""
+    try:
+        return added + timedelta(seconds=seconds)
+    except OverflowError:
+        if seconds < 0:
+            return _ZERO_TIME  # long expired
+        return None
+
+
 def tolerance(
     taint: TaintRow, tolerations: Sequence[Toleration], in_decision: bool, now: datetime
 ) -> tuple[bool, datetime | None]:
@@ -102,7 +113,9 @@ def tolerance(
             continue
         if toleration.toleration_seconds is None:
             return True, None
-        expiry = (taint.time_added or _ZERO_TIME) + timedelta(seconds=toleration.toleration_seconds)
+        expiry = _expiry(taint.time_added or _ZERO_TIME, toleration.toleration_seconds)
+        if expiry is None:
+            return True, None  # runs out after the year 9999: for good, as far as we can tell
         if now < expiry:
             return True, expiry
         # an expired match does not end the search: a later toleration may still apply

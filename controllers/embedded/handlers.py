@@ -43,6 +43,83 @@ __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
+MAX_REQUEST_BODY = 3 * 1024 * 1024
+"""kube-apiserver's request body limit (`--max-request-body-bytes`, etcd's 3 MiB value limit)."""
+MAX_BODY_DEPTH = 100
+"""How deep a request body may nest. kube-apiserver's decoder allows 10,000 levels; every walk
+of a body here (pruning, defaults, unknown fields) recurses, within Python's 1,000 frames, and
+no kind served nests more than a few dozen levels."""
+
+
+def _query_int(query: Any, name: str) -> int | None:
+    """The integer query parameter `name`, or None when absent; 400 with Go's ParseInt words
+    when it is no integer, as kube-apiserver answers `?limit=abc`."""
+    text = query.get(name)
+    if not text:
+        return None
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What makes a decoded body unfit to walk: nesting deeper than MAX_BODY_DEPTH, or more
+    values than a body of MAX_REQUEST_BODY bytes can hold in JSON (YAML aliases repeat a node
+    without repeating its text: a few KiB can stand for billions of values, or for a cycle)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_REQUEST_BODY:
+            return f"the request body expands to more than {MAX_REQUEST_BODY} values"
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= MAX_BODY_DEPTH:
+            return f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _apply_yaml(raw: bytes) -> Any:
+    """An apply patch sent as YAML, decoded; 400 when it is not YAML or nests too deep for
+    the decoder (its shape is checked after)."""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise StatusError(400, "the apply patch is not valid YAML") from None
+    except RecursionError:
+        message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+        raise StatusError(400, message) from None
+
+
+def _check_type_meta(res: Resource, body: dict[str, Any]) -> None:
+    """kube-apiserver's check of a created or replaced object's type against the URL: another
+    group/version is 400, another kind of the same one 422 (an empty field takes the URL's)."""
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if api_version and api_version != res.api_version:
+        raise StatusError(
+            400,
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({res.api_version})",
+        )
+    if kind and kind != res.kind:
+        meta = body.get("metadata")
+        name = meta.get("name", "") if isinstance(meta, dict) else ""
+        qualified = f"{kind}.{res.group}" if res.group else str(kind)
+        message = f'Invalid value: "{kind}": must be {res.kind}'
+        cause = {"reason": "FieldValueInvalid", "field": "kind", "message": message}
+        raise StatusError(
+            422,
+            f'{qualified} "{name}" is invalid: kind: {message}',
+            "Invalid",
+            {"name": name, "group": res.group, "kind": kind, "causes": [cause]},
+        )
 
 
 @dataclass(frozen=True)
@@ -156,18 +233,33 @@ class Handlers:
         return Target(res, "", *rest[1:3])
 
     async def _body(self, request: web.Request) -> Any:
-        raw = await request.read()
+        too_large = StatusError(
+            413, f"Request entity too large: limit is {MAX_REQUEST_BODY}", "RequestEntityTooLarge"
+        )
+        if (request.content_length or 0) > MAX_REQUEST_BODY:
+            raise too_large
+        chunks, size = [], 0
+        while chunk := await request.content.read(64 * 1024):  # a chunked body has no length
+            size += len(chunk)
+            if size > MAX_REQUEST_BODY:
+                raise too_large
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         if not raw:
             return None
         try:
-            return json.loads(raw)
+            data = json.loads(raw)
+        except RecursionError:
+            message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+            raise StatusError(400, message) from None
         except ValueError:
-            if request.content_type == APPLY_PATCH:  # kubectl sends JSON, YAML is allowed too
-                try:
-                    return yaml.safe_load(raw)
-                except yaml.YAMLError:
-                    raise StatusError(400, "the apply patch is not valid YAML") from None
-            raise StatusError(400, "the request body is not valid JSON") from None
+            if request.content_type != APPLY_PATCH:  # kubectl sends JSON, YAML is allowed too
+                raise StatusError(400, "the request body is not valid JSON") from None
+            data = _apply_yaml(raw)
+        problem = _shape_problem(data)
+        if problem is not None:
+            raise StatusError(400, problem)
+        return data
 
     def _check_fault(self, verb: str) -> None:
         code = self.faults.error_for(verb)
@@ -183,6 +275,7 @@ class Handlers:
             if method == "GET" and query.get("watch", "").lower() in _TRUE:
                 self.audit[AuditEntry("watch", res.group, res.plural, "", t.namespace)] += 1
                 self._check_fault("watch")
+                _query_int(query, "timeoutSeconds")  # 400 before the stream starts
                 view = table_view(res, request.headers.get("Accept", ""), query)
                 return await self.watches.serve(request, res, t.namespace, view)
             verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method)
@@ -207,6 +300,7 @@ class Handlers:
                 body = await self._body(request)
                 if not isinstance(body, dict):
                     raise StatusError(400, "the request body must be an object")
+                _check_type_meta(res, body)
                 warnings = checked_fields(res, body, options.validation)
                 keep = self._admit(res, body)
                 body = await self.webhooks.mutate(
@@ -242,6 +336,7 @@ class Handlers:
                 return _json(created, 201, warnings)
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
+        _check_type_meta(res, body)
         patch = sent if verb == "patch" else None
         warnings = checked_fields(res, body, options.validation, name=t.name, patch=patch)
         obj = store.update(
@@ -299,7 +394,7 @@ class Handlers:
                 raise StatusError(400, "invalid continue token") from None
         out: list[dict[str, Any]] = []
         meta: dict[str, Any] = {"resourceVersion": rv}
-        limit = int(query.get("limit") or 0)
+        limit = _query_int(query, "limit") or 0
         for obj in items:
             key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
             if start is not None and key <= start:
