@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import pickle
 import socket
 import subprocess
@@ -432,12 +433,30 @@ async def _get(session: Any, url: str) -> tuple[int, Any]:
         return response.status, body
 
 
-async def _until_bound(
-    url: str, unbound: str, timeout_s: float
-) -> tuple[float | None, float | None, float, int, list[str]]:
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` so far (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_pid() -> int | None:
+    """This process's child running the embedded API server."""
+    for children in Path("/proc/self/task").glob("*/children"):
+        for pid in children.read_text().split():
+            with contextlib.suppress(OSError):
+                if b"controllers.embedded" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return int(pid)
+    return None
+
+
+async def _until_bound(url: str, unbound: str, timeout_s: float) -> dict[str, Any]:
     """Run the scheduler against `url` until `unbound` lists no pod: the seconds until it was
-    ready and until all were bound (None when never), the seconds waited, its exit code and
-    the last lines it logged. Polled every 0.1 s (a list of one pod: cheap for the server)."""
+    ready and until all were bound (None when never), the seconds waited, the CPU seconds the
+    scheduler and the server spent meanwhile (which of them is the bottleneck), its exit code
+    and the last lines it logged. Polled every 0.1 s (a list of one pod: cheap for the server)."""
     import aiohttp
 
     port = _free_port()
@@ -445,34 +464,40 @@ async def _until_bound(
         sys.executable, "-m", "controllers.addons.scheduler", f"--url={url}",
         f"--http-addr=127.0.0.1:{port}", "--log-level=WARNING",
     ]  # fmt: skip
-    ready_s = done_s = None
+    out: dict[str, Any] = {"ready_s": None, "all_bound_s": None}
+    server = _server_pid()
+    server_cpu = _cpu_seconds(server) if server is not None else None
     with tempfile.TemporaryFile(mode="w+") as log:
         async with aiohttp.ClientSession() as session:
             began = time.perf_counter()
             scheduler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
             try:
                 while time.perf_counter() - began < timeout_s and scheduler.poll() is None:
-                    if ready_s is None:
+                    if out["ready_s"] is None:
                         with contextlib.suppress(aiohttp.ClientError):
                             status, _ = await _get(session, f"http://127.0.0.1:{port}/readyz")
                             if status == 200:
-                                ready_s = time.perf_counter() - began
+                                out["ready_s"] = time.perf_counter() - began
                     status, body = await _get(session, unbound)
                     if status == 200 and not body["items"]:
-                        done_s = time.perf_counter() - began
+                        out["all_bound_s"] = time.perf_counter() - began
                         break
                     await asyncio.sleep(0.1)
+                out["scheduler_cpu_s"] = _cpu_seconds(scheduler.pid)
+                if server is not None and server_cpu is not None:
+                    now_cpu = _cpu_seconds(server)
+                    out["server_cpu_s"] = None if now_cpu is None else now_cpu - server_cpu
             finally:
                 scheduler.terminate()
                 try:
-                    exited = scheduler.wait(30)
+                    out["scheduler_exit"] = scheduler.wait(30)
                 except subprocess.TimeoutExpired:
                     scheduler.kill()
-                    exited = scheduler.wait()
-            waited_s = time.perf_counter() - began
+                    out["scheduler_exit"] = scheduler.wait()
+            out["waited_s"] = time.perf_counter() - began
         log.seek(0)
-        lines = [line for line in log.read().splitlines() if line.strip()][-3:]
-    return ready_s, done_s, waited_s, exited, lines
+        out["scheduler_log_tail"] = [line for line in log.read().splitlines() if line.strip()][-3:]
+    return out
 
 
 async def pod_e2e(node_count: int, pending: int, seed: int, timeout_s: float) -> dict[str, Any]:
@@ -493,26 +518,23 @@ async def pod_e2e(node_count: int, pending: int, seed: int, timeout_s: float) ->
         await create_all(gateway, todo, width=64)
         created_s = time.perf_counter() - began
         unbound = f"{url}/api/v1/namespaces/{ns}/pods?fieldSelector=spec.nodeName%3D&limit=1"
-        ready_s, done_s, waited_s, exited, errors = await _until_bound(url, unbound, timeout_s)
+        run = await _until_bound(url, unbound, timeout_s)
         pods = (await gateway.list(Pod, namespace=ns)).items
     where = {f"{ns}/{p.metadata.name}": p.spec.node_name for p in pods if p.spec.node_name}
     by_key = {f"{ns}/{p.metadata.name}": p.model_copy(update={"spec": p.spec.model_copy(
         update={"node_name": None})}) for p in pods}  # fmt: skip
     bound = len(where)
+    ready_s, done_s, waited_s = run["ready_s"], run["all_bound_s"], run["waited_s"]
     span = (done_s - ready_s) if done_s is not None and ready_s is not None else None
     return {
         "nodes": node_count,
         "pending": pending,
         "created_s": created_s,
-        "ready_s": ready_s,
-        "all_bound_s": done_s,
-        "waited_s": waited_s,
+        **run,
         "bound": bound,
         "timed_out": done_s is None,
         "pods_per_s": pending / span if span else None,
         "pods_per_s_with_start": (pending if done_s else bound) / (done_s or waited_s),
-        "scheduler_exit": exited,
-        "scheduler_log_tail": errors,
         **overcommitted(cluster, by_key, where),
     }
 

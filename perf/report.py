@@ -67,7 +67,8 @@ RATIO_MEANS = {
         "`python -m controllers.addons.scheduler --url` against `python -m controllers.embedded` "
         "(two processes; nodes and pending pods created first): pods ÷ seconds from the "
         "scheduler's /readyz (informers synced) until the server lists no unbound pod (polled "
-        "every 0.1 s); with start = from launching the process"
+        "every 0.1 s); with start = from launching the process; CPU = user + system seconds of "
+        "each process from the launch until all were bound"
     ),
     POD_MEMORY: (
         "peak RSS of one process holding the engine (default profile), every node and pod "
@@ -267,7 +268,11 @@ def _pod_notes(c: Case) -> str:
                 f"({_first(d['pods_per_s_with_start']):,.0f} pods/s with start)"
             )
         shown_ready = "never ready" if ready is None else f"ready after {ready:.1f} s"
-        return f"created in {_first(d['created_s']):.1f} s; {shown_ready}; {ended}"
+        cpu = ""
+        scheduler_cpu, server_cpu = _first(d.get("scheduler_cpu_s")), _first(d.get("server_cpu_s"))
+        if isinstance(scheduler_cpu, int | float) and isinstance(server_cpu, int | float):
+            cpu = f"; CPU meanwhile: scheduler {scheduler_cpu:.1f} s, API server {server_cpu:.1f} s"
+        return f"created in {_first(d['created_s']):.1f} s; {shown_ready}; {ended}{cpu}"
     if c.scenario == POD_MEMORY and "loaded_rss_mib" in d:
         return (
             f"imports {_first(d['floor_rss_mib']):,.0f} MiB, all events in "
