@@ -1033,7 +1033,7 @@ def _diagnose(size: int, removals: Sequence[tuple[str, FilterResult, BoolMask]])
         plugins.add(name)
         covered = np.zeros(size, dtype=bool)
         hard = np.zeros(size, dtype=bool)
-        for reason in result.reasons:
+        for reason in _call(name, result.all_reasons):
             rows = reason.rows & removed
             count = int(np.count_nonzero(rows))
             if not count:

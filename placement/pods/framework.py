@@ -16,7 +16,7 @@ no I/O and never read a clock (`PodCycle.now`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import IntEnum
@@ -303,12 +303,24 @@ class PreFilterResult:
 @dataclass(frozen=True)
 class FilterResult:
     """The rows that still fit, and why the others (those it removed) do not. Reasons are
-    cheap masks built while filtering; a removed row no reason covers gets `default`."""
+    masks, given at once (`reasons`) or on demand (`explain`); a removed row no reason covers
+    gets `default`."""
 
     mask: BoolMask
     reasons: tuple[Reason, ...] = ()
     default: Reason | None = None
     status: PodStatus = POD_SUCCESS  # ERROR only: a filter that cannot decide for any node
+    explain: Callable[[], tuple[Reason, ...]] | None = None
+    """More reasons, computed only when someone asks (`all_reasons`): the engine needs them
+    when no node fits (the Diagnosis) or in explain mode, and most pods fit somewhere, so a
+    filter whose reasons cost anything defers them here. The callable must read only what
+    the filter read (the snapshot is immutable), so calling it later gives the same answer."""
+
+    def all_reasons(self) -> tuple[Reason, ...]:
+        """`reasons` followed by the deferred ones."""
+        if self.explain is None:
+            return self.reasons
+        return self.reasons + self.explain()
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,9 @@ class NodeName:
         row = nodes.row_of(wanted)
         if row is not None:
             only[row] = True
-        removed = candidates & ~only
-        return FilterResult(
-            candidates & only, (Reason(removed, ERR_REASON_NODE_NAME, resolvable=False),)
-        )
+
+        def explain() -> tuple[Reason, ...]:
+            removed = candidates & ~only
+            return (Reason(removed, ERR_REASON_NODE_NAME, resolvable=False),)
+
+        return FilterResult(candidates & only, explain=explain)

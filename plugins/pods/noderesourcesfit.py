@@ -358,12 +358,15 @@ class NodeResourcesFit:
         removed = np.greater(candidates, fits)  # candidates & ~fits
         if not removed.any():
             return FilterResult(candidates)
-        # Reasons from the removed rows only: usually a few full nodes.
-        at = np.flatnonzero(removed)
-        reasons = (
-            _reasons(nodes, request, at) if at.size > _FEW else _few_reasons(nodes, request, at)
-        )
-        return FilterResult(candidates & fits, tuple(reasons))
+
+        def explain() -> tuple[Reason, ...]:
+            # Reasons from the removed rows only: usually a few full nodes.
+            at = np.flatnonzero(removed)
+            if at.size > _FEW:
+                return _reasons(nodes, request, at)
+            return _few_reasons(nodes, request, at)
+
+        return FilterResult(candidates & fits, explain=explain)
 
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex

@@ -8,7 +8,7 @@ from typing import Any
 from placement.arrays import BoolMask
 from placement.pods.framework import FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import PerSnapshot, check_fields, frozen
 from plugins.pods.tolerations import pod_tolerations, tolerated
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]
@@ -28,14 +28,28 @@ class NodeUnschedulable:
         check_fields(args, ())
         return cls()
 
+    def __init__(self) -> None:
+        # The cordoned rows and their complement, per `unschedulable` array (a snapshot keeps
+        # it until a node event): a pod then costs one mask operation, not three.
+        self._cordoned = PerSnapshot(lambda nodes: nodes.unschedulable, _cordoned)
+
     def filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
-        cordoned = nodes.unschedulable
-        if not cordoned.any() or tolerated(pod_tolerations(pod.pod), UNSCHEDULABLE_TAINT):
+        found = self._cordoned.get(nodes)
+        if found is None or tolerated(pod_tolerations(pod.pod), UNSCHEDULABLE_TAINT):
             return FilterResult(candidates)
-        removed = candidates & cordoned
-        return FilterResult(
-            candidates & ~cordoned,
-            (Reason(removed, ERR_REASON_UNSCHEDULABLE, resolvable=False),),
-        )
+        cordoned, open_ = found
+
+        def explain() -> tuple[Reason, ...]:
+            return (Reason(candidates & cordoned, ERR_REASON_UNSCHEDULABLE, resolvable=False),)
+
+        return FilterResult(candidates & open_, explain=explain)
+
+
+def _cordoned(nodes: NodeSnapshot) -> tuple[BoolMask, BoolMask] | None:
+    """(cordoned rows, the others), None when no node is cordoned."""
+    cordoned = nodes.unschedulable
+    if not cordoned.any():
+        return None
+    return cordoned, frozen(~cordoned)

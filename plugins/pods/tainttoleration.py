@@ -101,8 +101,12 @@ class TaintToleration:
             verdict = self._groups.memo[key] = self._verdict(nodes, groups, tols)
         if not verdict.reasons:
             return FilterResult(candidates)
-        reasons = tuple(Reason(candidates & rows, m, False) for m, rows in verdict.reasons)
-        return FilterResult(candidates & verdict.fits, reasons)
+        found = verdict.reasons
+
+        def explain() -> tuple[Reason, ...]:
+            return tuple(Reason(candidates & rows, m, False) for m, rows in found)
+
+        return FilterResult(candidates & verdict.fits, explain=explain)
 
     def _soft_counts(self, nodes: NodeSnapshot, groups: _Groups, tols: tuple[Tol, ...]) -> Any:
         # kube's PreScore keeps the tolerations with an empty or PreferNoSchedule effect.

@@ -56,7 +56,7 @@ def fits(**spec: Any) -> list[str]:
     assert pre.status.ok, pre.status
     candidates = everything(nodes) if pre.nodes is None else pre.nodes
     result = plugin.filter(cycle(), p, nodes, candidates)
-    for reason in result.reasons:
+    for reason in result.all_reasons():
         assert reason.message == "node(s) didn't match Pod's node affinity/selector"
         assert not reason.resolvable
     return names(nodes, result.mask)
@@ -214,7 +214,7 @@ def test_added_affinity_is_enforced_on_every_pod_with_its_own_reason() -> None:
     assert plugin.pre_filter(cycle(), p, nodes).status.ok
     result = plugin.filter(cycle(), p, nodes, everything(nodes))
     assert names(nodes, result.mask) == ["n1"]
-    assert [(r.message, names(nodes, r.rows)) for r in result.reasons] == [
+    assert [(r.message, names(nodes, r.rows)) for r in result.all_reasons()] == [
         ("node(s) didn't match scheduler-enforced node affinity", ["n2", "n4"]),
         ("node(s) didn't match Pod's node affinity/selector", ["n3"]),
     ]

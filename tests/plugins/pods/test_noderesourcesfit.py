@@ -46,7 +46,7 @@ def test_filter_keeps_nodes_with_enough_free_and_names_each_missing_resource() -
     )
     result = run_filter(fit(), nodes, pod(requests=[{"cpu": "2", "memory": "2Gi"}]))
     assert names(nodes, result.mask) == ["b"]
-    reasons = {(r.message, r.resolvable): names(nodes, r.rows) for r in result.reasons}
+    reasons = {(r.message, r.resolvable): names(nodes, r.rows) for r in result.all_reasons()}
     assert reasons == {
         ("Insufficient cpu", True): ["a"],  # preemption of busy would make room
         ("Insufficient cpu", False): ["c"],  # 2 cpu > the node's whole 1 cpu
@@ -58,7 +58,7 @@ def test_full_node_fails_with_too_many_pods_even_for_a_pod_requesting_nothing() 
     nodes = snapshot([node("a", cpu=4, pods=1), node("b", cpu=4, pods=2)], [(pod("x"), "a")])
     result = run_filter(fit(), nodes, pod())
     assert names(nodes, result.mask) == ["b"]
-    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.reasons] == [
+    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.all_reasons()] == [
         ("Too many pods", True, ["a"])
     ]
 
@@ -73,7 +73,7 @@ def test_extended_resource_no_node_has_fails_every_node_unresolvably() -> None:
     nodes = snapshot([node("a", cpu=4), node("b", cpu=4)])
     result = run_filter(fit(), nodes, pod(requests=[{"nvidia.com/gpu": 1}]))
     assert not result.mask.any()
-    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.reasons] == [
+    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.all_reasons()] == [
         ("Insufficient nvidia.com/gpu", False, ["a", "b"])
     ]
 
@@ -89,7 +89,7 @@ def test_extended_resource_counts_against_what_running_pods_hold() -> None:
     )
     result = run_filter(fit(), nodes, pod(requests=[gpu]))
     assert names(nodes, result.mask) == ["b"]
-    assert [(r.message, r.resolvable) for r in result.reasons] == [
+    assert [(r.message, r.resolvable) for r in result.all_reasons()] == [
         ("Insufficient nvidia.com/gpu", True)
     ]
 
@@ -114,7 +114,7 @@ def test_reasons_cover_only_candidate_rows() -> None:
     plugin = fit()
     plugin.pre_filter(c, p, nodes)
     result = plugin.filter(c, p, nodes, np.array([False, True]))
-    assert [names(nodes, r.rows) for r in result.reasons] == [["b"]]
+    assert [names(nodes, r.rows) for r in result.all_reasons()] == [["b"]]
 
 
 # --- scores -------------------------------------------------------------------------------------

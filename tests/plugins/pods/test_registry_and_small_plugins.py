@@ -65,7 +65,7 @@ def test_node_name_narrows_to_its_node_and_filters_the_rest_unresolvably() -> No
     assert pre.status.ok and pre.nodes is not None and names(nodes, pre.nodes) == ["b"]
     result = NodeName().filter(cycle(), pinned, nodes, everything(nodes))
     assert names(nodes, result.mask) == ["b"]
-    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.reasons] == [
+    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.all_reasons()] == [
         ("node(s) didn't match the requested node name", False, ["a", "c"])
     ]
     assert NodeName().pre_filter(cycle(), pod(), nodes).status.code == PodCode.SKIP

@@ -70,7 +70,7 @@ def test_filter_rejects_untolerated_hard_taints_with_kube_message_and_unresolvab
     result = TaintToleration().filter(cycle(), pod(), nodes, everything(nodes))
     assert names(nodes, result.mask) == ["c", "d"]
     assert sorted(
-        (r.message, r.resolvable, tuple(names(nodes, r.rows))) for r in result.reasons
+        (r.message, r.resolvable, tuple(names(nodes, r.rows))) for r in result.all_reasons()
     ) == [
         ("node(s) had untolerated taint {gpu: }", False, ("b",)),
         ("node(s) had untolerated taint {spot: true}", False, ("a",)),
@@ -81,7 +81,7 @@ def test_the_reason_names_the_first_untolerated_taint_of_the_node() -> None:
     nodes = snapshot([node("a", taints=[SPOT, GPU])])
     tolerating_spot = pod(tolerations=[{"key": "spot", "operator": "Exists"}])
     result = TaintToleration().filter(cycle(), tolerating_spot, nodes, everything(nodes))
-    assert [r.message for r in result.reasons] == ["node(s) had untolerated taint {gpu: }"]
+    assert [r.message for r in result.all_reasons()] == ["node(s) had untolerated taint {gpu: }"]
     tolerating_all = pod(tolerations=[{"operator": "Exists"}])
     assert TaintToleration().filter(cycle(), tolerating_all, nodes, everything(nodes)).mask.all()
 
@@ -91,8 +91,8 @@ def test_filter_results_are_cached_per_tolerations_but_reasons_follow_candidates
     nodes = snapshot([node("a", taints=[SPOT]), node("b", taints=[SPOT]), node("c")])
     first = plugin.filter(cycle(), pod("p1"), nodes, everything(nodes))
     second = plugin.filter(cycle(), pod("p2"), nodes, everything(nodes) & [False, True, True])
-    assert names(nodes, first.reasons[0].rows) == ["a", "b"]
-    assert names(nodes, second.reasons[0].rows) == ["b"]
+    assert names(nodes, first.all_reasons()[0].rows) == ["a", "b"]
+    assert names(nodes, second.all_reasons()[0].rows) == ["b"]
     assert names(nodes, second.mask) == ["c"]
 
 
@@ -128,7 +128,7 @@ def test_cordoned_nodes_fail_unless_the_pod_tolerates_the_unschedulable_taint() 
     nodes = snapshot([node("a", unschedulable=True), node("b")])
     result = NodeUnschedulable().filter(cycle(), pod(), nodes, everything(nodes))
     assert names(nodes, result.mask) == ["b"]
-    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.reasons] == [
+    assert [(r.message, r.resolvable, names(nodes, r.rows)) for r in result.all_reasons()] == [
         ("node(s) were unschedulable", False, ["a"])
     ]
     daemon = pod(
