@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from placement.outcome import truncate_message
 from placement.scheduler import ScheduleResult
 from placement.snapshot import FleetSnapshot
 
@@ -63,7 +64,8 @@ def explain_json(result: ScheduleResult, fleet: FleetSnapshot) -> dict[str, Any]
         "aggregatedScores": [
             {"clusterName": fleet.names[row], "score": int(total[row])} for row in feasible
         ],
-        "error": "" if result.status.ok else str(result.status),
+        # Cut as the condition's message is (a 40,000-character mode is quoted in it).
+        "error": "" if result.status.ok else truncate_message(str(result.status)),
     }
     reasons = {
         _short(record.name): {

@@ -395,6 +395,7 @@ class Handlers:
         out: list[dict[str, Any]] = []
         meta: dict[str, Any] = {"resourceVersion": rv}
         limit = _query_int(query, "limit") or 0
+        _query_int(query, "timeoutSeconds")  # a ListOptions field: checked on a list too
         for obj in items:
             key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
             if start is not None and key <= start:
