@@ -23,9 +23,11 @@ Resource columns are still registered in event order, so the result is the same 
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -33,22 +35,27 @@ import numpy as np
 import numpy.typing as npt
 
 from apis.core import Node, NodeTaint
-from placement.arrays import BoolMask
+from placement.arrays import BoolMask, RowIndex
 from placement.pods.requests import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Requests, amount
 from placement.snapshot import Column
 
 __all__ = [
     "BASE_RESOURCES",
+    "HISTORY",
     "NON_ZERO_RESOURCES",
     "NodeSnapshot",
     "NodeTable",
     "ResourceMatrix",
+    "SnapshotVersion",
     "Taint",
 ]
 
 BASE_RESOURCES = (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
 NON_ZERO_RESOURCES = (CPU, MEMORY)  # the columns of `non_zero_requested`
 _MISSING = -1
+
+HISTORY = 64
+"""Pod events remembered per table for `NodeSnapshot.changed_since` (older: "everything")."""
 
 ResourceMatrix = npt.NDArray[np.int64]
 """One row per node, one column per resource (`NodeSnapshot.resources`)."""
@@ -67,6 +74,13 @@ class Taint:
         return cls(taint.key, taint.value or "", taint.effect)
 
 
+class SnapshotVersion(NamedTuple):
+    """A snapshot's place in its table's history (`NodeSnapshot.version`)."""
+
+    history: object  # the table's history, compared by identity
+    generation: int
+
+
 @dataclass(frozen=True)
 class NodeSnapshot:
     """The nodes for one scheduling cycle; never changes once taken."""
@@ -79,10 +93,36 @@ class NodeSnapshot:
     unschedulable: BoolMask
     taints: Mapping[int, tuple[Taint, ...]]  # row -> taints, tainted rows only
     labels: Mapping[str, Column]
+    generation: int = field(default=-1, init=False, compare=False)
+    """The table's count of writes when this was taken; -1 for a snapshot no table took
+    (built by hand, or derived with `dataclasses.replace`: init=False fields are not copied,
+    so a derived snapshot never claims its source's history)."""
+    _history: _History | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def size(self) -> int:
         return len(self.names)
+
+    @property
+    def version(self) -> SnapshotVersion | None:
+        """What `changed_since` needs of this snapshot later, without keeping its arrays
+        alive; None for a snapshot no table took."""
+        history = self._history
+        return None if history is None else SnapshotVersion(history, self.generation)
+
+    def changed_since(self, earlier: NodeSnapshot | SnapshotVersion | None) -> RowIndex | None:
+        """The rows whose requested amounts (`requested`, `non_zero_requested`) may differ
+        between `earlier` and this snapshot, ascending, everything else being the very same;
+        None when that is not known: snapshots of different tables, a node event or a new
+        resource between them, more than HISTORY pod events, or a snapshot no table took.
+
+        Cheaper than comparing matrices, and it needs no old matrix kept alive."""
+        if isinstance(earlier, NodeSnapshot):
+            earlier = earlier.version
+        history = self._history
+        if history is None or earlier is None or earlier.history is not history:
+            return None
+        return history.rows_between(earlier.generation, self.generation)
 
     def row_of(self, name: str) -> int | None:
         row = bisect.bisect_left(self.names, name)
@@ -114,6 +154,42 @@ class NodeSnapshot:
             if col is not None:
                 out[col] = value
         return out
+
+
+class _History:
+    """The rows the table's last HISTORY pod events wrote, one per generation; node events
+    (and new resource columns, rebuilds) start a new epoch in which nothing older is known."""
+
+    __slots__ = ("epoch", "generation", "rows")
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.epoch = 0  # the generation of the last "everything changed"
+        self.rows: deque[int] = deque(maxlen=HISTORY)  # rows[i]: generation - len + 1 + i
+
+    def wrote(self, row: int) -> None:
+        self.generation += 1
+        self.rows.append(row)
+
+    def everything(self) -> None:
+        self.generation += 1
+        self.epoch = self.generation
+        self.rows.clear()
+
+    def rows_between(self, old: int, new: int) -> RowIndex | None:
+        first = self.generation - len(self.rows)  # the generation before rows[0]
+        if old < 0 or new < old or old < self.epoch or old < first or new > self.generation:
+            return None
+        if old == new:
+            return _NONE_CHANGED
+        if new - old == 1:
+            return np.array((self.rows[old - first],), dtype=np.intp)
+        found = sorted(set(itertools.islice(self.rows, old - first, new - first)))
+        return np.array(found, dtype=np.intp)
+
+
+_NONE_CHANGED: RowIndex = np.zeros(0, dtype=np.intp)
+_NONE_CHANGED.flags.writeable = False
 
 
 def _absent(size: int) -> Column:
@@ -150,6 +226,7 @@ class NodeTable:
         self._cols: dict[tuple[str, ...], tuple[int, ...]] = {}  # resource names -> columns
         self._bulk = 0  # nesting depth of `bulk()`
         self._stale = False  # the arrays lag the dicts (bulk): rebuild before reading them
+        self._history = _History()
 
     @classmethod
     def build(
@@ -309,6 +386,8 @@ class NodeTable:
                 taints=taints_view,
                 labels=labels,
             )
+            object.__setattr__(self._last, "generation", self._history.generation)
+            object.__setattr__(self._last, "_history", self._history)
         return self._last
 
     # --- internals ---------------------------------------------------------------------------
@@ -399,6 +478,7 @@ class NodeTable:
         self._static = None
         self._last = None
         self._stale = False
+        self._history.everything()
 
     def _writable(self, nodes: bool) -> None:
         """Make the arrays an event writes private again; `nodes` for node events, which
@@ -410,6 +490,7 @@ class NodeTable:
             self._shared_pods = False
         if nodes:
             self._static = None
+            self._history.everything()
             if self._shared_nodes:
                 self._allocatable = self._allocatable.copy()
                 self._unschedulable = self._unschedulable.copy()
@@ -444,6 +525,7 @@ class NodeTable:
             self._resources.append(resource)
             self._static = None
             self._last = None
+            self._history.everything()
             pad = np.zeros((len(self._names), 1), dtype=np.int64)
             self._allocatable = np.hstack([self._allocatable, pad])
             self._requested = np.hstack([self._requested, pad])
@@ -458,6 +540,7 @@ class NodeTable:
             cols = tuple(self._column(name) for name in names)  # may widen the matrices
             self._cols[names] = cols
         self._writable(nodes=False)
+        self._history.wrote(row)
         requested = self._requested
         for col, value in zip(cols, counted.requests.values(), strict=True):
             requested[row, col] += sign * value

@@ -108,8 +108,8 @@ class NodeResourcesBalancedAllocation:
             return np.zeros(len(rows), dtype=np.int64)  # best effort: Skip, no preference
         scores = self._scores.get(
             shape_key(self.resources, pod.requests),
+            nodes,
             (nodes.resources, nodes.allocatable),
-            (nodes.requested,),
             lambda: balanced_score(
                 pairs(nodes, self.resources, pod.requests, use_requested=True), nodes.size
             ),

@@ -350,8 +350,8 @@ class NodeResourcesFit:
             )
         fits = self._fits.get(
             request.key,
+            nodes,
             (nodes.resources, nodes.allocatable),
-            (nodes.requested,),
             lambda: _fits(nodes, request.key, None),
             lambda rows: _fits(nodes, request.key, rows),
         )
@@ -374,8 +374,8 @@ class NodeResourcesFit:
         specs = self.args.resources
         scores = self._scores.get(
             shape_key(specs, pod.non_zero),
+            nodes,
             (nodes.resources, nodes.allocatable),
-            (nodes.non_zero_requested, nodes.requested),
             lambda: self._score_rows(nodes, pod, None),
             lambda changed: self._score_rows(nodes, pod, changed),
         )

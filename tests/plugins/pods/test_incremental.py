@@ -4,6 +4,7 @@ snapshot (random nodes, huge memory amounts, nodes with none of a resource)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placement.pods.framework import MAX_NODE_SCORE
-from placement.pods.nodes import NodeSnapshot, NodeTable
+from placement.pods.nodes import HISTORY, NodeSnapshot, NodeTable
 from placement.pods.requests import CPU, MEMORY, PODS
 from plugins.pods import _rowcache
 from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
@@ -154,33 +155,51 @@ def test_cached_results_equal_a_fresh_reference_after_every_event(
                 assert got == _ref_balanced(nodes, want_cpu, want_mem)
 
 
-def test_changed_rows_finds_the_rows_that_differ_and_gives_up_on_many() -> None:
-    a = np.zeros((200, 3), dtype=np.int64)
-    b = a.copy()
-    b[7, 2] = 1
-    b[150, 0] = -1
-    b[150, 1] = 5
-    for array in (a, b):
-        array.flags.writeable = False
-    rows = _rowcache.changed_rows(a, b)
-    assert rows is not None and rows.tolist() == [7, 150]
-    c = np.ones((200, 3), dtype=np.int64)
-    c.flags.writeable = False
-    assert _rowcache.changed_rows(a, c) is None  # every row: recompute instead
-    assert _rowcache.changed_rows(a, np.zeros((200, 3), dtype=np.int64)) is None  # writable
+def test_changed_since_names_the_rows_pod_events_wrote() -> None:
+    table = _table([(4000, 8 * GiB, 10)] * 6)
+    first = table.snapshot()
+    table.add_pod("a", "n01", _requests(100, 0))
+    table.add_pod("b", "n04", _requests(100, 0))
+    second = table.snapshot()
+    table.remove_pod("a")
+    third = table.snapshot()
+    changed = third.changed_since(first)
+    assert changed is not None and changed.tolist() == [1, 4]
+    assert (r := third.changed_since(second)) is not None and r.tolist() == [1]
+    assert (r := third.changed_since(third)) is not None and r.tolist() == []
+    assert first.changed_since(third) is None  # backwards: unknown
+    assert second.changed_since(_table([(1, 1, 1)]).snapshot()) is None  # another table
+    table.put_node(node("n09", cpu="1", memory=GiB, pods=1))  # a node event: everything
+    assert table.snapshot().changed_since(third) is None
 
 
-def test_writable_arrays_are_never_cached() -> None:
+def test_changed_since_gives_up_past_the_history() -> None:
+    table = _table([(64_000, 64 * GiB, 500)] * 3)
+    first = table.snapshot()
+    for i in range(HISTORY):
+        table.add_pod(f"p{i}", "n02", _requests(1, 0))
+    within = table.snapshot()
+    assert (r := within.changed_since(first)) is not None and r.tolist() == [2]
+    table.add_pod("one-more", "n00", _requests(1, 0))
+    assert table.snapshot().changed_since(first) is None
+    assert (r := table.snapshot().changed_since(within)) is not None and r.tolist() == [0]
+
+
+def test_derived_snapshots_have_no_history_and_are_never_cached() -> None:
+    table = _table([(4000, 8 * GiB, 10)] * 3)
+    nodes = table.snapshot()
+    derived = dataclasses.replace(nodes, requested=nodes.requested + 1)
+    assert derived.version is None and derived.changed_since(nodes) is None
     cache = _rowcache.RowCache()
-    data = np.array([1, 2, 3], dtype=np.int64)
     calls: list[str] = []
 
     def full() -> Any:
         calls.append("full")
-        return data * 10
+        return np.zeros(3, dtype=np.int64)
 
     for _ in range(2):
-        out = cache.get("k", (data,), (data,), full, lambda rows: data[rows])
-        assert out.tolist() == [10, 20, 30]
-        data[0] = 1  # a writer could change it at any time
+        cache.get("k", derived, (), full, lambda rows: np.zeros(len(rows), dtype=np.int64))
     assert calls == ["full", "full"]
+    for _ in range(2):
+        cache.get("k", nodes, (), full, lambda rows: np.zeros(len(rows), dtype=np.int64))
+    assert calls == ["full", "full", "full"]  # a table's snapshot: computed once
