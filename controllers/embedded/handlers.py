@@ -58,9 +58,12 @@ def _query_int(query: Any, name: str) -> int | None:
     if not text:
         return None
     try:
-        return int(text, 10)
+        value = int(text, 10)
     except ValueError:
         raise StatusError(400, f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+    if not -(2**63) <= value < 2**63:  # the fields are int64
+        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
 
 
 def _shape_problem(data: Any) -> str | None:
@@ -365,11 +368,10 @@ class Handlers:
         if not is_pod(t.resource.group, t.resource.kind):
             return 0
         sent = options.get("gracePeriodSeconds")
-        if sent is None and query.get("gracePeriodSeconds"):
-            try:
-                sent = int(query["gracePeriodSeconds"])
-            except ValueError:
-                raise StatusError(400, "gracePeriodSeconds must be an integer") from None
+        if sent is None:
+            sent = _query_int(query, "gracePeriodSeconds")
+        elif isinstance(sent, bool) or not isinstance(sent, int) or not -(2**63) <= sent < 2**63:
+            raise StatusError(400, "gracePeriodSeconds must be an integer (int64)")
         pod = self.store.get(t.resource, t.namespace, t.name)
         return grace_period(pod, sent, self.pod_grace_from_spec)
 
@@ -415,6 +417,10 @@ class Handlers:
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         options = await self._body(request) or {}
+        if not isinstance(options, dict) or not isinstance(
+            options.get("preconditions") or {}, dict
+        ):
+            raise StatusError(400, "the request body must be a DeleteOptions object")
         propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy")
         if propagation not in (None, "Background", "Foreground", "Orphan"):
             raise StatusError(400, f"unknown propagationPolicy {propagation!r}")
@@ -452,9 +458,13 @@ class Handlers:
         if request.method != "POST":
             raise StatusError(405, f"pods/{t.sub} only accepts POST")
         body = await self._body(request)
+        if body is not None and not isinstance(body, dict):
+            raise StatusError(400, "the request body must be an object")
         pod = self.store.get(t.resource, t.namespace, t.name)
         if t.sub == "eviction":
             options = (body or {}).get("deleteOptions") or {}
+            if not isinstance(options, dict):
+                raise StatusError(400, "deleteOptions must be a DeleteOptions object")
             preconditions = options.get("preconditions") or {}
             self.store.delete(
                 t.resource,

@@ -89,6 +89,43 @@ async def test_a_query_integer_that_is_none_is_400_as_kube_says(query: str) -> N
         )
 
 
+@pytest.mark.parametrize(
+    "query", ["limit=99999999999999999999", "watch=true&timeoutSeconds=9223372036854775808"]
+)
+async def test_a_query_integer_beyond_int64_is_400_out_of_range(query: str) -> None:
+    async with server() as c:
+        code, doc = await c.send("GET", f"{PLACEMENTS}?{query}")
+        value = query.rsplit("=", 1)[1]
+        assert failure(code, doc) == (
+            400,
+            "BadRequest",
+            f'strconv.ParseInt: parsing "{value}": value out of range',
+        )
+
+
+@pytest.mark.parametrize(
+    ("query", "body"),
+    [
+        ("", "[1]"),
+        ("", '{"preconditions": "x"}'),
+        ("?gracePeriodSeconds=abc", None),
+        ("?gracePeriodSeconds=99999999999999999999", None),
+        ("", '{"gracePeriodSeconds": "abc"}'),
+        ("", '{"gracePeriodSeconds": 99999999999999999999}'),
+    ],
+)
+async def test_bad_delete_options_are_400_and_delete_nothing(query: str, body: str | None) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    async with server() as c:
+        assert (await c.send("POST", pods, pod))[0] == 201
+        code, doc = await c.send("DELETE", f"{pods}/p{query}", raw=body)
+        assert failure(code, doc)[:2] == (400, "BadRequest")
+        assert (await c.send("GET", f"{pods}/p"))[0] == 200
+        code, doc = await c.send("POST", f"{pods}/p/eviction", raw="[1]")
+        assert failure(code, doc)[:2] == (400, "BadRequest")
+
+
 async def test_a_valid_limit_still_pages() -> None:
     async with server() as c:
         for name in ("a", "b"):
