@@ -160,12 +160,14 @@ class _History:
     """The rows the table's last HISTORY pod events wrote, one per generation; node events
     (and new resource columns, rebuilds) start a new epoch in which nothing older is known."""
 
-    __slots__ = ("epoch", "generation", "rows")
+    __slots__ = ("epoch", "generation", "last", "rows")
 
     def __init__(self) -> None:
         self.generation = 0
         self.epoch = 0  # the generation of the last "everything changed"
         self.rows: deque[int] = deque(maxlen=HISTORY)  # rows[i]: generation - len + 1 + i
+        # The last answer: every cached plugin result asks the same question in a cycle.
+        self.last: tuple[int, int, RowIndex | None] = (-1, -1, None)
 
     def wrote(self, row: int) -> None:
         self.generation += 1
@@ -177,15 +179,22 @@ class _History:
         self.rows.clear()
 
     def rows_between(self, old: int, new: int) -> RowIndex | None:
+        last = self.last
+        if last[0] == old and last[1] == new:
+            return last[2]
         first = self.generation - len(self.rows)  # the generation before rows[0]
         if old < 0 or new < old or old < self.epoch or old < first or new > self.generation:
             return None
         if old == new:
             return _NONE_CHANGED
         if new - old == 1:
-            return np.array((self.rows[old - first],), dtype=np.intp)
-        found = sorted(set(itertools.islice(self.rows, old - first, new - first)))
-        return np.array(found, dtype=np.intp)
+            found = [self.rows[old - first]]
+        else:
+            found = sorted(set(itertools.islice(self.rows, old - first, new - first)))
+        rows = np.array(found, dtype=np.intp)
+        rows.flags.writeable = False
+        self.last = (old, new, rows)
+        return rows
 
 
 _NONE_CHANGED: RowIndex = np.zeros(0, dtype=np.intp)

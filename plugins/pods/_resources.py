@@ -109,7 +109,28 @@ class _Pick(NamedTuple):
     pod: int  # the pod's own amount, added to every node's
 
 
+_PICKS_LIMIT = 256
+_picks_kept: dict[tuple[Any, ...], tuple[_Pick, ...]] = {}
+
+
 def _picks(
+    nodes: NodeSnapshot,
+    specs: Sequence[ResourceSpec],
+    pod_requests: Mapping[str, int],
+    use_requested: bool,
+) -> tuple[_Pick, ...]:
+    """Where each scored resource is read, kept per (columns, specs, the pod's amounts of
+    them): the same few pod shapes come back every cycle."""
+    key = (nodes.resources, tuple(specs), shape_key(specs, pod_requests), use_requested)
+    found = _picks_kept.get(key)
+    if found is None:
+        if len(_picks_kept) >= _PICKS_LIMIT:
+            _picks_kept.clear()
+        found = _picks_kept[key] = tuple(_find_picks(nodes, specs, pod_requests, use_requested))
+    return found
+
+
+def _find_picks(
     nodes: NodeSnapshot,
     specs: Sequence[ResourceSpec],
     pod_requests: Mapping[str, int],

@@ -14,6 +14,7 @@ preemption's hypothetical clusters) is recomputed every time.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -82,4 +83,4 @@ class RowCache:
 
 
 def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    return all(a is b for a, b in zip(old, new, strict=True))
+    return len(old) == len(new) and all(map(operator.is_, old, new))

@@ -9,7 +9,7 @@ from placement.arrays import BoolMask
 from placement.pods.framework import FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
 from plugins.pods._shared import PerSnapshot, check_fields, frozen
-from plugins.pods.tolerations import pod_tolerations, tolerated
+from plugins.pods.tolerations import cycle_tolerations, tolerated
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]
 
@@ -37,7 +37,7 @@ class NodeUnschedulable:
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
         found = self._cordoned.get(nodes)
-        if found is None or tolerated(pod_tolerations(pod.pod), UNSCHEDULABLE_TAINT):
+        if found is None or tolerated(cycle_tolerations(cycle, pod), UNSCHEDULABLE_TAINT):
             return FilterResult(candidates)
         cordoned, open_ = found
 

@@ -19,7 +19,7 @@ from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
 from plugins.pods._shared import PerSnapshot, check_fields, default_normalize, frozen, on_rows
-from plugins.pods.tolerations import Tol, pod_tolerations, tolerated
+from plugins.pods.tolerations import Tol, cycle_tolerations, tolerated
 
 __all__ = ["HARD_EFFECTS", "PREFER_NO_SCHEDULE", "TaintToleration", "untolerated_reason"]
 
@@ -94,7 +94,7 @@ class TaintToleration:
         groups = self._groups.get(nodes)
         if not groups.any_hard:
             return FilterResult(candidates)
-        tols = pod_tolerations(pod.pod)
+        tols = cycle_tolerations(cycle, pod)
         key = ("filter", tols)
         verdict = self._groups.memo.get(key)
         if verdict is None:
@@ -124,9 +124,9 @@ class TaintToleration:
         groups = self._groups.get(nodes)
         if not groups.any_soft:
             return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
-        tols = pod_tolerations(pod.pod)
+        tols = cycle_tolerations(cycle, pod)
         key = ("score", tols)
         counts = self._groups.memo.get(key)
         if counts is None:
             counts = self._groups.memo[key] = self._soft_counts(nodes, groups, tols)
-        return default_normalize(on_rows(counts, rows, nodes.size), reverse=True)
+        return default_normalize(on_rows(counts, rows, nodes.size), reverse=True, nonnegative=True)

@@ -12,9 +12,12 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from apis.core import Pod
+from placement.pods.framework import PodCycle, PodInfo
 from placement.pods.nodes import Taint
 
-__all__ = ["Tol", "pod_tolerations", "tolerated", "tolerates"]
+__all__ = ["Tol", "cycle_tolerations", "pod_tolerations", "tolerated", "tolerates"]
+
+_SCRATCH = "tolerations"  # PodCycle.scratch key: (the pod, its tolerations)
 
 
 class Tol(NamedTuple):
@@ -30,6 +33,18 @@ def pod_tolerations(pod: Pod) -> tuple[Tol, ...]:
         Tol(t.key or "", t.operator or "", t.value or "", t.effect or "")
         for t in pod.spec.tolerations or ()
     )
+
+
+def cycle_tolerations(cycle: PodCycle, pod: PodInfo) -> tuple[Tol, ...]:
+    """`pod_tolerations`, read once per scheduling cycle (NodeUnschedulable and
+    TaintToleration's filter and score all ask) and kept in the cycle's scratch."""
+    kept = cycle.scratch.get(_SCRATCH)
+    if kept is not None and kept[0] is pod:
+        tols: tuple[Tol, ...] = kept[1]
+        return tols
+    tols = pod_tolerations(pod.pod)
+    cycle.scratch[_SCRATCH] = (pod, tols)
+    return tols
 
 
 def tolerates(tol: Tol, taint: Taint) -> bool:

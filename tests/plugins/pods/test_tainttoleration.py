@@ -3,9 +3,13 @@ NodeUnschedulable (a cordon is the unschedulable taint)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from placement.pods.nodes import Taint
+from plugins.pods._shared import default_normalize
 from plugins.pods.nodeunschedulable import NodeUnschedulable
 from plugins.pods.tainttoleration import TaintToleration
 from plugins.pods.tolerations import Tol, tolerates
@@ -149,3 +153,24 @@ def test_cordoned_nodes_fail_unless_the_pod_tolerates_the_unschedulable_taint() 
     assert (
         not NodeUnschedulable().filter(cycle(), wrong_effect, nodes, everything(nodes)).mask.all()
     )
+
+
+@given(
+    scores=st.lists(st.one_of(st.integers(0, 5), st.integers(0, 10_000)), max_size=30),
+    reverse=st.booleans(),
+)
+def test_normalizing_through_the_table_equals_the_arithmetic(
+    scores: list[int], reverse: bool
+) -> None:
+    vector = np.array(scores, dtype=np.int64)
+    plain = default_normalize(vector, reverse)
+    tabled = default_normalize(vector, reverse, nonnegative=True)
+    assert tabled.tolist() == plain.tolist()
+    top = max(scores, default=0)
+    want = [
+        (100 - s * 100 // top if reverse else s * 100 // top)
+        if top > 0
+        else (100 if reverse else 0)
+        for s in scores
+    ]
+    assert plain.tolist() == want
