@@ -188,8 +188,9 @@ def row_pairs(
     a dozen numpy calls per resource (each costs about a microsecond whatever its size)."""
     picks = _picks(nodes, specs, pod_requests, use_requested)
     allocatable = nodes.allocatable[rows].tolist()
-    requested = nodes.requested[rows].tolist()
-    non_zero = nodes.non_zero_requested[rows].tolist() if any(p.non_zero for p in picks) else []
+    plain = [p for p in picks if not p.non_zero]  # only the matrices some pick reads
+    requested = nodes.requested[rows].tolist() if plain else []
+    non_zero = nodes.non_zero_requested[rows].tolist() if len(plain) < len(picks) else []
     out: list[list[RowPair]] = []
     for i, row in enumerate(allocatable):
         out.append(
