@@ -734,6 +734,48 @@ def test_diagnosis_counts_reasons_from_the_first_filter_and_marks_resolvable_row
     assert seen[0].plugins == frozenset({"Halves"})
 
 
+@dataclass
+class Lazy:
+    """A filter keeping out odd rows, its reasons deferred (`FilterResult.explain`)."""
+
+    name: str = "Lazy"
+    calls: int = 0
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        odd = np.arange(nodes.size) % 2 == 1
+
+        def explain() -> tuple[Reason, ...]:
+            self.calls += 1
+            return (Reason(candidates & odd, "odd", resolvable=False),)
+
+        return FilterResult(
+            candidates & ~odd, (Reason(candidates & odd, "eager"),), None, explain=explain
+        )
+
+
+def test_deferred_reasons_are_asked_only_for_a_diagnosis() -> None:
+    lazy = Lazy()
+    base = default_profile()
+    profile = Profile(
+        scheduler_name=SCHEDULER,
+        queue_sort=base.queue_sort,
+        filters=(lazy, *base.filters),
+        scores=base.scores,
+    )
+    world = World.of(profile)
+    world.add_nodes(*(make_node(f"n{i}", cpu=1) for i in range(4)))
+    world.add_pods(make_pod("fits", cpu=1))
+    assert binds(world.step()) == {"default/fits": "n0"}
+    assert lazy.calls == 0  # a node fit: nobody needed the reasons
+    world.add_pods(make_pod("big", cpu=2))
+    [event] = [e for e in of(world.step(), EmitEvent) if e.reason == "FailedScheduling"]
+    assert lazy.calls == 1
+    # Given and deferred reasons both count; the fit filter removes the even rows.
+    assert event.message == "0/4 nodes are available: 2 Insufficient cpu, 2 eager, 2 odd."
+
+
 # --- nominated pods --------------------------------------------------------------------------
 
 
