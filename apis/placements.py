@@ -100,6 +100,13 @@ class IntOrString:
             raise PydanticCustomError(
                 "int_or_string", "must be an integer or a string (got {got})", {"got": repr(value)}
             )
+        if isinstance(value, int) and not -(2**31) <= value < 2**31:
+            # intstr.IntOrString keeps an int32: Go would refuse to decode a larger one.
+            raise PydanticCustomError(
+                "int_range",
+                "must be between {lo} and {hi}, within the int32 range (got {got})",
+                {"lo": -(2**31), "hi": 2**31 - 1, "got": repr(value)},
+            )
         if isinstance(value, str) and not self._regex.match(value):
             raise PydanticCustomError(
                 "string_pattern_mismatch",

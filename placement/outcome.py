@@ -64,6 +64,9 @@ def decision_name_problem(placement: Placement) -> str | None:
     retries forever without a word in the status; we say so in PlacementMisconfigured
     instead, keep the decisions there are and write none."""
     name = placement.name
+    if not name:
+        # Only an API server fills in a name from generateName; simulate has none to give.
+        return "the placement has no name (generateName is filled in by the API server only)"
     if len(name) > _MAX_LABEL_VALUE:
         return (
             f"the placement name is {len(name)} characters long, but its PlacementDecisions "

@@ -140,6 +140,9 @@ def read_documents(text: str, source: str) -> Iterator[tuple[int, Any] | LoadErr
             except RecursionError:
                 yield LoadError(source, index, _too_deep())
                 return
+            except ValueError as exc:  # an integer of more digits than Python converts
+                yield LoadError(source, index, f"invalid JSON: {_digits_problem(exc)}")
+                return
             if _depth_exceeds(data, MAX_DEPTH):
                 yield LoadError(source, index, _too_deep())
                 return
@@ -159,10 +162,19 @@ def read_documents(text: str, source: str) -> Iterator[tuple[int, Any] | LoadErr
     except yaml.YAMLError as exc:
         yield LoadError(source, index + 1, f"invalid YAML: {_yaml_problem(exc)}")
         return
+    except ValueError as exc:  # an integer of more digits than Python converts
+        yield LoadError(source, index + 1, f"invalid YAML: {_digits_problem(exc)}")
+        return
     finally:
         loader.dispose()
     if hostile is not None:
         yield LoadError(source, hostile[0], hostile[1])
+
+
+def _digits_problem(exc: ValueError) -> str:
+    """Python's refusal of an integer literal of more than 4,300 digits, in a line (no int64
+    has more than 19, so the value would be refused anyway)."""
+    return " ".join(str(exc).split(";")[0].split())
 
 
 def _too_deep() -> str:

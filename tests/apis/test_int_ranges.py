@@ -141,3 +141,11 @@ def test_the_schema_keeps_only_the_declared_bounds() -> None:
     schema = PlacementSpec.model_json_schema(by_alias=True)
     number = schema["properties"]["numberOfClusters"]["anyOf"][0]
     assert number == {"type": "integer", "format": "int32", "minimum": 0}
+
+
+def test_an_int_or_string_integer_is_an_int32() -> None:
+    def group(value: int) -> dict[str, Any]:
+        return placement(decisionStrategy={"groupStrategy": {"clustersPerDecisionGroup": value}})
+
+    parse_object(group(INT32[1]))
+    assert "within the int32 range (got 2147483648)" in error(group(2**31))

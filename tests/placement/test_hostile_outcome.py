@@ -81,6 +81,13 @@ def test_only_a_name_over_63_characters_cannot_label_its_decisions(name: str, ok
     assert (decision_name_problem(placement("apps", name)) is None) == ok
 
 
+def test_a_placement_without_a_name_cannot_name_its_decisions() -> None:
+    nameless = placement("apps", "web").model_copy(deep=True)
+    nameless.metadata.name = None
+    nameless.metadata.generate_name = "web-"
+    assert "generateName" in (decision_name_problem(nameless) or "")
+
+
 def test_a_long_name_is_misconfigured_and_keeps_the_status_it_had() -> None:
     fleet = snapshot(FLEET)
     scheduler = default_scheduler()

@@ -55,6 +55,17 @@ REFUSED: dict[str, tuple[int, str]] = {
         r"-9223372036854775808 and 9223372036854775807, within the int64 range "
         r"\(got 9223372036854775808\)",
     ),
+    "integer-5000-digits.yaml": (
+        4,
+        r"invalid YAML: Exceeds the limit \(4300 digits\) for integer string conversion: "
+        r"value has 5000 digits",
+    ),
+    "clusters-per-group-over-int32.yaml": (
+        4,
+        r"Placement apps/p: spec\.decisionStrategy\.groupStrategy\.clustersPerDecisionGroup: "
+        r"must be between -2147483648 and 2147483647, within the int32 range "
+        r"\(got 2147483648\)",
+    ),
     "name-uppercase.yaml": (
         4,
         r'Placement apps/Bad_Name: metadata\.name: Invalid value: "Bad_Name": a lowercase '
@@ -103,6 +114,7 @@ def test_the_corpus_is_what_the_tests_name() -> None:
         "name-dotted.yaml",
         "toleration-seconds-int64-max.yaml",
         "taint-added-year-9999.yaml",
+        "generate-name-only.yaml",
     }
     assert {p.name for p in HOSTILE.iterdir()} == set(REFUSED) | scheduled
 
@@ -226,6 +238,16 @@ def test_a_name_too_long_for_the_label_is_misconfigured_without_decisions(
     )
 
 
+def test_a_placement_without_a_name_is_misconfigured_in_simulate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    found = simulate("generate-name-only.yaml", capsys)
+    assert found["status"]["decisionGroups"] == []
+    misconfigured = conditions(found)["PlacementMisconfigured"]
+    assert misconfigured["status"] == "True"
+    assert "generateName is filled in by the API server only" in misconfigured["message"]
+
+
 @pytest.mark.parametrize(
     "name",
     ["name-dotted.yaml", "toleration-seconds-int64-max.yaml", "taint-added-year-9999.yaml"],
@@ -235,3 +257,15 @@ def test_edge_values_are_scheduled(name: str, capsys: pytest.CaptureFixture[str]
     satisfied = conditions(found)["PlacementSatisfied"]
     assert (satisfied["status"], satisfied["reason"]) == ("True", "AllDecisionsScheduled")
     assert found["status"]["numberOfSelectedClusters"] == 1
+
+
+def test_a_json_integer_of_5000_digits_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = tmp_path / "big.json"
+    doc.write_text(
+        '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ' + "9" * 5000 + "}}"
+    )
+    assert main(["simulate", "-f", str(doc)]) == EXIT_ERROR
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{doc}: document 1: invalid JSON: Exceeds the limit (4300 digits)")
