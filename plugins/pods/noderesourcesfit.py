@@ -44,7 +44,7 @@ from plugins.pods._resources import (
     shape_key,
 )
 from plugins.pods._rowcache import RowCache
-from plugins.pods._shared import check_fields, on_rows
+from plugins.pods._shared import check_fields, frozen, on_rows
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -297,6 +297,7 @@ class NodeResourcesFit:
         self.args = args or parse_fit_args({})
         self._fits = RowCache()
         self._scores = RowCache()
+        self._requests: dict[tuple[Any, ...], _Request] = {}
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesFit:
@@ -309,6 +310,17 @@ class NodeResourcesFit:
         return resource in self.args.ignored or group in self.args.ignored_groups
 
     def _request(self, pod: PodInfo, nodes: NodeSnapshot) -> _Request:
+        """The pod's request laid out over the snapshot's columns, kept per (columns, pod
+        requests): the pods of a workload share one shape."""
+        key = (nodes.resources, tuple(pod.requests.items()))
+        found = self._requests.get(key)
+        if found is None or found.resources is not nodes.resources:  # equal is not enough
+            if len(self._requests) >= _REQUESTS_LIMIT:
+                self._requests.clear()
+            found = self._requests[key] = self._lay_out(pod, nodes)
+        return found
+
+    def _lay_out(self, pod: PodInfo, nodes: NodeSnapshot) -> _Request:
         cols: list[int] = []
         amounts: list[int] = []
         messages: list[str] = []
@@ -325,8 +337,8 @@ class NodeResourcesFit:
             messages.append(insufficient(resource))
         return _Request(
             nodes.resources,
-            np.array(cols, dtype=np.intp),
-            np.array(amounts, dtype=np.int64),
+            frozen(np.array(cols, dtype=np.intp)),
+            frozen(np.array(amounts, dtype=np.int64)),
             tuple(messages),
             tuple(missing),
             tuple(zip(cols, amounts, strict=True)),
@@ -398,6 +410,7 @@ class NodeResourcesFit:
 
 _FEW = 128
 """Up to this many removed rows, their reasons are found in Python (numpy calls cost more)."""
+_REQUESTS_LIMIT = 256
 
 
 def _reasons(nodes: NodeSnapshot, request: _Request, at: RowIndex) -> tuple[Reason, ...]:
