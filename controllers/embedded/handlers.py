@@ -99,6 +99,8 @@ def _apply_yaml(raw: bytes) -> Any:
     except RecursionError:
         message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
         raise StatusError(400, message) from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise StatusError(400, "the apply patch is not valid YAML") from None
 
 
 def _check_type_meta(res: Resource, body: dict[str, Any]) -> None:

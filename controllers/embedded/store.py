@@ -237,6 +237,14 @@ class Store:
             meta["namespace"] = body_ns
         else:
             meta.pop("namespace", None)
+        for key in ("name", "generateName", "namespace"):
+            if not isinstance(meta.get(key) or "", str):
+                # What Go's decoder says of a number where ObjectMeta has a string.
+                raise StatusError(
+                    400,
+                    f"json: cannot unmarshal {type(meta[key]).__name__} into Go struct field "
+                    f"ObjectMeta.metadata.{key} of type string",
+                )
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
                 _ALPHABET[b % len(_ALPHABET)] for b in uuid.uuid4().bytes[:5]

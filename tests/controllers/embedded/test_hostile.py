@@ -217,6 +217,41 @@ async def test_a_body_nesting_too_deep_is_400_not_500(depth: int) -> None:
         )
 
 
+@pytest.mark.parametrize("field", ["name", "generateName"])
+async def test_a_name_that_is_no_string_is_400_as_go_decoding_says(field: str) -> None:
+    async with server() as c:
+        code, doc = await c.send("POST", PLACEMENTS, {"metadata": {field: 5}, "spec": {}})
+        assert failure(code, doc) == (
+            400,
+            "BadRequest",
+            f"json: cannot unmarshal int into Go struct field ObjectMeta.metadata.{field} of "
+            "type string",
+        )
+
+
+@pytest.mark.parametrize(
+    "spec", ["{numberOfClusters: " + "9" * 5000 + "}", "!!python/object:os.system {}"]
+)
+async def test_a_yaml_apply_patch_python_cannot_decode_is_400(spec: str) -> None:
+    patch = "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
+    patch += f"metadata: {{name: p}}\nspec: {spec}\n"
+    async with (
+        EmbeddedApiServer() as embedded,
+        aiohttp.ClientSession() as session,
+        session.patch(
+            f"{embedded.url}{PLACEMENTS}/p?fieldManager=test",
+            data=patch,
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        ) as response,
+    ):
+        doc = json.loads(await response.text())
+        assert failure(response.status, doc) == (
+            400,
+            "BadRequest",
+            "the apply patch is not valid YAML",
+        )
+
+
 async def test_a_yaml_apply_patch_alias_bomb_is_400() -> None:
     bomb = "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
     bomb += "metadata: {name: p}\nspec:\n  l0: &l0 [a, a, a, a, a, a, a, a, a, a]\n"
