@@ -223,6 +223,8 @@ def _hostile_yaml(text: str) -> tuple[int, str] | None:
                 nodes += 1
                 if depth > MAX_DEPTH:
                     return index, _too_deep()
+                if event.anchor is not None:
+                    sizes.pop(event.anchor, None)  # an alias inside refers to this node
                 open_nodes.append((event.anchor, nodes + added))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
