@@ -143,10 +143,16 @@ def pool() -> list[Node]:
     return on_demand + spot
 
 
-HUGE = "0/10 nodes are available: 4 node(s) had untolerated taint {spot: true}, 6 Insufficient cpu."
+# No node could ever hold these pods (more cpu than any node has; no node with the label), so
+# DefaultPreemption adds kube-scheduler's verdict that preemption cannot help.
+NOT_HELPFUL = " preemption: 0/10 nodes are available: 10 Preemption is not helpful for scheduling."
+HUGE = (
+    "0/10 nodes are available: 4 node(s) had untolerated taint {spot: true}, 6 Insufficient cpu."
+    + NOT_HELPFUL
+)
 SSD = (
     "0/10 nodes are available: 4 node(s) had untolerated taint {spot: true}, "
-    "6 node(s) didn't match Pod's node affinity/selector."
+    "6 node(s) didn't match Pod's node affinity/selector." + NOT_HELPFUL
 )
 
 
