@@ -28,11 +28,11 @@ from apis.cluster import (
 from apis.meta import KubeObject
 from apis.placements import PlacementDecision
 from placement._index_clusters import ClusterColumns
-from placement._index_columns import AddOnState, Epoch, Layout, columns_of
+from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement.arrays import BoolMask
 from placement.rows import ClusterRow, ScoreRow, cluster_row, score_row
-from placement.snapshot import FleetSnapshot
+from placement.snapshot import CelInputs, FleetSnapshot, ScoreItems, unstructured
 
 __all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
 
@@ -75,6 +75,15 @@ class FleetIndex:
         # What the cluster-set masks of the last snapshot depend on, changed since (the label
         # cells: `_columns.labels_moved`).
         self._sets_changed: set[str] = set()
+        # CEL: a stamp per committed row (bumped when its cluster or one of its score objects
+        # changes), the cluster models when the caller gives models (else the row is all CEL
+        # sees), their unstructured form made on first use, and the results cache.
+        self._stamp = 0
+        self._revisions = Cow(self._epoch, np.zeros(0, dtype=np.int64))
+        self._stamps: dict[str, int] = {}
+        self._models: dict[str, ManagedCluster] = {}
+        self._documents: dict[str, tuple[int, dict[str, object]]] = {}
+        self._cel_cache: dict[object, object] = {}
 
     @property
     def version(self) -> int:
@@ -101,6 +110,8 @@ class FleetIndex:
         if old is not None and _same_row_version(old, after):
             return
         self._clusters[name] = after
+        # What CEL reads may change without the row (an annotation, a condition).
+        model_changed = self._keep_model(name, cluster, old)
         row = self._index.get(name)
         if row is None:
             self._adds[name] = after
@@ -114,13 +125,38 @@ class FleetIndex:
         if before != after:
             self._columns.rewrite(row, before, after)
             changed = True
-        if changed:
+        if changed or model_changed:
+            self._restamp(name, row)
             self._changed()
+
+    def _keep_model(
+        self, name: str, cluster: ManagedCluster | ClusterRow, row: ClusterRow | None
+    ) -> bool:
+        """Keep the model CEL reads; True if it differs from the one kept before. A row
+        alone keeps a model whose row it equals (a heartbeat), else CEL sees the row."""
+        if isinstance(cluster, ClusterRow):
+            if row is not None and row == cluster:
+                return False
+            self._documents.pop(name, None)
+            return self._models.pop(name, None) is not None
+        self._documents.pop(name, None)
+        old = self._models.get(name)
+        self._models[name] = cluster
+        return old is None or old.model_dump() != cluster.model_dump()
+
+    def _restamp(self, name: str, row: int | None) -> None:
+        """A new stamp for cluster `name`: CEL results cached for it are stale."""
+        self._stamp += 1
+        self._stamps[name] = self._stamp
+        if row is not None:
+            self._revisions.write()[row] = self._stamp
 
     def delete_cluster(self, name: str) -> None:
         gone = self._clusters.pop(name, None)
         if gone is None:
             return
+        self._models.pop(name, None)
+        self._documents.pop(name, None)
         if self._adds.pop(name, None) is None:
             self._deletes[name] = gone
         self._changed()
@@ -157,6 +193,13 @@ class FleetIndex:
                 scored.setdefault(score.name, []).append((row, score))
         for resource, items in scored.items():
             self._addon(resource).fill(items)
+        revisions = layout.move(self._revisions.read, 0)
+        for row, name in zip(rows, added, strict=True):
+            self._stamp += 1
+            self._stamps[name] = revisions[row] = self._stamp
+        for name in self._deletes:
+            self._stamps.pop(name, None)
+        self._revisions.replace(revisions)
         self._adds.clear()
         self._deletes.clear()
 
@@ -225,6 +268,7 @@ class FleetIndex:
         if row is None or (old is not None and old == new):
             return
         self._addon(new.name).put(row, new)
+        self._restamp(namespace, row)
         self._changed()
 
     def delete_score(self, namespace: str, name: str) -> None:
@@ -239,6 +283,7 @@ class FleetIndex:
         row = self._index.get(namespace)
         if row is not None:
             self._addons[name].put(row, None)
+            self._restamp(namespace, row)
             self._changed()
 
     def _addon(self, resource: str) -> AddOnState:
@@ -246,6 +291,27 @@ class FleetIndex:
         if state is None:
             state = self._addons[resource] = AddOnState(self._epoch, len(self._names))
         return state
+
+    # --- what CEL reads ------------------------------------------------------------------
+
+    def _document(self, name: str) -> tuple[int, dict[str, object]]:
+        """Cluster `name` unstructured, with the stamp it is current for: the model when one
+        was given, else what its row holds (name, labels, claims, taints)."""
+        found = self._documents.get(name)
+        stamp = self._stamps.get(name, 0)
+        if found is None:
+            model = self._models.get(name)
+            document = unstructured(model) if model is not None else _row_document(name, self)
+            found = self._documents[name] = (stamp, document)
+        elif found[0] != stamp:  # restamped by a score object: the document is the same
+            found = self._documents[name] = (stamp, found[1])
+        return found
+
+    def _score_items(self, cluster: str, name: str) -> ScoreItems | None:
+        for score in self._scores_of.get(cluster, ()):
+            if score.name == name:
+                return [{"name": key, "value": value} for key, value in score.values]
+        return None
 
     # --- snapshots ------------------------------------------------------------------------
 
@@ -280,6 +346,7 @@ class FleetIndex:
             decisions=self._decisions.table(),
             addons={k: state.column() for k, state in self._addons.items()},
             _set_masks=masks,
+            cel=CelInputs(self._revisions.read, self._document, self._score_items, self._cel_cache),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
@@ -288,3 +355,22 @@ class FleetIndex:
         self._sets_changed.clear()
         self._cached = self._last = fleet
         return fleet
+
+
+def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
+    """What a cluster row knows, shaped as the ManagedCluster it came from."""
+    row = index.cluster(name)
+    if row is None:
+        return {"metadata": {"name": name}}
+    metadata: dict[str, object] = {"name": name, "labels": dict(row.labels)}
+    if row.resource_version is not None:
+        metadata["resourceVersion"] = row.resource_version
+    taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]
+    claims = [{"name": k, "value": v} for k, v in row.claims.items()]
+    return {
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": metadata,
+        "spec": {"taints": taints} if taints else {},
+        "status": {"clusterClaims": claims} if claims else {},
+    }

@@ -9,6 +9,8 @@ misconfiguration.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,10 +18,13 @@ import numpy.typing as npt
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement.arrays import BoolMask
-from placement.snapshot import Column, FleetSnapshot
+from placement.cel import CelSelector, Verdict
+from placement.snapshot import CelInputs, Column, FleetSnapshot
 
 __all__ = [
+    "CelTimer",
     "SelectorError",
+    "cel_mask",
     "cluster_mask",
     "labels_match",
     "requirements_mask",
@@ -137,3 +142,117 @@ def labels_match(selector: LabelSelector | None, labels: Mapping[str, str]) -> b
         if not ok:
             return False
     return True
+
+
+CelTimer = Callable[[], Callable[[], None]]
+"""The CEL runtime metric's hook (`cycle.scratch["cel_timer"]`): called before a cluster's
+expressions run, it returns what to call after them, which observes the duration (the pure
+core reads no clock; the controller's hook does, into scheduling_cel_runtime_duration_seconds)."""
+
+
+@dataclass
+class _CelResults:
+    """Verdicts of one selector by stamp (sorted): `failed` -1 when matched, else the index
+    of the expression that decided; `errors` the error of a stamp whose expression failed."""
+
+    stamps: npt.NDArray[np.int64]
+    failed: npt.NDArray[np.int16]
+    errors: dict[int, str]
+
+
+_EMPTY_STAMPS = np.zeros(0, dtype=np.int64)
+
+
+def cel_mask(
+    selector: CelSelector,
+    fleet: FleetSnapshot,
+    within: BoolMask,
+    timer: CelTimer | None = None,
+    why: dict[int, str] | None = None,
+) -> BoolMask:
+    """Rows of `within` whose cluster every expression of `selector` accepts.
+
+    A cluster is evaluated only if no result is cached for its stamp (its object and score
+    objects unchanged since): the warm path is numpy over the stamps. With `why`, each
+    rejected row gets the expression that rejected it and why (explain)."""
+    inputs = fleet.cel
+    if inputs is None:
+        raise ValueError("this snapshot carries no cluster objects for CEL")
+    rows = np.flatnonzero(within)
+    stamps = inputs.revisions[rows]
+    key = ("cel", selector.expressions)
+    cached: _CelResults | None = inputs.cache.get(key)
+    failed = np.full(rows.size, -1, dtype=np.int16)
+    if cached is not None and cached.stamps.size:
+        at = np.minimum(np.searchsorted(cached.stamps, stamps), cached.stamps.size - 1)
+        hit = cached.stamps[at] == stamps
+        failed[hit] = cached.failed[at[hit]]
+    else:
+        hit = np.zeros(rows.size, dtype=bool)
+    missing = np.flatnonzero(~hit)
+    errors = cached.errors if cached is not None else {}
+    if missing.size:
+        fresh: list[tuple[int, int]] = []
+        new_errors: dict[int, str] = {}
+        for i in missing.tolist():
+            name = fleet.names[int(rows[i])]
+            verdict = _evaluate(selector, inputs, name, timer)
+            failed[i] = -1 if verdict.failed is None else verdict.failed
+            stamp = int(stamps[i])
+            if verdict.error is not None:
+                new_errors[stamp] = verdict.error
+            if inputs.document(name)[0] == stamp:  # else the object is newer than the snapshot
+                fresh.append((stamp, int(failed[i])))
+        if fresh:
+            errors = _store(inputs, key, cached, fresh, new_errors, fleet.size)
+        else:
+            errors = {**errors, **new_errors}
+    mask = np.zeros(fleet.size, dtype=bool)
+    mask[rows[failed < 0]] = True
+    if why is not None:
+        for i in np.flatnonzero(failed >= 0).tolist():
+            index = int(failed[i])
+            error = errors.get(int(stamps[i]))
+            detail = f"failed: {error}" if error is not None else "is not true"
+            why[int(rows[i])] = f"celExpressions[{index}] {detail}"
+    return mask
+
+
+def _evaluate(
+    selector: CelSelector, inputs: CelInputs, name: str, timer: CelTimer | None
+) -> Verdict:
+    document = inputs.document(name)[1]
+    if timer is None:
+        return selector.evaluate(document, inputs.scores)
+    done = timer()
+    try:
+        return selector.evaluate(document, inputs.scores)
+    finally:
+        done()
+
+
+def _store(
+    inputs: CelInputs,
+    key: Any,
+    cached: _CelResults | None,
+    fresh: list[tuple[int, int]],
+    new_errors: dict[int, str],
+    size: int,
+) -> dict[int, str]:
+    """Merge the new verdicts into the cache; drop stamps of older objects once it holds
+    more than twice the fleet."""
+    new_stamps = np.fromiter((s for s, _ in fresh), np.int64, len(fresh))
+    new_failed = np.fromiter((f for _, f in fresh), np.int16, len(fresh))
+    old_stamps = cached.stamps if cached is not None else _EMPTY_STAMPS
+    old_failed = cached.failed if cached is not None else np.zeros(0, dtype=np.int16)
+    stamps = np.concatenate([old_stamps, new_stamps])
+    failed = np.concatenate([old_failed, new_failed])
+    errors = {**(cached.errors if cached is not None else {}), **new_errors}
+    if stamps.size > 2 * size + 1024:
+        live = np.isin(stamps, inputs.revisions)
+        stamps, failed = stamps[live], failed[live]
+        kept = set(stamps.tolist())
+        errors = {s: e for s, e in errors.items() if s in kept}
+    stamps, first = np.unique(stamps, return_index=True)
+    inputs.cache[key] = _CelResults(stamps, failed[first], errors)
+    return errors

@@ -9,11 +9,11 @@ Steady and NoSelectIfNew read arrays, not objects.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ from placement.arrays import BoolMask, RowIndex
 __all__ = [
     "RESOURCES",
     "AddOnColumn",
+    "CelInputs",
     "Column",
     "DecisionTable",
     "FleetSnapshot",
@@ -153,6 +154,31 @@ class DecisionTable:
         return _NO_ROWS if rows is None else rows
 
 
+ScoreItems = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class CelInputs:
+    """What CEL selectors read beyond the columns: the clusters as unstructured objects, the
+    score objects' items, and the results cache.
+
+    `revisions[row]` changes whenever the cluster's object or any score object in its
+    namespace changes (a stamp unique over the life of the index), so a result cached under a
+    stamp is still the result. `document(name)` gives the newest object with the stamp it was
+    stored under (a snapshot older than that object must not cache what it computes from it).
+    `cache` is shared by every snapshot of one index and is written to by the Predicate
+    filter: the only mutable thing a snapshot reaches, as `_set_masks` is."""
+
+    revisions: npt.NDArray[np.int64]
+    document: Callable[[str], tuple[int, Mapping[str, Any]]]
+    scores: Callable[[str, str], ScoreItems | None]
+    cache: dict[Any, Any] = field(default_factory=dict)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CelInputs:
+        """A view onto the index's live store: a copy shares the store, copies the stamps."""
+        return replace(self, revisions=self.revisions.copy())
+
+
 @dataclass(frozen=True)
 class FleetSnapshot:
     """Everything a plugin may read, as columns over the clusters sorted by name."""
@@ -170,6 +196,7 @@ class FleetSnapshot:
     decisions: DecisionTable
     addons: Mapping[str, AddOnColumn]
     _set_masks: dict[str, BoolMask] = field(default_factory=dict, compare=False, repr=False)
+    cel: CelInputs | None = field(default=None, compare=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -281,6 +308,7 @@ class FleetSnapshot:
         binding_names: dict[str, list[str]] = {}
         for binding in bindings:
             binding_names.setdefault(binding.namespace, []).append(binding.name)
+        scores = list(scores)
         return cls(
             names=names,
             index=index,
@@ -294,7 +322,40 @@ class FleetSnapshot:
             bindings={ns: tuple(sorted(v)) for ns, v in binding_names.items()},
             decisions=_decision_table(index, decisions),
             addons=_addon_columns(index, scores),
+            cel=_cel_inputs(ordered, scores),
         )
+
+
+def _cel_inputs(
+    ordered: Sequence[ManagedCluster], scores: Iterable[AddOnPlacementScore]
+) -> CelInputs:
+    """CEL's view of API objects: documents made on first use, stamps 1..N by row."""
+    models = {c.name: (row + 1, c) for row, c in enumerate(ordered)}
+    documents: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    items: dict[tuple[str, str], ScoreItems] = {}
+    for score in scores:
+        listed = score.status.scores if score.status and score.status.scores else []
+        items[(score.namespace, score.name)] = [{"name": i.name, "value": i.value} for i in listed]
+
+    def document(name: str) -> tuple[int, Mapping[str, Any]]:
+        found = documents.get(name)
+        if found is None:
+            stamp, model = models[name]
+            found = documents[name] = (stamp, unstructured(model))
+        return found
+
+    return CelInputs(
+        np.arange(1, len(ordered) + 1, dtype=np.int64),
+        document,
+        lambda cluster, name: items.get((cluster, name)),
+    )
+
+
+def unstructured(cluster: ManagedCluster) -> dict[str, Any]:
+    """The cluster as the API server would send it (camelCase, unset fields left out): what
+    OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`."""
+    document: dict[str, Any] = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return document
 
 
 def _absent_column(size: int) -> Column:

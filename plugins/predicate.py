@@ -1,4 +1,11 @@
-"""`Predicate` filter: label, claim (and, later, CEL) selectors; predicates ORed, parts ANDed."""
+"""`Predicate` filter: label, claim and CEL selectors; predicates ORed, their parts ANDed.
+
+Inside one predicate the label selector, the claim selector and every CEL expression must
+accept a cluster; CEL runs only on the clusters the label and claim selectors kept, and only
+on those whose object changed since the last evaluation (`placement.selectors.cel_mask`).
+A CEL compile error makes the placement Misconfigured with OCM's message; an expression that
+fails at run time (an error, a spent cost budget) rejects that cluster only.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,25 @@ import numpy as np
 
 from apis.meta import LabelSelectorRequirement
 from apis.placements import ClusterPredicate, Placement
+from placement.cel import CelCompileError, CelSelector, compile_selector
 from placement.framework import BoolMask, Code, Cycle, FilterResult, Status
-from placement.selectors import SelectorError, cluster_mask, requirements_mask
+from placement.selectors import SelectorError, cel_mask, cluster_mask, requirements_mask
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["CEL_UNSUPPORTED", "Predicate"]
+__all__ = ["Predicate", "cel_selectors"]
 
-CEL_UNSUPPORTED = "celSelector is not supported yet (spec.predicates[{index}])"
+
+def cel_selectors(placement: Placement) -> list[CelSelector | None]:
+    """The compiled CEL selector of each predicate (None without expressions); raises
+    `CelCompileError` for the first expression that does not compile. Compiled once per
+    distinct list of expressions (`compile_selector` caches them)."""
+    out: list[CelSelector | None] = []
+    for predicate in placement.spec.predicates or []:
+        selector = predicate.required_cluster_selector
+        cel = selector.cel_selector if selector else None
+        expressions = cel.cel_expressions if cel else None
+        out.append(compile_selector(expressions) if expressions else None)
+    return out
 
 
 class Predicate:
@@ -27,27 +46,40 @@ class Predicate:
         # OCM checks nothing (not even a broken selector) when there is nothing to filter.
         if not predicates or not candidates.any():
             return FilterResult(candidates)
+        explain = bool(cycle.scratch.get("explain"))
+        timer = cycle.scratch.get("cel_timer")
+        cel_why: dict[int, list[str]] = {}
         matched: BoolMask | None = None
         for index, predicate in enumerate(predicates):
             selector = predicate.required_cluster_selector
             if selector is None:
                 return FilterResult(candidates)  # an empty selector matches every cluster
-            if selector.cel_selector and selector.cel_selector.cel_expressions:
-                message = CEL_UNSUPPORTED.format(index=index)
-                return FilterResult(candidates, Status(Code.MISCONFIGURED, message, self.name))
             try:
                 # Within the candidates already.
                 mask = cluster_mask(
                     selector.label_selector, selector.claim_selector, fleet, candidates
                 )
-            except SelectorError as exc:
+                expressions = (
+                    selector.cel_selector.cel_expressions if selector.cel_selector else None
+                )
+                cel = compile_selector(expressions) if expressions else None
+            except (SelectorError, CelCompileError) as exc:
                 return FilterResult(candidates, Status(Code.MISCONFIGURED, str(exc), self.name))
+            if cel is not None and mask.any():
+                why: dict[int, str] | None = {} if explain else None
+                mask = cel_mask(cel, fleet, mask, timer, why)
+                for row, reason in (why or {}).items():
+                    cel_why.setdefault(row, []).append(f"predicate {index}: {reason}")
             matched = mask if matched is None else matched | mask
         if matched is None:
             return FilterResult(candidates)
-        if not cycle.scratch.get("explain"):
+        if not explain:
             return FilterResult(matched)
-        return FilterResult(matched, reasons=_reasons(predicates, fleet, candidates & ~matched))
+        reasons = _reasons(predicates, fleet, candidates & ~matched)
+        for row, found in cel_why.items():
+            if row in reasons:
+                reasons[row] = "; ".join(filter(None, [reasons[row], *found]))
+        return FilterResult(matched, reasons=reasons)
 
 
 def _reasons(

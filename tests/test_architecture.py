@@ -31,7 +31,7 @@ LAYERS = ("apis", "placement", "plugins", "controllers")
 # What each layer may import besides the standard library and itself.
 ALLOWED: dict[str, set[str]] = {
     "apis": {"pydantic", "pydantic_core", "typing_extensions", "annotated_types"},
-    "placement": {"apis", "numpy"},
+    "placement": {"apis", "numpy", "cel_expr_python"},  # CEL engine: placement/cel (DESIGN §4)
     "plugins": {"apis", "placement", "numpy"},
     "controllers": {"apis", "placement", "plugins", "*"},
 }

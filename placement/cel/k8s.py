@@ -1,0 +1,628 @@
+"""The Kubernetes CEL libraries OCM enables, and OCM's own, written on top of the engine.
+
+The engine brings CEL's standard library, the strings extension and optional types. What
+Kubernetes adds (`k8s.io/apiserver/pkg/cel/library`: lists, regex, URLs, quantity, IP, CIDR,
+format, semver) and what OCM adds (`parseJSON`) is written here in Python, following the
+Kubernetes CEL documentation's semantics.
+
+The engine cannot carry an opaque Python object between calls, so the values of the
+Kubernetes types (Quantity, URL, IP, CIDR, Semver, Format) travel as small maps tagged with
+`OPAQUE`; each member function checks the tag and fails with cel-go's "no such overload"
+when it is handed something else. Every function also charges the evaluation's meter with
+cel-go's cost for it (string traversals at 0.1 per character, list walks per element).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from apis.quantity import Quantity, QuantityError
+
+__all__ = ["FUNCTIONS", "OPAQUE", "Function", "Meter"]
+
+OPAQUE = "@kubernetes"
+"""The tag key of a Kubernetes-typed value (its type name is the tag's value)."""
+
+_TRAVERSAL = 0.1  # cel-go's StringTraversalCostFactor
+
+
+class Meter:
+    """The cost an evaluation has spent; `charge` raises once `limit` is passed, which makes
+    the call an error inside the engine and stops the work (see `source.instrument`)."""
+
+    __slots__ = ("cost", "limit")
+
+    def __init__(self) -> None:
+        self.cost = 0
+        self.limit = 0
+
+    def reset(self, limit: int, base: int) -> None:
+        self.cost = base
+        self.limit = limit
+
+    def charge(self, amount: float) -> None:
+        self.cost += math.ceil(amount)
+        if self.cost > self.limit:
+            raise OverflowError("operation cancelled: actual cost limit exceeded")
+
+
+@dataclass(frozen=True)
+class Function:
+    """One overload: name, id, parameter kinds (`receiver` first for member functions),
+    result kind and implementation; kinds are 'string', 'int', 'bool', 'list', 'map', 'dyn'."""
+
+    name: str
+    overload: str
+    params: tuple[str, ...]
+    result: str
+    impl: Callable[..., Any]
+    member: bool = False
+
+
+class _NoOverloadError(TypeError):
+    """cel-go's words for a function applied to a value of the wrong type."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no such overload: {name}")
+
+
+def _opaque(kind: str, value: Any) -> dict[str, Any]:
+    return {OPAQUE: kind, "value": value}
+
+
+def _unwrap(value: Any, kind: str, function: str) -> Any:
+    if isinstance(value, dict) and value.get(OPAQUE) == kind:
+        return value["value"]
+    raise _NoOverloadError(function)
+
+
+def _kind(value: Any) -> str | None:
+    return value.get(OPAQUE) if isinstance(value, dict) else None
+
+
+def build(meter: Meter) -> list[Function]:
+    """Every overload, bound to `meter`."""
+
+    def traverse(text: str | bytes) -> None:
+        meter.charge(len(text) * _TRAVERSAL)
+
+    # --- lists ------------------------------------------------------------------------------
+
+    def comparable(items: Sequence[Any], function: str) -> list[Any]:
+        meter.charge(len(items) + 1)
+        if any(isinstance(i, bool) for i in items) and not all(isinstance(i, bool) for i in items):
+            raise _NoOverloadError(function)
+        return list(items)
+
+    def is_sorted(items: list[Any]) -> bool:
+        values = comparable(items, "isSorted")
+        try:
+            return all(a <= b for a, b in itertools.pairwise(values))
+        except TypeError as exc:
+            raise _NoOverloadError("isSorted") from exc
+
+    def list_sum(items: list[Any]) -> Any:
+        values = comparable(items, "sum")
+        if not all(isinstance(v, int | float) for v in values):
+            raise _NoOverloadError("sum")
+        return sum(values) if values else 0
+
+    def list_min(items: list[Any]) -> Any:
+        values = comparable(items, "min")
+        if not values:
+            raise ValueError("min called on empty list")
+        return min(values)
+
+    def list_max(items: list[Any]) -> Any:
+        values = comparable(items, "max")
+        if not values:
+            raise ValueError("max called on empty list")
+        return max(values)
+
+    def index_of(items: list[Any], item: Any) -> int:
+        meter.charge(len(items) + 1)
+        for i, value in enumerate(items):
+            if value == item and type(value) is type(item):
+                return i
+        return -1
+
+    def last_index_of(items: list[Any], item: Any) -> int:
+        meter.charge(len(items) + 1)
+        for i in range(len(items) - 1, -1, -1):
+            if items[i] == item and type(items[i]) is type(item):
+                return i
+        return -1
+
+    # --- regex ------------------------------------------------------------------------------
+
+    def compiled(pattern: str) -> re.Pattern[str]:
+        traverse(pattern)
+        try:
+            return _regex(pattern)
+        except re.error as exc:
+            raise ValueError(f"error parsing regexp: {exc}") from exc
+
+    def find(text: str, pattern: str) -> str:
+        traverse(text)
+        match = compiled(pattern).search(text)
+        return match.group() if match else ""
+
+    def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+        traverse(text)
+        found = [m.group() for m in compiled(pattern).finditer(text)]
+        return found if limit < 0 else found[:limit]
+
+    # --- URLs -------------------------------------------------------------------------------
+
+    def parse_url(text: str) -> Any:
+        traverse(text)
+        parts = urlsplit(text)
+        # Go's url.ParseRequestURI: an absolute URI or an absolute path, no fragment.
+        if not (parts.scheme or text.startswith("/")) or "#" in text or " " in text:
+            raise ValueError(f"URL parse error during conversion from string: {text}")
+        return parts
+
+    def url(text: str) -> dict[str, Any]:
+        parse_url(text)
+        return _opaque("URL", text)
+
+    def is_url(text: str) -> bool:
+        try:
+            parse_url(text)
+        except ValueError:
+            return False
+        return True
+
+    def url_part(function: str) -> Callable[[Any], Any]:
+        def part(value: Any) -> Any:
+            parts = urlsplit(_unwrap(value, "URL", function))
+            if function == "getScheme":
+                return parts.scheme
+            if function == "getHost":
+                return parts.netloc.rpartition("@")[2]
+            if function == "getHostname":
+                host = parts.netloc.rpartition("@")[2]
+                if host.startswith("["):
+                    return host[1 : host.find("]")]
+                return host.rpartition(":")[0] if ":" in host else host
+            if function == "getPort":
+                host = parts.netloc.rpartition("@")[2]
+                tail = host[host.find("]") + 1 :] if host.startswith("[") else host
+                return tail.rpartition(":")[2] if ":" in tail else ""
+            if function == "getEscapedPath":
+                return parts.path
+            query = parse_qs(parts.query, keep_blank_values=True)
+            return {k: list(v) for k, v in query.items()}
+
+        return part
+
+    # --- quantity ---------------------------------------------------------------------------
+
+    def parse_quantity(text: str) -> Quantity:
+        traverse(text)
+        try:
+            return Quantity(text)
+        except QuantityError as exc:
+            raise ValueError(f"quantities must match the regular expression: {exc}") from exc
+
+    def quantity(text: str) -> dict[str, Any]:
+        parse_quantity(text)
+        return _opaque("Quantity", text)
+
+    def is_quantity(text: str) -> bool:
+        try:
+            parse_quantity(text)
+        except ValueError:
+            return False
+        return True
+
+    def amount(value: Any, function: str) -> Quantity:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Quantity(value)
+        return Quantity(_unwrap(value, "Quantity", function))
+
+    def q_sign(value: Any) -> int:
+        exact = amount(value, "sign").value
+        return (exact > 0) - (exact < 0)
+
+    def q_is_integer(value: Any) -> bool:
+        exact = amount(value, "isInteger").value
+        return exact.denominator == 1 and -(2**63) <= exact <= 2**63 - 1
+
+    def q_as_integer(value: Any) -> int:
+        exact = amount(value, "asInteger").value
+        if exact.denominator != 1 or not -(2**63) <= exact <= 2**63 - 1:
+            raise ValueError("cannot convert value to integer")
+        return int(exact)
+
+    def q_as_float(value: Any) -> float:
+        return amount(value, "asApproximateFloat").approximate()
+
+    def q_arith(sign: int, function: str) -> Callable[[Any, Any], Any]:
+        def apply(a: Any, b: Any) -> Any:
+            total = amount(a, function).value + sign * amount(b, function).value
+            text = str(total.numerator) if total.denominator == 1 else _decimal(total)
+            return _opaque("Quantity", text)
+
+        return apply
+
+    # --- comparisons shared by quantity and semver -------------------------------------------
+
+    def compare(function: str) -> Callable[[Any, Any], int]:
+        def order(a: Any, b: Any) -> int:
+            kind = _kind(a)
+            if kind == "Quantity" and _kind(b) == "Quantity":
+                x, y = amount(a, function).value, amount(b, function).value
+            elif kind == "Semver" and _kind(b) == "Semver":
+                x, y = _semver_key(a["value"]), _semver_key(b["value"])  # type: ignore[assignment]
+            else:
+                raise _NoOverloadError(function)
+            return (x > y) - (x < y)
+
+        return order
+
+    compare_to = compare("compareTo")
+    less, greater = compare("isLessThan"), compare("isGreaterThan")
+
+    # --- IP and CIDR ------------------------------------------------------------------------
+
+    def parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        traverse(text)
+        if "%" in text:
+            raise ValueError(f"IP Address {text!r} with zone value is not allowed")
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError as exc:
+            raise ValueError(
+                f"IP Address {text!r} parse error during conversion from string"
+            ) from exc
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            raise ValueError(f"IPv4-mapped IPv6 address {text!r} is not allowed")
+        return address
+
+    def ip(text: str) -> dict[str, Any]:
+        return _opaque("IP", str(parse_ip(text)))
+
+    def is_ip(text: str) -> bool:
+        try:
+            parse_ip(text)
+        except ValueError:
+            return False
+        return True
+
+    def ip_is_canonical(text: str) -> bool:
+        return str(parse_ip(text)) == text
+
+    def address(value: Any, function: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        return ipaddress.ip_address(_unwrap(value, "IP", function))
+
+    def ip_test(function: str, test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+        return lambda value: test(address(value, function))
+
+    def global_unicast(a: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        if a.is_unspecified or a.is_loopback or a.is_multicast or a.is_link_local:
+            return False
+        return not (isinstance(a, ipaddress.IPv4Address) and int(a) == 0xFFFFFFFF)
+
+    def parse_cidr(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        traverse(text)
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+            parse_ip(text.partition("/")[0])
+        except ValueError as exc:
+            raise ValueError(
+                f"network address parse error during conversion from string: {exc}"
+            ) from exc
+        if "/" not in text:
+            raise ValueError("network address parse error during conversion from string")
+        return network
+
+    def cidr(text: str) -> dict[str, Any]:
+        parse_cidr(text)
+        return _opaque("CIDR", text)
+
+    def is_cidr(text: str) -> bool:
+        try:
+            parse_cidr(text)
+        except ValueError:
+            return False
+        return True
+
+    def network(value: Any, function: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        return ipaddress.ip_network(_unwrap(value, "CIDR", function), strict=False)
+
+    def contains_ip(value: Any, other: Any) -> bool:
+        net = network(value, "containsIP")
+        target = parse_ip(other) if isinstance(other, str) else address(other, "containsIP")
+        return target.version == net.version and target in net
+
+    def contains_cidr(value: Any, other: Any) -> bool:
+        net = network(value, "containsCIDR")
+        text = other if isinstance(other, str) else _unwrap(other, "CIDR", "containsCIDR")
+        inner = parse_cidr(text)
+        return inner.version == net.version and inner.subnet_of(net)  # type: ignore[arg-type]
+
+    def cidr_ip(value: Any) -> dict[str, Any]:
+        return _opaque("IP", _unwrap(value, "CIDR", "ip").partition("/")[0])
+
+    def cidr_masked(value: Any) -> dict[str, Any]:
+        return _opaque("CIDR", str(network(value, "masked")))
+
+    def prefix_length(value: Any) -> int:
+        return network(value, "prefixLength").prefixlen
+
+    # --- semver -----------------------------------------------------------------------------
+
+    def semver(text: str) -> dict[str, Any]:
+        traverse(text)
+        if _SEMVER.fullmatch(text) is None:
+            raise ValueError(f"invalid semver: {text}")
+        return _opaque("Semver", text)
+
+    def is_semver(text: str) -> bool:
+        traverse(text)
+        return _SEMVER.fullmatch(text) is not None
+
+    def semver_part(index: int, function: str) -> Callable[[Any], int]:
+        return lambda value: int(_semver_key(_unwrap(value, "Semver", function))[index])
+
+    # --- format -----------------------------------------------------------------------------
+
+    def format_validate(value: Any, text: str) -> list[str]:
+        traverse(text)
+        return _FORMATS[_unwrap(value, "Format", "validate")](text)
+
+    format_functions = [
+        Function(f"format.{name}", f"format_{name}", (), "dyn", _format_of(name))
+        for name in sorted(_FORMATS)
+    ]
+
+    # --- OCM: parseJSON ---------------------------------------------------------------------
+
+    def parse_json(text: str) -> Any:
+        traverse(text)
+        try:
+            result = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"failed to parse json: {exc}") from exc
+        meter.charge(_structure_cost(result))
+        return result
+
+    url_functions = [
+        Function(name, f"url_{name}", ("dyn",), kind, url_part(name), True)
+        for name, kind in (
+            ("getScheme", "string"),
+            ("getHost", "string"),
+            ("getHostname", "string"),
+            ("getPort", "string"),
+            ("getEscapedPath", "string"),
+            ("getQuery", "map"),
+        )
+    ]
+    ip_tests = [
+        Function(name, f"ip_{name}", ("dyn",), "bool", ip_test(name, test), True)
+        for name, test in (
+            ("isUnspecified", lambda a: a.is_unspecified),
+            ("isLoopback", lambda a: a.is_loopback),
+            ("isLinkLocalMulticast", _link_local_multicast),
+            ("isLinkLocalUnicast", lambda a: a.is_link_local),
+            ("isGlobalUnicast", global_unicast),
+        )
+    ]
+    return [
+        Function("isSorted", "list_is_sorted", ("list",), "bool", is_sorted, True),
+        Function("sum", "list_sum", ("list",), "dyn", list_sum, True),
+        Function("min", "list_min", ("list",), "dyn", list_min, True),
+        Function("max", "list_max", ("list",), "dyn", list_max, True),
+        Function("indexOf", "list_index_of", ("list", "dyn"), "int", index_of, True),
+        Function("lastIndexOf", "list_last_index_of", ("list", "dyn"), "int", last_index_of, True),
+        Function("find", "string_find", ("string", "string"), "string", find, True),
+        Function("findAll", "string_find_all", ("string", "string"), "list", find_all, True),
+        Function(
+            "findAll", "string_find_all_n", ("string", "string", "int"), "list", find_all, True
+        ),
+        Function("url", "string_to_url", ("string",), "dyn", url),
+        Function("isURL", "is_url_string", ("string",), "bool", is_url),
+        *url_functions,
+        Function("quantity", "string_to_quantity", ("string",), "dyn", quantity),
+        Function("isQuantity", "is_quantity_string", ("string",), "bool", is_quantity),
+        Function("sign", "quantity_sign", ("dyn",), "int", q_sign, True),
+        Function("isInteger", "quantity_is_integer", ("dyn",), "bool", q_is_integer, True),
+        Function("asInteger", "quantity_as_integer", ("dyn",), "int", q_as_integer, True),
+        Function("asApproximateFloat", "quantity_as_float", ("dyn",), "dyn", q_as_float, True),
+        Function("add", "quantity_add", ("dyn", "dyn"), "dyn", q_arith(1, "add"), True),
+        Function("sub", "quantity_sub", ("dyn", "dyn"), "dyn", q_arith(-1, "sub"), True),
+        Function("compareTo", "opaque_compare_to", ("dyn", "dyn"), "int", compare_to, True),
+        Function(
+            "isLessThan", "opaque_less", ("dyn", "dyn"), "bool", lambda a, b: less(a, b) < 0, True
+        ),
+        Function(
+            "isGreaterThan",
+            "opaque_greater",
+            ("dyn", "dyn"),
+            "bool",
+            lambda a, b: greater(a, b) > 0,
+            True,
+        ),
+        Function("ip", "string_to_ip", ("string",), "dyn", ip),
+        Function("isIP", "is_ip", ("string",), "bool", is_ip),
+        Function("ip.isCanonical", "ip_is_canonical", ("string",), "bool", ip_is_canonical),
+        Function(
+            "family",
+            "ip_family",
+            ("dyn",),
+            "int",
+            lambda v: address(v, "family").version,
+            True,
+        ),
+        *ip_tests,
+        Function("cidr", "string_to_cidr", ("string",), "dyn", cidr),
+        Function("isCIDR", "is_cidr", ("string",), "bool", is_cidr),
+        Function("containsIP", "cidr_contains_ip", ("dyn", "dyn"), "bool", contains_ip, True),
+        Function("containsCIDR", "cidr_contains_cidr", ("dyn", "dyn"), "bool", contains_cidr, True),
+        Function("ip", "cidr_ip", ("dyn",), "dyn", cidr_ip, True),
+        Function("masked", "cidr_masked", ("dyn",), "dyn", cidr_masked, True),
+        Function("prefixLength", "cidr_prefix_length", ("dyn",), "int", prefix_length, True),
+        Function("semver", "string_to_semver", ("string",), "dyn", semver),
+        Function("isSemver", "is_semver", ("string",), "bool", is_semver),
+        Function("major", "semver_major", ("dyn",), "int", semver_part(0, "major"), True),
+        Function("minor", "semver_minor", ("dyn",), "int", semver_part(1, "minor"), True),
+        Function("patch", "semver_patch", ("dyn",), "int", semver_part(2, "patch"), True),
+        *format_functions,
+        Function("validate", "format_validate", ("dyn", "string"), "dyn", format_validate, True),
+        Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json),
+    ]
+
+
+FUNCTIONS = build
+"""`build(meter)`: the overloads the environment declares."""
+
+
+def _format_of(name: str) -> Callable[[], dict[str, Any]]:
+    return lambda: _opaque("Format", name)
+
+
+_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """A pattern compiled once (RE2's syntax is, for what selectors use, Python's)."""
+    found = _REGEX_CACHE.get(pattern)
+    if found is None:
+        if len(_REGEX_CACHE) > 256:
+            _REGEX_CACHE.clear()
+        found = _REGEX_CACHE[pattern] = re.compile(pattern)
+    return found
+
+
+def _decimal(value: Any) -> str:
+    """A fraction with a finite decimal expansion (every quantity sum is one) as text."""
+    numerator, denominator = value.numerator, value.denominator
+    digits = 0
+    while denominator % 10**digits and digits < 30:
+        digits += 1
+    scaled = numerator * (10**digits // denominator)
+    sign = "-" if scaled < 0 else ""
+    text = str(abs(scaled)).rjust(digits + 1, "0")
+    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
+
+
+def _link_local_multicast(a: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(a, ipaddress.IPv4Address):
+        return a in ipaddress.ip_network("224.0.0.0/24")
+    return a in ipaddress.ip_network("ff02::/16")
+
+
+_SEMVER = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
+)
+
+
+def _semver_key(text: str) -> tuple[Any, ...]:
+    """Semantic Versioning 2.0.0 precedence: numbers, then a release above its pre-releases,
+    pre-release identifiers numeric (lower) before alphanumeric; build metadata ignored."""
+    match = _SEMVER.fullmatch(text)
+    if match is None:
+        raise ValueError(f"invalid semver: {text}")
+    major, minor, patch = (int(match.group(i)) for i in (1, 2, 3))
+    pre = match.group(4)
+    if pre is None:
+        return (major, minor, patch, (1,))
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (major, minor, patch, (0, parts))
+
+
+def _structure_cost(value: Any) -> int:
+    """OCM's parseJSON charge for its result: 1 per scalar, 30 + members per map, 10 +
+    elements per list (cel-go's creation base costs)."""
+    if isinstance(value, dict):
+        return 30 + sum(_structure_cost(v) for v in value.values())
+    if isinstance(value, list):
+        return 10 + sum(_structure_cost(v) for v in value)
+    return 1
+
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _pattern_check(pattern: re.Pattern[str], limit: int, what: str) -> Callable[[str], list[str]]:
+    def check(text: str) -> list[str]:
+        errors = []
+        if len(text) > limit:
+            errors.append(f"must be no more than {limit} characters")
+        if pattern.fullmatch(text) is None:
+            errors.append(what)
+        return errors
+
+    return check
+
+
+def _qualified_name(text: str) -> list[str]:
+    prefix, _, name = text.rpartition("/")
+    errors = []
+    if prefix and _DNS1123_SUBDOMAIN.fullmatch(prefix) is None:
+        errors.append("prefix part must be a DNS-1123 subdomain")
+    if not name or len(name) > 63 or _QUALIFIED.fullmatch(name) is None:
+        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.'")
+    return errors
+
+
+_LABEL_WORDS = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_FORMATS: dict[str, Callable[[str], list[str]]] = {
+    "dns1123Label": _pattern_check(_DNS1123_LABEL, 63, _LABEL_WORDS),
+    "dns1123Subdomain": _pattern_check(
+        _DNS1123_SUBDOMAIN,
+        253,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+        "'-' or '.', and must start and end with an alphanumeric character",
+    ),
+    "dns1035Label": _pattern_check(
+        _DNS1035_LABEL,
+        63,
+        "a DNS-1035 label must consist of lower case alphanumeric characters "
+        "or '-', start with an alphabetic character, and end with an alphanumeric character",
+    ),
+    "qualifiedName": _qualified_name,
+    "labelValue": _pattern_check(
+        _LABEL_VALUE,
+        63,
+        "a valid label must be an empty string or consist of alphanumeric "
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+    ),
+    "uri": lambda text: [] if urlsplit(text).scheme or text.startswith("/") else ["invalid URI"],
+    "uuid": _pattern_check(_UUID, 36, "invalid UUID"),
+    "byte": lambda text: (
+        []
+        if re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", text) and len(text) % 4 == 0
+        else ["invalid base64"]
+    ),
+    "date": lambda text: [] if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else ["invalid date"],
+    "datetime": lambda text: (
+        []
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", text)
+        else ["invalid datetime"]
+    ),
+}
+_FORMATS["dns1123LabelPrefix"] = _FORMATS["dns1123Label"]
+_FORMATS["dns1123SubdomainPrefix"] = _FORMATS["dns1123Subdomain"]
+_FORMATS["dns1035LabelPrefix"] = _FORMATS["dns1035Label"]
+_FORMATS["labelValue"] = _FORMATS["labelValue"]
+FORMAT_NAMES = frozenset(_FORMATS)
