@@ -166,7 +166,8 @@ def build(meter: Meter) -> list[Function]:
         traverse(text)
         parts = urlsplit(text)
         # Go's url.ParseRequestURI: an absolute URI or an absolute path, no fragment.
-        if not (parts.scheme or text.startswith("/")) or "#" in text or " " in text:
+        opaque = parts.scheme and not text[len(parts.scheme) + 1 :].startswith("/")
+        if not (parts.scheme or text.startswith("/")) or opaque or "#" in text or " " in text:
             raise ValueError(f"URL parse error during conversion from string: {text}")
         return parts
 
@@ -214,8 +215,8 @@ def build(meter: Meter) -> list[Function]:
             raise ValueError(f"quantities must match the regular expression: {exc}") from exc
 
     def quantity(text: str) -> dict[str, Any]:
-        parse_quantity(text)
-        return _opaque("Quantity", text)
+        # Kept as its exact value in canonical text, so that == compares amounts.
+        return _opaque("Quantity", _canonical(parse_quantity(text).value))
 
     def is_quantity(text: str) -> bool:
         try:
@@ -249,8 +250,7 @@ def build(meter: Meter) -> list[Function]:
     def q_arith(sign: int, function: str) -> Callable[[Any, Any], Any]:
         def apply(a: Any, b: Any) -> Any:
             total = amount(a, function).value + sign * amount(b, function).value
-            text = str(total.numerator) if total.denominator == 1 else _decimal(total)
-            return _opaque("Quantity", text)
+            return _opaque("Quantity", _canonical(total))
 
         return apply
 
@@ -501,6 +501,10 @@ def _regex(pattern: str) -> re.Pattern[str]:
             _REGEX_CACHE.clear()
         found = _REGEX_CACHE[pattern] = re.compile(pattern)
     return found
+
+
+def _canonical(value: Any) -> str:
+    return str(value.numerator) if value.denominator == 1 else _decimal(value)
 
 
 def _decimal(value: Any) -> str:

@@ -1,9 +1,8 @@
-"""`Predicate`: label and claim selectors, ORed across predicates, ANDed inside; CEL is
-Misconfigured until it is implemented."""
+"""`Predicate`: label, claim and CEL selectors, ORed across predicates, ANDed inside."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -131,16 +130,62 @@ def test_invalid_selector_is_misconfigured(bad: dict[str, object]) -> None:
     assert "values" in result.status.message
 
 
-def test_cel_predicate_is_misconfigured_until_supported() -> None:
-    result = run(
-        [predicate({"env": "prod"}), predicate(cel=["managedCluster.metadata.name == 'a'"])]
+def test_cel_is_ored_with_other_predicates() -> None:
+    found = selected(
+        [predicate({"env": "dev"}), predicate(cel=["managedCluster.metadata.name == 'a'"])]
     )
+    assert found == ["a", "c"]
+
+
+def test_cel_is_anded_with_labels_claims_and_other_expressions() -> None:
+    claims = [{"key": "rack", "operator": "Exists"}]
+    cel = ['managedCluster.metadata.labels["region"] != "us"', "true"]
+    assert selected([predicate({"env": "prod"}, cel=cel)]) == ["a"]
+    assert selected([predicate(claims=claims, cel=["managedCluster.metadata.name != 'a'"])]) == [
+        "b"
+    ]
+
+
+def test_cel_compile_error_is_misconfigured_with_ocms_message() -> None:
+    result = run([predicate({"env": "prod"}), predicate(cel=["true", "invalid.expression"])])
     assert result.status.code == Code.MISCONFIGURED
     assert result.status.plugin == "Predicate"
-    assert result.status.message == "celSelector is not supported yet (spec.predicates[1])"
+    assert result.status.message.startswith("compilation failed: ERROR: <input>:1:")
+    assert "undeclared reference to 'invalid" in result.status.message
+
+
+def test_cel_runtime_error_rejects_only_that_cluster_and_explain_says_why() -> None:
+    # Only a and b have a region label: c and d fail with "no such key".
+    expression = 'managedCluster.metadata.labels["region"] == "eu"'
+    mask = np.ones(FLEET.size, bool)
+    web = placement("apps", "web", predicates=[predicate(cel=[expression])])
+    result = Predicate().filter(Cycle(NOW, {"explain": True}), web, FLEET, mask)
+    assert result.status.code == Code.SUCCESS
+    assert FLEET.rows_to_names(np.flatnonzero(result.mask)) == ["a"]
+    reasons = result.reasons or {}
+    assert reasons[FLEET.index["b"]] == "predicate 0: celExpressions[0] is not true"
+    assert reasons[FLEET.index["c"]].startswith("predicate 0: celExpressions[0] failed: ")
+    assert '"region"' in reasons[FLEET.index["c"]]
+
+
+def test_cel_timer_hook_is_called_once_per_evaluated_cluster_and_not_when_cached() -> None:
+    calls: list[str] = []
+
+    def timer() -> Callable[[], None]:
+        calls.append("start")
+        return lambda: calls.append("stop")
+
+    web = placement(
+        "apps", "web", predicates=[predicate(cel=["managedCluster.metadata.name > 'b'"])]
+    )
+    fleet = snapshot([cluster(n) for n in "abc"])
+    for _ in range(2):
+        result = Predicate().filter(Cycle(NOW, {"cel_timer": timer}), web, fleet, np.ones(3, bool))
+        assert fleet.rows_to_names(np.flatnonzero(result.mask)) == ["c"]
+    assert calls == ["start", "stop"] * 3  # the second cycle reads the cache
 
 
 def test_predicates_are_not_checked_without_candidates() -> None:
-    result = run([predicate(cel=["true"])], [False] * 4)
+    result = run([predicate(cel=["invalid.expression"])], [False] * 4)
     assert result.status.code == Code.SUCCESS
     assert not result.mask.any()
