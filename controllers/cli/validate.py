@@ -1,6 +1,9 @@
 """`placement validate -f PATH... [--validate strict|warn|ignore]`: check manifests against the
 API models, the CRD rules, Kubernetes' name rules and (as kubectl's `--validate=strict`) the
 fields each kind knows, offline; every bad document is reported on stderr and the exit code is 1.
+A Placement's CEL expressions are compiled too: an expression that does not compile would make
+the placement Misconfigured once it reaches the controller, so it is an error here, reported with
+its file, document, object and expression index.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from apis.placements import Placement
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename, print_warnings
-from controllers.cli.manifests import load_paths
+from controllers.cli.manifests import LoadedObject, LoadError, LoadResult, load_paths
+from placement.cel import CelCompileError, compile_selector
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
@@ -37,6 +42,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     result = load_paths(args.filename, args.validate)
+    _compile_cel(result)
     print_warnings(result.warnings)
     for error in result.errors:
         print(error, file=sys.stderr)
@@ -47,3 +53,36 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(f"valid: {summary}")
     return EXIT_OK
+
+
+def _compile_cel(result: LoadResult) -> None:
+    """Move every Placement with a CEL expression that does not compile from the objects to
+    the errors: one error per document, one problem per expression, in document order."""
+    kept: list[LoadedObject] = []
+    for loaded in result.objects:
+        problems = _cel_problems(loaded.obj) if isinstance(loaded.obj, Placement) else []
+        if not problems:
+            kept.append(loaded)
+            continue
+        obj = loaded.obj
+        where = f"Placement {obj.namespace}/{obj.name}"
+        message = "\n".join(f"{where}: {problem}" for problem in problems)
+        result.errors.append(LoadError(loaded.source, loaded.index, message))
+    result.objects[:] = kept
+    result.errors.sort(key=lambda e: (e.source, e.index or 0))
+
+
+def _cel_problems(placement: Placement) -> list[str]:
+    problems = []
+    for i, predicate in enumerate(placement.spec.predicates or []):
+        selector = predicate.required_cluster_selector
+        cel = selector.cel_selector if selector else None
+        for j, expression in enumerate(cel.cel_expressions or [] if cel else []):
+            try:
+                compile_selector([expression])
+            except CelCompileError as exc:
+                field = (
+                    f"spec.predicates[{i}].requiredClusterSelector.celSelector.celExpressions[{j}]"
+                )
+                problems.append(f"{field}: {exc}")
+    return problems

@@ -3,6 +3,8 @@ stderr naming file, document, object and field."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, main
@@ -25,3 +27,58 @@ def test_validate_reports_each_bad_document_on_stderr(capsys: pytest.CaptureFixt
         f"{bad}: document 1: Placement ns1/web: spec.prioritizerPolicy.configurations[0].weight: "
         "must be between -10 and 10 (got 11)"
     ) in captured.err
+
+
+CEL_PLACEMENTS = """\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: fine, namespace: ns1}
+spec:
+  predicates:
+    - requiredClusterSelector:
+        celSelector:
+          celExpressions: ['managedCluster.metadata.name.startsWith("a")']
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: broken, namespace: ns1}
+spec:
+  predicates:
+    - requiredClusterSelector:
+        labelSelector: {matchLabels: {env: prod}}
+    - requiredClusterSelector:
+        celSelector:
+          celExpressions: ["true", "invalid.expression", "1 + "]
+"""
+
+
+def test_validate_compiles_cel_and_names_file_document_object_and_expression(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "cel.yaml"
+    path.write_text(CEL_PLACEMENTS)
+    assert main(["validate", "-f", str(path)]) == EXIT_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    field = "spec.predicates[1].requiredClusterSelector.celSelector.celExpressions"
+    where = f"{path}: document 2: Placement ns1/broken: {field}"
+    lines = captured.err.splitlines()
+    assert any(
+        line.startswith(f"{where}[1]: compilation failed: ERROR: <input>:1:")
+        and "undeclared reference to 'invalid" in line
+        for line in lines
+    )
+    assert any(line.startswith(f"{where}[2]: compilation failed: ERROR:") for line in lines)
+    # every line of a multi-line compiler message names the document
+    assert all(line.startswith(f"{path}: document 2: ") for line in lines[:-1])
+    assert not any("celExpressions[0]" in line for line in lines)
+    assert (
+        lines[-1] == "1 invalid document(s); valid: 1 Placement"
+        or "valid: 1 Placement" in lines[-1]
+    )
+
+
+def test_validate_accepts_the_cel_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    path = ROOT / "config" / "samples" / "hub" / "cel.yaml"
+    assert main(["validate", "-f", str(path)]) == EXIT_OK
+    assert "valid: 4 Placement" in capsys.readouterr().out
