@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
-from placement.arrays import BoolMask
+from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
 
@@ -158,6 +158,11 @@ class _CelResults:
     stamps: npt.NDArray[np.int64]
     failed: npt.NDArray[np.int16]
     errors: dict[int, str]
+    # The same verdicts by row of the revisions array `aligned` (a snapshot's, shared by the
+    # next snapshots while no cluster changes): `known` rows have one, `row_failed` is it.
+    aligned: npt.NDArray[np.int64] | None = None
+    known: BoolMask | None = None
+    row_failed: npt.NDArray[np.int16] | None = None
 
 
 _EMPTY_STAMPS = np.zeros(0, dtype=np.int64)
@@ -178,10 +183,22 @@ def cel_mask(
     inputs = fleet.cel
     if inputs is None:
         raise ValueError("this snapshot carries no cluster objects for CEL")
-    rows = np.flatnonzero(within)
-    stamps = inputs.revisions[rows]
     key = ("cel", selector.expressions)
     cached: _CelResults | None = inputs.cache.get(key)
+    if (
+        cached is not None
+        and cached.aligned is inputs.revisions
+        and cached.known is not None
+        and cached.row_failed is not None
+        and not (within & ~cached.known).any()
+    ):
+        # Warm: every row has a verdict for this very revisions array.
+        mask: BoolMask = within & (cached.row_failed < 0)
+        if why is not None:
+            _explain(np.flatnonzero(within & ~mask), inputs, cached.row_failed, cached.errors, why)
+        return mask
+    rows = np.flatnonzero(within)
+    stamps = inputs.revisions[rows]
     failed = np.full(rows.size, -1, dtype=np.int16)
     if cached is not None and cached.stamps.size:
         at = np.minimum(np.searchsorted(cached.stamps, stamps), cached.stamps.size - 1)
@@ -191,6 +208,7 @@ def cel_mask(
         hit = np.zeros(rows.size, dtype=bool)
     missing = np.flatnonzero(~hit)
     errors = cached.errors if cached is not None else {}
+    valid = hit
     if missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}
@@ -203,19 +221,46 @@ def cel_mask(
                 new_errors[stamp] = verdict.error
             if inputs.document(name)[0] == stamp:  # else the object is newer than the snapshot
                 fresh.append((stamp, int(failed[i])))
+                valid[i] = True
         if fresh:
             errors = _store(inputs, key, cached, fresh, new_errors, fleet.size)
         else:
             errors = {**errors, **new_errors}
+    _align(inputs, key, rows[valid], failed[valid])
     mask = np.zeros(fleet.size, dtype=bool)
     mask[rows[failed < 0]] = True
     if why is not None:
-        for i in np.flatnonzero(failed >= 0).tolist():
-            index = int(failed[i])
-            error = errors.get(int(stamps[i]))
-            detail = f"failed: {error}" if error is not None else "is not true"
-            why[int(rows[i])] = f"celExpressions[{index}] {detail}"
+        row_failed = np.full(fleet.size, -1, dtype=np.int16)
+        row_failed[rows] = failed
+        _explain(rows[failed >= 0], inputs, row_failed, errors, why)
     return mask
+
+
+def _align(inputs: CelInputs, key: Any, rows: RowIndex, failed: npt.NDArray[np.int16]) -> None:
+    """Record the verdicts of `rows` by row too, for the warm path of the next cycles."""
+    entry: _CelResults | None = inputs.cache.get(key)
+    if entry is None:
+        return
+    if entry.aligned is not inputs.revisions or entry.known is None or entry.row_failed is None:
+        size = inputs.revisions.size
+        entry.aligned = inputs.revisions
+        entry.known = np.zeros(size, dtype=bool)
+        entry.row_failed = np.full(size, -1, dtype=np.int16)
+    entry.known[rows] = True
+    entry.row_failed[rows] = failed
+
+
+def _explain(
+    rows: RowIndex,
+    inputs: CelInputs,
+    row_failed: npt.NDArray[np.int16],
+    errors: Mapping[int, str],
+    why: dict[int, str],
+) -> None:
+    for row in rows.tolist():
+        error = errors.get(int(inputs.revisions[row]))
+        detail = f"failed: {error}" if error is not None else "is not true"
+        why[row] = f"celExpressions[{int(row_failed[row])}] {detail}"
 
 
 def _evaluate(
