@@ -214,12 +214,12 @@ def cel_mask(
         new_errors: dict[int, str] = {}
         for i in missing.tolist():
             name = fleet.names[int(rows[i])]
-            verdict = _evaluate(selector, inputs, name, timer)
+            current, verdict = _evaluate(selector, inputs, name, timer)
             failed[i] = -1 if verdict.failed is None else verdict.failed
             stamp = int(stamps[i])
             if verdict.error is not None:
                 new_errors[stamp] = verdict.error
-            if inputs.document(name)[0] == stamp:  # else the object is newer than the snapshot
+            if current == stamp:  # else the object is newer than the snapshot: do not cache
                 fresh.append((stamp, int(failed[i])))
                 valid[i] = True
         if fresh:
@@ -265,13 +265,14 @@ def _explain(
 
 def _evaluate(
     selector: CelSelector, inputs: CelInputs, name: str, timer: CelTimer | None
-) -> Verdict:
-    document = inputs.document(name)[1]
+) -> tuple[int, Verdict]:
+    """The verdict on cluster `name` and the stamp of the object it was made from."""
+    stamp, document = inputs.document(name)
     if timer is None:
-        return selector.evaluate(document, inputs.scores)
+        return stamp, selector.evaluate(document, inputs.scores)
     done = timer()
     try:
-        return selector.evaluate(document, inputs.scores)
+        return stamp, selector.evaluate(document, inputs.scores)
     finally:
         done()
 

@@ -18,7 +18,7 @@ from placement.framework import BoolMask, Code, Cycle, FilterResult, Status
 from placement.selectors import SelectorError, cel_mask, cluster_mask, requirements_mask
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["Predicate", "cel_selectors"]
+__all__ = ["Predicate", "cel_score_names", "cel_selectors"]
 
 
 def cel_selectors(placement: Placement) -> list[CelSelector | None]:
@@ -32,6 +32,27 @@ def cel_selectors(placement: Placement) -> list[CelSelector | None]:
         expressions = cel.cel_expressions if cel else None
         out.append(compile_selector(expressions) if expressions else None)
     return out
+
+
+def cel_score_names(placement: Placement) -> frozenset[str] | None:
+    """The AddOnPlacementScore names the placement's CEL expressions read with
+    `managedCluster.scores("<name>")`: the controller re-queues the placement when a score
+    object of one of these names changes (OCM does not). None: some call computes its name,
+    any score object counts. Empty when no expression calls `scores()` or one does not
+    compile (the placement is Misconfigured and a score cannot change that)."""
+    try:
+        selectors = cel_selectors(placement)
+    except CelCompileError:
+        return frozenset()
+    names: set[str] = set()
+    for selector in selectors:
+        if selector is None:
+            continue
+        found = selector.score_names
+        if found is None:
+            return None
+        names |= found
+    return frozenset(names)
 
 
 class Predicate:

@@ -10,7 +10,7 @@ import pytest
 from apis.placements import ClusterPredicate
 from placement.framework import Code, Cycle, FilterResult
 from placement.testing import NOW, cluster, placement, predicate, snapshot
-from plugins.predicate import Predicate
+from plugins.predicate import Predicate, cel_score_names
 
 FLEET = snapshot(
     [
@@ -189,3 +189,17 @@ def test_predicates_are_not_checked_without_candidates() -> None:
     result = run([predicate(cel=["invalid.expression"])], [False] * 4)
     assert result.status.code == Code.SUCCESS
     assert not result.mask.any()
+
+
+def test_cel_score_names_tell_the_fan_out_which_score_objects_matter() -> None:
+    def names(*cel: list[str]) -> frozenset[str] | None:
+        web = placement("apps", "web", predicates=[predicate(cel=c) for c in cel])
+        return cel_score_names(web)
+
+    assert names(
+        ['managedCluster.scores("a").size() > 0'], ['managedCluster.scores("b") == []']
+    ) == frozenset({"a", "b"})
+    assert names(["managedCluster.metadata.name == 'x'"]) == frozenset()
+    assert names(["managedCluster.scores(managedCluster.metadata.name).size() > 0"]) is None
+    assert names(['managedCluster.scores("a").size() > 0', "invalid.expression"]) == frozenset()
+    assert cel_score_names(placement("apps", "web")) == frozenset()
