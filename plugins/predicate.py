@@ -15,7 +15,13 @@ from apis.meta import LabelSelectorRequirement
 from apis.placements import ClusterPredicate, Placement
 from placement.cel import CelCompileError, CelSelector, compile_selector
 from placement.framework import BoolMask, Code, Cycle, FilterResult, Status
-from placement.selectors import SelectorError, cel_mask, cluster_mask, requirements_mask
+from placement.selectors import (
+    CelTimer,
+    SelectorError,
+    cel_mask,
+    cluster_mask,
+    requirements_mask,
+)
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Predicate", "cel_score_names", "cel_selectors"]
@@ -60,6 +66,13 @@ class Predicate:
 
     name = "Predicate"
 
+    def __init__(self, cel_timer: CelTimer | None = None) -> None:
+        """`cel_timer`: the hook of the CEL runtime metric (`placement.selectors.CelTimer`),
+        called around each cluster whose expressions run; a cycle's `scratch["cel_timer"]`
+        overrides it. The controller passes one that observes
+        scheduling_cel_runtime_duration_seconds."""
+        self.cel_timer = cel_timer
+
     def filter(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
     ) -> FilterResult:
@@ -68,7 +81,7 @@ class Predicate:
         if not predicates or not candidates.any():
             return FilterResult(candidates)
         explain = bool(cycle.scratch.get("explain"))
-        timer = cycle.scratch.get("cel_timer")
+        timer = cycle.scratch.get("cel_timer") or self.cel_timer
         cel_why: dict[int, list[str]] = {}
         matched: BoolMask | None = None
         for index, predicate in enumerate(predicates):

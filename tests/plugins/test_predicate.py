@@ -203,3 +203,15 @@ def test_cel_score_names_tell_the_fan_out_which_score_objects_matter() -> None:
     assert names(["managedCluster.scores(managedCluster.metadata.name).size() > 0"]) is None
     assert names(['managedCluster.scores("a").size() > 0', "invalid.expression"]) == frozenset()
     assert cel_score_names(placement("apps", "web")) == frozenset()
+
+
+def test_a_timer_given_to_the_plugin_observes_each_evaluation() -> None:
+    seen: list[int] = []
+    plugin = Predicate(cel_timer=lambda: lambda: seen.append(1))
+    web = placement(
+        "apps", "web", predicates=[predicate(cel=["managedCluster.metadata.name != 'b'"])]
+    )
+    fleet = snapshot([cluster(n) for n in "abcd"])
+    result = plugin.filter(Cycle(NOW), web, fleet, np.ones(4, bool))
+    assert fleet.rows_to_names(np.flatnonzero(result.mask)) == ["a", "c", "d"]
+    assert len(seen) == 4
