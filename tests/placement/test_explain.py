@@ -59,9 +59,10 @@ def test_explain_json_has_ocms_debugger_sections() -> None:
 
 
 def test_explain_json_reports_the_error_of_a_misconfigured_placement() -> None:
-    bad = placement("apps", "web", predicates=[predicate(cel=["true"])])
+    # A CEL expression that does not compile misconfigures the placement (OCM's message).
+    bad = placement("apps", "web", predicates=[predicate(cel=["managedCluster.metadata.name =="])])
     doc = explain_json(default_scheduler().schedule(bad, FLEET, NOW), FLEET)
-    assert doc["error"] == "Predicate:celSelector is not supported yet (spec.predicates[0])"
+    assert doc["error"].startswith("Predicate:compilation failed: ERROR: <input>:1:32: Syntax")
     assert doc["aggregatedScores"] == []
 
 
