@@ -164,9 +164,11 @@ def test_scheduler_error_is_row_4_with_the_error_text() -> None:
     ("spec", "message"),
     [
         pytest.param(
-            {"predicates": [predicate(cel=["true"])]},
-            "Predicate:celSelector is not supported yet (spec.predicates[0])",
-            id="cel-predicate",
+            {"predicates": [predicate(cel=["1 +"])]},
+            "Predicate:compilation failed: ERROR: <input>:1:4: Syntax error: mismatched input "
+            "'<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+            "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | 1 +\n | ...^",
+            id="cel-does-not-compile",
         ),
         pytest.param(
             {"tolerations": [toleration(None, "Equal")]},
@@ -199,7 +201,7 @@ def test_misconfigured_placement_keeps_previous_decisions_and_only_changes_condi
     assert good.paged is not None
     previous = good.placement_status
     later = NOW + timedelta(minutes=5)
-    p = placement("apps", "web", predicates=[predicate(cel=["true"])])
+    p = placement("apps", "web", predicates=[predicate(cel=["1 +"])])
     fleet = snapshot(FLEET)
     done = outcome(default_scheduler().schedule(p, fleet, later), fleet, previous, later)
     assert done.paged is None  # nothing to write: the current PlacementDecisions stay
@@ -210,7 +212,7 @@ def test_misconfigured_placement_keeps_previous_decisions_and_only_changes_condi
 
 
 def test_misconfigured_first_schedule_reports_zero_selected() -> None:
-    done = run(placement("apps", "web", predicates=[predicate(cel=["true"])]))
+    done = run(placement("apps", "web", predicates=[predicate(cel=["1 +"])]))
     assert done.placement_status.number_of_selected_clusters == 0
     assert done.placement_status.decision_groups == []
 

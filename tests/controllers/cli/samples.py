@@ -10,7 +10,7 @@ import pytest
 from controllers.cli.main import main
 from controllers.cli.manifests import load_paths
 
-__all__ = ["NOW", "PLACEMENTS", "ROOT", "SAMPLES", "run", "sample_placements"]
+__all__ = ["NOW", "PLACEMENTS", "ROOT", "SAMPLES", "broken_cel", "run", "sample_placements"]
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = str(ROOT / "config" / "samples" / "hub")
@@ -31,3 +31,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+BROKEN_CEL = """\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: web-cel-broken, namespace: apps}
+spec:
+  predicates:
+  - requiredClusterSelector:
+      celSelector:
+        celExpressions: ["managedCluster.metadata.name =="]
+"""
+
+
+def broken_cel(tmp_path: Path) -> str:
+    """A file with one Placement whose CEL does not compile (PlacementMisconfigured)."""
+    path = tmp_path / "broken-cel.yaml"
+    path.write_text(BROKEN_CEL)
+    return str(path)

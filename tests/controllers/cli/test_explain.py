@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from apis.cluster import ManagedCluster
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, main
 from controllers.cli.manifests import load_paths
-from tests.controllers.cli.samples import NOW, PLACEMENTS, SAMPLES, run
+from tests.controllers.cli.samples import NOW, PLACEMENTS, SAMPLES, broken_cel, run
 
 SPREAD_PLACEMENTS = [k for k in PLACEMENTS if k.startswith("spread-demo/")]
 
@@ -161,12 +162,14 @@ def test_spread_table_totals_what_the_selector_compared(
         assert row[-1].startswith(f"{record['excluded']['topologyKey']} ")
 
 
-def test_explain_json_of_cel_sample_reports_the_misconfiguration(
-    capsys: pytest.CaptureFixture[str],
+def test_explain_json_of_a_cel_that_does_not_compile_reports_the_misconfiguration(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", "apps/web-cel-predicate")
+    extra = broken_cel(tmp_path)
+    argv = ["explain", "-f", SAMPLES, "-f", extra, "--placement", "apps/web-cel-broken"]
+    code, out, _ = run(capsys, *argv)
     assert code == EXIT_OK
-    assert json.loads(out)["error"].startswith("Predicate:celSelector is not supported yet")
+    assert json.loads(out)["error"].startswith("Predicate:compilation failed: ERROR:")
 
 
 def test_unknown_placement_exits_1_naming_it(capsys: pytest.CaptureFixture[str]) -> None:

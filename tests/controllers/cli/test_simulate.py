@@ -11,7 +11,7 @@ import yaml
 
 from apis.placements import PLACEMENT_LABEL
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
-from tests.controllers.cli.samples import NOW, PLACEMENTS, ROOT, SAMPLES, run
+from tests.controllers.cli.samples import NOW, PLACEMENTS, ROOT, SAMPLES, broken_cel, run
 
 INVALID = ROOT / "tests" / "data" / "invalid" / "placement-weight-too-high.yaml"
 
@@ -69,17 +69,18 @@ def test_simulate_table_has_one_row_per_placement(capsys: pytest.CaptureFixture[
 
 
 def test_simulate_table_shows_a_misconfigured_placement_and_its_message(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-o", "table", *NOW)
+    extra = broken_cel(tmp_path)
+    code, out, _ = run(capsys, "simulate", "-f", SAMPLES, "-f", extra, "-o", "table", *NOW)
     assert code == EXIT_OK
     _, rows, notes = _table_rows(out)
-    cel = next(r for r in rows if " web-cel-predicate " in r)
+    cel = next(r for r in rows if " web-cel-broken " in r)
     assert cel.split()[2:5] == ["False", "Misconfigured", "0"]
-    assert (
-        "apps/web-cel-predicate: Misconfigured: Predicate:celSelector is not supported yet "
-        "(spec.predicates[0])"
-    ) in notes
+    assert any(
+        n.startswith("apps/web-cel-broken: Misconfigured: Predicate:compilation failed: ERROR:")
+        for n in notes
+    )
     # every placement that is not satisfied has its note, and only those
     unsatisfied = {f"{r.split()[0]}/{r.split()[1]}" for r in rows if r.split()[2] != "True"}
     assert {n.split(":")[0] for n in notes} == unsatisfied
@@ -149,7 +150,7 @@ def test_simulate_wide_shows_every_cluster_group_and_message(
             in row
         )
     cel = next(r for r in rows if " web-cel-predicate " in r)
-    assert cel.endswith("Predicate:celSelector is not supported yet (spec.predicates[0])")
+    assert cel.split()[2] == "True"  # the CEL sample schedules
     assert max(len(line) for line in rows) > 120  # nothing cut
 
 
