@@ -204,7 +204,7 @@ def test_unset_number_of_clusters_selects_all_feasible_with_nothing_unscheduled(
 
 
 def test_misconfigured_filter_stops_the_cycle_before_selection() -> None:
-    result = schedule(placement("apps", "p", predicates=[predicate(cel=["true"])]), [cluster("a")])
+    result = schedule(placement("apps", "p", predicates=[predicate(cel=["1 +"])]), [cluster("a")])
     assert result.status.code == Code.MISCONFIGURED
     assert result.selection is None
     assert result.selected.tolist() == []
@@ -282,7 +282,7 @@ def test_every_plugin_call_is_timed_once_by_type_and_name() -> None:
 
 
 def test_a_cycle_stopped_by_a_filter_times_only_the_plugins_that_ran() -> None:
-    p = placement("apps", "p", predicates=[predicate(cel=["true"])])
+    p = placement("apps", "p", predicates=[predicate(cel=["1 +"])])
     result = schedule(p, [cluster("a")])
     assert result.status.code == Code.MISCONFIGURED
     assert [(kind, name) for kind, name, _ in result.timings] == [("filter", "Predicate")]
