@@ -32,7 +32,7 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement.arrays import BoolMask
 from placement.rows import ClusterRow, ScoreRow, cluster_row, score_row
-from placement.snapshot import CelInputs, FleetSnapshot, ScoreItems, unstructured
+from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems, unstructured
 
 __all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
 
@@ -367,10 +367,25 @@ def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
         metadata["resourceVersion"] = row.resource_version
     taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]
     claims = [{"name": k, "value": v} for k, v in row.claims.items()]
+    status: dict[str, object] = {"clusterClaims": claims} if claims else {}
+    for field, amounts in (("allocatable", row.allocatable), ("capacity", row.capacity)):
+        quantities = _quantities(amounts)
+        if quantities:
+            status[field] = quantities
     return {
         "apiVersion": "cluster.open-cluster-management.io/v1",
         "kind": "ManagedCluster",
         "metadata": metadata,
         "spec": {"taints": taints} if taints else {},
-        "status": {"clusterClaims": claims} if claims else {},
+        "status": status,
     }
+
+
+def _quantities(amounts: tuple[float | None, ...]) -> dict[str, str]:
+    """A row's cpu (cores) and memory (bytes) written back as quantities: cpu in millicores,
+    memory in bytes (other status fields are not kept by a row)."""
+    out: dict[str, str] = {}
+    for name, amount in zip(RESOURCES, amounts, strict=True):
+        if amount is not None:
+            out[name] = f"{round(amount * 1000)}m" if name == "cpu" else str(round(amount))
+    return out
