@@ -1,8 +1,8 @@
 """`python -m perf`: run the scale scenarios and write a report folder.
 
-    python -m perf --quick                  # small sizes, under 3 minutes on 2 cores
+    python -m perf --quick                  # small sizes, about 4 minutes on 2 cores
     python -m perf --smoke                  # tiny sizes, seconds: the harness itself runs
-    python -m perf                          # the full run, about 8.5 minutes on 2 cores
+    python -m perf                          # the full run, about 14 minutes on 2 cores
     python -m perf --only cycle spread      # some scenarios
     python -m perf --out perf/results       # where report.md, results.json and the plots go
     python -m perf --only pod-engine --merge --out perf/results   # keep the other scenarios' cases
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="small sizes, one repetition: under 3 minutes"
+        "--quick", action="store_true", help="small sizes, one repetition: about 4 minutes"
     )
     size.add_argument(
         "--smoke", action="store_true", help="tiny sizes, seconds: checks the harness runs (CI)"

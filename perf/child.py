@@ -452,6 +452,20 @@ def _server_pid() -> int | None:
     return None
 
 
+async def _attempts(session: Any, url: str) -> dict[str, float]:
+    """The scheduler's `scheduler_schedule_attempts_total` by result (scheduled,
+    unschedulable, error): attempts beyond one per pod are retries."""
+    async with session.get(url) as response:
+        text = await response.text()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{"):
+            labels, value = line.rsplit(" ", 1)
+            result = labels.split('result="', 1)[1].split('"', 1)[0]
+            found[result] = found.get(result, 0) + float(value)
+    return found
+
+
 async def _until_bound(url: str, unbound: str, timeout_s: float) -> dict[str, Any]:
     """Run the scheduler against `url` until `unbound` lists no pod: the seconds until it was
     ready and until all were bound (None when never), the seconds waited, the CPU seconds the
@@ -484,6 +498,8 @@ async def _until_bound(url: str, unbound: str, timeout_s: float) -> dict[str, An
                         break
                     await asyncio.sleep(0.1)
                 out["scheduler_cpu_s"] = _cpu_seconds(scheduler.pid)
+                with contextlib.suppress(aiohttp.ClientError):
+                    out["attempts"] = await _attempts(session, f"http://127.0.0.1:{port}/metrics")
                 if server is not None and server_cpu is not None:
                     now_cpu = _cpu_seconds(server)
                     out["server_cpu_s"] = None if now_cpu is None else now_cpu - server_cpu

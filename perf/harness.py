@@ -45,7 +45,7 @@ def size_names(scenario: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """How hard to measure: `mode` is "full", "quick" (under 3 minutes) or "smoke" (tiny
+    """How hard to measure: `mode` is "full", "quick" (about 4 minutes) or "smoke" (tiny
     sizes, seconds: checks that the harness itself runs)."""
 
     mode: str

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
+import os
 import resource
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,13 +35,33 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def measure(nodes: int, pods: int, bind_concurrency: int = 32) -> dict[str, Any]:
-    """Create the nodes and the pending pods, start the scheduler, wait until all are bound."""
+def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of another process (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    nodes: int,
+    pods: int,
+    bind_concurrency: int = 32,
+    *,
+    profile_scheduler: Path | None = None,
+    profile_server: Path | None = None,
+) -> dict[str, Any]:
+    """Create the nodes and the pending pods, start the scheduler, wait until all are bound.
+    The profiles (cProfile stats files) cover the scheduler from its start to the last bind,
+    and the server's whole life."""
     from controllers.addons.executor import PodGateway
     from controllers.kube.config import ClusterAccess, new_api_client
 
     per_node = max(110, -(-pods // nodes) * 2)
-    async with server_process() as (url, gw):
+    server_pid: list[int] = []
+    profiler = cProfile.Profile() if profile_scheduler is not None else None
+    async with server_process(profile=profile_server, started=server_pid.append) as (url, gw):
         await create_all(gw, [node(f"n-{i:05d}", cpu="64", pods=per_node) for i in range(nodes)])
         await create_all(gw, [pod(f"p-{i:06d}", "10m", "16Mi") for i in range(pods)], width=64)
         gateway = PodGateway(await new_api_client(ClusterAccess(url=url)))
@@ -46,17 +69,23 @@ async def measure(nodes: int, pods: int, bind_concurrency: int = 32) -> dict[str
             gateway, load_scheduler_config(None), http_addr=None, bind_concurrency=bind_concurrency
         )
         try:
+            server_cpu = _process_cpu_seconds(server_pid[0])
             cpu, began = _cpu_seconds(), time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
             await scheduler.start(sync_timeout=600)
             synced = time.perf_counter()
             while scheduler.executor.counts.bound < pods:
                 await asyncio.sleep(0.01)
             done = time.perf_counter()
+            if profiler is not None:
+                profiler.disable()
             cpu = _cpu_seconds() - cpu
+            server_cpu = _process_cpu_seconds(server_pid[0]) - server_cpu
         finally:
             await scheduler.stop()
             await gateway.close()
-    return {
+    result = {
         "nodes": nodes,
         "pods": pods,
         "sync_s": round(synced - began, 3),
@@ -64,9 +93,16 @@ async def measure(nodes: int, pods: int, bind_concurrency: int = 32) -> dict[str
         "pods_per_s": round(pods / (done - synced), 1),
         "pods_per_s_with_sync": round(pods / (done - began), 1),
         "scheduler_cpu_s": round(cpu, 2),
+        "server_cpu_s": round(server_cpu, 2),
         "bound": scheduler.executor.counts.bound,
         "conflicts": scheduler.executor.counts.bind_conflicts,
+        "bind_failures": scheduler.executor.counts.bind_failures,
+        "events": scheduler.executor.counts.events,
+        "attempts": dict(scheduler.engine.stats.attempts),
     }
+    if profiler is not None and profile_scheduler is not None:
+        profiler.dump_stats(profile_scheduler)
+    return result
 
 
 @pytest.mark.parametrize(("nodes", "pods"), [(100, 500)])
@@ -82,8 +118,19 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--bind-concurrency", type=int, default=32)
+    parser.add_argument("--profile-scheduler", type=Path, help="cProfile stats of the scheduler")
+    parser.add_argument("--profile-server", type=Path, help="cProfile stats of the API server")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(measure(args.nodes, args.pods, args.bind_concurrency))))
+    result = asyncio.run(
+        measure(
+            args.nodes,
+            args.pods,
+            args.bind_concurrency,
+            profile_scheduler=args.profile_scheduler,
+            profile_server=args.profile_server,
+        )
+    )
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Permit timeout) or at the next event.
 
 The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
 leader election over a Lease (a standby's engine follows the cluster, only the leader schedules
-and writes), the event recorder, the ordered stop.
+and writes), the ordered stop; the events are the `EventEmitter`'s (executor).
 
 A restart loses nothing: the first lists count every bound pod on its node, and a pod assumed
 before a crash but never bound is still pending, so it is scheduled again. A pod is never bound
@@ -41,7 +41,7 @@ import yaml
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
-from controllers.addons.executor import ActionExecutor, PodGateway
+from controllers.addons.executor import ActionExecutor, EventEmitter, PodGateway
 from controllers.addons.informers import (
     ASSIGNED_SELECTOR,
     PodFeed,
@@ -179,9 +179,12 @@ class PodScheduler(Controller):
         self.stop_timeout = stop_timeout
         self.optional_kinds = tuple(optional_kinds)
         self.feed = PodFeed(self._handle)
+        self.events = EventEmitter(
+            gateway, controller=self.name, wall=self.wall, on_recorded=self.event_recorded
+        )
         self.executor = ActionExecutor(
             gateway,
-            self.recorder,
+            self.events,
             on_bind_result=self.feed.bind_finished,
             lookup=self._lookup,
             wall=self.wall,
@@ -340,11 +343,18 @@ class PodScheduler(Controller):
 
     async def stop(self) -> None:
         """No new passes; the writes in flight finish (up to `stop_timeout`), the rest is
-        cancelled (those pods are still pending: the next leader schedules them); then the
-        runtime's stop (events flushed, Lease released, informers closed)."""
+        cancelled (those pods are still pending: the next leader schedules them); the events
+        queued are written in what is left of `stop_timeout`, the rest dropped; then the
+        runtime's stop (Lease released, informers closed)."""
         await self.queue.shutdown(drain=False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.stop_timeout
         await self.executor.drain(self.stop_timeout)
         await self.executor.cancel()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                await self.events.flush()
+        await self.events.cancel()
         await super().stop()
 
 

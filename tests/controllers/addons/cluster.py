@@ -7,7 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,16 @@ SCHEDULER = "ocm-pod-scheduler"
 
 
 @asynccontextmanager
-async def server_process(*args: str) -> AsyncIterator[tuple[str, PodGateway]]:
-    """`python -m controllers.embedded` on a free port; yields its URL and a gateway."""
+async def server_process(
+    *args: str, profile: Path | None = None, started: Callable[[int], None] | None = None
+) -> AsyncIterator[tuple[str, PodGateway]]:
+    """`python -m controllers.embedded` on a free port; yields its URL and a gateway.
+    `profile`: run it under cProfile, whose stats land there when it stops (benchmarks);
+    `started` is given the server's pid (to read its CPU time)."""
+    profiler = ("-m", "cProfile", "-o", str(profile)) if profile is not None else ()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
+        *profiler,
         "-m",
         "controllers.embedded",
         "--port",
@@ -37,6 +43,8 @@ async def server_process(*args: str) -> AsyncIterator[tuple[str, PodGateway]]:
         cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
     )
+    if started is not None:
+        started(process.pid)
     try:
         assert process.stdout is not None
         async with asyncio.timeout(30):

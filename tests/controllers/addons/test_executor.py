@@ -17,10 +17,9 @@ from apis.core import Event, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.scheduling import PodGroup
-from controllers.addons.executor import ActionExecutor, PodGateway, pod_status_patch
+from controllers.addons.executor import ActionExecutor, EventEmitter, PodGateway, pod_status_patch
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
-from controllers.runtime.events import EventRecorder
 from placement.pods.events import (
     BindPod,
     BindResult,
@@ -57,7 +56,7 @@ class Rig:
         self.gateway = gateway
         self.results: list[BindResult] = []
         self.objects: dict[tuple[str, str], KubeObject] = {}
-        self.recorder = EventRecorder(gateway, controller="ocm-pod-scheduler", wall=lambda: WALL)
+        self.recorder = EventEmitter(gateway, controller="ocm-pod-scheduler", wall=lambda: WALL)
         self.executor = ActionExecutor(
             gateway,
             self.recorder,

@@ -206,7 +206,7 @@ async def test_mixed_pods_bound_or_unschedulable_with_kube_message_until_a_node_
             assert overcommitted(list(nodes.values()), now) == {}
 
             # Events: one Scheduled per pod, FailedScheduling for the seven with the message.
-            await running.recorder.flush()
+            await running.events.flush()
             events = (await gw.list(Event, "default")).items
             scheduled = {
                 e.regarding.name for e in events if e.reason == "Scheduled" and e.regarding
