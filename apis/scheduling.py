@@ -40,6 +40,7 @@ class PodGroupStatus(KubeModel):
 
     phase: PodGroupPhase | None = None
     occupied_by: str | None = None
+    scheduled: Int32 | None = None
     running: Int32 | None = None
     succeeded: Int32 | None = None
     failed: Int32 | None = None
