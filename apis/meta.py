@@ -274,10 +274,15 @@ SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 
 class LabelSelectorRequirement(KubeModel):
-    """One requirement of a label (or claim) selector; requirements are ANDed."""
+    """One requirement of a label (or claim) selector; requirements are ANDed.
+
+    `operator` is any string, as in metav1.LabelSelectorRequirement and OCM's CRDs (no enum):
+    the object is admitted, and whoever builds the selector reports an operator other than
+    `SelectorOperator`'s four (`in`, `exists`...) with apimachinery's words
+    (`placement.selectors.requirement_error`; a Placement becomes Misconfigured)."""
 
     key: str
-    operator: SelectorOperator
+    operator: str
     values: list[str] | None = None
 
 

@@ -9,21 +9,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from apis.cluster import CLUSTER_SET_LABEL, ManagedClusterSet
+from apis.fielderrors import go_quote
 from apis.placements import Placement
 from placement.arrays import BoolMask
-from placement.selectors import SelectorError, labels_match, selector_mask
+from placement.selectors import SelectorError, labels_match, selector_error, selector_mask
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["Availability", "availability", "set_contains", "set_members"]
+__all__ = ["Availability", "availability", "set_contains", "set_members", "set_selector_error"]
 
 
 @dataclass(frozen=True)
 class Availability:
-    """The outcome of cluster-set resolution for one placement."""
+    """The outcome of cluster-set resolution for one placement. `error`: the first eligible
+    set (by name) whose label selector cannot be built, in OCM's words (`failed to get clusters
+    from ClusterSet "x": values: Invalid value: null: ...`); OCM's sync fails there and
+    retries, writing nothing, and the scheduler reports it as a misconfiguration."""
 
     has_bindings: bool
     eligible_sets: tuple[str, ...]
     available: BoolMask
+    error: str | None = None
 
 
 def set_members(fleet: FleetSnapshot, cluster_set: ManagedClusterSet) -> BoolMask:
@@ -70,4 +75,17 @@ def availability(placement: Placement, fleet: FleetSnapshot) -> Availability:
     for name in eligible:
         available |= set_members(fleet, fleet.cluster_sets[name])
     available &= ~fleet.deleting
-    return Availability(bool(valid), tuple(eligible), np.asarray(available, dtype=bool))
+    error = next(filter(None, (set_selector_error(fleet.cluster_sets[n]) for n in eligible)), None)
+    return Availability(bool(valid), tuple(eligible), np.asarray(available, dtype=bool), error)
+
+
+def set_selector_error(cluster_set: ManagedClusterSet) -> str | None:
+    """Why a set's label selector cannot be built (OCM's sync error), or None. Such a set has
+    no members (`set_members`)."""
+    selector = cluster_set.spec.cluster_selector
+    if selector.selector_type != "LabelSelector" or selector.label_selector is None:
+        return None
+    problem = selector_error(selector.label_selector)
+    if problem is None:
+        return None
+    return f"failed to get clusters from ClusterSet {go_quote(cluster_set.name)}: {problem}"

@@ -280,6 +280,9 @@ class Scheduler:
         result = ScheduleResult(placement=placement, size=fleet.size)
         avail = availability(placement, fleet)
         result.availability = avail
+        if avail.error is not None:  # OCM's sync stops here; we report it (README, differences)
+            result.status = Status(Code.MISCONFIGURED, avail.error)
+            return result
         candidates = avail.available
         pipeline = ""
         requeue: list[datetime] = []

@@ -2,19 +2,21 @@
 
 Semantics are Kubernetes': requirements are ANDed, `NotIn` and `DoesNotExist` match a missing
 key, an empty selector matches every row. An invalid requirement (In without values, Exists
-with values) raises `SelectorError` with Kubernetes' wording; the caller reports it as a
-misconfiguration.
+with values, an unknown operator, a key or value that is no label key or value) raises
+`SelectorError` with apimachinery's exact wording (`requirement_error`); the caller reports it
+as a misconfiguration.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, label_value_problems
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement.arrays import BoolMask, RowIndex
@@ -27,8 +29,11 @@ __all__ = [
     "cel_mask",
     "cluster_mask",
     "labels_match",
+    "requirement_error",
     "requirements_mask",
+    "selector_error",
     "selector_mask",
+    "selector_problems",
 ]
 
 
@@ -36,18 +41,79 @@ class SelectorError(ValueError):
     """A selector that Kubernetes would refuse to build."""
 
 
-def _check(req: LabelSelectorRequirement) -> None:
-    values = req.values or []
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def requirement_error(req: LabelSelectorRequirement) -> str | None:
+    """The error apimachinery's `LabelSelectorAsSelector` gives for this requirement, word for
+    word (OCM puts it in its Misconfigured message), or None when it is valid: an operator
+    outside the four (case matters: `in` is not `In`), then, aggregated as Go does, a key that
+    is no label key, a values list the operator does not allow, each value that is no label
+    value (claim selectors included: OCM builds them with the same function)."""
+    if req.operator not in _OPERATORS:
+        return f"{go_quote(req.operator)} is not a valid label selector operator"
+    values = req.values or None  # Go copies an empty list into a nil slice: `null`
+    problems = []
+    key_problems = label_key_problems(req.key)
+    if key_problems:
+        problems.append(invalid("key", req.key, "; ".join(key_problems)))
     if req.operator in ("In", "NotIn") and not values:
-        raise SelectorError(
-            f"values: Invalid value: {values}: for 'in', 'notin' operators, "
-            "values set can't be empty"
+        problems.append(
+            invalid("values", values, "for 'in', 'notin' operators, values set can't be empty")
         )
     if req.operator in ("Exists", "DoesNotExist") and values:
-        raise SelectorError(
-            f"values: Invalid value: {values}: "
-            "values set must be empty for exists and does not exist"
+        problems.append(
+            invalid("values", values, "values set must be empty for exists and does not exist")
         )
+    for index, value in enumerate(values or ()):
+        value_problems = label_value_problems(value)
+        if value_problems:
+            path = f"values[{index}][{req.key}]"
+            problems.append(invalid(path, value, "; ".join(value_problems)))
+    return aggregate(problems)
+
+
+def _built_requirements(
+    selector: LabelSelector | ClaimSelector | None,
+) -> Iterator[tuple[str, LabelSelectorRequirement]]:
+    """The requirements apimachinery builds from a selector, in its order (matchLabels, then
+    matchExpressions), each with its field name (`matchLabels[key]`, `matchExpressions[i]`)."""
+    labels = selector.match_labels if isinstance(selector, LabelSelector) else None
+    for key, value in (labels or {}).items():
+        yield (
+            f"matchLabels[{key}]",
+            LabelSelectorRequirement(key=key, operator="In", values=[value]),
+        )
+    for index, req in enumerate((selector.match_expressions if selector else None) or []):
+        yield f"matchExpressions[{index}]", req
+
+
+def selector_error(selector: LabelSelector | ClaimSelector | None) -> str | None:
+    """The error `metav1.LabelSelectorAsSelector` returns for this selector (its first bad
+    requirement), or None."""
+    for _, req in _built_requirements(selector):
+        message = requirement_error(req)
+        if message is not None:
+            return message
+    return None
+
+
+def selector_problems(selector: LabelSelector | ClaimSelector | None, path: str) -> list[str]:
+    """Every invalid requirement of a label or claim selector, each as
+    `<path>.matchExpressions[i]: <apimachinery's error>`, for `placement validate` (the
+    controller reports the first one as Misconfigured)."""
+    problems = []
+    for name, req in _built_requirements(selector):
+        message = requirement_error(req)
+        if message is not None:
+            problems.append(f"{path}.{name}: {message}")
+    return problems
+
+
+def _check(req: LabelSelectorRequirement) -> None:
+    message = requirement_error(req)
+    if message is not None:
+        raise SelectorError(message)
 
 
 def requirements_mask(

@@ -8,7 +8,12 @@ from plugins.addon import AddOn
 from plugins.balance import Balance
 from plugins.evenspread import SPREAD, EvenSpread
 from plugins.predicate import Predicate
-from plugins.resource import RESOURCE_PRIORITIZERS, ResourceAllocatable
+from plugins.resource import (
+    RATIO_PRIORITIZERS,
+    RESOURCE_PRIORITIZERS,
+    ResourceAllocatable,
+    ResourceRatio,
+)
 from plugins.steady import Steady
 from plugins.tainttoleration import TaintToleration, TaintTolerationPrioritizer
 from plugins.topn import TopN
@@ -20,6 +25,7 @@ __all__ = [
     "EvenSpread",
     "Predicate",
     "ResourceAllocatable",
+    "ResourceRatio",
     "Steady",
     "TaintToleration",
     "TaintTolerationPrioritizer",
@@ -48,6 +54,8 @@ def default_registry() -> Registry:
     registry.add_prioritizer("TaintToleration", TaintTolerationPrioritizer)
     for name in RESOURCE_PRIORITIZERS:
         registry.add_prioritizer(name, partial(ResourceAllocatable, name))
+    for name in RATIO_PRIORITIZERS:
+        registry.add_prioritizer(name, partial(ResourceRatio, name))
     registry.add_prioritizer("AddOn", AddOn)
     registry.add_selector("TopN", TopN)
     registry.add_selector("EvenSpread", EvenSpread)

@@ -86,8 +86,9 @@ class Predicate:
         matched: BoolMask | None = None
         for index, predicate in enumerate(predicates):
             selector = predicate.required_cluster_selector
-            if selector is None:
-                return FilterResult(candidates)  # an empty selector matches every cluster
+            if selector is None:  # an empty selector matches every cluster; OCM still builds
+                matched = candidates.copy()  # the other predicates' selectors (and fails on
+                continue  # a bad one), so go on
             try:
                 # Within the candidates already.
                 mask = cluster_mask(

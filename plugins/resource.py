@@ -1,5 +1,17 @@
-"""`ResourceAllocatableCPU` / `ResourceAllocatableMemory`: prefer clusters with more allocatable
-resources, min-max scaled to [-100, 100] with OCM's float expression and truncation (§2.3)."""
+"""Resource prioritizers.
+
+* `ResourceAllocatableCPU` / `ResourceAllocatableMemory` (OCM): prefer clusters with more
+  allocatable resources, min-max scaled to [-100, 100] with OCM's float expression and
+  truncation (§2.3).
+* `ResourceRatioCPU` / `ResourceRatioMemory` (an addition: the resource-based scheduling design,
+  Story 1, "clusters whose allocatable to capacity ratio is larger"; OCM shipped them briefly and
+  removed them in 2021, placement `d8bfca5`, before v1beta1): `int64((allocatable / capacity -
+  0.5) * 2 * 100)`, so a cluster with everything free scores 100, half free 0, nothing free
+  -100. Not scaled over the candidates: the ratio is already comparable across clusters.
+
+All four score only the clusters reporting both allocatable and capacity of their resource (a
+capacity of 0 counts as not reported for the ratio); the others get no score (they count 0).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +22,15 @@ from placement.framework import Cycle, RowIndex, ScoreResult
 from placement.scoring import RowScored
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["RESOURCE_PRIORITIZERS", "ResourceAllocatable"]
+__all__ = ["RATIO_PRIORITIZERS", "RESOURCE_PRIORITIZERS", "ResourceAllocatable", "ResourceRatio"]
 
 RESOURCE_PRIORITIZERS = {
     "ResourceAllocatableCPU": "cpu",
     "ResourceAllocatableMemory": "memory",
+}
+RATIO_PRIORITIZERS = {
+    "ResourceRatioCPU": "cpu",
+    "ResourceRatioMemory": "memory",
 }
 
 
@@ -63,4 +79,32 @@ class ResourceAllocatable(RowScored):
             return ScoreResult(scaled)
         scores = np.zeros(rows.size, dtype=np.int64)
         scores[known] = scaled
+        return ScoreResult(scores, scored=known)
+
+
+class ResourceRatio(RowScored):
+    """Scores clusters by allocatable / capacity of one resource (module doc)."""
+
+    def __init__(self, name: str, coordinate: ScoreCoordinate | None = None) -> None:
+        self.name = name
+        self.resource = RATIO_PRIORITIZERS[name]
+        self.coordinate = coordinate
+
+    def score_rows(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        allocatable = fleet.allocatable[self.resource].take(rows)
+        capacity = fleet.capacity[self.resource].take(rows)
+        # NaN marks a missing amount; NaN > 0 is False, so one test covers both.
+        known = (capacity > 0) & ~np.isnan(allocatable)
+        scores = np.zeros(rows.size, dtype=np.int64)
+        if known.any():
+            # Go: int64((a / c - 0.5) * 2 * 100): `* 2` is exact, so `* 200.0` rounds the same;
+            # the cast truncates toward zero as Go's int64().
+            ratio = allocatable[known] / capacity[known]
+            ratio -= 0.5
+            ratio *= 200.0
+            scores[known] = ratio.astype(np.int64)
+        if known.all():
+            return ScoreResult(scores)
         return ScoreResult(scores, scored=known)

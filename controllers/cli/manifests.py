@@ -12,6 +12,7 @@ every cluster. `validation="warn"` reports them as warnings, `"ignore"` not at a
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -21,9 +22,11 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from apis.conversion import convert_placement
 from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
 from apis.meta import KubeObject
 from apis.registry import describe, parse_object, unknown_fields
+from plugins import default_registry
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -305,6 +308,12 @@ def load_paths(paths: Iterable[str | Path], validation: Validation = "strict") -
     return result
 
 
+@functools.cache
+def _builtin_prioritizers() -> tuple[str, ...]:
+    """The built-in prioritizer names (v1alpha1 conversion spells them as the scheduler does)."""
+    return tuple(default_registry().prioritizers)
+
+
 def _missing_name(doc: Any) -> list[FieldProblem]:
     # The API server's rule for a create; objects read back from it always have a name.
     meta = doc.get("metadata", {}) if isinstance(doc, dict) else None
@@ -317,6 +326,9 @@ def _load_document(
     source: str, index: int, doc: Any, validation: Validation, result: LoadResult
 ) -> None:
     obj: KubeObject | None = None
+    doc, notice = convert_placement(doc, _builtin_prioritizers())
+    if notice is not None:
+        result.warnings.append(LoadError(source, index, notice))
     try:
         obj = parse_object(doc)
     except UnknownKindError as exc:

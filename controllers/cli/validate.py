@@ -1,9 +1,11 @@
 """`placement validate -f PATH... [--validate strict|warn|ignore]`: check manifests against the
 API models, the CRD rules, Kubernetes' name rules and (as kubectl's `--validate=strict`) the
 fields each kind knows, offline; every bad document is reported on stderr and the exit code is 1.
-A Placement's CEL expressions are compiled too: an expression that does not compile would make
-the placement Misconfigured once it reaches the controller, so it is an error here, reported with
-its file, document, object and expression index.
+A Placement's CEL expressions are compiled and its label and claim selectors (and a
+ManagedClusterSet's label selector) built too: an expression that does not compile, an operator
+such as `in` (OCM's CRDs admit any string) or a value that is no label value would make the
+placement Misconfigured once it reaches the controller, so it is an error here, reported with its
+file, document, object, field and OCM's own words.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from apis.cluster import ManagedClusterSet
 from apis.placements import Placement
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename, print_warnings
 from controllers.cli.manifests import LoadedObject, LoadError, LoadResult, load_paths
 from placement.cel import CelCompileError, compile_selector
+from placement.selectors import selector_problems
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
@@ -42,7 +46,7 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     result = load_paths(args.filename, args.validate)
-    _compile_cel(result)
+    _check_selectors(result)
     print_warnings(result.warnings)
     for error in result.errors:
         print(error, file=sys.stderr)
@@ -55,21 +59,52 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _compile_cel(result: LoadResult) -> None:
-    """Move every Placement with a CEL expression that does not compile from the objects to
-    the errors: one error per document, one problem per expression, in document order."""
+def _check_selectors(result: LoadResult) -> None:
+    """Move every Placement or ManagedClusterSet whose selectors the controller could not build
+    from the objects to the errors: one error per document, one problem per expression or
+    requirement, in document order."""
     kept: list[LoadedObject] = []
     for loaded in result.objects:
-        problems = _cel_problems(loaded.obj) if isinstance(loaded.obj, Placement) else []
+        obj = loaded.obj
+        problems: list[str] = []
+        if isinstance(obj, Placement):
+            problems = _placement_selector_problems(obj) + _cel_problems(obj)
+        elif isinstance(obj, ManagedClusterSet):
+            selector = obj.spec.cluster_selector
+            if selector.selector_type == "LabelSelector":
+                path = "spec.clusterSelector.labelSelector"
+                problems = selector_problems(selector.label_selector, path)
         if not problems:
             kept.append(loaded)
             continue
-        obj = loaded.obj
-        where = f"Placement {obj.namespace}/{obj.name}"
+        where = (
+            f"{obj.KIND} {obj.namespace}/{obj.name}" if obj.namespace else f"{obj.KIND} {obj.name}"
+        )
         message = "\n".join(f"{where}: {problem}" for problem in problems)
         result.errors.append(LoadError(loaded.source, loaded.index, message))
     result.objects[:] = kept
     result.errors.sort(key=lambda e: (e.source, e.index or 0))
+
+
+def _placement_selector_problems(placement: Placement) -> list[str]:
+    problems = []
+    for i, predicate in enumerate(placement.spec.predicates or []):
+        selector = predicate.required_cluster_selector
+        if selector is None:
+            continue
+        path = f"spec.predicates[{i}].requiredClusterSelector"
+        problems += selector_problems(selector.label_selector, f"{path}.labelSelector")
+        problems += selector_problems(selector.claim_selector, f"{path}.claimSelector")
+    strategy = placement.spec.decision_strategy
+    groups = (
+        strategy.group_strategy.decision_groups if strategy and strategy.group_strategy else None
+    )
+    for i, group in enumerate(groups or []):
+        members = group.group_cluster_selector
+        path = f"spec.decisionStrategy.groupStrategy.decisionGroups[{i}].groupClusterSelector"
+        problems += selector_problems(members.label_selector, f"{path}.labelSelector")
+        problems += selector_problems(members.claim_selector, f"{path}.claimSelector")
+    return problems
 
 
 def _cel_problems(placement: Placement) -> list[str]:

@@ -94,8 +94,8 @@ def test_duplicate_addon_configurations_are_scored_separately() -> None:
     [
         pytest.param(
             "Additive",
-            [builtin("ResourceRatioCPU")],
-            "incorrect builtin prioritizer: ResourceRatioCPU",
+            [builtin("ResourceRatio")],
+            "incorrect builtin prioritizer: ResourceRatio",
             id="unknown-builtin",
         ),
         pytest.param(

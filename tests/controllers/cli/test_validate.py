@@ -14,7 +14,7 @@ from tests.controllers.cli.samples import ROOT
 def test_validate_accepts_the_samples(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "-f", str(ROOT / "config" / "samples")]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "20 ManagedCluster" in out
+    assert "38 ManagedCluster" in out  # hub 20, designs 5 + 13
     assert "Placement" in out
 
 
