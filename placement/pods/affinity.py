@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from apis.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from apis.fielderrors import invalid
 from apis.meta import LabelSelectorRequirement
 from placement.arrays import BoolMask
 from placement.pods.nodes import NodeSnapshot
@@ -74,12 +75,13 @@ def _int64(text: str) -> int | None:
 
 def _compare_mask(req: NodeSelectorRequirement, nodes: NodeSnapshot) -> BoolMask:
     values = req.values or []
-    bound = _int64(values[0]) if len(values) == 1 else None
+    if len(values) != 1:  # labels.NewRequirement's words, as kube-scheduler reports them
+        detail = "for 'Gt', 'Lt' operators, exactly one value is required"
+        raise SelectorError(invalid("values", values or None, detail))
+    bound = _int64(values[0])
     if bound is None:
-        raise SelectorError(
-            f"values: Invalid value: {values}: for 'Gt', 'Lt' operators, "
-            "the value must be a single integer"
-        )
+        detail = "for 'Gt', 'Lt' operators, the value must be an integer"
+        raise SelectorError(invalid("values[0]", values[0], detail))
     column = nodes.label(req.key)
     # One verdict per distinct value, then looked up by code (-1, absent, maps to False).
     table = np.zeros(len(column.values) + 1, dtype=bool)

@@ -227,3 +227,34 @@ def test_bad_added_affinity_names_the_field() -> None:
         )
     with pytest.raises(ValueError, match=r"^nope: unknown field"):
         POD_PLUGINS["NodeAffinity"]({"nope": 1})
+
+
+@pytest.mark.parametrize(
+    ("requirement", "message"),
+    [
+        pytest.param(
+            expr("cores", "Gt", "x"),
+            'values[0]: Invalid value: "x": '
+            "for 'Gt', 'Lt' operators, the value must be an integer",
+            id="gt-not-int",
+        ),
+        pytest.param(
+            expr("cores", "Lt"),
+            "values: Invalid value: null: for 'Gt', 'Lt' operators, exactly one value is required",
+            id="lt-without-value",
+        ),
+        pytest.param(
+            expr("zone", "In"),
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty",
+            id="in-without-values",
+        ),
+    ],
+)
+def test_invalid_requirement_messages_are_labels_new_requirement_words(
+    requirement: dict[str, Any], message: str
+) -> None:
+    # kube-scheduler builds node selectors with labels.NewRequirement: its field errors, with
+    # the bad value as Go prints it (null for no values, a quoted string).
+    affinity = required({"matchExpressions": [requirement]})
+    status = NodeAffinity().pre_filter(cycle(), pod(affinity=affinity), snapshot(NODES)).status
+    assert status.message == f"{REQUIRED}.nodeSelectorTerms[0]: {message}"
