@@ -63,36 +63,35 @@ _HTML_ESCAPES["\u2029"] = "\\u2029"
 _HTML_RE = re.compile("[<>&\u2028\u2029]")
 
 
+_GO_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\v": "\\v",
+}
+
+
+def _go_char(char: str) -> str:
+    escaped = _GO_ESCAPES.get(char)
+    if escaped is not None:
+        return escaped
+    code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if char != " " and not char.isprintable():
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return char
+
+
 def go_quote(text: str) -> str:
     """Go's `%q` of a string (`strconv.Quote`): printable characters as they are, the usual
     backslash escapes, other control characters as `\\x..` or `\\u....`."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in ('"', "\\"):
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\a":
-            out.append("\\a")
-        elif char == "\b":
-            out.append("\\b")
-        elif char == "\f":
-            out.append("\\f")
-        elif char == "\v":
-            out.append("\\v")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif not char.isprintable() and char != " ":
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
+    return '"' + "".join(_go_char(char) for char in text) + '"'
 
 
 def _go_json(value: object) -> str:

@@ -34,14 +34,22 @@ RATIO_PRIORITIZERS = {
 }
 
 
-class ResourceAllocatable(RowScored):
-    """Scores clusters reporting both allocatable and capacity of one resource; others get
-    no score (they count 0). Minimum and maximum are taken over the candidates, as OCM."""
+class _ResourcePrioritizer(RowScored):
+    """One resource's prioritizer, named after the resource it reads (`NAMES`)."""
+
+    NAMES: dict[str, str] = {}
 
     def __init__(self, name: str, coordinate: ScoreCoordinate | None = None) -> None:
         self.name = name
-        self.resource = RESOURCE_PRIORITIZERS[name]
+        self.resource = self.NAMES[name]
         self.coordinate = coordinate
+
+
+class ResourceAllocatable(_ResourcePrioritizer):
+    """Scores clusters reporting both allocatable and capacity of one resource; others get
+    no score (they count 0). Minimum and maximum are taken over the candidates, as OCM."""
+
+    NAMES = RESOURCE_PRIORITIZERS
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
@@ -82,13 +90,10 @@ class ResourceAllocatable(RowScored):
         return ScoreResult(scores, scored=known)
 
 
-class ResourceRatio(RowScored):
+class ResourceRatio(_ResourcePrioritizer):
     """Scores clusters by allocatable / capacity of one resource (module doc)."""
 
-    def __init__(self, name: str, coordinate: ScoreCoordinate | None = None) -> None:
-        self.name = name
-        self.resource = RATIO_PRIORITIZERS[name]
-        self.coordinate = coordinate
+    NAMES = RATIO_PRIORITIZERS
 
     def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
