@@ -44,6 +44,16 @@ them in its constructor) and calls them in profile order:
 * `preemption_fits(cycle, pod, node, victims) -> bool`: an extra condition, beyond the Filter
   plugins, for the pod to fit once `victims` are gone (capacity scheduling: the quota's max
   and min). Called after removing all potential victims and at each reprieve.
+* `preemption_applies(cycle, pod) -> bool`: False switches off every other hook of that
+  plugin for this pod (capacity scheduling without any ElasticQuota: the default, vectorized
+  path stays as fast as without the plugin).
+* `preemption_complete(cycle, pod, candidate) -> Sequence[PodInfo] | None`: victims beyond the
+  node's, anywhere in the cluster, that the candidate also needs (capacity scheduling: pods
+  that only free quota headroom); None drops the candidate. The candidate is ranked with
+  them. With such a hook a row with no potential victims on it is examined too: the pod may
+  fit there already and lack only quota headroom.
+* `preemption_chosen(cycle, pod, candidate) -> None`: told the candidate that was picked (a
+  plugin that reports its preemptions).
 
 Gang preemption (victims over several nodes) builds on the same pieces: `lower_priority_pods`,
 `select_victims` (the batched remove-all-then-reprieve for any rows and victim lists, on any
@@ -82,6 +92,7 @@ __all__ = [
     "NO_VICTIMS",
     "Candidate",
     "Preemptor",
+    "complete_candidates",
     "importance_key",
     "pick_candidate",
     "start_time",
@@ -165,6 +176,36 @@ def _hooks(plugins: Sequence[object], method: str) -> list[Any]:
     return [getattr(p, method) for p in plugins if callable(getattr(p, method, None))]
 
 
+def _applies(plugin: object, cycle: PodCycle, pod: PodInfo) -> bool:
+    gate = getattr(plugin, "preemption_applies", None)
+    return not callable(gate) or bool(gate(cycle, pod))
+
+
+def complete_candidates(
+    cycle: PodCycle, pod: PodInfo, candidates: Sequence[Candidate], plugins: Sequence[object]
+) -> list[Candidate]:
+    """Each candidate with the victims the `preemption_complete` hooks add (most important
+    first); the candidates a hook drops are left out."""
+    hooks = _hooks(plugins, "preemption_complete")
+    if not hooks:
+        return list(candidates)
+    out: list[Candidate] = []
+    for candidate in candidates:
+        victims = list(candidate.victims)
+        dropped = False
+        for hook in hooks:
+            extra = hook(cycle, pod, dataclasses.replace(candidate, victims=tuple(victims)))
+            if extra is None:
+                dropped = True
+                break
+            seen = {v.key for v in victims}
+            victims += [v for v in extra if v.key not in seen]
+        if not dropped:
+            victims.sort(key=importance_key(cycle.now))
+            out.append(dataclasses.replace(candidate, victims=tuple(victims)))
+    return out
+
+
 def _preempted_by_scheduler(pod: PodInfo) -> bool:
     status = pod.pod.status
     for cond in (status.conditions if status else None) or ():
@@ -197,7 +238,7 @@ class Preemptor:
         host = cycle.host
         if host is None:
             return PostFilterResult(PodStatus.unschedulable(self.name, "preemption: no engine"))
-        plugins = self._plugins(host)
+        plugins = tuple(p for p in self._plugins(host) if _applies(p, cycle, pod))
         refusal = self.eligible(cycle, pod, nodes, diagnosis, plugins)
         if refusal is not None:
             message = f"preemption: {refusal}"
@@ -212,6 +253,8 @@ class Preemptor:
             )
             message = f"preemption: {fit.message()}"
             return PostFilterResult(PodStatus.unschedulable(self.name, message), nominated_node="")
+        for hook in _hooks(plugins, "preemption_chosen"):
+            hook(cycle, pod, best)
         return PostFilterResult(PodStatus(), nominated_node=best.node, victims=best.victims)
 
     def _plugins(self, host: CycleHost) -> tuple[object, ...]:
@@ -319,7 +362,8 @@ class Preemptor:
         lists = {
             int(row): self.lower_priority_pods(cycle, pod, nodes.names[int(row)]) for row in rows
         }
-        return self.select_victims(cycle, pod, nodes, lists, plugins), failures
+        found = self.select_victims(cycle, pod, nodes, lists, plugins)
+        return complete_candidates(cycle, pod, found, plugins), failures
 
     def _lowest_level_rows(
         self,
@@ -376,8 +420,10 @@ class Preemptor:
         batches until `limit` candidates are found."""
         found: list[Candidate] = []
         rows = [int(r) for r in np.flatnonzero(potential)]
+        completing = bool(_hooks(plugins, "preemption_complete"))
         for start in range(0, len(rows), max(limit, 1)):
             lists: dict[int, list[PodInfo]] = {}
+            empty: dict[int, list[PodInfo]] = {}
             for row in rows[start : start + max(limit, 1)]:
                 node = nodes.names[row]
                 victims: Sequence[PodInfo] = self.lower_priority_pods(cycle, pod, node)
@@ -387,9 +433,19 @@ class Preemptor:
                         victims = sorted(changed, key=importance_key(cycle.now))
                 if victims:
                     lists[row] = list(victims)
+                elif completing:
+                    empty[row] = []
                 else:
                     failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + 1
-            found += self.select_victims(cycle, pod, nodes, lists, plugins, failures)
+            batch = self.select_victims(cycle, pod, nodes, lists, plugins, failures)
+            if empty:
+                # Rows without potential victims: candidates only if the pod fits there as
+                # they are (the room it lacks is elsewhere, e.g. quota headroom).
+                kept = self.select_victims(cycle, pod, nodes, empty, plugins)
+                if len(kept) < len(empty):
+                    failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + len(empty) - len(kept)
+                batch += kept
+            found += complete_candidates(cycle, pod, batch, plugins)
             if len(found) >= limit:
                 break
         return found, failures

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
+from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_PLUGINS",
     "DEFAULT_SCORE_WEIGHTS",
     "POD_PLUGINS",
+    "CapacityScheduling",
     "NodeAffinity",
     "NodeName",
     "NodeResourcesBalancedAllocation",
@@ -48,6 +50,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "NodeResourcesFit": NodeResourcesFit.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
+    "CapacityScheduling": CapacityScheduling.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -64,6 +67,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
+        # ElasticQuota min/max (PreFilter, Reserve, preemption hooks); idle without quotas.
+        "CapacityScheduling",
         "DefaultPreemption",
     )
 )
