@@ -162,7 +162,10 @@ class QuotaInfo:
         """`used + requests > max` for a resource the pod asks for (missing max: unbounded)."""
         limits, used = self.max, self.used
         return any(
-            value > 0 and name in limits and used.get(name, 0) + value > limits[name]
+            value > 0
+            and name in limits
+            and name != PODS
+            and used.get(name, 0) + value > limits[name]
             for name, value in requests.items()
         )
 
@@ -170,7 +173,10 @@ class QuotaInfo:
         """`used + requests > min` for a governed resource the pod asks for."""
         governed, used = self.governed, self.used
         return any(
-            value > 0 and name in governed and used.get(name, 0) + value > self.min.get(name, 0)
+            value > 0
+            and name in governed
+            and name != PODS
+            and used.get(name, 0) + value > self.min.get(name, 0)
             for name, value in requests.items()
         )
 
