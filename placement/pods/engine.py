@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -207,6 +207,11 @@ class _Host:
     def preempting(self, key: str) -> bool:
         return key in self._engine._preempting
 
+    def activate(self, keys: Iterable[str]) -> None:
+        engine = self._engine
+        for key in keys:
+            engine.queue.activate(key, engine._now)
+
     @property
     def layers(self) -> PriorityLayers:
         return self._engine._layers
@@ -224,8 +229,13 @@ class Engine:
         unschedulable_flush: timedelta = timedelta(minutes=5),
     ) -> None:
         self.profile = profile
+        plugins: list[object] = []
+        for plugin in _profile_plugins(profile):
+            if all(plugin is not p for p in plugins):
+                plugins.append(plugin)
+        self._plugins: tuple[object, ...] = tuple(plugins)
         self.queue = SchedulingQueue(
-            profile.queue_sort.sort_key,
+            _queue_sort_key(profile, self._plugins),
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             unschedulable_flush=unschedulable_flush,
@@ -248,11 +258,7 @@ class Engine:
         self.cluster = _View(self)
         self._waiting_handle = _WaitingHandle(self)
         self._host = _Host(self)
-        plugins: list[object] = []
-        for plugin in _profile_plugins(profile):
-            if all(plugin is not p for p in plugins):
-                plugins.append(plugin)
-        self._plugins: tuple[object, ...] = tuple(plugins)
+        self._now = datetime.min.replace(tzinfo=UTC)  # the time of the current call
         self._all_rows: BoolMask = np.ones(0, dtype=bool)
         self._all_index: RowIndex = np.arange(0, dtype=np.intp)
         # (requests, non-zero requests) per resource shape of a pod: most pods share a few.
@@ -262,6 +268,7 @@ class Engine:
 
     def handle(self, event: ClusterEvent, now: datetime) -> list[Action]:
         """Fold one event into the state; returns the actions it implies."""
+        self._now = now
         if isinstance(event, PodEvent):
             self._on_pod(event, now)
         elif isinstance(event, NodeEvent):
@@ -286,6 +293,7 @@ class Engine:
     def schedule(self, now: datetime, limit: int | None = None) -> list[Action]:
         """Release the pods whose time came, expire Permit waits, then try ready pods in
         activeQ order until none is left or `limit` were tried."""
+        self._now = now
         self.queue.flush(now)
         self._expire_waits(now)
         tried = 0
@@ -788,6 +796,8 @@ class Engine:
                 break
             if status.message:
                 messages.append(status.message)
+            if status.code == PodCode.UNRESOLVABLE:
+                break  # kube: UnschedulableAndUnresolvable ends the PostFilter chain
         if messages and nominated is None:
             diagnosis = dataclasses.replace(diagnosis, post_filter=", ".join(messages))
         message = diagnosis.message()
@@ -804,6 +814,8 @@ class Engine:
         for victim in result.victims:
             if victim.key in self._preempting:
                 continue
+            if result.nominations:  # victims on several nodes: name the victim's own
+                node = self._counted.get(victim.key) or result.nominated_node or ""
             self.stats.victims += 1
             self._preempting[victim.key] = victim.uid
             self._out.append(
@@ -825,10 +837,26 @@ class Engine:
                 )
             )
         # Lower-priority pods nominated to that node lose their nomination (kube clears it).
-        for other in list(self._nominated_on.get(node, {}).values()):
-            if other.key != info.key and other.priority < info.priority:
-                self._drop_nomination(other.key)
-                self._out.append(PatchPodStatus(other.key, other.uid, nominated_node=""))
+        node = result.nominated_node or ""
+        targets = {node} | {where for _, where in result.nominations}
+        for target in sorted(targets):
+            for other in list(self._nominated_on.get(target, {}).values()):
+                if other.key != info.key and other.priority < info.priority:
+                    self._drop_nomination(other.key)
+                    self._out.append(PatchPodStatus(other.key, other.uid, nominated_node=""))
+        # More pods nominated at once (a gang's other pending members).
+        for key, where in result.nominations:
+            member = self._pods.get(key)
+            if (
+                key == info.key
+                or member is None
+                or member.node_name
+                or key in self._assumed
+                or key in self._waiting
+            ):
+                continue
+            self._set_nomination(member, where)
+            self._out.append(PatchPodStatus(member.key, member.uid, nominated_node=where))
 
     def _unschedulable(
         self,
@@ -1069,6 +1097,20 @@ def _call(plugin: str, method: Any, *args: Any) -> Any:
 
 def _named(status: PodStatus, plugin: str) -> PodStatus:
     return status if status.plugin else dataclasses.replace(status, plugin=plugin)
+
+
+def _queue_sort_key(profile: Profile, plugins: Sequence[object]) -> Any:
+    """The profile's QueueSort key, or that of a plugin which replaces that QueueSort
+    (`QueueSortOverride`: Coscheduling's order in place of PrioritySort)."""
+    sort = profile.queue_sort
+    for plugin in plugins:
+        if plugin is sort:
+            continue
+        replaces = getattr(plugin, "replaces_queue_sort", None)
+        key = getattr(plugin, "queue_sort_key", None)
+        if replaces is not None and replaces == getattr(sort, "name", None) and callable(key):
+            return key
+    return sort.sort_key
 
 
 def _profile_plugins(profile: Profile) -> Iterator[object]:

@@ -53,6 +53,7 @@ __all__ = [
     "PreFilterResult",
     "Profile",
     "QueueSort",
+    "QueueSortOverride",
     "Reason",
     "Reserve",
     "Score",
@@ -266,6 +267,11 @@ class CycleHost(Protocol):
         """True when a preemption already deleted this pod and it is not gone yet."""
         ...
 
+    def activate(self, keys: Iterable[str]) -> None:
+        """Move these pending pods (unschedulable or in backoff) to the active queue at once
+        (kube's PodsToActivate: a gang's first member at Permit brings its siblings)."""
+        ...
+
 
 @dataclass
 class PodCycle:
@@ -330,6 +336,9 @@ class PostFilterResult:
     status: PodStatus
     nominated_node: str | None = None
     victims: tuple[PodInfo, ...] = ()
+    nominations: tuple[tuple[str, str], ...] = ()
+    """(pod key, node) for more pending pods than the one in the cycle (gang preemption: every
+    member gets the node its victims free; victims may then be on several nodes)."""
 
 
 @dataclass(frozen=True)
@@ -376,6 +385,17 @@ class QueueSort(Protocol):
     def sort_key(self, pod: PodInfo, queued_at: datetime) -> Any:
         """A key ordering the active queue (smallest first)."""
         ...
+
+
+class QueueSortOverride(Protocol):
+    """A plugin whose queue order replaces the QueueSort plugin named `replaces_queue_sort`
+    when both are enabled (Coscheduling's replaces PrioritySort: a user of the defaults gets
+    gang order without touching the queue sort configuration)."""
+
+    name: str
+    replaces_queue_sort: str
+
+    def queue_sort_key(self, pod: PodInfo, queued_at: datetime) -> Any: ...
 
 
 class PreFilter(Protocol):

@@ -223,6 +223,15 @@ class SchedulingQueue:
                 moved += 1
         return moved
 
+    def activate(self, key: str, now: datetime) -> bool:
+        """An unschedulable or backing-off pod goes to active now (kube's Activate); False
+        when it is elsewhere (active, gated, in flight) or unknown."""
+        queued = self._pods.get(key)
+        if queued is None or queued.where not in ("unschedulable", "backoff"):
+            return False
+        self._place(queued, "active", now)
+        return True
+
     def move_rejected_by(self, now: datetime, plugin: str) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may
         help them), found through an index rather than a scan."""

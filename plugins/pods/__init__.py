@@ -13,6 +13,7 @@ from typing import Any
 
 from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
 from plugins.pods.capacity import CapacityScheduling
+from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
@@ -27,6 +28,7 @@ __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
     "POD_PLUGINS",
     "CapacityScheduling",
+    "Coscheduling",
     "NodeAffinity",
     "NodeName",
     "NodeResourcesBalancedAllocation",
@@ -51,6 +53,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
+    "Coscheduling": Coscheduling.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -67,6 +70,9 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
+        # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
+        # DefaultPreemption: gang preemption); idle without PodGroups.
+        "Coscheduling",
         # ElasticQuota min/max (PreFilter, Reserve, preemption hooks); idle without quotas.
         "CapacityScheduling",
         "DefaultPreemption",
