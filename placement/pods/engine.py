@@ -1013,6 +1013,8 @@ class Engine:
         if waiting is None or assumed is None:
             return
         cycle = assumed.cycle
+        if self._now > cycle.now:
+            cycle.now = self._now  # rejected later than its cycle ran (a gang's sibling)
         self._forget_assumption(cycle, waiting.info, waiting.node)
         self._move_all(cycle.now)  # the room it held is free again (for the others)
         self.stats.attempts["unschedulable"] += 1
