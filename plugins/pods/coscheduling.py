@@ -569,6 +569,8 @@ class Coscheduling:
         below = host.requested_below(priority, nodes)
         pods_col = nodes.column_of(PODS)
         rows = np.flatnonzero(below[:, pods_col] > 0 if pods_col is not None else below.any(1))
+        if rows.size == 0:
+            return ""  # no lower-priority pod anywhere: nothing to preempt, nothing to say
         lists: dict[int, list[PodInfo]] = {}
         where: dict[str, int] = {}
         for row in (int(r) for r in rows):
@@ -708,7 +710,7 @@ class Coscheduling:
                 continue
             minimum = self.min_member(pg)
             status = pg.status
-            phase = (status.phase if status is not None else None) or "Pending"
+            phase = (status.phase if status is not None else None) or _phase(gang, minimum)
             waiting = [k for k, (_, d) in gang.permitted.items() if d is not None]
             binding = len(gang.permitted) - len(waiting)
             pending = len(gang.pending())
@@ -727,6 +729,17 @@ class Coscheduling:
                 line += f"; last rejection: {gang.last_rejection}"
             lines.append(line)
         return lines
+
+
+def _phase(gang: _Gang, minimum: int) -> str:
+    """The phase the status controller will write, as far as the scheduler knows (the group
+    has no status yet): Running once the quorum is bound, Scheduling while members hold
+    nodes or enough members exist, else Pending."""
+    if gang.bound and len(gang.bound) >= minimum:
+        return "Running"
+    if gang.permitted or len(gang.members) >= minimum > 0:
+        return "Scheduling"
+    return "Pending"
 
 
 def _format(name: str, value: int) -> str:

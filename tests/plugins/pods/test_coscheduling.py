@@ -629,7 +629,7 @@ def test_simulation_report_per_gang() -> None:
     assert lines[1] == "gang ns/missing: PodGroup not found; 1 pod(s) carry its label"
     until = (NOW + timedelta(seconds=60)).isoformat()
     assert lines[2] == (
-        "gang ns/pg: phase Pending, minMember 5: 0 bound, 0 binding, 3 waiting at Permit, "
+        "gang ns/pg: phase Scheduling, minMember 5: 0 bound, 0 binding, 3 waiting at Permit, "
         f"2 pending (3/5 members hold a node, waiting for 2 more until {until})"
     )
     post(plugin, pods[4], waiting)
