@@ -191,12 +191,12 @@ class Coscheduling:
 
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         if isinstance(event, PodEvent):
-            return self._on_pod(event)
+            return self._on_pod(event, cluster)
         if isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) == "PodGroup":
             return self._on_group(event)
         return False
 
-    def _on_pod(self, event: PodEvent) -> bool:
+    def _on_pod(self, event: PodEvent, cluster: ClusterView | None) -> bool:
         pod = event.pod
         key = pod_key(pod.metadata.namespace, pod.metadata.name)
         group = group_of(pod)
@@ -210,7 +210,9 @@ class Coscheduling:
             return False
         gang = self._gang(group)
         new = key not in gang.members
-        gang.members[key] = PodInfo.of(pod)
+        # The engine's PodInfo: its priority resolved from the PriorityClass, requests known.
+        known = cluster.pod(key) if cluster is not None else None
+        gang.members[key] = known if known is not None and known.pod is pod else PodInfo.of(pod)
         self._member_of[key] = group
         if pod.spec.scheduling_gates:
             gang.gated.add(key)
