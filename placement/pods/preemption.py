@@ -139,10 +139,17 @@ def start_time(pod: PodInfo, now: datetime) -> datetime:
 
 
 def importance_key(now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]:
-    """Sort key, most important first: higher priority, then earlier start, then key."""
+    """Sort key, most important first: higher priority, then earlier start, then key.
+    The key remembers each pod's (the start time is parsed once per pod and key)."""
+    seen: dict[int, tuple[PodInfo, tuple[int, float, str]]] = {}
 
     def key(pod: PodInfo) -> tuple[int, float, str]:
-        return (-pod.priority, start_time(pod, now).timestamp(), pod.key)
+        found = seen.get(id(pod))
+        if found is not None and found[0] is pod:
+            return found[1]
+        value = (-pod.priority, start_time(pod, now).timestamp(), pod.key)
+        seen[id(pod)] = (pod, value)
+        return value
 
     return key
 
@@ -190,19 +197,20 @@ def complete_candidates(
     if not hooks:
         return list(candidates)
     out: list[Candidate] = []
+    key = importance_key(cycle.now)
     for candidate in candidates:
-        victims = list(candidate.victims)
-        dropped = False
+        current = candidate
         for hook in hooks:
-            extra = hook(cycle, pod, dataclasses.replace(candidate, victims=tuple(victims)))
+            extra = hook(cycle, pod, current)
             if extra is None:
-                dropped = True
                 break
-            seen = {v.key for v in victims}
-            victims += [v for v in extra if v.key not in seen]
-        if not dropped:
-            victims.sort(key=importance_key(cycle.now))
-            out.append(dataclasses.replace(candidate, victims=tuple(victims)))
+            if extra:
+                seen = {v.key for v in current.victims}
+                victims = [*current.victims, *(v for v in extra if v.key not in seen)]
+                victims.sort(key=key)
+                current = dataclasses.replace(current, victims=tuple(victims))
+        else:
+            out.append(current)
     return out
 
 
@@ -421,16 +429,28 @@ class Preemptor:
         found: list[Candidate] = []
         rows = [int(r) for r in np.flatnonzero(potential)]
         completing = bool(_hooks(plugins, "preemption_complete"))
-        for start in range(0, len(rows), max(limit, 1)):
+        key = importance_key(cycle.now)
+        start = 0
+        while start < len(rows):
+            # The first batch holds `limit` rows, the next ones what is still missing (at
+            # least 16): rows are not examined beyond the candidates needed.
+            size = max(limit - len(found), min(limit, 16), 1)
+            batch_rows = rows[start : start + size]
+            start += size
             lists: dict[int, list[PodInfo]] = {}
             empty: dict[int, list[PodInfo]] = {}
-            for row in rows[start : start + max(limit, 1)]:
+            for row in batch_rows:
                 node = nodes.names[row]
-                victims: Sequence[PodInfo] = self.lower_priority_pods(cycle, pod, node)
+                victims: Sequence[PodInfo] = self.lower_priority_pods(
+                    cycle, pod, node, ordered=False
+                )
+                ordered = False
                 for hook in victim_hooks:
                     changed = hook(cycle, pod, node, victims)
                     if changed is not None:
-                        victims = sorted(changed, key=importance_key(cycle.now))
+                        victims, ordered = sorted(changed, key=key), True
+                if not ordered:
+                    victims = sorted(victims, key=key)
                 if victims:
                     lists[row] = list(victims)
                 elif completing:
@@ -450,11 +470,19 @@ class Preemptor:
                 break
         return found, failures
 
-    def lower_priority_pods(self, cycle: PodCycle, pod: PodInfo, node: str) -> list[PodInfo]:
+    def lower_priority_pods(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        node: str,
+        *,
+        ordered: bool = True,
+    ) -> list[PodInfo]:
         """The default potential victims: the node's pods of lower priority, most important
-        first."""
+        first (in no particular order with `ordered=False`)."""
         pods = [p for p in cycle.cluster.pods_on(node) if p.priority < pod.priority]
-        pods.sort(key=importance_key(cycle.now))
+        if ordered:
+            pods.sort(key=importance_key(cycle.now))
         return pods
 
     def select_victims(

@@ -128,7 +128,7 @@ def format_resources(resources: Mapping[str, int]) -> str:
     return ", ".join(parts)
 
 
-@dataclass
+@dataclass(eq=False)
 class QuotaInfo:
     """One namespace's quota in force and the pods counted against it."""
 
@@ -138,10 +138,18 @@ class QuotaInfo:
     max: dict[str, int]
     used: dict[str, int] = field(default_factory=dict)
     pods: dict[str, PodInfo] = field(default_factory=dict)  # uid (or key) -> pod
+    index: dict[str, QuotaInfo] | None = None
+    """The plugin's pod uid -> quota map, kept with `pods` (preemption reads it per pod)."""
+    governed: frozenset[str] = field(init=False)
+    """The resources named in min or max: the ones this quota limits."""
 
-    @property
-    def governed(self) -> frozenset[str]:
-        return frozenset(self.min) | frozenset(self.max)
+    def __post_init__(self) -> None:
+        self.governed = frozenset(self.min) | frozenset(self.max)
+
+    def set_limits(self, name: str, mins: dict[str, int], maxs: dict[str, int]) -> None:
+        """A new spec (or another ElasticQuota in force): the pods and `used` stay."""
+        self.name, self.min, self.max = name, mins, maxs
+        self.governed = frozenset(mins) | frozenset(maxs)
 
     def add(self, pod: PodInfo) -> bool:
         uid = pod.uid or pod.key
@@ -149,6 +157,8 @@ class QuotaInfo:
             return False
         self.pods[uid] = pod
         _add(self.used, pod.requests)
+        if self.index is not None:
+            self.index[uid] = self
         return True
 
     def remove(self, uid: str) -> bool:
@@ -156,6 +166,8 @@ class QuotaInfo:
         if pod is None:
             return False
         _add(self.used, pod.requests, -1)
+        if self.index is not None and self.index.get(uid) is self:
+            del self.index[uid]
         return True
 
     def over_max_with(self, requests: Mapping[str, int]) -> bool:
@@ -215,13 +227,23 @@ class _Context:
     rule: str
     in_eq: Requests
     all_: Requests
-    over_min: frozenset[str]
+    over: tuple[QuotaInfo, ...]
+    """The quotas over their min when the cycle began (the ones reclaiming may take from)."""
     agg_used: dict[str, int]
     agg_min: dict[str, int]
-    pool_own: dict[str, int] | None = None
-    pool_agg: dict[str, int] | None = None
-    pool: list[PodInfo] | None = None
-    pool_keys: frozenset[str] = frozenset()
+    short_max: dict[str, int] = field(default_factory=dict)
+    short_min: dict[str, int] = field(default_factory=dict)
+    coverable: bool | None = None
+    buckets: dict[int, list[PodInfo]] | None = None
+    sorted_levels: set[int] = field(default_factory=set)
+    over_set: frozenset[QuotaInfo] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.over_set = frozenset(self.over)
+
+    @property
+    def over_min(self) -> frozenset[str]:
+        return frozenset(q.namespace for q in self.over)
 
 
 class CapacityScheduling:
@@ -233,8 +255,10 @@ class CapacityScheduling:
         self._quotas: dict[str, QuotaInfo] = {}
         self._eqs: dict[str, dict[str, ElasticQuota]] = {}
         self._nominated: dict[str, PodInfo] = {}  # uid -> pending pod nominated to a node
+        # preemptor uid -> its victims (key, uid) not seen gone yet
         self._waiting_victims: dict[str, frozenset[tuple[str, str]]] = {}
         self._aggregate: tuple[dict[str, int], dict[str, int]] | None = None
+        self._owner: dict[str, QuotaInfo] = {}  # counted pod uid -> its quota
         self.preemptions: list[PreemptionRecord] = []
 
     @classmethod
@@ -279,12 +303,14 @@ class CapacityScheduling:
         quota = self._quotas.get(meta.namespace or "")
         if event.type == "Deleted" or (pod.spec.node_name and _finished(pod)):
             self._nominated.pop(uid, None)
+            self._waiting_victims.pop(uid, None)
             if quota is not None and quota.remove(uid):
                 self._changed()
                 return True
             return False
         if pod.spec.node_name:
             self._nominated.pop(uid, None)
+            self._waiting_victims.pop(uid, None)
             if quota is not None and uid not in quota.pods:
                 info = cluster.pod(f"{meta.namespace or ''}/{meta.name or ''}")
                 quota.add(info if info is not None and info.uid == (meta.uid or "") else _info(pod))
@@ -315,19 +341,24 @@ class CapacityScheduling:
             if current is None:
                 return False
             del self._quotas[namespace]
+            for uid in current.pods:
+                if self._owner.get(uid) is current:
+                    del self._owner[uid]
             self._changed()
             return True
         spec = chosen.spec
         mins = _amounts(spec.min if spec else None)
         maxs = _amounts(spec.max if spec else None)
         if current is None:
-            current = QuotaInfo(namespace, chosen.metadata.name or "", mins, maxs)
+            current = QuotaInfo(
+                namespace, chosen.metadata.name or "", mins, maxs, index=self._owner
+            )
             for info in cluster.pods_in(namespace):
                 if info.node_name and not info.finished:
                     current.add(info)
             self._quotas[namespace] = current
         else:  # the pods and what they use stay; only the limits change
-            current.name, current.min, current.max = chosen.metadata.name or "", mins, maxs
+            current.set_limits(chosen.metadata.name or "", mins, maxs)
         self._changed()
         return True
 
@@ -417,27 +448,38 @@ class CapacityScheduling:
         if isinstance(found, _Context) and found.pod is pod:
             return found
         quota = self._quotas.get(pod.namespace)
+        over = tuple(q for _, q in sorted(self._quotas.items()) if q.over_min())
+        used, mins = self.aggregate()
         if quota is None:
             in_eq: Requests = {}
             _add(in_eq, pod.requests)
-            all_ = in_eq
-            rule = RULE_NO_QUOTA
+            context = _Context(pod, None, RULE_NO_QUOTA, in_eq, in_eq, over, used, mins)
         else:
             in_eq, all_ = self._with_nominated(pod, quota)
             rule = RULE_OWN if quota.over_min_with(in_eq) else RULE_RECLAIM
-        over = frozenset(ns for ns, q in self._quotas.items() if q.over_min())
-        used, mins = self.aggregate()
-        context = _Context(pod, quota, rule, in_eq, all_, over, used, mins)
+            context = _Context(pod, quota, rule, in_eq, all_, over, used, mins)
+            # What the quota lacks before any victim (may be <= 0: room to spare).
+            context.short_max = {
+                r: quota.used.get(r, 0) + v - quota.max[r]
+                for r, v in in_eq.items()
+                if v > 0 and r in quota.max and r != PODS
+            }
+            context.short_min = {
+                r: used.get(r, 0) + v - mins.get(r, 0)
+                for r, v in all_.items()
+                if v > 0 and r in quota.governed and r != PODS
+            }
         cycle.scratch[slot] = context
         return context
 
     def _allowed(self, context: _Context, victim: PodInfo) -> bool:
+        owner = self._owner.get(victim.uid or victim.key)
         pod = context.pod
         if context.rule == RULE_NO_QUOTA:
-            return victim.namespace not in self._quotas and victim.priority < pod.priority
+            return owner is None and victim.priority < pod.priority
         if context.rule == RULE_OWN:
-            return victim.namespace == pod.namespace and victim.priority < pod.priority
-        return victim.namespace != pod.namespace and victim.namespace in context.over_min
+            return owner is context.quota and victim.priority < pod.priority
+        return owner is not None and owner is not context.quota and owner in context.over_set
 
     def allowed_victim(self, cycle: PodCycle, pod: PodInfo, victim: PodInfo) -> bool:
         """Whether this plugin's rules let `pod` evict `victim` now (for tests and tools)."""
@@ -448,8 +490,7 @@ class CapacityScheduling:
     ) -> str | None:
         """PodEligibleToPreemptOthers with quotas: a pod whose earlier victims (on its
         nominated node, or elsewhere for quota headroom) are still terminating waits."""
-        context = self._context(cycle, pod)
-        waiting = self._waiting_victims.get(pod.key)
+        waiting = self._waiting_victims.get(pod.uid or pod.key)
         if waiting:
             left = frozenset(
                 (key, uid)
@@ -457,113 +498,130 @@ class CapacityScheduling:
                 if (p := cycle.cluster.pod(key)) is not None and p.uid == uid and not p.finished
             )
             if left:
-                self._waiting_victims[pod.key] = left
+                self._waiting_victims[pod.uid or pod.key] = left
                 return NOT_ELIGIBLE_TERMINATING
-            del self._waiting_victims[pod.key]
+            del self._waiting_victims[pod.uid or pod.key]
         nominated = pod.nominated_node
         if not nominated:
             return None
         row = nodes.row_of(nominated)
         if row is not None and not bool(diagnosis.resolvable[row]):
             return None
+        context = self._context(cycle, pod)
         host = cycle.host
         for other in cycle.cluster.pods_on(nominated):
             if not (other.terminating or (host is not None and host.preempting(other.key))):
                 continue
+            owner = self._owner.get(other.uid or other.key)
             if context.quota is None:
-                if other.namespace not in self._quotas and other.priority < pod.priority:
+                if owner is None and other.priority < pod.priority:
                     return NOT_ELIGIBLE_TERMINATING
-            elif other.namespace == pod.namespace:
+            elif owner is context.quota:
                 if other.priority < pod.priority:
                     return NOT_ELIGIBLE_TERMINATING
-            elif context.rule == RULE_RECLAIM and other.namespace in context.over_min:
+            elif context.rule == RULE_RECLAIM and owner is not None and owner in context.over_set:
                 return NOT_ELIGIBLE_TERMINATING
         return None
 
     def preemption_victims(
         self, cycle: PodCycle, pod: PodInfo, node: str, pods: Sequence[PodInfo]
     ) -> list[PodInfo]:
+        """The node's pods the rules allow. Lower-priority pods stay only if an earlier hook
+        kept them in `pods`; reclaiming adds the higher-priority pods of borrowing quotas."""
         context = self._context(cycle, pod)
-        return [p for p in cycle.cluster.pods_on(node) if self._allowed(context, p)]
+        given = {p.key for p in pods}
+        priority = pod.priority
+        return [
+            p
+            for p in cycle.cluster.pods_on(node)
+            if (p.priority >= priority or p.key in given) and self._allowed(context, p)
+        ]
 
-    def _deficits(
+    def _short(
         self, context: _Context, removed: Iterable[PodInfo]
     ) -> tuple[dict[str, int], dict[str, int]]:
         """What the preemptor's quota still lacks once `removed` are gone: (above its max,
         above Σmin), per resource, positive amounts only."""
-        quota = context.quota
-        if quota is None:
+        own_keys, agg_keys = context.short_max, context.short_min
+        if not own_keys and not agg_keys:
             return {}, {}
-        own: dict[str, int] = {}
-        agg: dict[str, int] = {}
+        freed_own = dict.fromkeys(own_keys, 0)
+        freed_agg = dict.fromkeys(agg_keys, 0)
         for victim in removed:
-            theirs = self._quotas.get(victim.namespace)
-            if theirs is None:
+            owner = self._owner.get(victim.uid or victim.key)
+            if owner is None:
                 continue
-            if victim.namespace == quota.namespace:
-                _add(own, victim.requests)
-            governed = theirs.governed
-            for name, value in victim.requests.items():
-                if name in governed and value:
-                    agg[name] = agg.get(name, 0) + value
-        over_max = {
-            name: quota.used.get(name, 0) - own.get(name, 0) + value - quota.max[name]
-            for name, value in context.in_eq.items()
-            if value > 0 and name in quota.max
-        }
-        over_max = {name: v for name, v in over_max.items() if v > 0}
-        return over_max, self._aggregate_over_with(quota, context.all_, agg)
+            requests = victim.requests
+            if owner is context.quota:
+                for r in own_keys:
+                    freed_own[r] += requests.get(r, 0)
+            governed = owner.governed
+            for r in agg_keys:
+                if r in governed:
+                    freed_agg[r] += requests.get(r, 0)
+        over_max = {r: v - freed_own[r] for r, v in own_keys.items() if v - freed_own[r] > 0}
+        over_min = {r: v - freed_agg[r] for r, v in agg_keys.items() if v - freed_agg[r] > 0}
+        return over_max, over_min
 
-    def _pool(self, cycle: PodCycle, context: _Context) -> list[PodInfo]:
-        """Every pod the rules allow as a victim anywhere, least important first."""
-        if context.pool is None:
-            host = cycle.host
-            if context.rule == RULE_OWN and context.quota is not None:
-                found = [
-                    p for p in context.quota.pods.values() if p.priority < context.pod.priority
-                ]
-            else:
-                found = [
-                    p for ns in sorted(context.over_min) for p in self._quotas[ns].pods.values()
-                ]
-            found = [p for p in found if host is None or not host.preempting(p.key)]
-            found.sort(key=importance_key(cycle.now), reverse=True)
-            context.pool = found
-            context.pool_keys = frozenset(p.key for p in found)
-            own: dict[str, int] = {}
-            agg: dict[str, int] = {}
-            for victim in found:
-                if context.quota is not None and victim.namespace == context.quota.namespace:
-                    _add(own, victim.requests)
-                governed = self._quotas[victim.namespace].governed
-                for name, value in victim.requests.items():
-                    if name in governed and value:
-                        agg[name] = agg.get(name, 0) + value
-            context.pool_own, context.pool_agg = own, agg
-        return context.pool
+    def _coverable(self, context: _Context) -> bool:
+        """Whether every pod the rules allow, anywhere, gone would give the quota its
+        headroom (victims on a node are among them, so this does not depend on which)."""
+        if context.coverable is None:
+            over_max, over_min = self._short(context, ())
+            own = dict.fromkeys(over_max, 0)
+            agg = dict.fromkeys(over_min, 0)
+            quota = context.quota
+            if context.rule == RULE_OWN and quota is not None:
+                for victim in quota.pods.values():
+                    if victim.priority < context.pod.priority:
+                        for r in own:
+                            own[r] += victim.requests.get(r, 0)
+                        for r in agg:
+                            agg[r] += victim.requests.get(r, 0)
+            elif context.rule == RULE_RECLAIM:
+                for theirs in context.over:
+                    if theirs is not quota:
+                        for r in agg:
+                            if r in theirs.governed:
+                                agg[r] += theirs.used.get(r, 0)
+            context.coverable = all(own[r] >= v for r, v in over_max.items()) and all(
+                agg[r] >= v for r, v in over_min.items()
+            )
+        return context.coverable
 
     def preemption_fits(
         self, cycle: PodCycle, pod: PodInfo, node: str, victims: Sequence[PodInfo]
     ) -> bool:
         """The quota can be met once `victims` are gone, with more victims taken elsewhere
-        if needed (the bound: every allowed pod of the cluster gone)."""
+        if needed."""
         context = self._context(cycle, pod)
-        over_max, over_min = self._deficits(context, victims)
-        if not over_max and not over_min:
-            return True
-        self._pool(cycle, context)
-        own, agg = context.pool_own or {}, context.pool_agg or {}
-        quota = context.quota
-        gone_own: dict[str, int] = {}
-        gone_agg: dict[str, int] = {}
-        for victim in victims:
-            if victim.key in context.pool_keys:
-                if quota is not None and victim.namespace == quota.namespace:
-                    _add(gone_own, victim.requests)
-                _add(gone_agg, victim.requests)
-        return all(own.get(r, 0) - gone_own.get(r, 0) >= v for r, v in over_max.items()) and all(
-            agg.get(r, 0) - gone_agg.get(r, 0) >= v for r, v in over_min.items()
-        )
+        if self._coverable(context):
+            return True  # whatever the node's victims, the rest can come from elsewhere
+        over_max, over_min = self._short(context, victims)
+        return not over_max and not over_min
+
+    def _least_important(self, cycle: PodCycle, context: _Context) -> Iterable[PodInfo]:
+        """The pods the rules allow anywhere (not already being preempted), least important
+        first; sorted one priority level at a time, as far as the caller reads."""
+        if context.buckets is None:
+            quota = context.quota
+            if context.rule == RULE_OWN and quota is not None:
+                allowed = [p for p in quota.pods.values() if p.priority < context.pod.priority]
+            else:
+                allowed = [p for q in context.over if q is not quota for p in q.pods.values()]
+            buckets: dict[int, list[PodInfo]] = {}
+            for victim in allowed:
+                buckets.setdefault(victim.priority, []).append(victim)
+            context.buckets = dict(sorted(buckets.items()))
+        host = cycle.host
+        key = importance_key(cycle.now)
+        for priority, bucket in context.buckets.items():
+            if priority not in context.sorted_levels:
+                bucket.sort(key=key, reverse=True)
+                context.sorted_levels.add(priority)
+            for victim in bucket:
+                if host is None or not host.preempting(victim.key):
+                    yield victim
 
     def preemption_complete(
         self, cycle: PodCycle, pod: PodInfo, candidate: Candidate
@@ -571,7 +629,7 @@ class CapacityScheduling:
         """The victims beyond the node's that the quota still needs, least important first
         and then reprieved most important first; None when the rules allow too few."""
         context = self._context(cycle, pod)
-        over_max, over_min = self._deficits(context, candidate.victims)
+        over_max, over_min = self._short(context, candidate.victims)
         if not over_max and not over_min:
             return []
         quota = context.quota
@@ -581,65 +639,66 @@ class CapacityScheduling:
         used_after: dict[str, dict[str, int]] = {}
         if reclaim:
             for victim in candidate.victims:
-                theirs = self._quotas.get(victim.namespace)
+                theirs = self._owner.get(victim.uid or victim.key)
                 if theirs is not None:
-                    left = used_after.setdefault(victim.namespace, dict(theirs.used))
+                    left = used_after.setdefault(theirs.namespace, dict(theirs.used))
                     _add(left, victim.requests, -1)
-        taken: list[PodInfo] = []
 
-        def helps(victim: PodInfo) -> bool:
-            if victim.namespace == quota.namespace and any(
-                victim.requests.get(r, 0) > 0 for r, v in over_max.items() if v > 0
-            ):
-                return True
-            governed = self._quotas[victim.namespace].governed
-            return any(
-                victim.requests.get(r, 0) > 0 and r in governed
-                for r, v in over_min.items()
-                if v > 0
-            )
-
-        def apply(victim: PodInfo, sign: int) -> None:
-            if victim.namespace == quota.namespace:
+        def change(victim: PodInfo, owner: QuotaInfo, sign: int) -> bool:
+            """Apply (sign 1) or undo (-1) a victim; True if it helped some shortage."""
+            helped = False
+            requests = victim.requests
+            if owner is quota:
                 for r in over_max:
-                    over_max[r] -= sign * victim.requests.get(r, 0)
-            governed = self._quotas[victim.namespace].governed
+                    amount_ = requests.get(r, 0)
+                    helped |= amount_ > 0 and over_max[r] > 0
+                    over_max[r] -= sign * amount_
             for r in over_min:
-                if r in governed:
-                    over_min[r] -= sign * victim.requests.get(r, 0)
+                if r in owner.governed:
+                    amount_ = requests.get(r, 0)
+                    helped |= amount_ > 0 and over_min[r] > 0
+                    over_min[r] -= sign * amount_
+            return helped
 
         def met() -> bool:
             return all(v <= 0 for v in over_max.values()) and all(v <= 0 for v in over_min.values())
 
-        for victim in self._pool(cycle, context):
-            if victim.key in taken_keys or not helps(victim):
+        taken: list[tuple[PodInfo, QuotaInfo]] = []
+        for victim in self._least_important(cycle, context):
+            if victim.key in taken_keys:
+                continue
+            owner = self._owner.get(victim.uid or victim.key)
+            if owner is None:
                 continue
             if reclaim:
-                theirs = self._quotas[victim.namespace]
-                left = used_after.setdefault(victim.namespace, dict(theirs.used))
-                if not theirs.over_min(left):
+                left = used_after.setdefault(owner.namespace, dict(owner.used))
+                if not owner.over_min(left):
                     continue  # never take a quota below its min
-                _add(left, victim.requests, -1)
-            taken.append(victim)
-            apply(victim, 1)
+            if not change(victim, owner, 1):
+                change(victim, owner, -1)
+                continue
+            if reclaim:
+                _add(used_after[owner.namespace], victim.requests, -1)
+            taken.append((victim, owner))
             if met():
                 break
         if not met():
             return None
-        for victim in reversed(list(taken)):  # most important first
-            apply(victim, -1)
+        for victim, owner in reversed(list(taken)):  # most important first
+            change(victim, owner, -1)
             if met():
-                taken.remove(victim)
+                taken.remove((victim, owner))
             else:
-                apply(victim, 1)
-        return taken
+                change(victim, owner, 1)
+        return [victim for victim, _ in taken]
 
     def preemption_chosen(self, cycle: PodCycle, pod: PodInfo, candidate: Candidate) -> None:
         context = self._context(cycle, pod)
         on_node = {p.key for p in cycle.cluster.pods_on(candidate.node)}
         here = tuple(v.key for v in candidate.victims if v.key in on_node)
         elsewhere = tuple(v.key for v in candidate.victims if v.key not in on_node)
-        self._waiting_victims[pod.key] = frozenset((v.key, v.uid) for v in candidate.victims)
+        victims = frozenset((v.key, v.uid) for v in candidate.victims)
+        self._waiting_victims[pod.uid or pod.key] = victims
         self._nominated[pod.uid or pod.key] = pod
         self.preemptions.append(
             PreemptionRecord(

@@ -294,7 +294,15 @@ def reclaim_world() -> QuotaWorld:
 def victims_of(w: QuotaWorld, pod: Pod) -> list[str]:
     c = cycle(w)
     info = PodInfo.of(pod)
-    return sorted(p.key for p in w.capacity.preemption_victims(c, info, "n1", ()))
+    default = [p for p in w.engine.cluster.pods_on("n1") if p.priority < info.priority]
+    return sorted(p.key for p in w.capacity.preemption_victims(c, info, "n1", default))
+
+
+def test_victims_keep_what_an_earlier_hook_removed() -> None:
+    """A lower-priority pod an earlier plugin's hook left out stays out (a gang member)."""
+    w = reclaim_world()
+    info = PodInfo.of(qpod("x", "free", gpu=1, priority=0))
+    assert w.capacity.preemption_victims(cycle(w), info, "n1", []) == []
 
 
 def test_within_min_victims_are_pods_of_quotas_over_min_of_any_priority() -> None:
