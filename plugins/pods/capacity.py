@@ -491,11 +491,17 @@ class CapacityScheduling:
         """PodEligibleToPreemptOthers with quotas: a pod whose earlier victims (on its
         nominated node, or elsewhere for quota headroom) are still terminating waits."""
         waiting = self._waiting_victims.get(pod.uid or pod.key)
+        host = cycle.host
         if waiting:
+            # Victims still there and on their way out (a deletion that failed does not
+            # hold the preemptor back: it may preempt again).
             left = frozenset(
                 (key, uid)
                 for key, uid in waiting
-                if (p := cycle.cluster.pod(key)) is not None and p.uid == uid and not p.finished
+                if (p := cycle.cluster.pod(key)) is not None
+                and p.uid == uid
+                and not p.finished
+                and (p.terminating or (host is not None and host.preempting(key)))
             )
             if left:
                 self._waiting_victims[pod.uid or pod.key] = left
@@ -508,7 +514,6 @@ class CapacityScheduling:
         if row is not None and not bool(diagnosis.resolvable[row]):
             return None
         context = self._context(cycle, pod)
-        host = cycle.host
         for other in cycle.cluster.pods_on(nominated):
             if not (other.terminating or (host is not None and host.preempting(other.key))):
                 continue

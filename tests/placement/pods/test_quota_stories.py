@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from placement.pods.events import DeletePod
 from tests.placement.pods.test_engine import T0, make_node
 from tests.placement.pods.test_quota_world import GPU, QuotaWorld, gpu_node, qpod, quota
 
@@ -133,3 +134,29 @@ def test_example_exactly_two_nodes_schedules_by_cross_node_preemption() -> None:
     assert report[0] == "ElasticQuota quota1/quota1: min cpu=0; max cpu=2; used cpu=0; borrowed -"
     assert report[-1].startswith(f"preemption: quota2/nginx on {record.node} evicted ")
     assert "for quota headroom" in report[-1]
+
+
+def test_a_cross_node_preemptor_waits_for_victims_elsewhere_and_then_binds() -> None:
+    """While the victim freeing quota headroom on the other node is still going, the
+    preemptor does not preempt again; once both are gone it binds to its nominated node."""
+    world = QuotaWorld.of()
+    world.add_nodes(make_node("node-1", cpu=2), make_node("node-2", cpu=2))
+    world.add_quotas(
+        quota("quota1", {"cpu": 0}, {"cpu": 2}), quota("quota2", {"cpu": 2}, {"cpu": 2})
+    )
+    world.submit(qpod("nginx-1", "quota1", cpu=1), qpod("nginx-2", "quota1", cpu=1))
+    world.add_pods(qpod("nginx", "quota2", cpu=2))
+    actions = world.engine.schedule(world.now)
+    deletes = [a for a in actions if isinstance(a, DeletePod)]
+    assert sorted(a.key for a in deletes) == ["quota1/nginx-1", "quota1/nginx-2"]
+    world.apply([a for a in actions if not isinstance(a, DeletePod)])
+    world.now += timedelta(minutes=5, seconds=1)  # the unschedulable queue is flushed
+    again = world.engine.schedule(world.now)
+    world.apply(again)
+    assert not any(isinstance(a, DeletePod) for a in again)
+    assert "not eligible due to a terminating pod" in world.message("quota2/nginx")
+    world.apply(deletes)  # the victims go
+    world.settle()
+    assert world.running() == ["quota2/nginx"]
+    assert world.node_of("quota2/nginx") == world.capacity.preemptions[0].node
+    assert len(world.capacity.preemptions) == 1
