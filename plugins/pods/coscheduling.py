@@ -198,11 +198,15 @@ class Coscheduling:
 
     def _on_pod(self, event: PodEvent, cluster: ClusterView | None) -> bool:
         pod = event.pod
-        key = pod_key(pod.metadata.namespace, pod.metadata.name)
+        meta = pod.metadata
+        labels = meta.labels
+        if (not labels or POD_GROUP_LABEL not in labels) and not self._member_of:
+            return False  # the no-gang path: no group anywhere, none named here
+        key = pod_key(meta.namespace, meta.name)
         group = group_of(pod)
         was = self._member_of.get(key)
         if group is None and was is None:
-            return False  # the no-gang path: one dict lookup
+            return False
         gone = event.type == "Deleted" or _finished(pod)
         if was is not None and (was != group or gone):
             self._leave(was, key)
