@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from placement.pods.events import DeletePod
 from placement.pods.requests import pod_requests
-from tests.placement.pods.test_engine import T0
+from tests.placement.pods.test_engine import T0, make_node
 from tests.placement.pods.test_quota_world import GPU, QuotaWorld, gpu_node, qpod, quota
 
 FAST = settings(max_examples=120, deadline=None)
@@ -191,3 +191,37 @@ def test_invariants_hold_when_preemptors_arrive_on_a_full_cluster(
 
 STATS: dict[str, int] = {}
 """How many preemptions of each rule the examples made (read when tuning the strategies)."""
+
+
+@FAST
+@given(st.integers(2, 5), st.integers(1, 4), st.integers(0, 3), st.data())
+def test_cross_node_reclaim_evicts_exactly_the_headroom_needed(
+    nodes: int, per_node: int, free: int, data: st.DataObject
+) -> None:
+    """A borrowing quota (min 0) runs `per_node` 1-cpu pods on every node, `free` cpus left
+    on each; the owner of all the min asks for `ask` cpus: it schedules, evicting exactly
+    `ask` borrowing pods in all, at least those its node needs for room, the rest anywhere
+    for Σmin headroom, and nothing else."""
+    ask = data.draw(st.integers(1, min(per_node + free, nodes * per_node)))  # <= its min
+    world = QuotaWorld.of()
+    world.add_nodes(*(make_node(f"n{i + 1}", cpu=per_node + free) for i in range(nodes)))
+    total = nodes * per_node
+    world.add_quotas(
+        quota("borrower", {"cpu": 0}, {"cpu": total}),
+        quota("owner", {"cpu": total}, {"cpu": total}),
+    )
+    world.add_pods(
+        *(
+            qpod(f"b{i}-{j}", "borrower", cpu=1, node=f"n{i + 1}", priority=10)
+            for i in range(nodes)
+            for j in range(per_node)
+        )
+    )
+    world.submit(qpod("big", "owner", cpu=ask))
+    assert world.running("owner") == ["owner/big"]
+    assert len(world.preempted()) == ask
+    assert all(key.startswith("borrower/") for key in world.preempted())
+    [record] = world.capacity.preemptions
+    assert len(record.victims) + len(record.elsewhere) == ask
+    assert len(record.victims) >= max(0, ask - free)  # the node's room comes from the node
+    assert world.used("borrower", "cpu") == (total - ask) * 1000
