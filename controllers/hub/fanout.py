@@ -4,8 +4,11 @@ A ManagedCluster change reaches, through every set whose selector matches its ol
 and every binding to that set, the placements of the binding's namespace that name the set or
 name no set at all. Set and binding changes fan out the same way, an AddOnPlacementScore reaches
 the placements that weigh its resource and may see its cluster, and a PlacementDecision reaches
-the placement named by its label. `Fanout` keeps the few indexes this needs up to date from the
-same watch events and answers with placement keys (`namespace/name`).
+the placement named by its label. Beyond OCM, a score also reaches the placements whose CEL
+selectors read it through `managedCluster.scores("<name>")` (OCM does not index them, so a
+score change alone leaves such a placement stale until something else re-queues it).
+`Fanout` keeps the few indexes this needs up to date from the same watch events and answers
+with placement keys (`namespace/name`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Protocol, TypeVar
 from apis.cluster import ManagedClusterSet, ManagedClusterSetBinding
 from apis.placements import Placement, PlacementDecision
 from placement.clustersets import set_contains
+from plugins.predicate import cel_score_names
 
 __all__ = ["Fanout", "placement_key"]
 
@@ -41,6 +45,8 @@ class _Watched:
     namespace: str
     cluster_sets: frozenset[str]  # empty: every set bound to the namespace
     addon_resources: frozenset[str]
+    # Score names its CEL reads with `scores()`; None: a computed name, any score counts.
+    cel_scores: frozenset[str] | None = frozenset()
 
 
 def _watched(placement: Placement) -> _Watched:
@@ -51,7 +57,10 @@ def _watched(placement: Placement) -> _Watched:
         if config.score_coordinate.type == "AddOn" and config.score_coordinate.add_on is not None
     }
     return _Watched(
-        placement.namespace, frozenset(placement.spec.cluster_sets or ()), frozenset(resources)
+        placement.namespace,
+        frozenset(placement.spec.cluster_sets or ()),
+        frozenset(resources),
+        cel_score_names(placement),
     )
 
 
@@ -65,6 +74,10 @@ class Fanout:
         # (add-on resource, namespace) -> placements: a score event looks only at the namespaces
         # that can see its cluster, not at every placement weighing the resource.
         self._weighing: dict[tuple[str, str], set[str]] = {}
+        # The same for the placements whose CEL reads a score by name (`scores("<name>")`),
+        # and, by namespace, those whose CEL computes the name (any score may matter).
+        self._reading: dict[tuple[str, str], set[str]] = {}
+        self._reading_any: dict[str, set[str]] = {}
         self._sets: dict[str, ManagedClusterSet] = {}
         self._bound: dict[str, set[str]] = {}  # set -> namespaces with a binding to it
         self._bindings: dict[tuple[str, str], str] = {}  # (namespace, binding) -> set
@@ -85,6 +98,11 @@ class Fanout:
             self._naming_none.setdefault(watched.namespace, set()).add(key)
         for resource in watched.addon_resources:
             self._weighing.setdefault((resource, watched.namespace), set()).add(key)
+        if watched.cel_scores is None:
+            self._reading_any.setdefault(watched.namespace, set()).add(key)
+        else:
+            for name in watched.cel_scores:
+                self._reading.setdefault((name, watched.namespace), set()).add(key)
 
     def placement_deleted(self, key: str) -> None:
         watched = self._placements.pop(key, None)
@@ -95,6 +113,11 @@ class Fanout:
         _discard(self._naming_none, watched.namespace, key)
         for resource in watched.addon_resources:
             _discard(self._weighing, (resource, watched.namespace), key)
+        if watched.cel_scores is None:
+            _discard(self._reading_any, watched.namespace, key)
+        else:
+            for name in watched.cel_scores:
+                _discard(self._reading, (name, watched.namespace), key)
 
     def set_upserted(self, cluster_set: ManagedClusterSet) -> None:
         self._sets[cluster_set.name] = cluster_set
@@ -155,8 +178,8 @@ class Fanout:
         return out
 
     def for_score(self, score: _Named, cluster_labels: Mapping[str, str] | None) -> set[str]:
-        """Placements weighing the score's resource whose namespace sees its cluster (the
-        score lives in the cluster's namespace)."""
+        """Placements weighing the score's resource, or whose CEL reads it with `scores()`,
+        whose namespace sees its cluster (the score lives in the cluster's namespace)."""
         if cluster_labels is None:
             return set()
         namespaces: set[str] = set()
@@ -165,6 +188,8 @@ class Fanout:
         out: set[str] = set()
         for namespace in namespaces:
             out |= self._weighing.get((score.name, namespace), set())
+            out |= self._reading.get((score.name, namespace), set())
+            out |= self._reading_any.get(namespace, set())
         return out
 
     @staticmethod
