@@ -19,6 +19,7 @@ the engine goes on.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -251,6 +252,12 @@ class Engine:
         self._waiting: dict[str, _Waiting] = {}
         self._nominated: dict[str, str] = {}  # pending pod key -> nominated node
         self._nominated_on: dict[str, dict[str, PodInfo]] = {}
+        # priority -> (names, resources, the requests of the pods nominated at that priority
+        # or above per row), kept up to date as nominations come and go: a gang's many
+        # nominations are not summed again for every cycle.
+        self._nominated_extra: dict[
+            int, tuple[tuple[str, ...], tuple[str, ...], ResourceMatrix]
+        ] = {}
         self._preempting: dict[str, str] = {}  # victim key -> uid, deleted by a preemption
         self._objects: dict[str, dict[str, KubeObject]] = {}
         self._out: list[Action] = []
@@ -561,6 +568,20 @@ class Engine:
         self._drop_nomination(info.key)
         self._nominated[info.key] = node
         self._nominated_on.setdefault(node, {})[info.key] = info
+        self._adjust_nominated(info, node, 1)
+
+    def _adjust_nominated(self, info: PodInfo, node: str, sign: int) -> None:
+        """Add (or take away) one nominated pod in the kept sums."""
+        for priority, (names, resources, extra) in list(self._nominated_extra.items()):
+            if info.priority < priority:
+                continue
+            row = bisect.bisect_left(names, node)
+            if row >= len(names) or names[row] != node:
+                continue
+            for col, resource in enumerate(resources):
+                amount = info.requests.get(resource)
+                if amount:
+                    extra[row, col] += sign * amount
 
     def _drop_nomination(self, key: str) -> bool:
         node = self._nominated.pop(key, None)
@@ -568,19 +589,54 @@ class Engine:
             return False
         pods = self._nominated_on.get(node)
         if pods is not None:
-            pods.pop(key, None)
+            info = pods.pop(key, None)
             if not pods:
                 del self._nominated_on[node]
+            if info is not None:
+                self._adjust_nominated(info, node, -1)
         return True
 
     def _with_nominated(self, pod: PodInfo, nodes: NodeSnapshot) -> NodeSnapshot:
         """The snapshot with the requests of the pods nominated at the pod's priority or
-        above added on their nodes (kube's RunFilterPluginsWithNominatedPods)."""
+        above added on their nodes (kube's RunFilterPluginsWithNominatedPods), the pod's own
+        nomination left out. The sum per priority is kept until a nomination changes (a
+        gang preemption nominates many pods, and its search filters many times)."""
+        if not self._nominated_on:
+            return nodes
+        cached = self._nominated_extra.get(pod.priority)
+        if (
+            cached is not None
+            and (cached[0] is nodes.names or cached[0] == nodes.names)
+            and (cached[1] is nodes.resources or cached[1] == nodes.resources)
+        ):
+            extra: ResourceMatrix | None = cached[2]
+        else:
+            extra = self._nominated_sum(pod.priority, nodes)
+            if len(self._nominated_extra) >= 16:
+                self._nominated_extra.clear()
+            kept = extra if extra is not None else np.zeros_like(nodes.requested)
+            self._nominated_extra[pod.priority] = (nodes.names, nodes.resources, kept)
+        if extra is not None and not extra.any():
+            extra = None
+        own = self._nominated.get(pod.key)
+        if extra is not None and own is not None:
+            mine = self._nominated_on.get(own, {}).get(pod.key)
+            row = nodes.row_of(own)
+            if mine is not None and mine.priority >= pod.priority and row is not None:
+                extra = extra.copy()
+                extra[row] -= nodes.vector(mine.requests)
+        if extra is None:
+            return nodes
+        return dataclasses.replace(nodes, requested=nodes.requested + extra)
+
+    def _nominated_sum(self, priority: int, nodes: NodeSnapshot) -> ResourceMatrix | None:
+        """Per row, the requests of the pods nominated there at `priority` or above (None
+        when there is none)."""
         extra: ResourceMatrix | None = None
         for node, pods in self._nominated_on.items():
             row = None
             for other in pods.values():
-                if other.key == pod.key or other.priority < pod.priority:
+                if other.priority < priority:
                     continue
                 if row is None:
                     row = nodes.row_of(node)
@@ -589,9 +645,7 @@ class Engine:
                 if extra is None:
                     extra = np.zeros_like(nodes.requested)
                 extra[row] += nodes.vector(other.requests)
-        if extra is None:
-            return nodes
-        return dataclasses.replace(nodes, requested=nodes.requested + extra)
+        return extra
 
     # --- the scheduling cycle ----------------------------------------------------------------
 

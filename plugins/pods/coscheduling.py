@@ -86,6 +86,9 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_PERMIT_WAITING_SECONDS = 60
 DEFAULT_REJECT_PERCENTAGE = 10
 FALLBACK_WAIT = timedelta(seconds=60)
+GANG_CANDIDATE_ROWS = 16
+"""Rows examined in detail per member by gang preemption (kube examines max(10 %, 100) for one
+pod; a gang searches once per member, so fewer, pre-ranked by their victims' priorities)."""
 NOT_A_GANG_PREEMPTION = "gang members preempt as a whole (Coscheduling)"
 
 
@@ -132,6 +135,9 @@ class _Gang:
     resources_ok_until: datetime | None = None
     last_rejection: str = ""
     victims: dict[str, str] = field(default_factory=dict)  # key -> uid, preempted for the gang
+    no_victims: tuple[object, str] | None = None
+    """The cluster state (snapshot version, pending members) in which gang preemption last
+    found nothing, and its message: the gang's other members do not search again."""
 
     def assigned(self) -> int:
         """Members holding a node: bound, or passed Permit (waiting or binding)."""
@@ -571,6 +577,10 @@ class Coscheduling:
             for info in (cluster.pod(key) or gang.members[key],)
         ]
         priority = min(m.priority for m in members)
+        version = nodes.version
+        state = (version, tuple(m.key for m in members), priority)
+        if version is not None and gang.no_victims is not None and gang.no_victims[0] == state:
+            return gang.no_victims[1]
         # Potential victims per row: lower priority, not a protected gang member.
         below = host.requested_below(priority, nodes)
         pods_col = nodes.column_of(PODS)
@@ -612,9 +622,13 @@ class Coscheduling:
                 f"pod is preempted ({len(members)} pending member(s))"
             )
             gang.last_rejection = message
+            gang.no_victims = (state, message)
             return message
-        # 2. Member by member, the cheapest victims that let it fit.
+        # 2. Member by member, the cheapest victims that let it fit. `lists` keeps the
+        # potential victims not chosen yet, `left` their summed requests per row.
         requested: ResourceMatrix = nodes.requested.copy()
+        left: ResourceMatrix = nodes.requested - emptied
+        gangs_among = any(self._member_of.get(k) in self._groups for k in where)
         chosen: dict[str, PodInfo] = {}
         placed: list[tuple[PodInfo, int]] = []
         everywhere = np.ones(nodes.size, dtype=bool)
@@ -624,28 +638,34 @@ class Coscheduling:
             if fits.any():
                 row = int(np.flatnonzero(fits)[0])
             else:
-                left = {r: [p for p in found if p.key not in chosen] for r, found in lists.items()}
-                left = {r: found for r, found in left.items() if found}
-                candidates = self._preemptor.select_victims(cycle, member, trial, left)
-                completed = []
-                for c in candidates:
-                    extra = self._whole_gangs([*chosen.values(), *c.victims], cluster)
-                    extra = [p for p in extra if p.key not in chosen]
-                    completed.append(dataclasses.replace(c, victims=(*c.victims, *extra)))
-                best = pick_candidate(completed, cycle.now)
+                promising = self._promising(cycle, member, trial, requested - left, lists)
+                candidates = self._preemptor.select_victims(
+                    cycle, member, trial, {r: lists[r] for r in promising}
+                )
+                if gangs_among:
+                    completed = []
+                    for c in candidates:
+                        extra = self._whole_gangs([*chosen.values(), *c.victims], cluster)
+                        extra = [p for p in extra if p.key not in chosen]
+                        completed.append(dataclasses.replace(c, victims=(*c.victims, *extra)))
+                    candidates = completed
+                best = pick_candidate(candidates, cycle.now)
                 if best is None:
                     message = (
                         f"gang preemption: no set of lower-priority pods makes every member of "
                         f"PodGroup {gang.key} fit"
                     )
                     gang.last_rejection = message
+                    gang.no_victims = (state, message)
                     return message
                 for victim in best.victims:
                     chosen[victim.key] = victim
                     victim_row = where.get(victim.key)
-                    if victim_row is None:
-                        counted = self._row_of(victim, nodes)
-                        victim_row = counted
+                    if victim_row is not None:
+                        left[victim_row] -= vector(victim)
+                        lists[victim_row] = [p for p in lists[victim_row] if p.key != victim.key]
+                    else:
+                        victim_row = self._row_of(victim, nodes)
                     if victim_row is not None:
                         requested[victim_row] -= vector(victim)
                 row = best.row
@@ -665,6 +685,32 @@ class Coscheduling:
             victims=victims,
             nominations=nominations,
         )
+
+    def _promising(
+        self,
+        cycle: PodCycle,
+        member: PodInfo,
+        nodes: NodeSnapshot,
+        emptied: ResourceMatrix,
+        lists: Mapping[int, list[PodInfo]],
+    ) -> list[int]:
+        """The rows (ascending) where the member fits once every potential victim there is
+        gone (`emptied`): the GANG_CANDIDATE_ROWS whose most important victim is the least
+        important (then with the fewest victims); the minimal victims are searched there."""
+        host = cycle.host
+        assert host is not None
+        mask = np.zeros(nodes.size, dtype=bool)
+        for row, found in lists.items():
+            if found:
+                mask[row] = True
+        if not mask.any():
+            return []
+        fits, _ = host.run_filters(
+            cycle, member, dataclasses.replace(nodes, requested=emptied), mask
+        )
+        rows = [int(r) for r in np.flatnonzero(fits & mask)]
+        rows.sort(key=lambda r: (lists[r][0].priority, len(lists[r]), r))
+        return sorted(rows[:GANG_CANDIDATE_ROWS])
 
     def _row_of(self, victim: PodInfo, nodes: NodeSnapshot) -> int | None:
         node = victim.node_name
