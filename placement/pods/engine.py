@@ -199,6 +199,17 @@ class _Host:
         engine = self._engine
         return engine._filter(cycle, pod, engine._with_nominated(pod, nodes), candidates)
 
+    def fits(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> BoolMask:
+        """`run_filters` without the reasons, for searches that only need the rows that fit
+        (gang preemption tries many hypothetical clusters)."""
+        engine = self._engine
+        mask, _ = engine._filter(
+            cycle, pod, engine._with_nominated(pod, nodes), candidates, explain=False
+        )
+        return mask
+
     def plugins(self) -> Sequence[object]:
         return self._engine._plugins
 

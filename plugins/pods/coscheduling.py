@@ -59,6 +59,7 @@ from placement.pods.framework import (
     POD_SUCCESS,
     SKIP,
     ClusterView,
+    CycleHost,
     Diagnosis,
     PermitResult,
     PodCode,
@@ -578,7 +579,7 @@ class Coscheduling:
         ]
         priority = min(m.priority for m in members)
         version = nodes.version
-        state = (version, tuple(m.key for m in members), priority)
+        state = (version, tuple(sorted(m.key for m in members)), priority)
         if version is not None and gang.no_victims is not None and gang.no_victims[0] == state:
             return gang.no_victims[1]
         # Potential victims per row: lower priority, not a protected gang member.
@@ -629,16 +630,23 @@ class Coscheduling:
         requested: ResourceMatrix = nodes.requested.copy()
         left: ResourceMatrix = nodes.requested - emptied
         gangs_among = any(self._member_of.get(k) in self._groups for k in where)
+        # Per row, the priority of its most important potential victim and their count (the
+        # ranking of `_promising`), kept as victims are chosen.
+        top = np.full(nodes.size, np.iinfo(np.int64).max, dtype=np.int64)
+        count = np.zeros(nodes.size, dtype=np.int64)
+        for r, found in lists.items():
+            top[r] = found[0].priority
+            count[r] = len(found)
         chosen: dict[str, PodInfo] = {}
         placed: list[tuple[PodInfo, int]] = []
         everywhere = np.ones(nodes.size, dtype=bool)
         for member in members:
             trial = dataclasses.replace(nodes, requested=requested)
-            fits, _ = host.run_filters(cycle, member, trial, everywhere)
+            fits = _fits(host, cycle, member, trial, everywhere)
             if fits.any():
                 row = int(np.flatnonzero(fits)[0])
             else:
-                promising = self._promising(cycle, member, trial, requested - left, lists)
+                promising = self._promising(cycle, member, trial, requested - left, count, top)
                 candidates = self._preemptor.select_victims(
                     cycle, member, trial, {r: lists[r] for r in promising}
                 )
@@ -663,7 +671,10 @@ class Coscheduling:
                     victim_row = where.get(victim.key)
                     if victim_row is not None:
                         left[victim_row] -= vector(victim)
-                        lists[victim_row] = [p for p in lists[victim_row] if p.key != victim.key]
+                        rest = [p for p in lists[victim_row] if p.key != victim.key]
+                        lists[victim_row] = rest
+                        count[victim_row] = len(rest)
+                        top[victim_row] = rest[0].priority if rest else 0
                     else:
                         victim_row = self._row_of(victim, nodes)
                     if victim_row is not None:
@@ -692,25 +703,21 @@ class Coscheduling:
         member: PodInfo,
         nodes: NodeSnapshot,
         emptied: ResourceMatrix,
-        lists: Mapping[int, list[PodInfo]],
+        count: np.ndarray[Any, np.dtype[np.int64]],
+        top: np.ndarray[Any, np.dtype[np.int64]],
     ) -> list[int]:
         """The rows (ascending) where the member fits once every potential victim there is
         gone (`emptied`): the GANG_CANDIDATE_ROWS whose most important victim is the least
         important (then with the fewest victims); the minimal victims are searched there."""
         host = cycle.host
         assert host is not None
-        mask = np.zeros(nodes.size, dtype=bool)
-        for row, found in lists.items():
-            if found:
-                mask[row] = True
+        mask = count > 0
         if not mask.any():
             return []
-        fits, _ = host.run_filters(
-            cycle, member, dataclasses.replace(nodes, requested=emptied), mask
-        )
-        rows = [int(r) for r in np.flatnonzero(fits & mask)]
-        rows.sort(key=lambda r: (lists[r][0].priority, len(lists[r]), r))
-        return sorted(rows[:GANG_CANDIDATE_ROWS])
+        fits = _fits(host, cycle, member, dataclasses.replace(nodes, requested=emptied), mask)
+        rows = np.flatnonzero(fits & mask)
+        order = np.lexsort((rows, count[rows], top[rows]))[:GANG_CANDIDATE_ROWS]
+        return sorted(int(r) for r in rows[order])
 
     def _row_of(self, victim: PodInfo, nodes: NodeSnapshot) -> int | None:
         node = victim.node_name
@@ -738,7 +745,7 @@ class Coscheduling:
         rows: list[int] = []
         for member in members:
             trial = dataclasses.replace(nodes, requested=requested)
-            fits, _ = host.run_filters(cycle, member, trial, everywhere)
+            fits = _fits(host, cycle, member, trial, everywhere)
             if not fits.any():
                 return None
             row = int(np.flatnonzero(fits)[0])
@@ -781,6 +788,18 @@ class Coscheduling:
                 line += f"; last rejection: {gang.last_rejection}"
             lines.append(line)
         return lines
+
+
+def _fits(
+    host: CycleHost, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: BoolMask
+) -> BoolMask:
+    """The rows where the pod fits, without the reasons (the engine's `fits` when it has one)."""
+    fits = getattr(host, "fits", None)
+    if callable(fits):
+        mask: BoolMask = fits(cycle, pod, nodes, rows)
+        return mask
+    mask, _ = host.run_filters(cycle, pod, nodes, rows)
+    return mask
 
 
 def _phase(gang: _Gang, minimum: int) -> str:
