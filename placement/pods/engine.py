@@ -846,6 +846,7 @@ class Engine:
         messages: list[str] = []
         nominated: str | None = None
         clear = False
+        freed = False
         for plugin in self.profile.post_filters:
             result: PostFilterResult = _call(
                 plugin.name, plugin.post_filter, cycle, info, nodes, diagnosis
@@ -857,7 +858,7 @@ class Engine:
                 clear = True
             if status.ok and result.nominated_node:
                 nominated = result.nominated_node
-                self._preempt(cycle, info, result)
+                freed = self._preempt(cycle, info, result)
                 break
             if status.message:
                 messages.append(status.message)
@@ -872,16 +873,30 @@ class Engine:
             had = self._drop_nomination(info.key) or bool(info.nominated_node)
             nominated = "" if had else None
         self._unschedulable(cycle, info, message, diagnosis.plugins, queued, nominated)
+        if freed:  # victims rejected at Permit freed the room at once: no event will come
+            self.queue.activate(info.key, cycle.now)
 
-    def _preempt(self, cycle: PodCycle, info: PodInfo, result: PostFilterResult) -> None:
+    def _preempt(self, cycle: PodCycle, info: PodInfo, result: PostFilterResult) -> bool:
+        """Delete the victims (reject those held at Permit); True when some room was freed
+        at once (a rejected waiting victim)."""
         node = result.nominated_node or ""
+        freed = False
         self.stats.preemption_attempts += 1
         for victim in result.victims:
             if victim.key in self._preempting:
                 continue
+            if victim.key not in self._counted:
+                continue  # released already (a waiting sibling of a rejected victim)
             if result.nominations:  # victims on several nodes: name the victim's own
                 node = self._counted.get(victim.key) or result.nominated_node or ""
             self.stats.victims += 1
+            if victim.key in self._waiting:
+                # Held at Permit, not running: rejected (its node freed), not deleted (kube).
+                self._reject_waiting(
+                    victim.key, "preemption", f"preempted by {info.key} while waiting at Permit"
+                )
+                freed = True
+                continue
             self._preempting[victim.key] = victim.uid
             self._out.append(
                 DeletePod(
@@ -922,6 +937,7 @@ class Engine:
                 continue
             self._set_nomination(member, where)
             self._out.append(PatchPodStatus(member.key, member.uid, nominated_node=where))
+        return freed
 
     def _unschedulable(
         self,

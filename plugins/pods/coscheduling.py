@@ -567,8 +567,8 @@ class Coscheduling:
         cluster = cycle.cluster
         for key, uid in list(gang.victims.items()):
             other = cluster.pod(key)
-            if other is None or other.uid != uid:
-                del gang.victims[key]
+            if other is None or other.uid != uid or not host.preempting(key):
+                del gang.victims[key]  # gone, or rejected at Permit rather than deleted
         if gang.victims:
             return f"gang preemption: waiting for {len(gang.victims)} preempted pod(s) to terminate"
         members = [pod] + [

@@ -205,6 +205,27 @@ def test_gang_preemption_takes_a_victim_gang_whole_or_not_at_all() -> None:
     assert bound_per_group(world) == Counter({"hi": 2})
 
 
+def test_gang_preemption_rejects_a_lower_gang_waiting_at_permit_instead_of_deleting_it() -> None:
+    profile = default_profile(pluginArgs={"Coscheduling": {"podGroupRejectPercentage": 50}})
+    world = World.of(profile)
+    world.add_nodes(make_node("n0", cpu=2), make_node("n1", cpu=2))
+    add_group(world, pod_group("low", 3, timeout=600))
+    low = gang("low", 2, cpu=2, priority=0)
+    low.append(member("low-m02", "low", 1, priority=0, nodeSelector={"zone": "nowhere"}))
+    world.add_pods(*low)
+    world.step()
+    assert sorted(world.engine.waiting()) == ["default/low-m00", "default/low-m01"]
+    add_group(world, pod_group("hi", 2))
+    world.add_pods(*gang("hi", 2, cpu=2, priority=100))
+    actions = world.step()
+    assert of(actions, DeletePod) == []  # held at Permit, not running: rejected, not deleted
+    messages = [a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
+    assert any("preempted by default/hi-m0" in m and "waiting at Permit" in m for m in messages)
+    assert world.engine.waiting() == {}
+    assert bound_per_group(world) == Counter({"hi": 2})
+    assert set(world.pods) >= {"default/low-m00", "default/low-m01", "default/low-m02"}
+
+
 def test_no_preemption_when_the_gang_cannot_fit_anyway() -> None:
     world = World.of()
     world.add_nodes(*(make_node(f"n{i}", cpu=4) for i in range(4)))
