@@ -684,6 +684,22 @@ class Coscheduling:
             placed.append((member, row))
         if not chosen:
             return ""  # every member fits as things are: nothing to preempt
+        wanted = self._min_resources(pg)
+        if wanted is not None:
+            # The victims must also make room for minResources (PreFilter checks it again).
+            freed = requested.copy()
+            for member, row in placed:
+                freed[row] -= vector(member)
+            gap = self._resource_gap(gang, wanted, dataclasses.replace(nodes, requested=freed))
+            if gap:
+                parts = ", ".join(f"{name}: {_format(name, value)}" for name, value in gap.items())
+                message = (
+                    f"gang preemption: the victims that fit every member of PodGroup {gang.key} "
+                    f"leave its minResources short (resource gap: {parts})"
+                )
+                gang.last_rejection = message
+                gang.no_victims = (state, message)
+                return message
         gang.victims = {v.key: v.uid for v in chosen.values()}
         nominations = tuple((m.key, nodes.names[row]) for m, row in placed)
         victims = tuple(sorted(chosen.values(), key=importance_key(cycle.now)))

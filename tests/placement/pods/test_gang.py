@@ -226,6 +226,18 @@ def test_gang_preemption_rejects_a_lower_gang_waiting_at_permit_instead_of_delet
     assert set(world.pods) >= {"default/low-m00", "default/low-m01", "default/low-m02"}
 
 
+def test_no_gang_preemption_when_the_victims_leave_min_resources_short() -> None:
+    world = World.of()
+    world.add_nodes(*(make_node(f"n{i}", cpu=4) for i in range(2)))
+    world.add_pods(*(make_pod(f"low{i}", 4, priority=0, node=f"n{i}") for i in range(2)))
+    add_group(world, pod_group("greedy", 2, min_resources={"cpu": "6"}))
+    world.add_pods(*gang("greedy", 2, cpu=1, priority=100))
+    actions = world.step()
+    assert of(actions, DeletePod) == []
+    messages = [a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
+    assert any("leave its minResources short (resource gap: cpu: 2)" in m for m in messages)
+
+
 def test_no_preemption_when_the_gang_cannot_fit_anyway() -> None:
     world = World.of()
     world.add_nodes(*(make_node(f"n{i}", cpu=4) for i in range(4)))
