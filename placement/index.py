@@ -13,6 +13,10 @@ snapshot equals `FleetSnapshot.build` of the stored objects, but costs what chan
 * a PlacementDecision changes its own entries and its placement's row array
   (see `placement._index_decisions`);
 * `snapshot()` with nothing changed returns the same object.
+
+`cluster_row` keeps, besides a cluster's features, its whole object deflated
+(`placement._index_documents`): CEL selectors read the ManagedCluster as `placement simulate`
+does, annotations, version and conditions included, for about a hundred bytes a cluster.
 """
 
 from __future__ import annotations
@@ -30,11 +34,18 @@ from apis.placements import PlacementDecision
 from placement._index_clusters import ClusterColumns
 from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
+from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.rows import ClusterRow, ScoreRow, cluster_row, score_row
-from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems, unstructured
+from placement.rows import ClusterRow, ScoreRow, score_row
+from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems
 
-__all__ = ["ClusterRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
+__all__ = ["ClusterRow", "DocumentRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
+
+
+def cluster_row(cluster: ManagedCluster) -> ClusterRow:
+    """What the index and the controller's cluster cache keep of a cluster: its row's features
+    and, for CEL, its whole object packed small."""
+    return document_row(cluster)
 
 
 def _same_version(old: KubeObject, new: KubeObject) -> bool:
@@ -75,14 +86,12 @@ class FleetIndex:
         # What the cluster-set masks of the last snapshot depend on, changed since (the label
         # cells: `_columns.labels_moved`).
         self._sets_changed: set[str] = set()
-        # CEL: a stamp per committed row (bumped when its cluster or one of its score objects
-        # changes), the cluster models when the caller gives models (else the row is all CEL
-        # sees), their unstructured form made on first use, and the results cache.
+        # CEL: a stamp per committed row (bumped when its cluster's object or one of its score
+        # objects changes) and the results cache. The objects are in the rows (`DocumentRow`;
+        # a plain `ClusterRow` shows CEL what it holds).
         self._stamp = 0
         self._revisions = Cow(self._epoch, np.zeros(0, dtype=np.int64))
         self._stamps: dict[str, int] = {}
-        self._models: dict[str, ManagedCluster] = {}
-        self._documents: dict[str, tuple[int, dict[str, object]]] = {}
         self._cel_cache: dict[object, object] = {}
 
     @property
@@ -110,8 +119,8 @@ class FleetIndex:
         if old is not None and _same_row_version(old, after):
             return
         self._clusters[name] = after
-        # What CEL reads may change without the row (an annotation, a condition).
-        model_changed = self._keep_model(name, cluster, old)
+        # What CEL reads may change without the features (an annotation, a condition).
+        object_changed = old is None or _packed(old) != _packed(after)
         row = self._index.get(name)
         if row is None:
             self._adds[name] = after
@@ -122,27 +131,12 @@ class FleetIndex:
         changed = shown is not None
         before = shown if shown is not None else old
         assert before is not None  # a committed row is known or pending deletion
-        if before != after:
+        if not _same_features(before, after):
             self._columns.rewrite(row, before, after)
             changed = True
-        if changed or model_changed:
+        if changed or object_changed:
             self._restamp(name, row)
             self._changed()
-
-    def _keep_model(
-        self, name: str, cluster: ManagedCluster | ClusterRow, row: ClusterRow | None
-    ) -> bool:
-        """Keep the model CEL reads; True if it differs from the one kept before. A row
-        alone keeps a model whose row it equals (a heartbeat), else CEL sees the row."""
-        if isinstance(cluster, ClusterRow):
-            if row is not None and row == cluster:
-                return False
-            self._documents.pop(name, None)
-            return self._models.pop(name, None) is not None
-        self._documents.pop(name, None)
-        old = self._models.get(name)
-        self._models[name] = cluster
-        return old is None or old.model_dump() != cluster.model_dump()
 
     def _restamp(self, name: str, row: int | None) -> None:
         """A new stamp for cluster `name`: CEL results cached for it are stale."""
@@ -155,8 +149,6 @@ class FleetIndex:
         gone = self._clusters.pop(name, None)
         if gone is None:
             return
-        self._models.pop(name, None)
-        self._documents.pop(name, None)
         if self._adds.pop(name, None) is None:
             self._deletes[name] = gone
         self._changed()
@@ -295,17 +287,15 @@ class FleetIndex:
     # --- what CEL reads ------------------------------------------------------------------
 
     def _document(self, name: str) -> tuple[int, dict[str, object]]:
-        """Cluster `name` unstructured, with the stamp it is current for: the model when one
-        was given, else what its row holds (name, labels, claims, taints)."""
-        found = self._documents.get(name)
+        """Cluster `name` unstructured, with the stamp it is current for: its whole object
+        when the row carries it, else what the row holds (name, labels, claims, taints,
+        resources). Inflated per call: results are cached by stamp, so a cluster is read once
+        per selector and object version, and nothing fleet-sized is kept unpacked."""
         stamp = self._stamps.get(name, 0)
-        if found is None:
-            model = self._models.get(name)
-            document = unstructured(model) if model is not None else _row_document(name, self)
-            found = self._documents[name] = (stamp, document)
-        elif found[0] != stamp:  # restamped by a score object: the document is the same
-            found = self._documents[name] = (stamp, found[1])
-        return found
+        row = self._clusters.get(name)
+        if isinstance(row, DocumentRow) and row.packed:
+            return stamp, unpack(row)
+        return stamp, _row_document(name, self)
 
     def _score_items(self, cluster: str, name: str) -> ScoreItems | None:
         for score in self._scores_of.get(cluster, ()):
@@ -355,6 +345,20 @@ class FleetIndex:
         self._sets_changed.clear()
         self._cached = self._last = fleet
         return fleet
+
+
+_FEATURES = ("labels", "claims", "deleting", "allocatable", "capacity", "taints")
+
+
+def _packed(row: ClusterRow) -> bytes:
+    return row.packed if isinstance(row, DocumentRow) else b""
+
+
+def _same_features(before: ClusterRow, after: ClusterRow) -> bool:
+    """Rows of either class compare by the features their columns show."""
+    if type(before) is type(after):
+        return before == after
+    return all(getattr(before, f) == getattr(after, f) for f in _FEATURES)
 
 
 def _row_document(name: str, index: FleetIndex) -> dict[str, object]:

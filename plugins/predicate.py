@@ -24,7 +24,7 @@ from placement.selectors import (
 )
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["Predicate", "cel_score_names", "cel_selectors"]
+__all__ = ["Predicate", "cel_score_names", "cel_selectors", "uses_cel"]
 
 
 def cel_selectors(placement: Placement) -> list[CelSelector | None]:
@@ -38,6 +38,15 @@ def cel_selectors(placement: Placement) -> list[CelSelector | None]:
         expressions = cel.cel_expressions if cel else None
         out.append(compile_selector(expressions) if expressions else None)
     return out
+
+
+def uses_cel(placement: Placement) -> bool:
+    """Whether some predicate has CEL expressions (which may read any field of a cluster)."""
+    for predicate in placement.spec.predicates or []:
+        selector = predicate.required_cluster_selector
+        if selector and selector.cel_selector and selector.cel_selector.cel_expressions:
+            return True
+    return False
 
 
 def cel_score_names(placement: Placement) -> frozenset[str] | None:

@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 from apis.cluster import ManagedClusterSet, ManagedClusterSetBinding
 from apis.placements import Placement, PlacementDecision
 from placement.clustersets import set_contains
-from plugins.predicate import cel_score_names
+from plugins.predicate import cel_score_names, uses_cel
 
 __all__ = ["Fanout", "placement_key"]
 
@@ -47,6 +47,7 @@ class _Watched:
     addon_resources: frozenset[str]
     # Score names its CEL reads with `scores()`; None: a computed name, any score counts.
     cel_scores: frozenset[str] | None = frozenset()
+    cel: bool = False  # some predicate has CEL expressions: it may read any field
 
 
 def _watched(placement: Placement) -> _Watched:
@@ -61,6 +62,7 @@ def _watched(placement: Placement) -> _Watched:
         frozenset(placement.spec.cluster_sets or ()),
         frozenset(resources),
         cel_score_names(placement),
+        uses_cel(placement),
     )
 
 
@@ -78,6 +80,7 @@ class Fanout:
         # and, by namespace, those whose CEL computes the name (any score may matter).
         self._reading: dict[tuple[str, str], set[str]] = {}
         self._reading_any: dict[str, set[str]] = {}
+        self._cel: set[str] = set()  # placements with CEL expressions
         self._sets: dict[str, ManagedClusterSet] = {}
         self._bound: dict[str, set[str]] = {}  # set -> namespaces with a binding to it
         self._bindings: dict[tuple[str, str], str] = {}  # (namespace, binding) -> set
@@ -98,6 +101,8 @@ class Fanout:
             self._naming_none.setdefault(watched.namespace, set()).add(key)
         for resource in watched.addon_resources:
             self._weighing.setdefault((resource, watched.namespace), set()).add(key)
+        if watched.cel:
+            self._cel.add(key)
         if watched.cel_scores is None:
             self._reading_any.setdefault(watched.namespace, set()).add(key)
         else:
@@ -113,6 +118,7 @@ class Fanout:
         _discard(self._naming_none, watched.namespace, key)
         for resource in watched.addon_resources:
             _discard(self._weighing, (resource, watched.namespace), key)
+        self._cel.discard(key)
         if watched.cel_scores is None:
             _discard(self._reading_any, watched.namespace, key)
         else:
@@ -176,6 +182,14 @@ class Fanout:
         for name in names:
             out |= self.for_set(name)
         return out
+
+    def for_cel_cluster(self, labels: Mapping[str, str]) -> set[str]:
+        """A cluster's object changed but none of its row's features (an annotation, a
+        condition, the version): only the placements with CEL may read it, and only those
+        that can see the cluster."""
+        if not self._cel:
+            return set()
+        return self.for_cluster(labels) & self._cel
 
     def for_score(self, score: _Named, cluster_labels: Mapping[str, str] | None) -> set[str]:
         """Placements weighing the score's resource, or whose CEL reads it with `scores()`,

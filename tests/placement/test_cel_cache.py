@@ -10,8 +10,8 @@ import numpy as np
 from apis.cluster import ManagedCluster
 from apis.placements import Placement
 from placement.framework import Cycle
-from placement.index import FleetIndex
-from placement.snapshot import FleetSnapshot
+from placement.index import FleetIndex, cluster_row
+from placement.snapshot import FleetSnapshot, unstructured
 from placement.testing import NOW, cluster, placement, predicate, score
 from plugins.predicate import Predicate
 
@@ -114,3 +114,54 @@ def test_an_older_snapshot_still_answers_for_its_own_objects() -> None:
     # The old snapshot's stamp for c0 is not cached; its result is not stored either.
     selected(old, counter)
     assert selected(new, counter) == ["c1", "c3"]
+
+
+def test_rows_carry_the_whole_object_as_the_controller_feeds_them() -> None:
+    """The controller's cache keeps `cluster_row`s, not models: CEL still sees every field."""
+    index, counter = FleetIndex(), Counter()
+    web = placement(
+        "apps",
+        "web",
+        predicates=[
+            predicate(
+                cel=[
+                    'managedCluster.metadata.?annotations.?tier.orValue("") == "gold"',
+                    "semver(managedCluster.status.version.kubernetes.substring(1))"
+                    '.isGreaterThan(semver("1.29.0"))',
+                ]
+            )
+        ],
+    )
+    for name, tier, version in (("c0", "gold", "v1.30.1"), ("c1", "gold", "v1.28.0")):
+        c = versioned(cluster(name), "1")
+        c.metadata.annotations = {"tier": tier}
+        c.status = ManagedCluster.model_validate(
+            {"metadata": {"name": name}, "status": {"version": {"kubernetes": version}}}
+        ).status
+        index.upsert_cluster(cluster_row(c))
+    assert selected(index.snapshot(), counter, web) == ["c0"]
+    # Only the object changes (an annotation): the columns do not, CEL sees it.
+    silver = versioned(cluster("c0"), "2")
+    silver.metadata.annotations = {"tier": "silver"}
+    silver.status = ManagedCluster.model_validate(
+        {"metadata": {"name": "c0"}, "status": {"version": {"kubernetes": "v1.30.1"}}}
+    ).status
+    index.upsert_cluster(cluster_row(silver))
+    assert selected(index.snapshot(), counter, web) == []
+    assert counter.count == 3
+    # A new resourceVersion alone is no change: same snapshot, nothing evaluated again.
+    before = index.snapshot()
+    index.upsert_cluster(cluster_row(versioned(silver.model_copy(deep=True), "3")))
+    assert index.snapshot() is before
+    assert selected(index.snapshot(), counter, web) == []
+    assert counter.count == 3
+
+
+def test_a_packed_row_gives_cel_what_simulate_gives_it() -> None:
+    c = versioned(cluster("c0", labels={"env": "prod"}, cpu="4", claims={"id.k8s.io": "x"}), "9")
+    c.metadata.annotations = {"a": "b"}
+    index = FleetIndex()
+    index.upsert_cluster(cluster_row(c))
+    inputs = index.snapshot().cel
+    assert inputs is not None
+    assert inputs.document("c0")[1] == unstructured(c)

@@ -1,5 +1,6 @@
 """CEL placements in the hub controller: a score object's change re-queues exactly the
-placements whose CEL reads it (OCM does not), and the CEL runtime metric on `/metrics`."""
+placements whose CEL reads it (OCM does not), the CEL runtime metric on `/metrics`, and CEL
+reading fields no row column holds decides as `placement simulate` does."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from apis.cluster import AddOnPlacementScore
+from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.meta import KubeObject
 from controllers.hub.fanout import Fanout
 from controllers.hub.metrics import BUCKETS, SCHEDULING_NAME
+from placement.simulate import simulate
 from placement.testing import binding, cluster, cluster_set, placement, predicate, score
-from tests.controllers.hub.controller_hub import hub
-from tests.controllers.hub.test_controller import create, rescheduled_after, settled
+from plugins import default_scheduler
+from tests.controllers.hub.controller_hub import START, hub
+from tests.controllers.hub.test_controller import (
+    create,
+    everything,
+    rescheduled_after,
+    settled,
+)
 
 READS_USAGE = 'managedCluster.scores("usage").exists(s, s.name == "free" && s.value > 15)'
 READS_LABELS = 'managedCluster.metadata.labels["env"] == "prod"'
@@ -63,6 +71,17 @@ def test_changing_or_deleting_a_cel_placement_updates_what_it_is_reached_by() ->
     assert fanout.for_score(score("c1", "usage", {"free": 1}), {}) == {"apps/p"}
     fanout.placement_deleted("apps/p")
     assert fanout.for_score(score("c1", "usage", {"free": 1}), {}) == set()
+
+
+def test_an_object_only_change_reaches_the_cel_placements_that_see_the_cluster() -> None:
+    fanout = fanout_of(
+        cel_placement("apps", "cel", READS_LABELS),
+        placement("apps", "labels", predicates=[predicate(labels={"env": "prod"})]),
+        cel_placement("ops", "cel", READS_LABELS),
+    )
+    assert fanout.for_cel_cluster({"env": "prod"}) == {"apps/cel"}
+    fanout.placement_deleted("apps/cel")
+    assert fanout.for_cel_cluster({"env": "prod"}) == set()
 
 
 def test_a_placement_whose_cel_does_not_compile_is_reached_by_no_score() -> None:
@@ -145,3 +164,78 @@ async def test_metrics_show_the_cel_runtime_histogram_once_a_cel_placement_is_sc
     assert samples[(f"{cel}_count", frozenset({("name", SCHEDULING_NAME)}))] == 2
     les = sorted(float(dict(labels)["le"]) for name, labels in samples if name == f"{cel}_bucket")
     assert les == [*map(float, BUCKETS), float("inf")]
+
+
+# --- fields no row column holds: the controller decides as simulate ---------------------------
+
+
+def described(name: str, tier: str, version: str, available: str) -> ManagedCluster:
+    base = cluster(name, labels={"env": "prod"}, cluster_set="team-b").to_wire()
+    # status.version is what OCM's agent reports, but our CRD (like apis/) leaves it untyped and
+    # the API server prunes it: the version rides on an annotation here.
+    base["metadata"]["annotations"] = {"example.com/tier": tier, "example.com/k8s": version}
+    base["status"] = {
+        "conditions": [
+            {
+                "type": "ManagedClusterConditionAvailable",
+                "status": available,
+                "reason": "ManagedClusterAvailable",
+                "message": "",
+                "lastTransitionTime": "2026-11-22T11:00:00Z",
+            }
+        ],
+    }
+    return ManagedCluster.model_validate(base)
+
+
+OUTSIDE_THE_ROW: list[KubeObject] = [
+    described("c1", "gold", "v1.30.2", "True"),
+    described("c2", "gold", "v1.28.9", "True"),
+    described("c3", "silver", "v1.31.0", "True"),
+    described("c4", "gold", "v1.31.0", "False"),
+    cluster_set("team-b"),
+    binding("ns-b", "team-b"),
+    cel_placement(
+        "ns-b", "gold", 'managedCluster.metadata.annotations["example.com/tier"] == "gold"'
+    ),
+    cel_placement(
+        "ns-b",
+        "recent",
+        'semver(managedCluster.metadata.annotations["example.com/k8s"].substring(1))'
+        '.isGreaterThan(semver("1.29.0"))',
+    ),
+    cel_placement(
+        "ns-b",
+        "available",
+        'managedCluster.status.conditions.exists(c, c.type == "ManagedClusterConditionAvailable"'
+        ' && c.status == "True")',
+        'managedCluster.metadata.annotations["example.com/tier"] == "gold"',
+    ),
+]
+
+
+@pytest.mark.asyncio
+async def test_cel_on_annotations_version_and_conditions_decides_as_simulate() -> None:
+    async with hub() as h:
+        await create(h, OUTSIDE_THE_ROW)
+        before = await everything(h)
+        manager = await h.manager()
+        await manager.wait_idle()
+        expected = {
+            item.placement.key: sorted(
+                d.cluster_name
+                for pd in item.decisions
+                for d in (pd.status.decisions if pd.status else [])
+            )
+            for item in simulate(before, default_scheduler(), START)
+        }
+        got = {
+            key: sorted(await h.decided(*key.split("/")))
+            for key in ("ns-b/gold", "ns-b/recent", "ns-b/available")
+        }
+    assert got == expected
+    assert got == {
+        "ns-b/gold": ["c1", "c2", "c4"],
+        "ns-b/recent": ["c1", "c3", "c4"],
+        "ns-b/available": ["c1", "c2"],
+    }
