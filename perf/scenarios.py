@@ -458,8 +458,13 @@ def _pod_e2e(nodes: int, pending: int, settings: Settings) -> Case:
 
     def read(out: Any, case: Case) -> float:
         keys = ("created_s", "ready_s", "all_bound_s", "waited_s", "bound", "timed_out")
-        more = ("scheduler_cpu_s", "server_cpu_s", "attempts", "scheduler_exit")
-        more = (*more, "scheduler_log_tail")
+        more = (
+            "scheduler_cpu_s",
+            "server_cpu_s",
+            "attempts",
+            "scheduler_exit",
+            "scheduler_log_tail",
+        )
         for key in (*keys, "pods_per_s_with_start", *more):
             case.details.setdefault(key, []).append(out.get(key))
         case.error = _broken_bindings(out)
