@@ -16,7 +16,13 @@ from datetime import datetime
 from typing import Any
 
 from apis.errors import ModelError
-from apis.placements import Placement, PlacementDecision, is_disabled
+from apis.placements import (
+    PLACEMENT_MISCONFIGURED,
+    Placement,
+    PlacementDecision,
+    PlacementStatus,
+    is_disabled,
+)
 from apis.registry import parse_as
 from controllers.hub.decision_view import DecisionView
 from controllers.hub.fanout import Fanout
@@ -31,13 +37,41 @@ from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
 from placement.scheduler import Scheduler
 
-__all__ = ["LOG_SUBJECT", "Reconciler", "WriteThrough"]
+__all__ = [
+    "LOG_SUBJECT",
+    "MISCONFIGURED_EVENT",
+    "Reconciler",
+    "WriteThrough",
+    "newly_misconfigured",
+]
 
 log = logging.getLogger(__name__)
 
 HISTORY = 100_000
 LOG_SUBJECT = "placement"
 """What log lines call the key of the object being reconciled (`placement=<ns/name>`)."""
+
+
+MISCONFIGURED_EVENT = "PlacementMisconfigured"
+"""The reason of the Warning event on a placement that becomes misconfigured (OCM writes only
+the condition; an event reaches `kubectl get events` and alerting on Warning events)."""
+
+
+def _misconfigured_message(status: PlacementStatus | None) -> str | None:
+    for condition in (status.conditions if status is not None else None) or ():
+        if condition.type == PLACEMENT_MISCONFIGURED and condition.status == "True":
+            return condition.message
+    return None
+
+
+def newly_misconfigured(before: PlacementStatus | None, after: PlacementStatus) -> str | None:
+    """The PlacementMisconfigured message when `after` is misconfigured and `before` was not,
+    or was for another reason; None otherwise (a placement retried with the same error, every
+    backoff step, raises one event, not one per retry)."""
+    message = _misconfigured_message(after)
+    if message is None or message == _misconfigured_message(before):
+        return None
+    return message
 
 
 class WriteThrough:
@@ -151,6 +185,11 @@ class Reconciler:
                 report.updated,
                 report.deleted,
                 ", status patched" if report.status_patched else "",
+            )
+        misconfigured = newly_misconfigured(placement.status, done.placement_status)
+        if misconfigured is not None:
+            self.writer.recorder.record(
+                placement, None, "Warning", MISCONFIGURED_EVENT, "Scheduling", misconfigured
             )
         if result.requeue_at is not None:
             # A toleration expires: schedule again then (OCM's AddAfter).
