@@ -250,7 +250,11 @@ def _hostile_yaml(text: str) -> tuple[int, str] | None:
                         f"aliases expand the document beyond {max(MAX_ALIAS_NODES, nodes)} "
                         "more nodes than it has (an alias bomb?)"
                     )
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if "exceeded maximum nesting depth" in str(exc):
+            # PyYAML 6.0.4 and newer stop deep flow collections in the scanner, before any
+            # CollectionStartEvent past our limit: the same refusal, in our words.
+            return max(index, 1), _too_deep()
         return None
     return None
 
