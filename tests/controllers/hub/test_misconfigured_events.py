@@ -63,6 +63,7 @@ async def test_a_cluster_set_whose_selector_breaks_raises_one_warning_event() ->
             return found if len(found) >= 2 else None  # both ns-a placements use team-a
 
         found = await eventually(events)
+        assert found is not None
         assert {e.regarding.name for e in found if e.regarding is not None} == {"prod", "all"}
         for event in found:
             assert event.type == "Warning"
