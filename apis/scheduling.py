@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from apis.meta import Int32, IntRange, KubeModel, KubeObject, Time
+from pydantic import ConfigDict, Field, model_validator
+
+from apis.meta import Condition, Int32, IntRange, KubeModel, KubeObject, Time
 from apis.quantity import ResourceList
 
 __all__ = [
+    "MAX_QUOTA_RESOURCES",
+    "MIN_ABOVE_MAX_RULE",
     "POD_GROUP_LABEL",
     "SCHEDULING_GROUP",
     "ElasticQuota",
@@ -61,17 +65,53 @@ class PodGroup(KubeObject):
     status: PodGroupStatus | None = None
 
 
+MIN_ABOVE_MAX_RULE = (
+    "!has(self.min) || !has(self.max) || self.max.all(k, !(k in self.min) || "
+    "quantity(string(self.min[k])).compareTo(quantity(string(self.max[k]))) <= 0)"
+)
+"""The CRD's rule for `min <= max` (Kubernetes 1.29+ has the CEL quantity library)."""
+MAX_QUOTA_RESOURCES = 64
+"""At most this many resource names in `min` or `max` (bounds the rule's estimated cost)."""
+
+
 class ElasticQuotaSpec(KubeModel):
     """Guaranteed (`min`) and ceiling (`max`) resources of a namespace."""
 
-    min: ResourceList | None = None
-    max: ResourceList | None = None
+    # A resource missing from `max` is unbounded, missing from `min` is 0 (DESIGN §8); `min`
+    # above `max` is refused here, by the CRD's rule and so by the embedded server.
+
+    model_config = ConfigDict(
+        **KubeModel.model_config,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": MIN_ABOVE_MAX_RULE, "message": "min must not be above max"}
+            ]
+        },
+    )
+
+    min: Annotated[ResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
+    max: Annotated[ResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self) -> ElasticQuotaSpec:
+        both = set(self.min or {}) & set(self.max or {})
+        for name in sorted(both):
+            low, high = (self.min or {})[name], (self.max or {})[name]
+            if low.value > high.value:
+                raise ValueError(
+                    f"min[{name}] {low} is above max[{name}] {high}: min must not be above max"
+                )
+        return self
 
 
 class ElasticQuotaStatus(KubeModel):
-    """Resources used by the bound, unfinished pods of the namespace."""
+    """Resources used by the bound, unfinished pods of the namespace, and conditions."""
+
+    # Conditions (placement.pods.quotas): `Active` (the quota in force, or an ignored duplicate)
+    # and `MinWithinCapacity` (whether the quotas' min adds up within the nodes' allocatable).
 
     used: ResourceList | None = None
+    conditions: list[Condition] | None = None
 
 
 class ElasticQuota(KubeObject):
