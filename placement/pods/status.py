@@ -74,6 +74,9 @@ class StatusRule(Protocol):
     watches_nodes: bool
     """True when node changes may change a status (all objects are recomputed then)."""
 
+    couples_objects: bool
+    """True when one object's status reads the others (a change to any recomputes all)."""
+
     def affected(self, pod: Pod, objects: Mapping[str, KubeObject]) -> Iterable[str]:
         """The keys (`namespace/name`) of the objects whose status may depend on this pod,
         among `objects` (the kind's objects by key)."""

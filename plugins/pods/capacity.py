@@ -17,7 +17,7 @@ Semantics pinned here (and in DESIGN §8):
   pods). Equality is allowed: `used + request == max` fits.
 * `Σused + request > Σmin` is checked per resource over the quotas that govern it.
 * One ElasticQuota per namespace: with two, the oldest (creationTimestamp, then name) is in
-  force (`quota_in_force`, the rule the status controller uses to name the one it follows).
+  force (`placement.pods.quotas.quota_in_force`, which the status controller follows too).
 
 PreFilter rejects with the anchor's messages ("... is more than Max", "... total ElasticQuota
 used is more than min"), counting the pods nominated by earlier preemptions as the anchor
@@ -60,7 +60,8 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import NOT_ELIGIBLE_TERMINATING, Candidate, importance_key
-from placement.pods.requests import CPU, PODS, Requests, amount
+from placement.pods.quotas import format_resources, quota_in_force
+from placement.pods.requests import PODS, Requests, amount
 from plugins.pods._shared import check_fields
 
 __all__ = [
@@ -71,7 +72,6 @@ __all__ = [
     "CapacityScheduling",
     "PreemptionRecord",
     "QuotaInfo",
-    "quota_in_force",
 ]
 
 NAME = "CapacityScheduling"
@@ -85,18 +85,6 @@ RULE_NO_QUOTA = "no-quota"
 _FAR = datetime.max
 
 
-def quota_in_force(eqs: Iterable[ElasticQuota]) -> ElasticQuota | None:
-    """The ElasticQuota a namespace follows when it has several: the oldest by
-    creationTimestamp, then by name (a quota without a timestamp counts as the newest)."""
-
-    def key(eq: ElasticQuota) -> tuple[bool, float, str]:
-        created = eq.metadata.creation_timestamp
-        return (created is None, created.timestamp() if created else 0.0, eq.metadata.name or "")
-
-    ordered = sorted(eqs, key=key)
-    return ordered[0] if ordered else None
-
-
 def _amounts(resources: ResourceList | None) -> dict[str, int]:
     return {
         name: amount(name, quantity) for name, quantity in (resources or {}).items() if name != PODS
@@ -107,25 +95,6 @@ def _add(into: dict[str, int], requests: Mapping[str, int], sign: int = 1) -> No
     for name, value in requests.items():
         if name != PODS and value:
             into[name] = into.get(name, 0) + sign * value
-
-
-def format_resources(resources: Mapping[str, int]) -> str:
-    """`cpu=2, nvidia.com/gpu=4` in the quantities' own units (sorted by name)."""
-    if not resources:
-        return "-"
-    parts = []
-    for name in sorted(resources):
-        value = resources[name]
-        if name == CPU:
-            text = str(value // 1000) if value % 1000 == 0 else f"{value}m"
-        elif value and value % 2**30 == 0:
-            text = f"{value // 2**30}Gi"
-        elif value and value % 2**20 == 0:
-            text = f"{value // 2**20}Mi"
-        else:
-            text = str(value)
-        parts.append(f"{name}={text}")
-    return ", ".join(parts)
 
 
 @dataclass(eq=False)

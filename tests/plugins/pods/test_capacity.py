@@ -15,6 +15,7 @@ from apis.core import Pod
 from placement.pods.events import ObjectEvent, PodEvent
 from placement.pods.framework import Diagnosis, PodCode, PodCycle, PodInfo
 from placement.pods.preemption import NOT_ELIGIBLE_TERMINATING, Candidate
+from placement.pods.quotas import format_resources, quota_in_force
 from plugins.pods import DEFAULT_PLUGINS, POD_PLUGINS
 from plugins.pods.capacity import (
     RULE_NO_QUOTA,
@@ -22,8 +23,6 @@ from plugins.pods.capacity import (
     RULE_RECLAIM,
     CapacityScheduling,
     QuotaInfo,
-    format_resources,
-    quota_in_force,
 )
 from tests.placement.pods.test_engine import T0, terminating, with_status
 from tests.placement.pods.test_quota_world import GPU, QuotaWorld, gpu_node, qpod, quota
