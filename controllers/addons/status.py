@@ -108,6 +108,11 @@ class StatusController(Controller):
         self.rules = {rule.kind: rule for rule in rules}
         self.world = _World()
         self.writes = 0  # status patches sent (tests read it)
+        # The status each object got from our last write, by kind|key, with the version the
+        # server gave it, until the informer shows that version: we are the only writer of
+        # these statuses, so ours is the freshest one meanwhile (a reconcile on the informer's
+        # older copy would redo the same transitions and repeat their events).
+        self._written: dict[str, tuple[str | None, dict[str, Any]]] = {}
 
     # --- informers ---------------------------------------------------------------------------
 
@@ -159,6 +164,10 @@ class StatusController(Controller):
             self._queue(kind, key)
 
     def _object_changed(self, obj: KubeObject) -> None:
+        item = f"{obj.KIND}|{key_of(obj)}"
+        written = self._written.get(item)
+        if written is not None and written[0] == obj.metadata.resource_version:
+            del self._written[item]  # the informer caught up with our write
         rule = self.rules.get(obj.KIND)
         if rule is None:
             return
@@ -210,7 +219,11 @@ class StatusController(Controller):
         informer = self.world.kinds.get(kind)
         obj = informer.get(key) if informer is not None else None
         if rule is None or obj is None:
+            self._written.pop(item, None)
             return None  # gone: nothing to keep
+        written = self._written.get(item)
+        if written is not None:
+            obj = type(obj).model_validate({**obj.to_wire(), "status": written[1]})
         now: datetime = self.wall()
         outcome = rule.compute(obj, self.world, now)
         if outcome.status is not None:
@@ -219,15 +232,15 @@ class StatusController(Controller):
             if wanted != current and self.may_write():
                 patch = merge_patch_between(current, wanted)
                 try:
-                    await self.gateway.patch_status(
-                        type(obj),
-                        obj.metadata.name or "",
-                        {"status": patch},
-                        obj.metadata.namespace,
+                    name, namespace = obj.metadata.name or "", obj.metadata.namespace
+                    saved = await self.gateway.patch_status(
+                        type(obj), name, {"status": patch}, namespace
                     )
                 except NotFoundError:
                     return None  # deleted meanwhile
                 self.writes += 1
+                status = without_nulls(saved.to_wire().get("status") or {})
+                self._written[item] = (saved.metadata.resource_version, status)
                 for event in outcome.events:
                     kind_of = cast(EventType, event.type)
                     self.recorder.record(
