@@ -51,6 +51,7 @@ from controllers.addons.informers import (
     served,
 )
 from controllers.addons.metrics import SchedulerMetrics
+from controllers.addons.status import StatusController
 from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess, new_api_client
 from controllers.kube.errors import ApiError
 from controllers.runtime.cache import Informer
@@ -90,6 +91,9 @@ BATCH = 16
 PASS = "schedule"
 """The work queue's only key: a scheduling pass is due."""
 
+STATUS_LEASE_SUFFIX = "-status"
+"""The status controller's Lease is the scheduler's name with this suffix."""
+
 
 @dataclass(frozen=True)
 class SchedulerOptions:
@@ -119,6 +123,10 @@ class SchedulerOptions:
     kubelet: bool = False
     loaded: SchedulerConfig | None = None
     """The configuration already read (the command line reads `--config` itself)."""
+    status_controller: str = "on"
+    """`on`: the status controller (`controllers.addons.status`) runs beside the scheduler, with
+    its own client and (with `leader_elect`) its own Lease `<lease>-status`; `off`: not;
+    `only`: it runs alone, serving the HTTP endpoint, and nothing is scheduled."""
 
 
 def load_scheduler_config(path: Path | None) -> SchedulerConfig:
@@ -397,6 +405,7 @@ def scheduler_options(options: SchedulerOptions | RunOptions) -> SchedulerOption
         embedded=options.embedded,
         kubelet=options.kubelet,
         loaded=options.config,
+        status_controller=options.status_controller,
     )
 
 
@@ -411,7 +420,9 @@ def _configured(options: SchedulerOptions) -> bool:
     )
 
 
-async def _start(options: SchedulerOptions, opened: list[Any]) -> PodScheduler:
+async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controller]:
+    """Start the scheduler and the status controller as `options.status_controller` says;
+    returns the controllers started, the one serving HTTP first."""
     config = _effective_config(options)
     profile = scheduler_profile(config)
     if options.embedded or not _configured(options):
@@ -421,27 +432,44 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> PodScheduler:
             "no cluster: pass --kubeconfig (or set $KUBECONFIG); an embedded API server is "
             "started by the command line, which then passes its URL"
         )
-    leader = None
-    if options.leader_elect:
-        lease = config.leader_election
-        leader = LeaderConfig(
-            name=lease.lease_name, namespace=options.lease_namespace or lease.lease_namespace
+    lease = config.leader_election
+    namespace = options.lease_namespace or lease.lease_namespace
+
+    def leader(suffix: str) -> LeaderConfig | None:
+        if not options.leader_elect:
+            return None
+        return LeaderConfig(name=lease.lease_name + suffix, namespace=namespace)
+
+    started: list[Controller] = []
+    if options.status_controller != "only":
+        gateway = PodGateway(await new_api_client(cluster_access(options)))
+        opened.append(gateway)
+        scheduler = PodScheduler(
+            gateway,
+            config,
+            http_addr=options.http_addr,
+            leader=leader(""),
+            bind_concurrency=options.bind_concurrency,
+            batch_seconds=options.batch_seconds,
+            stop_timeout=options.stop_timeout,
+            profile=profile,
         )
-    gateway = PodGateway(await new_api_client(cluster_access(options)))
-    opened.append(gateway)
-    scheduler = PodScheduler(
-        gateway,
-        config,
-        http_addr=options.http_addr,
-        leader=leader,
-        bind_concurrency=options.bind_concurrency,
-        batch_seconds=options.batch_seconds,
-        stop_timeout=options.stop_timeout,
-        profile=profile,
-    )
-    opened.append(scheduler)
-    await scheduler.start(sync_timeout=options.sync_timeout)
-    return scheduler
+        opened.append(scheduler)
+        await scheduler.start(sync_timeout=options.sync_timeout)
+        started.append(scheduler)
+    if options.status_controller != "off":
+        # Its own client: the scheduler's request metrics stay the scheduler's.
+        status_gateway = PodGateway(await new_api_client(cluster_access(options)))
+        opened.append(status_gateway)
+        status = StatusController(
+            status_gateway,
+            http_addr=options.http_addr if not started else None,
+            leader=leader(STATUS_LEASE_SUFFIX),
+        )
+        opened.append(status)
+        await status.start(sync_timeout=options.sync_timeout)
+        started.append(status)
+    return started
 
 
 async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
@@ -470,19 +498,19 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
             return 0
         signalled.cancel()
         try:
-            scheduler = starting.result()
+            controllers = starting.result()
         except (StartError, ConfigError, ClusterAccessError, ApiError, OSError) as exc:
             failure = f"error: {exc}"
             return 1
-        print(
-            f"scheduler {scheduler.name} running; http on {scheduler.http_address or 'off'}",
-            flush=True,
-        )
+        first = controllers[0]
+        what = f"scheduler {first.name}" if isinstance(first, PodScheduler) else "status controller"
+        beside = " and the status controller" if len(controllers) > 1 else ""
+        print(f"{what}{beside} running; http on {first.http_address or 'off'}", flush=True)
         signalled = asyncio.create_task(stop.wait(), name="signal")
-        lost = asyncio.create_task(scheduler.wait_stopped(), name="leadership lost")
-        await asyncio.wait({signalled, lost}, return_when=asyncio.FIRST_COMPLETED)
-        code = 1 if lost.done() else 0
-        for task in (signalled, lost):
+        lost = [asyncio.create_task(c.wait_stopped(), name="leadership lost") for c in controllers]
+        await asyncio.wait({signalled, *lost}, return_when=asyncio.FIRST_COMPLETED)
+        code = 1 if any(task.done() for task in lost) else 0
+        for task in (signalled, *lost):
             task.cancel()
         return code
     finally:
@@ -510,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http-addr", default=DEFAULT_HTTP_ADDR)
     parser.add_argument("--config", type=Path)
     parser.add_argument("--bind-concurrency", type=int, default=32)
+    parser.add_argument("--status-controller", choices=["on", "off", "only"], default="on")
     parser.add_argument("--log-format", choices=["text", "json"], default="text")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
@@ -524,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         http_addr=args.http_addr or None,
         config=args.config,
         bind_concurrency=args.bind_concurrency,
+        status_controller=args.status_controller,
     )
     return asyncio.run(run_scheduler(options))
 

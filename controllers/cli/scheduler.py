@@ -9,8 +9,9 @@
   their status and the ReplicaSets made from Deployments, then the Events. `-o table`: one row
   per pod in 120 columns; `-o wide`: priority, nominated node and whole messages.
 * `placement scheduler run [--kubeconfig FILE] [--scheduler-name NAME] [--leader-elect]
-  [--http-addr ADDR] [--config FILE] [--embedded]`: the scheduler against a cluster
-  (`controllers.addons.scheduler.run_scheduler`, imported when the verb runs).
+  [--http-addr ADDR] [--config FILE] [--embedded] [--status-controller on|off|only]`: the
+  scheduler against a cluster (`controllers.addons.scheduler.run_scheduler`, imported when the
+  verb runs), with the PodGroup/ElasticQuota status controller beside it or alone.
 
 Exit codes as for every verb: 0, 1 on bad input (one line per problem on stderr), 2 on usage.
 """
@@ -161,6 +162,15 @@ def _add_run(verbs: Subparsers) -> None:
     )
     run.add_argument(
         "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
+    )
+    run.add_argument(
+        "--status-controller",
+        choices=["on", "off", "only"],
+        default="on",
+        help=(
+            "the PodGroup and ElasticQuota status controller: beside the scheduler (on, the "
+            "default), not at all (off), or alone without scheduling (only)"
+        ),
     )
     run.set_defaults(func=_cmd_run)
 
@@ -374,6 +384,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,
         config_path=str(args.config) if args.config else None,
+        status_controller=args.status_controller,
     )
     if options.kubelet and not options.embedded:
         raise CliError("scheduler run: --kubelet simulates kubelets of an embedded server only")

@@ -128,6 +128,9 @@ class RunOptions:
     leader_elect: bool = False
     http_addr: str = "127.0.0.1:10251"
     config_path: str | None = None
+    status_controller: str = "on"
+    """`on`: the PodGroup/ElasticQuota status controller runs beside the scheduler; `off`: not;
+    `only`: it runs alone, nothing is scheduled."""
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:

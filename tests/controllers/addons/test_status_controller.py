@@ -176,3 +176,33 @@ async def test_quotas_report_used_duplicates_and_min_above_capacity() -> None:
 
 async def _equal(read: Any, value: dict[str, str]) -> bool:
     return bool(await read() == value)
+
+
+@pytest.mark.parametrize(
+    ("mode", "kinds"),
+    [
+        pytest.param("on", ["PodScheduler", "StatusController"], id="beside-the-scheduler"),
+        pytest.param("only", ["StatusController"], id="alone"),
+    ],
+)
+async def test_scheduler_run_starts_the_status_controller_beside_it_or_alone(
+    mode: str, kinds: list[str]
+) -> None:
+    from controllers.addons.scheduler import SchedulerOptions, _start
+
+    async with hub(namespaces=["spark"]) as (server, gw):
+        await gw.create(group("job", "spark", 3))
+        opened: list[Any] = []
+        options = SchedulerOptions(url=server.url, http_addr=None, status_controller=mode)
+        try:
+            started = await _start(options, opened)
+            assert [type(c).__name__ for c in started] == kinds
+
+            async def pending() -> bool:
+                found = (await gw.get(PodGroup, "job", "spark")).status
+                return found is not None and found.phase == "Pending"
+
+            await eventually(pending)
+        finally:
+            for item in reversed(opened):
+                await (item.stop() if hasattr(item, "stop") else item.close())
