@@ -504,8 +504,8 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
             return 1
         first = controllers[0]
         what = f"scheduler {first.name}" if isinstance(first, PodScheduler) else "status controller"
-        beside = " and the status controller" if len(controllers) > 1 else ""
-        print(f"{what}{beside} running; http on {first.http_address or 'off'}", flush=True)
+        beside = " (with the status controller)" if len(controllers) > 1 else ""
+        print(f"{what} running{beside}; http on {first.http_address or 'off'}", flush=True)
         signalled = asyncio.create_task(stop.wait(), name="signal")
         lost = [asyncio.create_task(c.wait_stopped(), name="leadership lost") for c in controllers]
         await asyncio.wait({signalled, *lost}, return_when=asyncio.FIRST_COMPLETED)

@@ -35,9 +35,7 @@ from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.patches import merge_patch_between, without_nulls
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.podgroups import PodGroupStatusRule
-from placement.pods.quotas import ElasticQuotaStatusRule
-from placement.pods.status import StatusRule
+from placement.pods.status import StatusRule, status_rules
 
 __all__ = ["DEFAULT_RULES", "STATUS_CONTROLLER", "StatusController", "key_of"]
 
@@ -46,7 +44,7 @@ log = logging.getLogger(__name__)
 STATUS_CONTROLLER = "pod-status-controller"
 """The controller's name (events' reportingController, work queue and log names)."""
 
-DEFAULT_RULES: tuple[StatusRule, ...] = (PodGroupStatusRule(), ElasticQuotaStatusRule())
+DEFAULT_RULES: tuple[StatusRule, ...] = status_rules()
 
 _CLASSES: dict[str, type[KubeObject]] = {"PodGroup": PodGroup, "ElasticQuota": ElasticQuota}
 

@@ -329,14 +329,32 @@ def _rows(result: SimulationResult, wide: bool) -> list[list[Cell]]:
 
 
 def _object_lines(result: SimulationResult) -> list[str]:
+    """Each PodGroup's status as its controller writes it and each ElasticQuota's conditions
+    that are not True, then the plugins' report (gangs; quotas with min, max, used and
+    borrowed; preemptions with their victims and rule)."""
     lines = []
     for obj in result.objects:
         if obj.KIND not in ("PodGroup", "ElasticQuota"):
             continue
-        status = obj.to_wire().get("status") or {}
-        parts = ", ".join(f"{key} {value}" for key, value in status.items()) or "no status"
-        lines.append(f"{obj.KIND} {obj.key}: {parts}")
-    return lines
+        status = dict(obj.to_wire().get("status") or {})
+        conditions = status.pop("conditions", None) or []
+        # A quota's used is in the capacity plugin's report line with its min, max, borrowed.
+        shown = {} if obj.KIND == "ElasticQuota" else status
+        parts = [f"{key} {_short(value)}" for key, value in shown.items()]
+        parts += [
+            f"{c['type']}={c['status']} ({c['reason']}: {c['message']})"
+            for c in conditions
+            if c.get("status") != "True"
+        ]
+        if parts or obj.KIND == "PodGroup":
+            lines.append(f"{obj.KIND} {obj.key}: {', '.join(parts) or 'no status'}")
+    return [*lines, *result.reports]
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def simulation_table(result: SimulationResult, wide: bool = False) -> str:

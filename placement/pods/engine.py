@@ -335,6 +335,16 @@ class Engine:
             times.append(queued)
         return min(times) if times else None
 
+    def simulation_report(self) -> list[str]:
+        """What the plugins that keep a story report (gangs, quotas, preemptions), for
+        `scheduler simulate`."""
+        lines: list[str] = []
+        for plugin in self._plugins:
+            report = getattr(plugin, "simulation_report", None)
+            if callable(report):
+                lines.extend(report(self.cluster, self._now))
+        return lines
+
     def queue_sizes(self) -> dict[str, int]:
         return self.queue.sizes()
 

@@ -32,7 +32,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from apis.core import CoreEvent, Node, Pod
 from apis.meta import KubeObject, format_time
@@ -60,6 +60,7 @@ from placement.pods.mutation import (
     is_on_demand_alive,
     patch,
 )
+from placement.pods.status import same_status, status_rules
 from placement.pods.workloads import WORKLOAD_KINDS, Expansion, expand, object_uid
 
 __all__ = [
@@ -109,7 +110,7 @@ class EngineLike(Protocol):
 class SimulationResult:
     """The world when the simulation stopped. `pods` sorted by namespace/name; `evicted` the
     victims' last state (deletion timestamp and DisruptionTarget) in the order they went;
-    `objects` the PodGroups, ElasticQuotas (with the status the scheduler wrote) and the
+    `objects` the PodGroups, ElasticQuotas (with the status their controller writes) and the
     ReplicaSets made from Deployments; `events` as `kubectl get events` lists them (repeats
     counted). `timed_out`: something could still move when the time limit came."""
 
@@ -121,6 +122,9 @@ class SimulationResult:
     objects: tuple[KubeObject, ...]
     events: tuple[CoreEvent, ...]
     timed_out: bool = False
+    reports: tuple[str, ...] = ()
+    """The plugins' story at the end (`Engine.simulation_report`): each gang's phase and
+    members, each quota's min, max, used and borrowed, every preemption with its rule."""
 
 
 @dataclass
@@ -364,6 +368,37 @@ class _World:
             record.count += 1
             record.last = self.now
 
+    # --- the status controllers ---------------------------------------------------------------
+
+    def pods_in(self, namespace: str) -> Iterable[Pod]:
+        return [p for p in self.pods.values() if p.metadata.namespace == namespace]
+
+    def objects_of(self, kind: str) -> Mapping[str, KubeObject]:
+        return {key: obj for (k, key), obj in self.objects.items() if k == kind}
+
+    def apply_status_rules(self) -> None:
+        """What the PodGroup/ElasticQuota status controller would write now: each changed
+        status goes into the object (the engine sees it), with the rule's events."""
+        view = _StatusView(self)
+        for rule in status_rules():
+            for key, obj in sorted(self.objects_of(rule.kind).items()):
+                outcome = rule.compute(obj, view, self.now)
+                if outcome.status is None:
+                    continue
+                wire = obj.to_wire()
+                if same_status(wire.get("status"), outcome.status):
+                    continue
+                updated = type(obj).model_validate({**wire, "status": dict(outcome.status)})
+                self.objects[(rule.kind, key)] = updated
+                uid = obj.metadata.uid or ""
+                for event in outcome.events:
+                    severity: Literal["Normal", "Warning"] = (
+                        "Warning" if event.type == "Warning" else "Normal"
+                    )
+                    regarding = (rule.kind, key, uid)
+                    self._record(EmitEvent(regarding, severity, event.reason, event.message))
+                self.feed(ObjectEvent("Modified", updated))
+
     # --- the clock ----------------------------------------------------------------------------
 
     def settled(self) -> bool:
@@ -378,6 +413,22 @@ class _World:
     def next_time(self) -> datetime | None:
         times = [t for t in (self.engine.next_wake(), *(d[0] for d in self.deleting[:1])) if t]
         return min(times) if times else None
+
+
+class _StatusView:
+    """The simulated world as the status rules read it (`StatusWorld`)."""
+
+    def __init__(self, world: _World) -> None:
+        self._world = world
+
+    def pods_in(self, namespace: str) -> Iterable[Pod]:
+        return self._world.pods_in(namespace)
+
+    def objects(self, kind: str) -> Mapping[str, KubeObject]:
+        return self._world.objects_of(kind)
+
+    def nodes(self) -> Iterable[Node]:
+        return [o for o in self._world.objects_of("Node").values() if isinstance(o, Node)]
 
 
 def _liveness(pod: Pod) -> dict[str, Any]:
@@ -545,6 +596,8 @@ def simulate(
         world.moved = False
         world.finish_deletions()
         world.perform(engine.schedule(world.now))
+        if not world.moved:
+            world.apply_status_rules()  # the status controller runs beside the scheduler
         if world.moved:
             rounds += 1
             if rounds > limit:
@@ -574,7 +627,13 @@ def simulate(
         objects=tuple(o for o in others if o.KIND != "PriorityClass"),
         events=tuple(_core_event(r, scheduler_name, i) for i, r in enumerate(records)),
         timed_out=timed_out,
+        reports=tuple(_reports(engine)),
     )
+
+
+def _reports(engine: EngineLike) -> list[str]:
+    report = getattr(engine, "simulation_report", None)
+    return list(report()) if callable(report) else []
 
 
 def pods_by_key(result: SimulationResult) -> Mapping[str, Pod]:

@@ -24,7 +24,14 @@ from typing import Any, Protocol
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 
-__all__ = ["StatusEvent", "StatusOutcome", "StatusRule", "StatusWorld"]
+__all__ = [
+    "StatusEvent",
+    "StatusOutcome",
+    "StatusRule",
+    "StatusWorld",
+    "same_status",
+    "status_rules",
+]
 
 
 @dataclass(frozen=True)
@@ -85,3 +92,26 @@ class StatusRule(Protocol):
     def compute(self, obj: KubeObject, world: StatusWorld, now: datetime) -> StatusOutcome:
         """The status `obj` should have now."""
         ...
+
+
+def status_rules() -> tuple[StatusRule, ...]:
+    """The PodGroup and ElasticQuota rules, the ones the controller and simulate run."""
+    # Imported here: the rules' modules import this one.
+    from placement.pods.podgroups import PodGroupStatusRule
+    from placement.pods.quotas import ElasticQuotaStatusRule
+
+    return (PodGroupStatusRule(), ElasticQuotaStatusRule())
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def same_status(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+    """Whether writing `wanted` over `current` (wire forms) would change nothing: the API
+    server stores no nulls, so a null and a missing field are the same."""
+    return bool(_without_nulls(dict(current or {})) == _without_nulls(dict(wanted)))

@@ -29,6 +29,7 @@ CONSTRAINT_KEYS = (
     "maxLength",
     "minLength",
     "maxItems",
+    "maxProperties",
     "pattern",
     "default",
 )
@@ -76,7 +77,8 @@ def expected_constraints(
         elif isinstance(item, IntOrString):
             out["pattern"] = item.pattern
         elif isinstance(item, annotated_types.MaxLen):
-            out["maxItems" if get_origin(annotation) is list else "maxLength"] = item.max_length
+            kinds = {list: "maxItems", dict: "maxProperties"}
+            out[kinds.get(get_origin(annotation), "maxLength")] = item.max_length
         elif isinstance(item, annotated_types.MinLen):
             out["minLength"] = item.min_length
         elif getattr(item, "pattern", None):
