@@ -35,7 +35,8 @@ from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.patches import merge_patch_between, without_nulls
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.status import StatusRule, status_rules
+from placement.pods.status import StatusRule
+from placement.pods.status_rules import status_rules
 
 __all__ = ["DEFAULT_RULES", "STATUS_CONTROLLER", "StatusController", "key_of"]
 

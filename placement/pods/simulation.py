@@ -60,7 +60,8 @@ from placement.pods.mutation import (
     is_on_demand_alive,
     patch,
 )
-from placement.pods.status import same_status, status_rules
+from placement.pods.status import same_status
+from placement.pods.status_rules import status_rules
 from placement.pods.workloads import WORKLOAD_KINDS, Expansion, expand, object_uid
 
 __all__ = [

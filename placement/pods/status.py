@@ -30,7 +30,6 @@ __all__ = [
     "StatusRule",
     "StatusWorld",
     "same_status",
-    "status_rules",
 ]
 
 
@@ -92,15 +91,6 @@ class StatusRule(Protocol):
     def compute(self, obj: KubeObject, world: StatusWorld, now: datetime) -> StatusOutcome:
         """The status `obj` should have now."""
         ...
-
-
-def status_rules() -> tuple[StatusRule, ...]:
-    """The PodGroup and ElasticQuota rules, the ones the controller and simulate run."""
-    # Imported here: the rules' modules import this one.
-    from placement.pods.podgroups import PodGroupStatusRule
-    from placement.pods.quotas import ElasticQuotaStatusRule
-
-    return (PodGroupStatusRule(), ElasticQuotaStatusRule())
 
 
 def _without_nulls(value: Any) -> Any:
