@@ -148,7 +148,7 @@ async def test_twenty_gangs_on_room_for_twelve_run_whole_and_four_more_when_four
                 whole = sorted(per_gang.values()) == [10] * 12
                 return now if whole and len(rejected) == 80 else {}
 
-            now = await eventually(settled, timeout=60)
+            now = await eventually(settled, timeout=120)
             running = {gang_of(p) for p in now.values() if p.spec.node_name}
             waiting = set(gangs) - running
             assert len(running) == 12 and len(waiting) == 8
@@ -177,7 +177,7 @@ async def test_twenty_gangs_on_room_for_twelve_run_whole_and_four_more_when_four
             async def gone() -> bool:
                 return not any(gang_of(p) in done for p in (await pods_now(gw)).values())
 
-            await eventually(gone, timeout=60)  # after their grace period
+            await eventually(gone, timeout=120)  # after their grace period
 
             async def refilled() -> Counter[str]:
                 per_gang = Counter(
@@ -185,7 +185,7 @@ async def test_twenty_gangs_on_room_for_twelve_run_whole_and_four_more_when_four
                 )
                 return per_gang if sorted(per_gang.values()) == [10] * 12 else Counter()
 
-            per_gang = await eventually(refilled, timeout=60)
+            per_gang = await eventually(refilled, timeout=120)
             assert len(set(per_gang) & waiting) == 4
             still = waiting - set(per_gang)
             assert {g: watch.most[g] for g in still} == dict.fromkeys(still, 0)
