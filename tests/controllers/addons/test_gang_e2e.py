@@ -18,7 +18,7 @@ import pytest
 
 from apis.core import Pod
 from apis.registry import parse_as
-from apis.scheduling import POD_GROUP_LABEL, PodGroup
+from apis.scheduling import POD_GROUP_LABEL, PodGroup, PriorityClass
 from controllers.addons.executor import PodGateway
 from controllers.addons.scheduler import PodScheduler
 from controllers.addons.status import StatusController
@@ -196,3 +196,89 @@ async def test_twenty_gangs_on_room_for_twelve_run_whole_and_four_more_when_four
             still = waiting - set(per_gang)
             assert {g: watch.most[g] for g in still} == dict.fromkeys(still, 0)
             await eventually(lambda: all(watch.most[g] == 10 for g in per_gang))
+
+
+async def test_a_permit_timeout_gives_the_reserved_room_back() -> None:
+    config = {"pluginArgs": {"Coscheduling": {"podGroupRejectPercentage": 50}}}
+    async with server_process("--kubelet") as (url, gw):
+        await create_all(gw, [node("n1", cpu="4"), node("n2", cpu="2")])
+        await gw.create(group("job", 4, scheduleTimeoutSeconds=2))
+        members = [member(f"job-m{i}", "job", "2") for i in range(3)]
+        # The fourth fits nowhere: 3 of 4 is within the 50 % the group may lack and still wait.
+        members.append(member("job-m3", "job", "1", nodeSelector={"zone": "nowhere"}))
+        async with controllers(url, config):
+            await create_all(gw, members)
+            await gw.create(pod("plain", "2", "64Mi"))
+
+            async def plain_bound() -> str:
+                return (await pods_now(gw))["plain"].spec.node_name or ""
+
+            assert await eventually(plain_bound, timeout=30) in ("n1", "n2")
+            now = await pods_now(gw)
+            assert [p.name for p in now.values() if gang_of(p) and p.spec.node_name] == []
+            messages = [
+                c["message"]
+                for p in now.values()
+                if gang_of(p)
+                for c in (p.status.conditions if p.status else None) or []
+                if c["type"] == "PodScheduled"
+            ]
+            assert messages, "the members say why they wait"
+
+
+async def create_priorities(gw: PodGateway) -> None:
+    for name, value in (("low", 0), ("high", 100)):
+        doc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
+        await gw.create(
+            parse_as(PriorityClass, {**doc, "metadata": {"name": name}, "value": value})
+        )
+
+
+async def test_a_high_priority_gang_preempts_across_nodes_and_an_impossible_one_does_not() -> None:
+    async with server_process("--kubelet") as (url, gw):
+        await create_priorities(gw)
+        await create_all(gw, [node(f"n{i}", cpu="4") for i in range(4)])
+        low = [
+            pod(f"low{i}", "2", "64Mi", priorityClassName="low", terminationGracePeriodSeconds=1)
+            for i in range(8)
+        ]
+        await gw.create(group("huge", 4))
+        await gw.create(group("hi", 4))
+        async with controllers(url):
+            await create_all(gw, low)
+
+            async def all_low_bound() -> bool:
+                return all(p.spec.node_name for p in (await pods_now(gw)).values())
+
+            await eventually(all_low_bound, timeout=30)
+            # A gang that cannot fit even with every low pod gone preempts nothing.
+            await create_all(
+                gw, [member(f"huge-m{i}", "huge", "5", priorityClassName="high") for i in range(4)]
+            )
+
+            async def huge_reported() -> bool:
+                now = await pods_now(gw)
+                return all(
+                    p.status is not None and p.status.conditions
+                    for p in now.values()
+                    if gang_of(p) == "huge"
+                )
+
+            await eventually(huge_reported, timeout=30)
+            now = await pods_now(gw)
+            assert all(not p.metadata.deletion_timestamp for p in now.values())
+            assert len([p for p in now.values() if p.name.startswith("low")]) == 8
+            # A gang that fits once four low pods go: exactly four go, and it runs whole.
+            await create_all(
+                gw, [member(f"hi-m{i}", "hi", "2", priorityClassName="high") for i in range(4)]
+            )
+
+            async def hi_running() -> dict[str, Pod]:
+                now = await pods_now(gw)
+                bound = [p for p in now.values() if gang_of(p) == "hi" and p.spec.node_name]
+                return now if len(bound) == 4 else {}
+
+            now = await eventually(hi_running, timeout=60)
+            left = [p.name for p in now.values() if p.name.startswith("low")]
+            assert len(left) == 4
+            assert [p.name for p in now.values() if gang_of(p) == "huge" and p.spec.node_name] == []
