@@ -52,6 +52,7 @@ __all__ = [
     "field_error",
     "format_time",
     "parse_time",
+    "without_nulls",
 ]
 
 # A Kubernetes qualified name with an optional DNS-subdomain prefix: the CRD pattern of taint
@@ -408,3 +409,13 @@ class KubeObject(KubeModel):
             "kind": self.kind,
             **{k: v for k, v in data.items() if k not in ("apiVersion", "kind")},
         }
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` (wire form) with every null dropped from its objects, at any depth."""
+    # The API server drops nulls, so a field set to None and an absent one are the same.
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value

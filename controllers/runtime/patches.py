@@ -10,17 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apis.meta import without_nulls
+
 __all__ = ["merge_patch_between", "without_nulls"]
-
-
-def without_nulls(value: Any) -> Any:
-    """`value` with every null dropped from its objects, at any depth."""
-    # The API server drops nulls, so a field set to None and an absent one are the same.
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
 
 
 def merge_patch_between(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from apis.core import Node, Pod
-from apis.meta import KubeObject
+from apis.meta import KubeObject, without_nulls
 
 __all__ = [
     "StatusEvent",
@@ -93,15 +93,7 @@ class StatusRule(Protocol):
         ...
 
 
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
-
-
 def same_status(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
     """Whether writing `wanted` over `current` (wire forms) would change nothing: the API
     server stores no nulls, so a null and a missing field are the same."""
-    return bool(_without_nulls(dict(current or {})) == _without_nulls(dict(wanted)))
+    return bool(without_nulls(dict(current or {})) == without_nulls(dict(wanted)))
