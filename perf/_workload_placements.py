@@ -41,6 +41,7 @@ __all__ = [
     "POLICY_SHARES",
     "SPREAD_SHARE",
     "TOLERATION_SHARE",
+    "WIDE_COUNTS",
     "placements",
 ]
 
@@ -53,6 +54,9 @@ TOLERATION_SHARE = 0.25
 POLICY_SHARES = (0.4, 0.35, 0.25)  # no policy (defaults), Additive + configurations, Exact
 GROUPS_SHARE = 0.2  # decisionStrategy with a group strategy
 SPREAD_SHARE = 0.15
+WIDE_COUNTS = ((200, 0.25), (500, 0.25), (1_000, 0.2), (None, 0.3))  # None: every cluster
+"""A wide placement's numberOfClusters (issue 20: add-on and policy rollouts select hundreds to
+all clusters)."""
 COUNTS = ((1, 0.15), (2, 0.2), (3, 0.2), (5, 0.15), (10, 0.15), (20, 0.1), (50, 0.05))
 APPS = ("web", "api", "db", "cache", "ml", "batch", "monitoring", "ingress", "mesh", "logging")
 _COLUMNS = 128  # uniforms per placement, far more than the longest spec draws
@@ -281,11 +285,39 @@ def _spec(d: _Draws, namespace: str, bound: Sequence[str]) -> dict[str, Any]:
     return spec
 
 
+def _wide(d: _Draws, namespace: str, bound: Sequence[str]) -> dict[str, Any]:
+    """A placement selecting hundreds to all of the clusters its sets hold: every cluster, or
+    a count, sometimes restricted by a broad predicate (an env), sometimes tolerating the
+    maintenance taint; Balance/Steady by default, a group strategy at times."""
+    spec: dict[str, Any] = {}
+    count = d.weighted(WIDE_COUNTS)
+    if count is not None:
+        spec["numberOfClusters"] = count
+    if d.chance(0.4):
+        envs = d.sample([name for name, _ in ENVS], 2)
+        spec["predicates"] = [
+            {"requiredClusterSelector": {"labelSelector": {"matchExpressions": [
+                _expression("env", "In", envs)
+            ]}}}
+        ]  # fmt: skip
+    if d.chance(TOLERATION_SHARE):
+        spec["tolerations"] = _tolerations(d)
+    if d.chance(GROUPS_SHARE):
+        spec["decisionStrategy"] = _strategy(d)
+    return spec
+
+
 def placements(
-    count: int, namespaces: Sequence[str], bound: dict[str, list[str]], rng: np.random.Generator
+    count: int,
+    namespaces: Sequence[str],
+    bound: dict[str, list[str]],
+    rng: np.random.Generator,
+    wide_share: float = 0.0,
 ) -> list[Placement]:
     """`count` placements named `<app>-<i>` over `namespaces` (skewed: a few busy ones);
-    namespaces are named after the teams, whose clusters their placements often ask for."""
+    namespaces are named after the teams, whose clusters their placements often ask for.
+    `wide_share` of them (drawn apart, so 0 leaves the mix as it was) select hundreds to all
+    clusters (`_wide`)."""
     if count == 0:
         return []
     ns_index = rng.choice(len(namespaces), count, p=weights(len(namespaces), 0.8)).tolist()
@@ -295,7 +327,9 @@ def placements(
         d = _Draws(row)
         namespace = namespaces[ns_at]
         name = f"{d.pick(APPS)}-{i}"
-        spec = _spec(d, namespace, bound.get(namespace, []))
+        wide = row[-1] < wide_share  # the row's last uniform: no spec draws that far
+        sets = bound.get(namespace, [])
+        spec = _wide(d, namespace, sets) if wide else _spec(d, namespace, sets)
         doc = {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
         out.append(Placement.model_validate(doc))
     return out

@@ -56,7 +56,7 @@ from types import MappingProxyType
 from typing import Any
 
 from apis.core import Namespace, Pod
-from apis.placements import Placement
+from apis.placements import Placement, PlacementDecision
 from apis.registry import parse_as
 from controllers.cli.run import tune_gc
 from perf import _pods_workload as pods_workload
@@ -183,10 +183,12 @@ def core_run(path: Path) -> dict[str, Any]:
     }
 
 
-async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dict[str, Any]:
+async def _mixed(
+    clusters: int, placements: int, seed: int, workers: int, wide: float = 0.0
+) -> dict[str, Any]:
     from perf.workload import generate
 
-    workload = generate(clusters, placements, seed, now=datetime.now(UTC))
+    workload = generate(clusters, placements, seed, now=datetime.now(UTC), wide=wide)
     async with running_hub(Shape(clusters, placements, workers), workload.objects()) as hub:
         del workload
         run = ControllerRun(hub)
@@ -197,6 +199,7 @@ async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dic
             held = {
                 key: len(chosen) for key, chosen in (await decisions_on_server(run.gateway)).items()
             }
+            objects = len((await run.gateway.list(PlacementDecision)).items)
         finally:
             await run.close()
     verdicts: Counter[str] = Counter()
@@ -219,6 +222,8 @@ async def _mixed(clusters: int, placements: int, seed: int, workers: int) -> dic
         "verdicts": dict(verdicts),
         "status_and_decisions_disagree": mismatched,
         "decisions": sum(held.values()),
+        "placement_decisions": objects,
+        "widest": max(held.values(), default=0),
     }
 
 
@@ -589,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="seconds (pod-e2e)")
     parser.add_argument("--seed", type=int, default=20261122, help="workload seed")
     parser.add_argument("--workers", type=int, default=4, help="controller workers")
+    parser.add_argument(
+        "--wide", type=float, default=0.0, help="share of wide placements (mixed; issue 20)"
+    )
     args = parser.parse_args(argv)
     sized = ("clusters", "placements") if args.what in HUB else ("nodes", "pods")
     if any(getattr(args, name) is None or getattr(args, name) < 1 for name in sized):
@@ -598,7 +606,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "core":
         out = core(args.clusters, args.placements, args.seed)
     elif args.what == "mixed":
-        out = asyncio.run(_mixed(args.clusters, args.placements, args.seed, args.workers))
+        out = asyncio.run(
+            _mixed(args.clusters, args.placements, args.seed, args.workers, args.wide)
+        )
     elif args.what == "fan-out":
         out = asyncio.run(_fan_out(Shape(args.clusters, args.placements, args.workers)))
     elif args.what == "pod-engine":

@@ -148,6 +148,8 @@ class Sizes:
     pod_preemption: Sequence[tuple[int, int]] = ()
     pod_e2e: Sequence[tuple[int, int]] = ()
     pod_memory: Sequence[tuple[int, int]] = ()
+    # the mixed workload with WIDE_SHARE of wide placements (issue 20)
+    wide: Sequence[tuple[int, int]] = ()
 
 
 SMOKE = Sizes(
@@ -157,6 +159,7 @@ SMOKE = Sizes(
     oracle=(100,),
     cold=((100, 20), (200, 20), (200, 40)),
     mixed=((100, 20),),
+    wide=((100, 20),),
     fanout=((100, 20),),
     core=((200, 20), (400, 40)),
     controller_memory=((200, 20),),
@@ -172,6 +175,7 @@ QUICK = Sizes(
     oracle=(300, 1_000),
     cold=((1_000, 250), (1_000, 500), (1_000, 1_000), (2_000, 1_000), (4_000, 1_000)),
     mixed=((2_000, 500),),
+    wide=((2_000, 500),),
     fanout=((5_000, 1_000),),
     core=((3_000, 300), (10_000, 1_000)),
     controller_memory=(),
@@ -196,6 +200,7 @@ FULL = Sizes(
         (5_000, 10_000),
     ),
     mixed=((5_000, 1_000), (5_000, 10_000)),
+    wide=((5_000, 2_000),),
     fanout=((5_000, 250), (5_000, 1_000), (5_000, 3_000)),
     core=((10_000, 1_000), (30_000, 3_000), (100_000, 10_000)),
     controller_memory=((20_000, 2_000), (100_000, 10_000)),
@@ -340,9 +345,14 @@ def _cold(clusters: int, placements: int, settings: Settings, times: int) -> Cas
     )
 
 
-def _mixed(clusters: int, placements: int, settings: Settings) -> Case:
+WIDE_SHARE = 0.2
+"""Issue 20's realistic mix: a fifth of the placements select hundreds to all clusters."""
+
+
+def _mixed(clusters: int, placements: int, settings: Settings, wide: float = 0.0) -> Case:
     def read(out: Any, case: Case) -> float:
-        for key in ("synced_s", "reconciles", "peak_rss_mib", "verdicts", "decisions"):
+        keys = ("synced_s", "reconciles", "peak_rss_mib", "verdicts", "decisions")
+        for key in (*keys, "placement_decisions", "widest"):
             case.details.setdefault(key, []).append(out.get(key))
         verdicts = out["verdicts"]
         bad = verdicts.get("no status", 0) + verdicts.get("misconfigured", 0)
@@ -353,8 +363,9 @@ def _mixed(clusters: int, placements: int, settings: Settings) -> Case:
             )
         return float(out["decided_s"])
 
-    case = Case(COLD, "mixed workload", clusters, placements)
-    args = ["mixed", *_sized(clusters, placements), f"--seed={settings.seed}"]
+    name = f"wide workload ({wide:.0%} wide)" if wide else "mixed workload"
+    case = Case(COLD, name, clusters, placements)
+    args = ["mixed", *_sized(clusters, placements), f"--seed={settings.seed}", f"--wide={wide}"]
     timeout = 120 + placements * 0.1 + clusters * 0.005
     return _children(case, "perf.child", args, settings, 1, read, timeout)
 
@@ -520,6 +531,9 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
         add(COLD, OCM_SHAPE, n, p, partial(_cold, n, p, settings, times), w)
     for n, p in sizes.mixed:
         add(COLD, "mixed workload", n, p, partial(_mixed, n, p, settings), 3 + p / 150 + n / 2_000)
+    for n, p in sizes.wide:
+        wide = partial(_mixed, n, p, settings, WIDE_SHARE)
+        add(COLD, "wide workload", n, p, wide, 3 + p / 30 + n / 500)
     for n, p in sizes.fanout:
         times = reps if p == 1_000 else 1
         w = times * (3 + p / 250 + n / 2_000)

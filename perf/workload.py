@@ -118,9 +118,12 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def generate(clusters: int, placements: int, seed: int = 0, *, now: datetime = NOW) -> Workload:
+def generate(
+    clusters: int, placements: int, seed: int = 0, *, now: datetime = NOW, wide: float = 0.0
+) -> Workload:
     """The hub of `clusters` clusters and `placements` placements for `seed`; times (taints,
-    scores, conditions) are relative to `now`. The fleet does not depend on `placements`."""
+    scores, conditions) are relative to `now`. The fleet does not depend on `placements`.
+    `wide`: the share of placements selecting hundreds to all clusters (issue 20)."""
     if clusters < 0 or placements < 0:
         raise ValueError(f"counts must not be negative (got {clusters}, {placements})")
     if seed < 0:
@@ -133,7 +136,7 @@ def generate(clusters: int, placements: int, seed: int = 0, *, now: datetime = N
         made_clusters, scores = fleet.clusters(clusters, fleet_rng, now)
         namespaces = namespaces_for(placements)
         bindings, bound = fleet.bindings(namespaces, binding_rng)
-        made_placements = make_placements(placements, namespaces, bound, placement_rng)
+        made_placements = make_placements(placements, namespaces, bound, placement_rng, wide)
     return Workload(
         clusters=tuple(made_clusters),
         cluster_sets=tuple(fleet.cluster_sets()),
