@@ -56,7 +56,7 @@ from types import MappingProxyType
 from typing import Any
 
 from apis.core import Namespace, Pod
-from apis.placements import Placement, PlacementDecision
+from apis.placements import Placement
 from apis.registry import parse_as
 from controllers.cli.run import tune_gc
 from perf import _pods_workload as pods_workload
@@ -199,7 +199,6 @@ async def _mixed(
             held = {
                 key: len(chosen) for key, chosen in (await decisions_on_server(run.gateway)).items()
             }
-            objects = len((await run.gateway.list(PlacementDecision)).items)
         finally:
             await run.close()
     verdicts: Counter[str] = Counter()
@@ -222,7 +221,6 @@ async def _mixed(
         "verdicts": dict(verdicts),
         "status_and_decisions_disagree": mismatched,
         "decisions": sum(held.values()),
-        "placement_decisions": objects,
         "widest": max(held.values(), default=0),
     }
 
