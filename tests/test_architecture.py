@@ -54,6 +54,8 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "runtime": ("controllers.kube", *GENERIC_APIS),  # generic: nothing of placements or pods
     "hub": ("controllers.runtime", "controllers.kube", *CORE),  # never addons, cli, embedded
     "addons": ("controllers.runtime", "controllers.kube", *CORE),  # never hub, cli, embedded
+    # decision consumers (add-on agents, managers): never hub, addons, cli, embedded
+    "consumer": ("controllers.runtime", "controllers.kube", "apis", "placement"),
     "embedded": ("controllers.kube", "controllers.cli", *CORE),  # cli: CRD folder, manifests
     "cli": ("controllers", *CORE),  # every room
 }

@@ -1,0 +1,131 @@
+"""DecisionTracker on the embedded hub through the real client: the union of a placement's
+PlacementDecisions as (added, removed) changes, no spurious remove while clusters move between
+PlacementDecisions in either order, nothing lost across a dropped watch or a 410, and 10,000
+clusters in 100 PlacementDecisions with one list and one watch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+import pytest
+
+from apis.placements import DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PlacementDecision
+from controllers.consumer import DecisionTracker
+from controllers.embedded.audit import AuditEntry
+from controllers.kube.gateway import Gateway
+from placement.rollout import GroupKey
+from placement.testing import decision
+from tests.controllers.embedded.hub import hub
+
+pytestmark = pytest.mark.asyncio
+
+NS, NAME = "apps", "web"
+SETTLE = 0.3
+
+
+def pd(index: int, clusters: Iterable[str], group: int = 0, name: str = "") -> PlacementDecision:
+    made = decision(NS, NAME, clusters, index)
+    labels = {
+        **(made.metadata.labels or {}),
+        DECISION_GROUP_INDEX_LABEL: str(group),
+        DECISION_GROUP_NAME_LABEL: name,
+    }
+    return made.model_copy(update={"metadata": made.metadata.model_copy(update={"labels": labels})})
+
+
+async def put(gw: Gateway, index: int, clusters: Iterable[str]) -> None:
+    decisions = [{"clusterName": c, "reason": ""} for c in clusters]
+    await gw.patch_status(
+        PlacementDecision, f"{NAME}-decision-{index}", {"status": {"decisions": decisions}}, NS
+    )
+
+
+async def create(gw: Gateway, made: PlacementDecision) -> None:
+    await gw.create(made)
+    await gw.patch_status(PlacementDecision, made.name, {"status": made.to_wire()["status"]}, NS)
+
+
+async def quiet(
+    tracker: DecisionTracker, seconds: float = 3 * SETTLE
+) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """The changes reported within `seconds`."""
+    out = []
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                out.append(await tracker.next_change())
+    except TimeoutError:
+        return out
+
+
+async def test_the_first_list_is_one_addition_with_groups() -> None:
+    async with hub(namespaces=[NS]) as (_, gw):
+        await create(gw, pd(1, ["a", "b"], 0, "canary"))
+        await create(gw, pd(2, ["c"], 1))
+        await create(gw, decision(NS, "other", ["z"], 1))  # another placement's
+        async with DecisionTracker(gw, NS, NAME, settle=SETTLE) as tracker:
+            changes = await quiet(tracker)
+            assert set().union(*(added for added, _ in changes)) == {"a", "b", "c"}
+            assert all(not removed for _, removed in changes)
+            assert tracker.groups() == {
+                GroupKey(0, "canary"): frozenset({"a", "b"}),
+                GroupKey(1, ""): frozenset({"c"}),
+            }
+
+
+@pytest.mark.parametrize("remove_first", [False, True], ids=["add-then-remove", "remove-then-add"])
+async def test_a_cluster_moving_between_decisions_is_never_removed(remove_first: bool) -> None:
+    async with hub(namespaces=[NS]) as (_, gw):
+        await create(gw, pd(1, ["a", "b"]))
+        await create(gw, pd(2, ["c"]))
+        async with DecisionTracker(gw, NS, NAME, settle=SETTLE) as tracker:
+            await quiet(tracker)
+            steps = [(1, ["a"]), (2, ["b", "c"])]
+            for index, clusters in reversed(steps) if not remove_first else steps:
+                await put(gw, index, clusters)
+                await asyncio.sleep(SETTLE / 3)  # the writer's round takes a while
+            assert await quiet(tracker) == []
+            assert tracker.clusters() == {"a", "b", "c"}
+            # A real removal is reported, once the decisions are quiet.
+            await put(gw, 2, ["b"])
+            assert await quiet(tracker) == [(frozenset(), frozenset({"c"}))]
+
+
+async def test_a_dropped_watch_and_a_410_lose_nothing() -> None:
+    async with hub(namespaces=[NS]) as (server, gw):
+        await create(gw, pd(1, ["a", "b"]))
+        await create(gw, pd(2, ["c"]))
+        async with DecisionTracker(gw, NS, NAME, settle=SETTLE) as tracker:
+            await quiet(tracker)
+            server.drop_watches(abrupt=True)
+            await put(gw, 1, ["a", "b", "d"])
+            assert await quiet(tracker) == [(frozenset({"d"}), frozenset())]
+            # Partitioned: the changes happen while the watch hears nothing, history compacted.
+            server.stall_watches()
+            await gw.delete(PlacementDecision, f"{NAME}-decision-2", NS)
+            await create(gw, pd(3, ["e"]))
+            server.store.compact()
+            server.drop_watches(abrupt=True)
+            changes = await quiet(tracker, 10 * SETTLE)
+            assert (frozenset({"e"}), frozenset()) in changes
+            assert (frozenset(), frozenset({"c"})) in changes
+            assert tracker.clusters() == {"a", "b", "d", "e"}
+            assert tracker.informer.relists >= 2
+
+
+async def test_ten_thousand_clusters_in_a_hundred_decisions_take_one_list_and_one_watch() -> None:
+    async with hub(namespaces=[NS]) as (server, gw):
+        for index in range(1, 101):
+            await create(gw, pd(index, [f"c{index:03d}-{j:02d}" for j in range(100)]))
+        server.audit.clear()
+        async with DecisionTracker(gw, NS, NAME, settle=SETTLE) as tracker:
+            changes = await quiet(tracker)
+            assert len(set().union(*(added for added, _ in changes))) == 10_000
+            assert len(tracker.clusters()) == 10_000
+            requests = {e: n for e, n in server.audit.items() if e.resource == "placementdecisions"}
+            group = "cluster.open-cluster-management.io"
+            assert requests == {
+                AuditEntry("list", group, "placementdecisions", "", NS): 1,
+                AuditEntry("watch", group, "placementdecisions", "", NS): 1,
+            }
