@@ -18,6 +18,7 @@ COPY apis ./apis
 COPY placement ./placement
 COPY plugins ./plugins
 COPY controllers ./controllers
+COPY ocm_placement ./ocm_placement
 # A regular (non-editable) install; pip byte-compiles here, as root, so the read-only root
 # filesystem of the running container costs nothing at start-up.
 RUN pip install . && rm -rf /src

@@ -17,6 +17,7 @@ from apis.quantity import ResourceList
 __all__ = [
     "Affinity",
     "Binding",
+    "ConfigMap",
     "Container",
     "CoreEvent",
     "Event",
@@ -69,6 +70,18 @@ class Namespace(KubeObject):
 
     spec: dict[str, Any] | None = None
     status: dict[str, Any] | None = None
+
+
+class ConfigMap(KubeObject):
+    """A v1 ConfigMap: string data (what the example add-on manager rolls out)."""
+
+    KIND: ClassVar[str] = "ConfigMap"
+    PLURAL: ClassVar[str] = "configmaps"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("cm",)
+
+    data: dict[str, str] | None = None
+    binary_data: dict[str, str] | None = None
+    immutable: bool | None = None
 
 
 # --- pods and nodes ----------------------------------------------------------------------------

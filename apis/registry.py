@@ -17,7 +17,17 @@ from apis.cluster import (
     ManagedClusterSet,
     ManagedClusterSetBinding,
 )
-from apis.core import Binding, CoreEvent, Event, Eviction, Lease, Namespace, Node, Pod
+from apis.core import (
+    Binding,
+    ConfigMap,
+    CoreEvent,
+    Event,
+    Eviction,
+    Lease,
+    Namespace,
+    Node,
+    Pod,
+)
 from apis.errors import FieldProblem, ObjectValidationError, UnknownKindError, problems_from
 from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
@@ -51,6 +61,7 @@ CUSTOM_KINDS: tuple[type[KubeObject], ...] = (
 )
 _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     Namespace,
+    ConfigMap,
     Pod,
     Node,
     Binding,

@@ -27,13 +27,15 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ("apis", "placement", "plugins", "controllers")
+LAYERS = ("apis", "placement", "plugins", "controllers", "ocm_placement")
 # What each layer may import besides the standard library and itself.
 ALLOWED: dict[str, set[str]] = {
     "apis": {"pydantic", "pydantic_core", "typing_extensions", "annotated_types"},
     "placement": {"apis", "numpy", "cel_expr_python"},  # CEL engine: placement/cel (DESIGN §4)
     "plugins": {"apis", "placement", "numpy"},
     "controllers": {"apis", "placement", "plugins", "*"},
+    # the consumer API for add-on authors: a facade over the others, imported by none of them
+    "ocm_placement": {"apis", "placement", "plugins", "controllers", "*"},
 }
 KUBE_CLIENTS = {"kubernetes", "kubernetes_asyncio"}
 

@@ -68,6 +68,7 @@ def test_the_wheel_has_no_top_level_config_package_and_no_tests(wheel: Path) -> 
         "placement",
         "plugins",
         "controllers",
+        "ocm_placement",
     }
 
 

@@ -1,7 +1,7 @@
 """The resources the embedded API server serves, and its discovery documents.
 
 The custom kinds come from the CRDs in `config/crds` (their names, scope, schema, status
-subresource); the built-in ones (Namespace, Pod, Node, Event, Lease, events.k8s.io Event,
+subresource); the built-in ones (Namespace, Pod, Node, ConfigMap, Event, Lease, events.k8s.io Event,
 PriorityClass, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job) from the models' class
 data. The workloads are stored only: no controller creates their pods. Each resource is paired
 with the `apis` model that validates its objects.
@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from apis.admissionregistration import MutatingWebhookConfiguration
-from apis.core import CoreEvent, Event, Lease, Namespace, Node, Pod
+from apis.core import ConfigMap, CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 CORE_KINDS: tuple[type[KubeObject], ...] = (
-    *(Namespace, Pod, Node, CoreEvent, Event, Lease, PriorityClass),
+    *(Namespace, Pod, Node, ConfigMap, CoreEvent, Event, Lease, PriorityClass),
     *WORKLOAD_MODELS,
     MutatingWebhookConfiguration,
 )

@@ -1,0 +1,3 @@
+"""Runnable examples of the consumer API."""
+
+__all__: list[str] = []
