@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from apis.addons import AddOnTemplate, ClusterManagementAddOn
 from apis.admission import AdmissionReview
 from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.cluster import (
@@ -77,8 +78,11 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     StatefulSet,
     Job,
 )
+# OCM's add-on objects: read and checked (`placement validate`), served by neither server.
+_ADDON_KINDS: tuple[type[KubeObject], ...] = (AddOnTemplate, ClusterManagementAddOn)
 KINDS: dict[tuple[str, str], type[KubeObject]] = {
-    (cls.api_version_string(), cls.KIND): cls for cls in (*CUSTOM_KINDS, *_BUILTIN_KINDS)
+    (cls.api_version_string(), cls.KIND): cls
+    for cls in (*CUSTOM_KINDS, *_BUILTIN_KINDS, *_ADDON_KINDS)
 }
 
 
