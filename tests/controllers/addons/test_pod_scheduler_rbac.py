@@ -1,0 +1,103 @@
+"""The RBAC of config/addons/pod-scheduler is what the scheduler and its status controller use,
+measured on the embedded server's audit log, not listed by hand: a run with leader election, a
+gang preempting lower-priority pods, an unschedulable pod and an ElasticQuota."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import yaml
+
+from apis.core import Namespace, Pod
+from apis.meta import ObjectMeta
+from apis.registry import parse_as
+from apis.scheduling import ElasticQuota
+from controllers.addons.executor import PodGateway
+from controllers.addons.scheduler import SchedulerOptions, _start
+from controllers.cli.crds import SOURCE_CONFIG
+from controllers.embedded.apiserver import EmbeddedApiServer
+from controllers.embedded.kubelet import KubeletOptions
+from controllers.kube.config import ClusterAccess, new_api_client
+from tests.controllers.addons.cluster import node, pod
+from tests.controllers.addons.test_gang_e2e import create_priorities, group, member
+from tests.controllers.embedded.hub import eventually
+
+RBAC = SOURCE_CONFIG / "addons" / "pod-scheduler" / "rbac.yaml"
+LEASES = "ocm-pod-scheduler"
+# What this test itself writes (the scheduler creates none of these).
+TEST_WRITES = {
+    ("", "pods", "create"),
+    ("scheduling.x-k8s.io", "podgroups", "create"),
+    ("scheduling.x-k8s.io", "elasticquotas", "create"),
+}
+
+
+def granted() -> set[tuple[str, str, str]]:
+    out = set()
+    for doc in yaml.safe_load_all(RBAC.read_text()):
+        if doc and doc["kind"] in ("ClusterRole", "Role"):
+            for rule in doc["rules"]:
+                for group_ in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        out |= {(group_, resource, verb) for verb in rule["verbs"]}
+    return out
+
+
+@pytest.mark.asyncio
+async def test_the_rbac_grants_exactly_what_the_scheduler_and_status_controller_call() -> None:
+    server = EmbeddedApiServer(kubelet=KubeletOptions())
+    url = await server.start()
+    gw = PodGateway(await new_api_client(ClusterAccess(url=url)), backoff=0.01)
+    opened: list[Any] = []
+    try:
+        await gw.create(Namespace(metadata=ObjectMeta(name=LEASES)))
+        await create_priorities(gw)
+        for i in range(2):
+            await gw.create(node(f"n{i}", cpu="4"))
+        quota = {"metadata": {"name": "q", "namespace": "default"}}
+        spec = {"min": {"cpu": "100"}, "max": {"cpu": "100"}}
+        doc = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota"}
+        server.audit.clear()
+        options = SchedulerOptions(
+            url=url, http_addr=None, leader_elect=True, lease_namespace=LEASES
+        )
+        await _start(options, opened)
+        await gw.create(parse_as(ElasticQuota, {**doc, **quota, "spec": spec}))
+        low = [
+            pod(f"low{i}", "2", "64Mi", priorityClassName="low", terminationGracePeriodSeconds=1)
+            for i in range(4)
+        ]
+        for p in low:
+            await gw.create(p)
+
+        async def all_bound() -> bool:
+            return all(p.spec.node_name for p in (await gw.list(Pod, "default")).items)
+
+        await eventually(all_bound, timeout=30)
+        await gw.create(group("hi", 2))
+        for i in range(2):
+            await gw.create(member(f"hi-m{i}", "hi", "2", priorityClassName="high"))
+        await gw.create(pod("huge", "50", "64Mi"))
+
+        async def gang_bound() -> bool:
+            pods = {p.name: p for p in (await gw.list(Pod, "default")).items}
+            return all(pods[f"hi-m{i}"].spec.node_name for i in range(2))
+
+        await eventually(gang_bound, timeout=60)
+        await asyncio.sleep(0.5)  # the status controller's last patches and the events
+        for item in reversed(opened):
+            await item.stop() if hasattr(item, "stop") else await item.close()
+        opened.clear()
+        used = {
+            (group_, resource, verb)
+            for (group_, resource), verbs in server.audit.verbs().items()
+            for verb in verbs
+        }
+        assert used - TEST_WRITES == granted()
+    finally:
+        for item in reversed(opened):
+            await item.stop() if hasattr(item, "stop") else await item.close()
+        await gw.close()
+        await server.stop()
