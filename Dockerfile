@@ -1,5 +1,11 @@
-# The placement controller image:  placement run --leader-elect --http-addr :8080 --workers 4
-# (the Deployment in config/manager passes those arguments).
+# One image for every `placement` verb (ENTRYPOINT placement, default `run`):
+#   the hub's placement controller  placement run --leader-elect --http-addr :8080 --workers 4
+#                                   (config/manager)
+#   the pod scheduler add-on        placement scheduler run --config ... --leader-elect
+#                                   (config/addons/pod-scheduler, with its status controller)
+#   the spot webhook add-on         placement webhook run --tls-cert-file ... (config/addons/spot-webhook)
+#   offline checks                  placement validate | simulate | explain | scheduler simulate
+# and the add-on authors' API (`import ocm_placement`; python -m ocm_placement.examples.*).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

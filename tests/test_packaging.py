@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -109,3 +110,62 @@ def test_an_installed_wheel_serves_its_packaged_crds_and_samples(
     assert Path(found["crds"]) == site / PACKAGED / "crds"
     assert found["samples"] == sorted(files(ROOT / "config" / "samples"))
     assert {"Placement", "PlacementDecision", "ManagedCluster", "PodGroup"} <= set(found["kinds"])
+
+
+VERBS = [
+    ["run"],
+    ["demo"],
+    ["validate"],
+    ["simulate"],
+    ["explain"],
+    ["scheduler", "run"],
+    ["scheduler", "simulate"],
+    ["webhook", "run"],
+    ["webhook", "certs"],
+]
+
+
+def test_every_verb_and_the_consumer_api_work_from_the_installed_wheel(
+    wheel: Path, tmp_path: Path
+) -> None:
+    # What the container image holds (its Dockerfile installs the same wheel): the hub
+    # controller, both add-ons' commands and the add-on authors' API.
+    site = tmp_path / "site"
+    subprocess.run(
+        [*PIP, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for verb in VERBS:
+        done = subprocess.run(
+            [sys.executable, "-m", "controllers.cli", *verb, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        assert done.returncode == 0, (verb, done.stderr)
+        assert "usage: placement" in done.stdout, verb
+    probe = "import ocm_placement; print(ocm_placement.__file__, len(ocm_placement.__all__))"
+    found = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout.split()
+    assert Path(found[0]).is_relative_to(site) and int(found[1]) >= 5
+
+
+def test_the_image_copies_every_package_of_the_wheel() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    for package in packages:
+        assert f"COPY {package} ./{package}\n" in dockerfile, package
