@@ -31,6 +31,8 @@ MINIMAL_SPECS: dict[str, dict[str, Any]] = {
     "Placement": {"spec": {}},
     "Binding": {"target": {"name": "n1"}},
     "PriorityClass": {"value": 1000},
+    "AddOnTemplate": {"spec": {"addonName": "a", "agentSpec": {}}},
+    "ClusterManagementAddOn": {"spec": {}},
     **{
         kind: {
             "spec": {
