@@ -73,9 +73,8 @@ def test_the_wheel_has_no_top_level_config_package_and_no_tests(wheel: Path) -> 
     }
 
 
-def test_an_installed_wheel_serves_its_packaged_crds_and_samples(
-    wheel: Path, tmp_path: Path
-) -> None:
+def installed(wheel: Path, tmp_path: Path) -> Path:
+    """The wheel installed (without dependencies) into a folder of its own; the folder."""
     site = tmp_path / "site"
     subprocess.run(
         [*PIP, "install", "--no-deps", "--target", str(site), str(wheel)],
@@ -83,6 +82,13 @@ def test_an_installed_wheel_serves_its_packaged_crds_and_samples(
         capture_output=True,
         stdin=subprocess.DEVNULL,
     )
+    return site
+
+
+def test_an_installed_wheel_serves_its_packaged_crds_and_samples(
+    wheel: Path, tmp_path: Path
+) -> None:
+    site = installed(wheel, tmp_path)
     # Outside the source tree, with the installed copy first on the path (before the editable
     # install's source tree): what a regular install or the container image sees.
     probe = (
@@ -130,13 +136,7 @@ def test_every_verb_and_the_consumer_api_work_from_the_installed_wheel(
 ) -> None:
     # What the container image holds (its Dockerfile installs the same wheel): the hub
     # controller, both add-ons' commands and the add-on authors' API.
-    site = tmp_path / "site"
-    subprocess.run(
-        [*PIP, "install", "--no-deps", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-    )
+    site = installed(wheel, tmp_path)
     env = {**os.environ, "PYTHONPATH": str(site)}
     for verb in VERBS:
         done = subprocess.run(
