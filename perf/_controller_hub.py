@@ -49,6 +49,7 @@ __all__ = [
     "hub_objects",
     "peak_rss_mib",
     "placement_name",
+    "requests_by_resource",
     "running_hub",
     "stored_writes",
     "until_idle",
@@ -142,13 +143,14 @@ class Hub:
 
 @contextlib.asynccontextmanager
 async def running_hub(
-    shape: Shape, objects: Iterable[KubeObject] | None = None
+    shape: Shape, objects: Iterable[KubeObject] | None = None, writes_per_placement: int = 10
 ) -> AsyncIterator[Hub]:
     """An embedded server in this process with the shape's objects (or `objects`) stored."""
     faults = CountingFaults()
     # History enough for every stored object and every write of the run: informers resume
-    # watches from the list's resourceVersion, which must not be compacted away.
-    history = 2 * shape.clusters + 10 * shape.placements + 10_000
+    # watches from the list's resourceVersion, which must not be compacted away, and
+    # `stored_writes` counts from it.
+    history = 2 * shape.clusters + writes_per_placement * shape.placements + 10_000
     server = EmbeddedApiServer(faults=faults, history=history)
     began = time.perf_counter()
     server.add(hub_objects(shape, datetime.now(UTC)) if objects is None else objects)
@@ -162,11 +164,23 @@ async def running_hub(
 
 def stored_writes(server: EmbeddedApiServer, since_rv: int) -> dict[str, int]:
     """What the server stored after `since_rv`: `Kind VERB` -> count."""
-    counts = Counter(
-        f"{event.resource.kind} {event.type}"
+    # An Event is served under two groups (core and events.k8s.io): the history holds one
+    # entry per group for each write, at the same resourceVersion.
+    written = {
+        (event.rv, event.resource.kind): event.type
         for event in server.store.history
         if event.rv > since_rv
-    )
+    }
+    counts = Counter(f"{kind} {verb}" for (_, kind), verb in written.items())
+    return dict(sorted(counts.items()))
+
+
+def requests_by_resource(server: EmbeddedApiServer) -> dict[str, int]:
+    """The requests the server served since its audit was last cleared: `resource[/sub] verb`
+    -> count, whatever the namespace."""
+    counts: Counter[str] = Counter()
+    for entry, n in server.audit.items():
+        counts[f"{entry.rule_resource} {entry.verb}"] += n
     return dict(sorted(counts.items()))
 
 

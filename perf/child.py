@@ -3,6 +3,7 @@
     python -m perf.child fan-out --clusters 5000 --placements 1000
     python -m perf.child core --clusters 100000 --placements 10000
     python -m perf.child mixed --clusters 5000 --placements 1000
+    python -m perf.child mixed --clusters 5000 --placements 2000 --wide 0.2 --split
     python -m perf.child pod-engine --nodes 5000 --pods 10000
     python -m perf.child pod-preemption --nodes 5000 --pods 50000
     python -m perf.child pod-memory --nodes 5000 --pods 50000
@@ -39,16 +40,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import json
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,7 +63,14 @@ from apis.placements import Placement
 from apis.registry import parse_as
 from controllers.cli.run import tune_gc
 from perf import _pods_workload as pods_workload
-from perf._controller_hub import Shape, decisions_on_server, running_hub
+from perf._controller_hub import (
+    Hub,
+    Shape,
+    decisions_on_server,
+    requests_by_resource,
+    running_hub,
+    stored_writes,
+)
 from perf.controller_run import ControllerRun, fan_out
 from placement.index import FleetIndex, cluster_row, score_row
 from placement.outcome import outcome
@@ -183,18 +193,118 @@ def core_run(path: Path) -> dict[str, Any]:
     }
 
 
-async def _mixed(
-    clusters: int, placements: int, seed: int, workers: int, wide: float = 0.0
-) -> dict[str, Any]:
-    from perf.workload import generate
+_WRITES_PER_PLACEMENT = 200  # a wide placement writes up to 50 PDs, with three events each
 
-    workload = generate(clusters, placements, seed, now=datetime.now(UTC), wide=wide)
-    async with running_hub(Shape(clusters, placements, workers), workload.objects()) as hub:
-        del workload
+
+def _mixed_objects(clusters: int, placements: int, seed: int, wide: float) -> Any:
+    from perf.workload import generate  # only the mixed measurement needs the generator
+
+    return generate(clusters, placements, seed, now=datetime.now(UTC), wide=wide).objects()
+
+
+async def _mixed_serve(shape: Shape, seed: int, wide: float) -> None:
+    """The server half of `mixed --split`: serve the generated hub; print its URL, then on each
+    line read from stdin the requests and writes so far, and at end of input the peak RSS."""
+    objects = _mixed_objects(shape.clusters, shape.placements, seed, wide)
+    async with running_hub(shape, objects, _WRITES_PER_PLACEMENT) as hub:
+        del objects
+        assert hub.server is not None and hub.faults is not None
+        since = hub.server.store.rv
+        print(json.dumps({"url": hub.url, "loaded_s": hub.loaded_s}), flush=True)
+        hub.faults.requests.clear()
+        hub.server.audit.clear()
+        cpu = time.process_time()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        loop.add_reader(sys.stdin.fileno(), lambda: lines.put_nowait(sys.stdin.readline()))
+        while await lines.get():
+            counts = {
+                "requests": dict(sorted(hub.faults.requests.items())),
+                "writes": stored_writes(hub.server, since),
+                "by_resource": requests_by_resource(hub.server),
+                "server_cpu_s": time.process_time() - cpu,
+            }
+            print(json.dumps(counts), flush=True)
+        loop.remove_reader(sys.stdin.fileno())
+    print(json.dumps({"server_peak_rss_mib": memory_mib()}), flush=True)
+
+
+@contextlib.asynccontextmanager
+async def _mixed_hub(
+    shape: Shape, seed: int, wide: float, split: bool
+) -> AsyncIterator[tuple[Hub, Callable[[], Awaitable[dict[str, Any]]]]]:
+    """The generated hub, served here or (`split`) by a child process; with a callable that
+    returns the requests and writes the server saw so far."""
+    if not split:
+        objects = _mixed_objects(shape.clusters, shape.placements, seed, wide)
+        async with running_hub(shape, objects, _WRITES_PER_PLACEMENT) as hub:
+            del objects
+
+            async def nothing() -> dict[str, Any]:
+                return {}
+
+            yield hub, nothing
+        return
+    args = [sys.executable, "-m", "perf.child", "mixed-serve", *_hub_args(shape, seed, wide)]
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    stdin, stdout = child.stdin, child.stdout
+
+    async def counts() -> dict[str, Any]:
+        stdin.write("counts\n")
+        stdin.flush()
+        return dict(json.loads(await asyncio.to_thread(stdout.readline)))
+
+    try:
+        line = await asyncio.to_thread(stdout.readline)
+        if not line:
+            raise RuntimeError(f"the server process exited {child.wait(30)} before serving")
+        ready = json.loads(line)
+        yield Hub(shape, ready["url"], loaded_s=ready["loaded_s"]), counts
+        stdin.close()
+        _SERVER_OUT.update(json.loads(await asyncio.to_thread(stdout.readline)))
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+        child.wait(30)
+
+
+_SERVER_OUT: dict[str, Any] = {}  # what the server process printed last (`mixed --split`)
+
+
+def _hub_args(shape: Shape, seed: int, wide: float) -> list[str]:
+    return [
+        f"--clusters={shape.clusters}",
+        f"--placements={shape.placements}",
+        f"--workers={shape.workers}",
+        f"--seed={seed}",
+        f"--wide={wide}",
+    ]
+
+
+async def _mixed(
+    clusters: int,
+    placements: int,
+    seed: int,
+    workers: int,
+    wide: float = 0.0,
+    split: bool = False,
+    profile_path: str | None = None,
+) -> dict[str, Any]:
+    shape = Shape(clusters, placements, workers)
+    profile = cProfile.Profile() if profile_path else None
+    async with _mixed_hub(shape, seed, wide, split) as (hub, counts):
         run = ControllerRun(hub)
         await run.open()
         try:
-            cold = await run.start()
+            cold = await run.start(profile)
+            if profile is not None and profile_path:
+                profile.dump_stats(profile_path)
+            if split:  # the server's counts at the same point as one process's
+                seen = await counts()
+                cold.requests, cold.writes = seen["requests"], seen["writes"]
+                cold.by_resource = seen["by_resource"]
+                _SERVER_OUT["server_cpu_s"] = seen["server_cpu_s"]
             items = (await run.gateway.list(Placement)).items
             held = {
                 key: len(chosen) for key, chosen in (await decisions_on_server(run.gateway)).items()
@@ -218,6 +328,8 @@ async def _mixed(
             mismatched += 1
     return {
         **asdict(cold),
+        **_SERVER_OUT,
+        "split": split,
         "verdicts": dict(verdicts),
         "status_and_decisions_disagree": mismatched,
         "decisions": sum(held.values()),
@@ -572,6 +684,15 @@ def main(argv: list[str] | None = None) -> int:
         tune_gc()
         print(json.dumps(core_run(Path(argv[1]))))
         return 0
+    if argv[:1] == ["mixed-serve"]:  # the server half of `mixed --split`, internal
+        tune_gc()
+        serve = argparse.ArgumentParser()
+        for name in ("--clusters", "--placements", "--workers", "--seed"):
+            serve.add_argument(name, type=int, required=True)
+        serve.add_argument("--wide", type=float, required=True)
+        a = serve.parse_args(argv[1:])
+        asyncio.run(_mixed_serve(Shape(a.clusters, a.placements, a.workers), a.seed, a.wide))
+        return 0
     parser = argparse.ArgumentParser(
         prog="python -m perf.child",
         description=__doc__,
@@ -595,6 +716,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--wide", type=float, default=0.0, help="share of wide placements (mixed; issue 20)"
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="serve the hub from a child process; the peak RSS is then the controller's alone "
+        "(mixed)",
+    )
+    parser.add_argument("--profile", help="write cProfile stats of the cold start here (mixed)")
     args = parser.parse_args(argv)
     sized = ("clusters", "placements") if args.what in HUB else ("nodes", "pods")
     if any(getattr(args, name) is None or getattr(args, name) < 1 for name in sized):
@@ -605,7 +733,15 @@ def main(argv: list[str] | None = None) -> int:
         out = core(args.clusters, args.placements, args.seed)
     elif args.what == "mixed":
         out = asyncio.run(
-            _mixed(args.clusters, args.placements, args.seed, args.workers, args.wide)
+            _mixed(
+                args.clusters,
+                args.placements,
+                args.seed,
+                args.workers,
+                args.wide,
+                args.split,
+                args.profile,
+            )
         )
     elif args.what == "fan-out":
         out = asyncio.run(_fan_out(Shape(args.clusters, args.placements, args.workers)))

@@ -43,6 +43,7 @@ from perf._controller_hub import (
     decisions_on_server,
     hub_objects,
     peak_rss_mib,
+    requests_by_resource,
     running_hub,
     stored_writes,
     until_idle,
@@ -80,8 +81,10 @@ class ColdStart:
     decided_ten: int = 0  # placements deciding 10 distinct clusters, all from pool=a
     selected_ten: int = 0  # placements whose status says 10 selected
     requests: dict[str, int] = field(default_factory=dict)  # by verb, the whole run
+    by_resource: dict[str, int] = field(default_factory=dict)  # `resource[/sub] verb` -> count
     writes: dict[str, int] = field(default_factory=dict)  # stored by the controller
     peak_rss_mib: float = 0.0  # this process's peak so far (a figure only in a fresh process)
+    cpu_s: float = 0.0  # this process's CPU time (user + system) during the cold start
     loaded_s: float = 0.0
 
     @property
@@ -123,9 +126,11 @@ class ControllerRun:
         since = hub.server.store.rv if hub.server is not None else 0
         if hub.faults is not None:
             hub.faults.requests.clear()
+        if hub.server is not None:
+            hub.server.audit.clear()
         if profile is not None:
             profile.enable()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         await manager.start(sync_timeout=600)
         synced = time.perf_counter() - began
         await until_idle(manager)
@@ -145,7 +150,9 @@ class ControllerRun:
             events_dropped=manager.recorder.dropped,
             requests=dict(sorted(hub.faults.requests.items())) if hub.faults else {},
             writes=stored_writes(hub.server, since) if hub.server is not None else {},
+            by_resource=requests_by_resource(hub.server) if hub.server is not None else {},
             peak_rss_mib=peak_rss_mib(),  # before the checks, whose lists would add to it
+            cpu_s=time.process_time() - cpu,
             loaded_s=hub.loaded_s,
         )
         return self.cold

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from apis.placements import PlacementDecision
 from placement._index_columns import Cow, Epoch, Layout
 from placement.arrays import RowIndex
+from placement.rows import DecisionRow
 from placement.snapshot import DecisionTable
 
 __all__ = ["DecisionState"]
@@ -65,13 +65,12 @@ class DecisionState:
 
     # --- events ---------------------------------------------------------------------------
 
-    def upsert(self, decision: PlacementDecision, fleet: Mapping[str, int]) -> bool:
+    def upsert(self, decision: DecisionRow, fleet: Mapping[str, int]) -> bool:
         """Store a PlacementDecision; `fleet` is the committed name -> row. True if it changed
         what a snapshot shows."""
         owner = decision.placement_name
         placement = (decision.namespace, owner) if owner else None
-        entries = decision.status.decisions if decision.status else []
-        names = [e.cluster_name for e in entries]
+        names = decision.clusters
         found = [*map(self._ids.get, names)]
         if None in found:
             found = [

@@ -36,7 +36,7 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.rows import ClusterRow, ScoreRow, score_row
+from placement.rows import ClusterRow, DecisionRow, ScoreRow, decision_row, score_row
 from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems
 
 __all__ = ["ClusterRow", "DocumentRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
@@ -239,8 +239,9 @@ class FleetIndex:
 
     # --- PlacementDecision and AddOnPlacementScore ----------------------------------------
 
-    def upsert_decision(self, decision: PlacementDecision) -> None:
-        if self._decisions.upsert(decision, self._index):
+    def upsert_decision(self, decision: PlacementDecision | DecisionRow) -> None:
+        row = decision if isinstance(decision, DecisionRow) else decision_row(decision)
+        if self._decisions.upsert(row, self._index):
             self._changed()
 
     def delete_decision(self, namespace: str, name: str) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apis.meta import ObjectMeta
@@ -46,7 +46,7 @@ from controllers.kube.errors import (
 from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder, EventType
 from controllers.runtime.leader import NotLeaderError
-from controllers.runtime.patches import without_nulls
+from placement.rows import DecisionRow, decision_row
 
 __all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
 
@@ -67,45 +67,37 @@ class StepReport(Protocol):
 
 # --- a PD as held against the PD as wanted ------------------------------------------------------
 
-_DecisionKey = tuple[tuple[str, str, int | None], ...]
 
-
-def _decision_key(pd: PlacementDecision) -> _DecisionKey | None:
-    # Compared on every reconcile, so plain tuples rather than wire dicts. None (no status at
-    # all, as a create leaves it) differs from an empty list: an empty PD gets
-    # `status.decisions: []` written once, so readers always find the list.
-    if pd.status is None:
-        return None
-    return tuple((d.cluster_name, d.reason, d.score) for d in pd.status.decisions)
-
-
-def _decisions(pd: PlacementDecision) -> list[dict[str, Any]]:
-    return [without_nulls(d.to_wire()) for d in (pd.status.decisions if pd.status else [])]
-
-
-def _clusters(pd: PlacementDecision) -> tuple[str, ...]:
-    return tuple(d.cluster_name for d in (pd.status.decisions if pd.status else []))
-
-
-def _owners_key(refs: Sequence[dict[str, Any]]) -> list[str]:
+def _owners_key(refs: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(json.dumps(ref, sort_keys=True) for ref in refs)
 
 
-def _metadata_patch(have: PlacementDecision, want: PlacementDecision) -> dict[str, Any]:
+def _metadata_patch(have: DecisionRow, want: DecisionRow) -> dict[str, Any]:
     """The label and ownerReference changes `have` needs ({} when none)."""
     patch: dict[str, Any] = {}
-    labels = have.metadata.labels or {}
-    changed = {k: v for k, v in (want.metadata.labels or {}).items() if labels.get(k) != v}
+    labels = have.labels
+    changed = {k: v for k, v in want.labels.items() if labels.get(k) != v}
     if changed:
         patch["labels"] = changed
-    now = [without_nulls(ref.to_wire()) for ref in have.metadata.owner_references or []]
-    wanted = [without_nulls(ref.to_wire()) for ref in want.metadata.owner_references or []]
+    now = [dict(ref) for ref in have.owners]
+    wanted = [dict(ref) for ref in want.owners]
     uids = {ref.get("uid") for ref in wanted}
     # Another controller's reference (an earlier placement of the same name) has to go.
     merged = [r for r in now if r.get("uid") not in uids and not r.get("controller")] + wanted
     if _owners_key(merged) != _owners_key(now):
         patch["ownerReferences"] = merged
     return patch
+
+
+def _related(row: DecisionRow) -> PlacementDecision:
+    """A PD that is gone, as an event's `related` reference names it."""
+    meta = ObjectMeta(
+        name=row.name,
+        namespace=row.namespace,
+        uid=row.uid,
+        resource_version=row.resource_version,
+    )
+    return PlacementDecision(metadata=meta)
 
 
 class _StaleError(Exception):
@@ -127,7 +119,7 @@ class DecisionRun:
         recorder: EventRecorder,
         placement: Placement,  # as cached
         want: Sequence[PlacementDecision],  # the desired PDs, as `paginate` builds them
-        current: Sequence[PlacementDecision],  # as cached, possibly stale
+        current: Sequence[DecisionRow | PlacementDecision],  # as cached, possibly stale
         *,
         warning: tuple[str, str] | None,  # (message, plugin) when scheduling said Warning
         score_note: str,  # the ScoreUpdate note
@@ -149,13 +141,15 @@ class DecisionRun:
         self.carrier_names: set[str] = set()
         self.placement = placement
         self.namespace = placement.namespace
-        self.want = {pd.name: pd for pd in want}
+        self.templates = {pd.name: pd for pd in want}
+        self.want = {pd.name: decision_row(pd) for pd in want}
+        rows = (pd if isinstance(pd, DecisionRow) else decision_row(pd) for pd in current)
         # Only this placement's PDs, whatever the caller passed: deleting another placement's
         # decisions would be far worse than missing a stale one.
         self.view = {
-            pd.name: pd
-            for pd in current
-            if pd.namespace == self.namespace and pd.placement_name == self.placement.name
+            row.name: row
+            for row in rows
+            if row.namespace == self.namespace and row.placement_name == self.placement.name
         }
         self.recoveries: Counter[str] = Counter()
 
@@ -172,12 +166,12 @@ class DecisionRun:
             name
             for name, want in self.want.items()
             if name in self.view
-            and _clusters(self.view[name]) == _clusters(want)
-            and _decision_key(self.view[name]) != _decision_key(want)
+            and self.view[name].clusters == want.clusters
+            and self.view[name].entries() != want.entries()
         ]
         return plan_steps(
-            [Page(name, _clusters(pd)) for name, pd in self.view.items()],
-            [Page(name, _clusters(pd)) for name, pd in self.want.items()],
+            [Page(name, row.clusters) for name, row in self.view.items()],
+            [Page(name, row.clusters) for name, row in self.want.items()],
             carrier_prefix=f"{self.placement.name}-decision-",
             rewrite=rewrite,
         )
@@ -215,7 +209,7 @@ class DecisionRun:
             self.view.pop(name, None)
             self.deleted(self.namespace, name, False)
             return
-        self.view[name] = fresh
+        self.view[name] = decision_row(fresh)
         self.written(fresh, None)
 
     # --- steps -------------------------------------------------------------------------------
@@ -233,19 +227,20 @@ class DecisionRun:
             self.recorder.record(p, pd, "Normal", "ScoreUpdate", "ScoreUpdated", self.score_note)
 
     async def _create(self, step: Create) -> None:
+        labels: Mapping[str, str]
         if step.carrier_for is None:
-            template = self.want[step.name]
-            labels = template.metadata.labels
+            template = self.templates[step.name]
+            labels = template.metadata.labels or {}
         else:
             # A carrier keeps the labels of the PD it relieves: consumers see its clusters in
             # the group they were in until the move completes.
-            template = next(iter(self.want.values()))
-            labels = self.view[step.carrier_for].metadata.labels
+            template = next(iter(self.templates.values()))
+            labels = self.view[step.carrier_for].labels
         body = PlacementDecision(
             metadata=ObjectMeta(
                 name=step.name,
                 namespace=self.namespace,
-                labels=dict(labels or {}),
+                labels=dict(labels),
                 owner_references=list(template.metadata.owner_references or []),
             )
         )
@@ -253,7 +248,8 @@ class DecisionRun:
             created = await self.gateway.create(body)
         except AlreadyExistsError as exc:
             raise _StaleError(step.name, exc) from exc
-        self.view[step.name] = created
+        row = decision_row(created)
+        self.view[step.name] = row
         self.written(created, "create")
         if step.carrier_for is None:
             self.report.created.append(step.name)
@@ -262,23 +258,24 @@ class DecisionRun:
             self.report.carriers.append(step.name)
             self.carrier_names.add(step.name)
         decisions = (
-            _decisions(self.want[step.name])
+            self.want[step.name].wire_decisions()
             if step.carrier_for is None
             else [{"clusterName": c, "reason": ""} for c in step.clusters]
         )
-        if created.status is None or decisions != _decisions(created):
-            await self._write_decisions(created, decisions, announce=step.carrier_for is None)
+        if not row.has_status or decisions != row.wire_decisions():
+            await self._write_decisions(row, decisions, announce=step.carrier_for is None)
 
     async def _update(self, name: str) -> None:
-        await self._write_decisions(self.view[name], _decisions(self.want[name]), announce=True)
+        want = self.want[name].wire_decisions()
+        await self._write_decisions(self.view[name], want, announce=True)
         if name not in self.report.updated:
             self.report.updated.append(name)
 
     async def _write_decisions(
-        self, pd: PlacementDecision, decisions: list[dict[str, Any]], *, announce: bool
+        self, pd: DecisionRow, decisions: list[dict[str, Any]], *, announce: bool
     ) -> None:
         patch = {
-            "metadata": {"resourceVersion": pd.metadata.resource_version},
+            "metadata": {"resourceVersion": pd.resource_version},
             "status": {"decisions": decisions},
         }
         try:
@@ -287,10 +284,10 @@ class DecisionRun:
             )
         except (ConflictError, NotFoundError) as exc:
             raise _StaleError(pd.name, exc) from exc
-        self.view[pd.name] = written
+        self.view[pd.name] = decision_row(written)
         self.written(written, "patch")
         # A missing status filled with an empty list is no change of decisions: no event.
-        if announce and _decisions(pd) != decisions:
+        if announce and pd.wire_decisions() != decisions:
             self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
 
     async def _fix_metadata(self) -> None:
@@ -301,14 +298,14 @@ class DecisionRun:
             changes = _metadata_patch(have, want)
             if not changes:
                 continue
-            changes["resourceVersion"] = have.metadata.resource_version
+            changes["resourceVersion"] = have.resource_version
             try:
                 written = await self.gateway.merge_patch(
                     PlacementDecision, name, {"metadata": changes}, self.namespace
                 )
             except (ConflictError, NotFoundError) as exc:
                 raise _StaleError(name, exc) from exc
-            self.view[name] = written
+            self.view[name] = decision_row(written)
             self.written(written, "patch")
             if name not in self.report.updated and name not in self.report.created:
                 self.report.updated.append(name)
@@ -328,4 +325,4 @@ class DecisionRun:
         if gone:
             self.report.deleted.append(step.name)
             if pd is not None:
-                self._event(pd, "DecisionDelete", "DecisionDeleted", "deleted")
+                self._event(_related(pd), "DecisionDelete", "DecisionDeleted", "deleted")

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 from apis.cluster import ManagedClusterSet, ManagedClusterSetBinding
 from apis.placements import Placement, PlacementDecision
 from placement.clustersets import set_contains
+from placement.rows import DecisionRow
 from plugins.predicate import cel_score_names, uses_cel
 
 __all__ = ["Fanout", "placement_key"]
@@ -207,7 +208,7 @@ class Fanout:
         return out
 
     @staticmethod
-    def for_decision(decision: PlacementDecision) -> set[str]:
+    def for_decision(decision: PlacementDecision | DecisionRow) -> set[str]:
         owner = decision.placement_name
         return {placement_key(decision.namespace, owner)} if owner else set()
 

@@ -35,6 +35,7 @@ from placement.explain import explain_json
 from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
+from placement.rows import decision_row
 from placement.scheduler import Scheduler
 
 __all__ = [
@@ -92,8 +93,9 @@ class WriteThrough:
 
     def written(self, obj: PlacementDecision | Placement) -> None:
         if isinstance(obj, PlacementDecision):
-            if self.decisions.observe(obj, ours=True):
-                self.index.upsert_decision(obj)
+            row = decision_row(obj)
+            if self.decisions.observe(row, ours=True):
+                self.index.upsert_decision(row)
         elif self.placements.observe(obj, ours=True):
             self.fanout.placement_upserted(obj)
 

@@ -29,6 +29,7 @@ from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder
 from controllers.runtime.leader import NotLeaderError
 from controllers.runtime.patches import merge_patch_between, without_nulls
+from placement.rows import DecisionRow
 
 __all__ = [
     "DecisionWriter",
@@ -100,7 +101,9 @@ class DecisionWriter:
         self.may_retry = may_retry
         """Whether a write that met 409 may be retried (this replica still leads)."""
 
-    async def apply(self, plan: WritePlan, current: Sequence[PlacementDecision]) -> WriteReport:
+    async def apply(
+        self, plan: WritePlan, current: Sequence[DecisionRow | PlacementDecision]
+    ) -> WriteReport:
         """Write the PDs (when `plan.decisions` is not None), then the placement status.
 
         `current` holds the placement's PDs as cached (possibly stale). ApiErrors other than

@@ -9,14 +9,24 @@ An event older than what we already know (its write was followed by one of ours)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
-from apis.meta import KubeObject
+__all__ = ["Keyed", "Latest", "newer"]
 
-__all__ = ["Latest", "newer"]
 
-ObjT = TypeVar("ObjT", bound=KubeObject)
+class Keyed(Protocol):
+    """What a view holds: a model or a row, found by its `namespace/name` key."""
+
+    @property
+    def key(self) -> str: ...
+
+
+ObjT = TypeVar("ObjT", bound=Keyed)
+
+
+def _model_version(obj: Any) -> str | None:
+    return obj.metadata.resource_version  # type: ignore[no-any-return]
 
 
 def newer(candidate: str | None, known: str | None) -> bool:
@@ -33,9 +43,11 @@ def newer(candidate: str | None, known: str | None) -> bool:
 
 
 class Latest(Generic[ObjT]):
-    """The newest known version of each object, by `namespace/name` key."""
+    """The newest known version of each object, by `namespace/name` key. `version` reads an
+    object's resourceVersion (a model's metadata by default; a row's own field)."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: Callable[[ObjT], str | None] = _model_version) -> None:
+        self._version = version
         self._objects: dict[str, ObjT] = {}
         # Keys we deleted ourselves: watch events about them until their DELETED event are
         # stale (they predate the deletion) and must not bring them back.
@@ -60,9 +72,9 @@ class Latest(Generic[ObjT]):
             return False
         known = self._objects.get(key)
         if known is not None:
-            version = obj.metadata.resource_version
-            if not newer(version, known.metadata.resource_version):
-                if not ours and version == known.metadata.resource_version:
+            version, known_version = self._version(obj), self._version(known)
+            if not newer(version, known_version):
+                if not ours and version == known_version:
                     # The echo of our write: the same version, so keep the informer's copy
                     # and let the write's response go (one copy of each object, not two).
                     self._objects[key] = obj

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from apis.cluster import ManagedCluster
-from placement.rows import cluster_row, score_row
-from placement.testing import NOW, cluster, score, taint
+from apis.placements import PlacementDecision
+from placement.rows import cluster_row, decision_row, score_row
+from placement.testing import NOW, cluster, decision, score, taint
 
 
 def versioned(obj: Any, version: str, **meta: Any) -> Any:
@@ -106,3 +107,50 @@ def test_a_score_row_keeps_valid_until_and_the_last_value_of_each_name() -> None
     assert row.values == (("cpu", 5), ("mem", -2))
     assert row == score_row(score("c1", "usage", {"cpu": 5, "mem": -2}, NOW))
     assert row != score_row(score("c1", "usage", {"cpu": 5, "mem": -2}))
+
+
+def test_a_decision_row_keeps_what_the_writer_compares_and_writes_back() -> None:
+    owner = {
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+        "kind": "Placement",
+        "name": "web",
+        "uid": "p-1",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    wire = decision("apps", "web", ["c2", "c1"], 3).to_wire()
+    wire["metadata"].update(uid="u-1", resourceVersion="42", ownerReferences=[owner])
+    pd = PlacementDecision.model_validate(wire)
+    row = decision_row(pd)
+    assert (row.key, row.placement_name, row.uid, row.resource_version) == (
+        "apps/web-decision-3",
+        "web",
+        "u-1",
+        "42",
+    )
+    assert row.clusters == ("c2", "c1")  # the order as written
+    assert row.details is None  # every reason empty, no score: nothing more to keep
+    assert row.wire_decisions() == [
+        {"clusterName": "c2", "reason": ""},
+        {"clusterName": "c1", "reason": ""},
+    ]
+    assert row.owners == (owner,)
+
+
+def test_a_decision_row_keeps_reasons_and_scores_and_tells_no_status_from_an_empty_one() -> None:
+    wire = decision("apps", "web", ["c1", "c2"]).to_wire()
+    wire["status"]["decisions"][1].update(reason="picked", score=7)
+    row = decision_row(PlacementDecision.model_validate(wire))
+    assert row.entries() == (("c1", "", None), ("c2", "picked", 7))
+    assert row.wire_decisions()[1] == {"clusterName": "c2", "reason": "picked", "score": 7}
+    bare = decision_row(PlacementDecision.model_validate({"metadata": wire["metadata"]}))
+    empty = decision_row(decision("apps", "web", []))
+    assert (bare.has_status, bare.entries()) == (False, None)
+    assert (empty.has_status, empty.entries()) == (True, ())
+
+
+def test_decision_rows_share_cluster_names_and_labels_strings() -> None:
+    one = decision_row(PlacementDecision.model_validate(decision("a", "web", ["c1"]).to_wire()))
+    two = decision_row(PlacementDecision.model_validate(decision("b", "api", ["c1"]).to_wire()))
+    assert one.clusters[0] is two.clusters[0]
+    assert next(iter(one.labels)) is next(iter(two.labels))

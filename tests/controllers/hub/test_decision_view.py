@@ -24,7 +24,7 @@ def test_an_older_event_is_ignored_and_the_echo_of_our_write_is_no_news() -> Non
     assert not view.observe(versioned("web-decision-1", "5"))  # the echo
     assert not view.observe(versioned("web-decision-1", "4"))  # older
     assert view.observe(versioned("web-decision-1", "6"))
-    assert [pd.metadata.resource_version for pd in view.of("apps", "web")] == ["6"]
+    assert [row.resource_version for row in view.of("apps", "web")] == ["6"]
 
 
 def test_events_between_our_delete_and_its_deleted_event_cannot_bring_it_back() -> None:
