@@ -161,9 +161,7 @@ class DecisionRow:
             return None
         if self.details is None:
             return tuple([(c, "", None) for c in self.clusters])
-        return tuple(
-            [(c, r, s) for c, (r, s) in zip(self.clusters, self.details, strict=True)]
-        )
+        return tuple([(c, r, s) for c, (r, s) in zip(self.clusters, self.details, strict=True)])
 
     def wire_decisions(self) -> list[dict[str, Any]]:
         """`status.decisions` as on the wire."""

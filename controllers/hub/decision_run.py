@@ -50,8 +50,8 @@ from placement.rows import DecisionRow, decision_row
 
 __all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
 
-# An object as the server returned it, and the verb that wrote it (None: a re-read).
-Written = Callable[[PlacementDecision, str | None], None]
+# A PD as the server returned it (its row), and the verb that wrote it (None: a re-read).
+Written = Callable[[DecisionRow, str | None], None]
 # A PD that is gone (namespace, name), and whether it was our delete that removed it.
 Deleted = Callable[[str, str, bool], None]
 
@@ -209,8 +209,8 @@ class DecisionRun:
             self.view.pop(name, None)
             self.deleted(self.namespace, name, False)
             return
-        self.view[name] = decision_row(fresh)
-        self.written(fresh, None)
+        self.view[name] = row = decision_row(fresh)
+        self.written(row, None)
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -250,7 +250,7 @@ class DecisionRun:
             raise _StaleError(step.name, exc) from exc
         row = decision_row(created)
         self.view[step.name] = row
-        self.written(created, "create")
+        self.written(row, "create")
         if step.carrier_for is None:
             self.report.created.append(step.name)
             self._event(created, "DecisionCreate", "DecisionCreated", "created")
@@ -284,8 +284,8 @@ class DecisionRun:
             )
         except (ConflictError, NotFoundError) as exc:
             raise _StaleError(pd.name, exc) from exc
-        self.view[pd.name] = decision_row(written)
-        self.written(written, "patch")
+        self.view[pd.name] = row = decision_row(written)
+        self.written(row, "patch")
         # A missing status filled with an empty list is no change of decisions: no event.
         if announce and pd.wire_decisions() != decisions:
             self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
@@ -305,8 +305,8 @@ class DecisionRun:
                 )
             except (ConflictError, NotFoundError) as exc:
                 raise _StaleError(name, exc) from exc
-            self.view[name] = decision_row(written)
-            self.written(written, "patch")
+            self.view[name] = row = decision_row(written)
+            self.written(row, "patch")
             if name not in self.report.updated and name not in self.report.created:
                 self.report.updated.append(name)
 

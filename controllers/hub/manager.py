@@ -320,9 +320,7 @@ class Manager(Controller):
     def _decision_gone(self, decision: DecisionRow) -> None:
         if self.decisions.observe_deleted(decision.key) is not None:
             self.index.delete_decision(decision.namespace, decision.name)
-            self._requeue(
-                _PD_KIND, decision.key, GONE, lambda: self.fanout.for_decision(decision)
-            )
+            self._requeue(_PD_KIND, decision.key, GONE, lambda: self.fanout.for_decision(decision))
 
     def _placement_changed(self, placement: Placement) -> None:
         if self.placements.observe(placement):  # else an echo of our own status patch

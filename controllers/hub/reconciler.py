@@ -35,7 +35,7 @@ from placement.explain import explain_json
 from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
-from placement.rows import decision_row
+from placement.rows import DecisionRow, decision_row
 from placement.scheduler import Scheduler
 
 __all__ = [
@@ -91,9 +91,9 @@ class WriteThrough:
         self.index = index
         self.fanout = fanout
 
-    def written(self, obj: PlacementDecision | Placement) -> None:
-        if isinstance(obj, PlacementDecision):
-            row = decision_row(obj)
+    def written(self, obj: DecisionRow | PlacementDecision | Placement) -> None:
+        if isinstance(obj, DecisionRow | PlacementDecision):
+            row = obj if isinstance(obj, DecisionRow) else decision_row(obj)
             if self.decisions.observe(row, ours=True):
                 self.index.upsert_decision(row)
         elif self.placements.observe(obj, ours=True):

@@ -56,8 +56,8 @@ class WritePlan:
 class WriteSink(Protocol):
     """The reconciler's write-through cache."""
 
-    def written(self, obj: PlacementDecision | Placement) -> None:
-        """`obj` as the server returned it."""
+    def written(self, obj: DecisionRow | Placement) -> None:
+        """`obj` as the server returned it (a PlacementDecision as its row)."""
 
     def deleted(self, namespace: str, name: str) -> None:
         """A PlacementDecision that is gone."""
@@ -132,11 +132,11 @@ class DecisionWriter:
 
     # --- bookkeeping, shared with the DecisionRun --------------------------------------------
 
-    def _written(self, obj: PlacementDecision | Placement, verb: str | None) -> None:
+    def _written(self, obj: DecisionRow | Placement, verb: str | None) -> None:
         if self._sink is not None:
             self._sink.written(obj)
         if verb is not None and self._on_write is not None:
-            self._on_write(obj.KIND, verb)
+            self._on_write(PD_KIND if isinstance(obj, DecisionRow) else obj.KIND, verb)
 
     def _deleted(self, namespace: str, name: str, wrote: bool) -> None:
         if self._sink is not None:

@@ -377,3 +377,15 @@ class Gateway:
     async def create_event(self, event: ObjT) -> ObjT:
         """Record an Event (core/v1 or events.k8s.io/v1)."""
         return await self.create(event)
+
+    async def post_event(self, event: KubeObject) -> None:
+        """Record an Event without reading the answer into a model (an event recorder sends
+        tens of thousands at a cold start and never looks at what the server stored)."""
+        path = collection_path(type(event), event.namespace or None)
+        response = await self._open("POST", path, body=event.to_wire())
+        try:
+            await response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"POST {path}: {exc}") from exc
+        finally:
+            response.release()

@@ -168,7 +168,7 @@ class EventRecorder:
 
     async def _create(self, event: Event) -> None:
         try:
-            await self._gateway.create_event(event)
+            await self._gateway.post_event(event)
         except Exception as exc:  # best effort: whatever went wrong, the caller never sees it
             log.warning("event %s/%s not recorded: %s", event.namespace, event.name, exc)
             self._report(event.reason or "", "failed")

@@ -32,6 +32,7 @@ from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder
 from controllers.runtime.patches import merge_patch_between
 from placement.decisions import MAX_DECISIONS_PER_OBJECT, DecisionGroup, paginate
+from placement.rows import DecisionRow
 from tests.controllers.embedded.hub import WAIT, hub, placement
 
 pytestmark = pytest.mark.asyncio
@@ -62,10 +63,10 @@ class Sink:
     """The objects the writer reports, in order."""
 
     def __init__(self) -> None:
-        self.objects: list[PlacementDecision | Placement] = []
+        self.objects: list[DecisionRow | Placement] = []
         self.gone: list[str] = []
 
-    def written(self, obj: PlacementDecision | Placement) -> None:
+    def written(self, obj: DecisionRow | Placement) -> None:
         self.objects.append(obj)
 
     def deleted(self, namespace: str, name: str) -> None:
@@ -196,8 +197,9 @@ async def test_new_decisions_carry_paginate_names_labels_owner_and_status() -> N
         assert r.writes == [("PlacementDecision", "create"), ("PlacementDecision", "patch")]
         # The sink saw what the server answered, last the PD with its decisions.
         last = r.sink.objects[-1]
-        assert isinstance(last, PlacementDecision)
-        assert last.metadata.resource_version == pd.metadata.resource_version
+        assert isinstance(last, DecisionRow)
+        assert last.resource_version == pd.metadata.resource_version
+        assert list(last.clusters) == ["c1", "c2"]
 
 
 async def test_101_clusters_make_two_decisions_of_100_and_1() -> None:
