@@ -89,7 +89,12 @@ def verdicts(cases: Sequence[Case]) -> list[tuple[Target, str, str]]:
         if case is None or not case.values:
             out.append((target, "—", "not measured in this run"))
             continue
-        value = ratio(case, cases) if target.at_least else case.median
+        value: float | None
+        if target.detail is not None:
+            found = _first(case.details.get(target.detail))
+            value = float(found) if isinstance(found, int | float) else None
+        else:
+            value = ratio(case, cases) if target.at_least else case.median
         if value is None:
             out.append((target, "—", "no baseline in this run"))
             continue
@@ -220,6 +225,17 @@ def _notes(c: Case) -> str:
         return (
             f"{_first(d['reconciles']):,} reconciles, {_first(d['decisions']):,} decisions; "
             f"{verdicts}"
+        )
+    if c.label.startswith("wide workload") and "verdicts" in d:
+        per = _first(d.get("requests_per_pd"))
+        return (
+            f"{_first(d['placement_decisions']):,} PlacementDecisions, "
+            f"{_first(d['decisions']):,} decisions (widest {_first(d['widest']):,}), "
+            f"{_first(d['events']):,} events"
+            + (f", {per:.2f} requests per PD" if isinstance(per, int | float) else "")
+            + f"; controller alone: peak RSS {_first(d['peak_rss_mib']):,.0f} MiB, "
+            f"CPU {_first(d['cpu_s']):.1f} s (API server {_first(d['server_cpu_s']):.1f} s); "
+            f"{_first(d['reconciles']):,} reconciles"
         )
     if c.scenario == COLD and "reconciles" in d:
         per = 1000 * c.median / c.placements

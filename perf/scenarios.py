@@ -51,6 +51,8 @@ __all__ = [
     "SCENARIOS",
     "SMOKE",
     "TARGETS",
+    "WIDE",
+    "WIDE_SHARE",
     "Sizes",
     "Target",
     "plan",
@@ -62,6 +64,9 @@ POD_E2E, POD_MEMORY = "pod-e2e", "pod-memory"
 POD_SCENARIOS = (POD_ENGINE, POD_PREEMPTION, POD_E2E, POD_MEMORY)
 SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS)
 OCM_SHAPE = "OCM shape"  # the cold start's case on OCM's benchmark hub (`controller_run.py`)
+WIDE_SHARE = 0.2
+"""Issue 20's realistic mix: a fifth of the placements select hundreds to all clusters."""
+WIDE = f"wide workload ({WIDE_SHARE:.0%} wide)"  # its cold start's case
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class Target:
     text: str
     at_least: bool = False  # a speed-up against the case's baseline
     rate: bool = False  # the median itself must reach `limit` (pods/s)
+    detail: str | None = None  # judge this detail of the case's first run, not its median
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -95,6 +101,17 @@ TARGETS = (
     Target(SPREAD, "vectorized", 1_000, 1, 500, "x", "EvenSpread vs the oracle >= 500x", True),
     Target(COLD, OCM_SHAPE, 5_000, 10_000, 60, "s", "cold start 5,000 x 10,000 <= 60 s"),
     Target(FANOUT, "controller", 5_000, 1_000, 3, "s", "label change, 1,000 re-queued <= 3 s"),
+    Target(COLD, WIDE, 5_000, 2_000, 60, "s", "cold start 5,000 x 2,000, 20% wide <= 60 s"),
+    Target(
+        COLD,
+        WIDE,
+        5_000,
+        2_000,
+        512,
+        "MiB",
+        "same: controller peak RSS (server apart) <= 512 MiB",
+        detail="peak_rss_mib",
+    ),
     Target(MEMORY, "controller", 100_000, 10_000, 1024, "MiB", "RSS 100k x 10k <= 1 GiB"),
     Target(MEMORY, "core", 100_000, 10_000, 1024, "MiB", "(core alone) RSS 100k x 10k <= 1 GiB"),
     Target(
@@ -345,15 +362,19 @@ def _cold(clusters: int, placements: int, settings: Settings, times: int) -> Cas
     )
 
 
-WIDE_SHARE = 0.2
-"""Issue 20's realistic mix: a fifth of the placements select hundreds to all clusters."""
-
-
 def _mixed(clusters: int, placements: int, settings: Settings, wide: float = 0.0) -> Case:
     def read(out: Any, case: Case) -> float:
         keys = ("synced_s", "reconciles", "peak_rss_mib", "verdicts", "decisions")
-        for key in (*keys, "placement_decisions", "widest"):
+        for key in (*keys, "widest", "cpu_s", "server_cpu_s", "server_peak_rss_mib"):
             case.details.setdefault(key, []).append(out.get(key))
+        writes = out.get("writes") or {}
+        created = writes.get("PlacementDecision ADDED", 0)
+        case.details.setdefault("placement_decisions", []).append(created)
+        case.details.setdefault("events", []).append(writes.get("Event ADDED", 0))
+        writing = ("create", "update", "patch", "delete")
+        by_resource = out.get("by_resource") or {}
+        sent = sum(n for what, n in by_resource.items() if what.split()[-1] in writing)
+        case.details.setdefault("requests_per_pd", []).append(sent / created if created else None)
         verdicts = out["verdicts"]
         bad = verdicts.get("no status", 0) + verdicts.get("misconfigured", 0)
         if bad or out["status_and_decisions_disagree"]:
@@ -363,9 +384,17 @@ def _mixed(clusters: int, placements: int, settings: Settings, wide: float = 0.0
             )
         return float(out["decided_s"])
 
-    name = f"wide workload ({wide:.0%} wide)" if wide else "mixed workload"
+    name = (
+        WIDE
+        if wide == WIDE_SHARE
+        else f"wide workload ({wide:.0%} wide)"
+        if wide
+        else "mixed workload"
+    )
     case = Case(COLD, name, clusters, placements)
     args = ["mixed", *_sized(clusters, placements), f"--seed={settings.seed}", f"--wide={wide}"]
+    if wide:  # issue 20's bars are the controller's alone: the server runs in its own process
+        args.append("--split")
     timeout = 120 + placements * 0.1 + clusters * 0.005
     return _children(case, "perf.child", args, settings, 1, read, timeout)
 

@@ -24,6 +24,7 @@ from perf.scenarios import (
     SCENARIOS,
     SPREAD,
     TARGETS,
+    WIDE,
 )
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -74,6 +75,15 @@ def test_verdicts_say_met_missed_failed_or_not_measured() -> None:
     assert by_text[TARGETS[2].text] == ("25×", "**missed**")  # 20 ms / 0.8 ms
     assert by_text[TARGETS[3].text][1] == "failed: boom"
     assert by_text[TARGETS[5].text][1] == "not measured in this run"
+
+
+def test_a_target_on_a_detail_judges_that_figure_not_the_median() -> None:
+    wide = Case(COLD, WIDE, 5_000, 2_000, [45.0])
+    wide.details["peak_rss_mib"] = [600.0]
+    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts([wide])}
+    time_target, memory_target = (t for t in TARGETS if t.label == WIDE)
+    assert by_text[time_target.text] == ("45 s", "**met**")
+    assert by_text[memory_target.text] == ("600 MiB", "**missed**")
 
 
 def test_fitted_exponent_recovers_a_power_law() -> None:
