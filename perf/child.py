@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -229,47 +229,52 @@ async def _mixed_serve(shape: Shape, seed: int, wide: float) -> None:
     print(json.dumps({"server_peak_rss_mib": memory_mib()}), flush=True)
 
 
+class _ServedHub:
+    """The generated hub's server: in this process, or (`split`) a child process asked for
+    its counts over stdin; `server` collects what that process reported (CPU, peak RSS)."""
+
+    def __init__(self, hub: Hub, child: subprocess.Popen[str] | None = None) -> None:
+        self.hub = hub
+        self.child = child
+        self.server: dict[str, Any] = {}
+
+    async def counts(self) -> dict[str, Any]:
+        """The requests (by verb and by resource) and the writes the server saw so far."""
+        assert self.child is not None and self.child.stdin and self.child.stdout
+        self.child.stdin.write("counts\n")
+        self.child.stdin.flush()
+        seen = dict(json.loads(await asyncio.to_thread(self.child.stdout.readline)))
+        self.server["server_cpu_s"] = seen.pop("server_cpu_s")
+        return seen
+
+
 @contextlib.asynccontextmanager
 async def _mixed_hub(
     shape: Shape, seed: int, wide: float, split: bool
-) -> AsyncIterator[tuple[Hub, Callable[[], Awaitable[dict[str, Any]]]]]:
-    """The generated hub, served here or (`split`) by a child process; with a callable that
-    returns the requests and writes the server saw so far."""
+) -> AsyncIterator[_ServedHub]:
+    """The generated hub, served here or (`split`) by a child process."""
     if not split:
         objects = _mixed_objects(shape.clusters, shape.placements, seed, wide)
         async with running_hub(shape, objects, _WRITES_PER_PLACEMENT) as hub:
             del objects
-
-            async def nothing() -> dict[str, Any]:
-                return {}
-
-            yield hub, nothing
+            yield _ServedHub(hub)
         return
     args = [sys.executable, "-m", "perf.child", "mixed-serve", *_hub_args(shape, seed, wide)]
     child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
-
-    async def counts() -> dict[str, Any]:
-        stdin.write("counts\n")
-        stdin.flush()
-        return dict(json.loads(await asyncio.to_thread(stdout.readline)))
-
     try:
-        line = await asyncio.to_thread(stdout.readline)
+        line = await asyncio.to_thread(child.stdout.readline)
         if not line:
             raise RuntimeError(f"the server process exited {child.wait(30)} before serving")
         ready = json.loads(line)
-        yield Hub(shape, ready["url"], loaded_s=ready["loaded_s"]), counts
-        stdin.close()
-        _SERVER_OUT.update(json.loads(await asyncio.to_thread(stdout.readline)))
+        served = _ServedHub(Hub(shape, ready["url"], loaded_s=ready["loaded_s"]), child)
+        yield served
+        child.stdin.close()
+        served.server.update(json.loads(await asyncio.to_thread(child.stdout.readline)))
     finally:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
         child.wait(30)
-
-
-_SERVER_OUT: dict[str, Any] = {}  # what the server process printed last (`mixed --split`)
 
 
 def _hub_args(shape: Shape, seed: int, wide: float) -> list[str]:
@@ -293,18 +298,17 @@ async def _mixed(
 ) -> dict[str, Any]:
     shape = Shape(clusters, placements, workers)
     profile = cProfile.Profile() if profile_path else None
-    async with _mixed_hub(shape, seed, wide, split) as (hub, counts):
-        run = ControllerRun(hub)
+    async with _mixed_hub(shape, seed, wide, split) as served:
+        run = ControllerRun(served.hub)
         await run.open()
         try:
             cold = await run.start(profile)
             if profile is not None and profile_path:
                 profile.dump_stats(profile_path)
             if split:  # the server's counts at the same point as one process's
-                seen = await counts()
+                seen = await served.counts()
                 cold.requests, cold.writes = seen["requests"], seen["writes"]
                 cold.by_resource = seen["by_resource"]
-                _SERVER_OUT["server_cpu_s"] = seen["server_cpu_s"]
             items = (await run.gateway.list(Placement)).items
             held = {
                 key: len(chosen) for key, chosen in (await decisions_on_server(run.gateway)).items()
@@ -328,7 +332,7 @@ async def _mixed(
             mismatched += 1
     return {
         **asdict(cold),
-        **_SERVER_OUT,
+        **served.server,
         "split": split,
         "verdicts": dict(verdicts),
         "status_and_decisions_disagree": mismatched,

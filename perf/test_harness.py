@@ -200,6 +200,12 @@ def test_smoke_run_measures_every_scenario_and_writes_the_report(
     saved = json.loads((tmp_path / "results.json").read_text())
     measured = {c["scenario"] for c in saved["cases"] if c["values"] and not c["error"]}
     assert measured == set(SCENARIOS)
+    # The wide cold start ran with the server in its own process and counted its requests.
+    (wide,) = [c for c in saved["cases"] if c["label"] == WIDE]
+    details = {key: values[0] for key, values in wide["details"].items()}
+    assert details["placement_decisions"] > 0 and details["events"] > 0
+    assert details["requests_per_pd"] >= 2  # at least its create and its status
+    assert details["server_cpu_s"] > 0 and details["server_peak_rss_mib"] > 0
     text = (tmp_path / "report.md").read_text()
     assert "## 6. How cost grows" in text
     assert "exponent" in text
