@@ -121,7 +121,7 @@ class PodGateway(Gateway):
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         path = object_path(Pod, name, namespace, "binding")
-        await self._write("POST", path, json.dumps(binding).encode())
+        await self._send("POST", path, json.dumps(binding).encode())
 
     async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""
@@ -132,16 +132,7 @@ class PodGateway(Gateway):
 
     async def create_raw(self, cls: type[KubeObject], namespace: str | None, body: bytes) -> None:
         """POST a JSON body to `cls`'s collection; the answer is not read into a model."""
-        await self._write("POST", collection_path(cls, namespace), body)
-
-    async def _write(self, method: str, path: str, body: bytes) -> None:
-        response = await self._open(method, path, body=body)
-        try:
-            await response.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransportError(f"{method} {path}: {exc}") from exc
-        finally:
-            response.release()
+        await self._send("POST", collection_path(cls, namespace), body)
 
     async def _open(
         self,

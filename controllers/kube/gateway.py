@@ -382,10 +382,14 @@ class Gateway:
         """Record an Event without reading the answer into a model (an event recorder sends
         tens of thousands at a cold start and never looks at what the server stored)."""
         path = collection_path(type(event), event.namespace or None)
-        response = await self._open("POST", path, body=event.to_wire())
+        await self._send("POST", path, event.to_wire())
+
+    async def _send(self, method: str, path: str, body: Any) -> None:
+        """A write whose answer is read off the connection but not into a model."""
+        response = await self._open(method, path, body=body)
         try:
             await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransportError(f"POST {path}: {exc}") from exc
+            raise TransportError(f"{method} {path}: {exc}") from exc
         finally:
             response.release()
