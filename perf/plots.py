@@ -15,11 +15,14 @@ from perf.scenarios import (
     CYCLE,
     FANOUT,
     MEMORY,
+    OCM_SHAPE,
     POD_E2E,
     POD_ENGINE,
     POD_MEMORY,
     POD_PREEMPTION,
     SPREAD,
+    TARGETS,
+    target_limit,
 )
 
 __all__ = ["log_ticks", "plots"]
@@ -140,7 +143,10 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             ax, cases_of(cases, CYCLE, "loop"), lambda c: c.clusters, "per-cluster loop", 1e3
         )
         if drawn:
-            _target_points(ax, [(1e4, 1.0), (1e5, 5.0)], "targets: 1 ms at 10k, 5 ms at 100k")
+            points = [(float(t.clusters), t.limit * 1e3) for t in TARGETS if t.scenario == CYCLE]
+            _target_points(
+                ax, points, "targets: " + ", ".join(f"{ms:g} ms at {n:,.0f}" for n, ms in points)
+            )
         return drawn
 
     def speedup(ax: Any) -> bool:
@@ -149,7 +155,6 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
         if not pts:
             return False
         ax.plot([n for n, _ in pts], [r for _, r in pts], marker="o", label="loop ÷ scheduler")
-        _target_line(ax, 50, "target at 10k: 50×")
         ax.set_xlabel("clusters")
         ax.set_ylabel("speed-up")
         return True
@@ -162,7 +167,9 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
         )
         drawn |= _curve(ax, cases_of(cases, SPREAD, "oracle"), lambda c: c.clusters, "oracle", 1e3)
         if drawn:
-            _target_line(ax, 50.0, "target, 1,000 of 10,000: 50 ms")
+            limit = target_limit(SPREAD, "vectorized")
+            if limit is not None:
+                _target_line(ax, limit[0] * 1e3, f"target: {limit[1]}")
         return drawn
 
     def by(
@@ -196,9 +203,7 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             folder,
             "cold-start-placements.png",
             "Cold start against placements",
-            by(
-                COLD, "placements", (60, "target, 5,000 x 10,000: 60 s"), "seconds to all decisions"
-            ),
+            by(COLD, "placements", target_limit(COLD, OCM_SHAPE), "seconds to all decisions"),
         )
     )
     made.append(
@@ -206,7 +211,7 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             folder,
             "cold-start-clusters.png",
             "Cold start against clusters",
-            by(COLD, "clusters", (60, "target, 5,000 x 10,000: 60 s"), "seconds to all decisions"),
+            by(COLD, "clusters", target_limit(COLD, OCM_SHAPE), "seconds to all decisions"),
         )
     )
     made.append(
@@ -214,7 +219,12 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             folder,
             "fan-out.png",
             "One label change re-queuing every placement",
-            by(FANOUT, "placements", (3, "target, 1,000 re-queued: 3 s"), "seconds to all updated"),
+            by(
+                FANOUT,
+                "placements",
+                target_limit(FANOUT, "controller"),
+                "seconds to all updated",
+            ),
         )
     )
 
@@ -226,7 +236,9 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             series = cases_of(cases, MEMORY, label)
             drawn |= _curve(ax, series, lambda c: c.clusters, name, 1.0)
         if drawn:
-            _target_line(ax, 1024, "target at 100k x 10k: 1 GiB")
+            limit = target_limit(MEMORY, "controller")
+            if limit is not None:
+                _target_line(ax, *limit)
         return drawn
 
     made.append(_plot(folder, "memory.png", "Peak resident memory", memory))

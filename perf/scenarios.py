@@ -56,6 +56,7 @@ __all__ = [
     "Sizes",
     "Target",
     "plan",
+    "target_limit",
 ]
 
 CYCLE, SPREAD, COLD, FANOUT, MEMORY = "cycle", "spread", "cold-start", "fan-out", "memory"
@@ -93,14 +94,28 @@ class Target:
         return value >= self.limit if self.at_least or self.rate else value <= self.limit
 
 
+# DESIGN §9, the raised hub bars (the first campaign met 1 ms / 5 ms, 50 ms and 500x, 60 s, 3 s
+# and 1 GiB; those figures stay in RESULTS.md). Not measured here: "faster than OCM's own Go
+# scheduler on the same fleet at every size" (no Go toolchain on the benchmark machines).
 TARGETS = (
-    Target(CYCLE, "scheduler", 10_000, 1, 0.001, "s", "one placement, warm, 10k clusters <= 1 ms"),
-    Target(CYCLE, "scheduler", 100_000, 1, 0.005, "s", "one placement, warm, 100k <= 5 ms"),
-    Target(CYCLE, "scheduler", 10_000, 1, 50, "x", "vs per-cluster loop at 10k >= 50x", True),
-    Target(SPREAD, "vectorized", 10_000, 1, 0.050, "s", "EvenSpread 1,000 of 10,000 <= 50 ms"),
-    Target(SPREAD, "vectorized", 1_000, 1, 500, "x", "EvenSpread vs the oracle >= 500x", True),
-    Target(COLD, OCM_SHAPE, 5_000, 10_000, 60, "s", "cold start 5,000 x 10,000 <= 60 s"),
-    Target(FANOUT, "controller", 5_000, 1_000, 3, "s", "label change, 1,000 re-queued <= 3 s"),
+    Target(
+        CYCLE, "scheduler", 10_000, 1, 0.0001, "s", "one placement, warm, 10k clusters <= 0.1 ms"
+    ),
+    Target(CYCLE, "scheduler", 100_000, 1, 0.0005, "s", "one placement, warm, 100k <= 0.5 ms"),
+    Target(SPREAD, "vectorized", 10_000, 1, 0.020, "s", "EvenSpread 1,000 of 10,000 <= 20 ms"),
+    Target(SPREAD, "vectorized", 1_000, 1, 1000, "x", "EvenSpread vs the oracle >= 1,000x", True),
+    Target(COLD, OCM_SHAPE, 5_000, 10_000, 15, "s", "cold start 5,000 x 10,000 <= 15 s"),
+    Target(
+        COLD,
+        OCM_SHAPE,
+        5_000,
+        10_000,
+        4,
+        "requests",
+        "same: <= 4 write requests per new placement",
+        detail="writes_per_placement",
+    ),
+    Target(FANOUT, "controller", 5_000, 1_000, 0.3, "s", "label change, 1,000 re-queued <= 0.3 s"),
     Target(COLD, WIDE, 5_000, 2_000, 60, "s", "cold start 5,000 x 2,000, 20% wide <= 60 s"),
     Target(
         COLD,
@@ -112,8 +127,8 @@ TARGETS = (
         "same: controller peak RSS (server apart) <= 512 MiB",
         detail="peak_rss_mib",
     ),
-    Target(MEMORY, "controller", 100_000, 10_000, 1024, "MiB", "RSS 100k x 10k <= 1 GiB"),
-    Target(MEMORY, "core", 100_000, 10_000, 1024, "MiB", "(core alone) RSS 100k x 10k <= 1 GiB"),
+    Target(MEMORY, "controller", 100_000, 10_000, 512, "MiB", "RSS 100k x 10k <= 512 MiB"),
+    Target(MEMORY, "core", 100_000, 10_000, 512, "MiB", "(core alone) RSS 100k x 10k <= 512 MiB"),
     Target(
         POD_ENGINE,
         "engine",
@@ -350,6 +365,8 @@ def _cold(clusters: int, placements: int, settings: Settings, times: int) -> Cas
     def read(out: Any, case: Case) -> float:
         for key in ("synced_s", "reconciles", "peak_rss_mib", "per_placement"):
             case.details.setdefault(key, []).append(out.get(key))
+        per_placement = out.get("per_placement") or {}
+        case.details.setdefault("writes_per_placement", []).append(sum(per_placement.values()))
         if out["decided_ten"] != placements or out["selected_ten"] != placements:
             case.error = f"only {out['decided_ten']} of {placements} placements decided 10 clusters"
         return float(out["decided_s"])
@@ -583,3 +600,12 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
     for n, p in sizes.pod_memory:
         add(POD_MEMORY, "engine", n, p, partial(_pod_memory, n, p, settings), 3 + p / 5_000)
     return steps
+
+
+def target_limit(scenario: str, label: str, detail: str | None = None) -> tuple[float, str] | None:
+    """The first target's limit on `scenario`'s `label` cases (on their median, or on
+    `detail`) and its text, for the plots' dashed lines."""
+    for target in TARGETS:
+        if (target.scenario, target.label, target.detail) == (scenario, label, detail):
+            return target.limit, target.text
+    return None

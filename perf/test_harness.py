@@ -15,6 +15,7 @@ from perf.report import fits, fmt, ratio, verdicts, write_report
 from perf.scenarios import (
     COLD,
     CYCLE,
+    FANOUT,
     MEMORY,
     OCM_SHAPE,
     POD_E2E,
@@ -64,17 +65,28 @@ def test_ratio_is_a_speed_up_or_a_relative_cost_against_the_baseline_of_the_same
 
 def test_verdicts_say_met_missed_failed_or_not_measured() -> None:
     cases = [
-        case(CYCLE, "scheduler", 10_000, [0.0008], baseline=("loop", 10_000, 1)),
-        case(CYCLE, "loop", 10_000, [0.02]),
-        case(CYCLE, "scheduler", 100_000, [0.006]),
+        case(CYCLE, "scheduler", 10_000, [0.00008]),
+        case(CYCLE, "scheduler", 100_000, [0.0006]),
         case(SPREAD, "vectorized", 10_000, [], error="boom"),
+        case(SPREAD, "vectorized", 1_000, [0.0001], baseline=("oracle", 1_000, 1)),
+        case(SPREAD, "oracle", 1_000, [0.08]),
     ]
     by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts(cases)}
-    assert by_text[TARGETS[0].text] == ("800 µs", "**met**")
-    assert by_text[TARGETS[1].text] == ("6 ms", "**missed**")
-    assert by_text[TARGETS[2].text] == ("25×", "**missed**")  # 20 ms / 0.8 ms
-    assert by_text[TARGETS[3].text][1] == "failed: boom"
-    assert by_text[TARGETS[5].text][1] == "not measured in this run"
+    ten_k, hundred_k, spread, oracle = TARGETS[:4]
+    assert by_text[ten_k.text] == ("80 µs", "**met**")
+    assert by_text[hundred_k.text] == ("600 µs", "**missed**")
+    assert by_text[spread.text][1] == "failed: boom"
+    assert by_text[oracle.text] == ("800×", "**missed**")  # 80 ms / 0.1 ms, under 1,000x
+    assert by_text[_target(FANOUT)][1] == "not measured in this run"
+
+
+def test_the_cold_start_is_judged_on_its_time_and_on_its_writes_per_placement() -> None:
+    cold = Case(COLD, OCM_SHAPE, 5_000, 10_000, [14.0])
+    cold.details["writes_per_placement"] = [6.0]
+    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts([cold])}
+    time_target, writes_target = (t for t in TARGETS if t.label == OCM_SHAPE)
+    assert by_text[time_target.text] == ("14 s", "**met**")
+    assert by_text[writes_target.text] == ("6 requests", "**missed**")
 
 
 def test_a_target_on_a_detail_judges_that_figure_not_the_median() -> None:
