@@ -92,7 +92,10 @@ def verdicts(cases: Sequence[Case]) -> list[tuple[Target, str, str]]:
         value: float | None
         if target.detail is not None:
             found = _first(case.details.get(target.detail))
-            value = float(found) if isinstance(found, int | float) else None
+            if not isinstance(found, int | float):
+                out.append((target, "—", "not measured in this run"))
+                continue
+            value = float(found)
         else:
             value = ratio(case, cases) if target.at_least else case.median
         if value is None:
