@@ -79,6 +79,8 @@ def _metadata_patch(have: DecisionRow, want: DecisionRow) -> dict[str, Any]:
     changed = {k: v for k, v in want.labels.items() if labels.get(k) != v}
     if changed:
         patch["labels"] = changed
+    if have.owners == want.owners:
+        return patch
     now = [dict(ref) for ref in have.owners]
     wanted = [dict(ref) for ref in want.owners]
     uids = {ref.get("uid") for ref in wanted}
@@ -122,7 +124,7 @@ class DecisionRun:
         current: Sequence[DecisionRow | PlacementDecision],  # as cached, possibly stale
         *,
         warning: tuple[str, str] | None,  # (message, plugin) when scheduling said Warning
-        score_note: str,  # the ScoreUpdate note
+        score_note: str | Callable[[], str],  # the ScoreUpdate note, or how to make it
         report: StepReport,
         written: Written,
         deleted: Deleted,
@@ -133,7 +135,7 @@ class DecisionRun:
         self.may_retry = may_retry
         self.recorder = recorder
         self.warning = warning
-        self.score_note = score_note
+        self._score_note = score_note
         self.report = report
         self.written = written
         self.deleted = deleted
@@ -169,6 +171,9 @@ class DecisionRun:
             and self.view[name].clusters == want.clusters
             and self.view[name].entries() != want.entries()
         ]
+        unchanged = not rewrite and self.view.keys() == self.want.keys()
+        if unchanged and all(row.clusters == self.want[n].clusters for n, row in self.view.items()):
+            return []  # the common reconcile: every page as wanted
         return plan_steps(
             [Page(name, row.clusters) for name, row in self.view.items()],
             [Page(name, row.clusters) for name, row in self.want.items()],
@@ -225,6 +230,13 @@ class DecisionRun:
         self.recorder.record(p, pd, kind, reason, action, note)
         if reason == "DecisionUpdate":
             self.recorder.record(p, pd, "Normal", "ScoreUpdate", "ScoreUpdated", self.score_note)
+
+    @property
+    def score_note(self) -> str:
+        """The ScoreUpdate note, made once on first use."""
+        if not isinstance(self._score_note, str):
+            self._score_note = self._score_note()
+        return self._score_note
 
     async def _create(self, step: Create) -> None:
         labels: Mapping[str, str]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -236,6 +236,23 @@ async def test_applying_the_same_plan_again_writes_nothing() -> None:
         assert len(r.gateway.writes()) == requests
         assert r.server.store.rv == rv  # not even an event
         assert {pd.name: pd.metadata.resource_version for pd in await r.decisions()} == before
+
+
+async def test_the_score_note_is_made_once_and_only_when_decisions_change() -> None:
+    async with rig() as r:
+        made: list[str] = []
+
+        def note() -> str:
+            made.append("note")
+            return "c1:3 "
+
+        first = pds(r.placement, ("", ["c1", "c2", "c3"]))
+        await r.apply(replace(plan(r.placement, first), score_note=note))
+        assert made == ["note"]  # one PD created and filled: one ScoreUpdate, one note
+        scores = [e for e in await r.events() if e.reason == "ScoreUpdate"]
+        assert [e.note for e in scores] == ["c1:3 "]
+        await r.apply(replace(plan(r.placement, first), score_note=note))
+        assert made == ["note"]  # nothing changed: no event, no note
 
 
 async def test_changed_decisions_are_patched_in_place() -> None:
