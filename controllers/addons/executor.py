@@ -34,9 +34,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
-from urllib.parse import urlencode
-
-import aiohttp
 
 from apis.core import Event, Pod
 from apis.meta import KubeObject
@@ -45,11 +42,8 @@ from controllers.kube.errors import (
     ApiError,
     ConflictError,
     NotFoundError,
-    TransportError,
-    error_from_status,
 )
 from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
-from controllers.kube.transport import NO_RESPONSE_CODE
 from controllers.runtime.events import truncated_note
 from placement.pods.events import (
     Action,
@@ -84,17 +78,9 @@ def split_key(key: str) -> tuple[str, str]:
     return (namespace, name) if sep else ("", namespace)
 
 
-_AUTH = ["BearerToken"]
-
-
 class PodGateway(Gateway):
     """The gateway plus the two pod writes the scheduler needs with a uid precondition, which
-    `Gateway.bind` and `Gateway.delete` do not send, and a faster path for every request.
-
-    Each request goes straight to the client's aiohttp session (same connection pool, TLS,
-    proxy and credentials, the bearer token read through the client's refresh hook each time)
-    instead of through `ApiClient.call_api`, whose walk of the body and the headers cost more
-    than the HTTP exchange at thousands of binds per second. Bodies may be given as JSON bytes.
+    `Gateway.bind` and `Gateway.delete` do not send. Bodies may be given as JSON bytes.
 
     Pods read from lists and watches are parsed once per resourceVersion: a binding shows up on
     both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods') with
@@ -133,65 +119,6 @@ class PodGateway(Gateway):
     async def create_raw(self, cls: type[KubeObject], namespace: str | None, body: bytes) -> None:
         """POST a JSON body to `cls`'s collection; the answer is not read into a model."""
         await self._send("POST", collection_path(cls, namespace), body)
-
-    async def _open(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, str] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: aiohttp.ClientTimeout | float | None = None,
-    ) -> aiohttp.ClientResponse:
-        """The request on the client's session (class docstring); the same outcomes as the
-        client's path: TransportError without an answer, the ApiError of a status >= 400,
-        every request reported to `observe_requests`."""
-        api: Any = self._client
-        rest = api.rest_client
-        headers = {**api.default_headers, "Content-Type": content_type}
-        headers["Accept"] = "application/json"
-        if api.cookie:
-            headers["Cookie"] = api.cookie
-        auth_query: list[tuple[str, str]] = []
-        await api.update_params_for_auth(headers, auth_query, _AUTH)
-        url = api.configuration.host + path
-        params = [*(query or {}).items(), *auth_query]
-        if params:
-            url += "?" + urlencode(params)
-        if body is not None and not isinstance(body, bytes | str):
-            body = json.dumps(body)
-        wait = timeout if timeout is not None else self.request_timeout
-        if not isinstance(wait, aiohttp.ClientTimeout):
-            wait = aiohttp.ClientTimeout(total=wait)
-        extra: dict[str, Any] = {}
-        if rest.proxy:
-            extra["proxy"] = rest.proxy
-        if rest.proxy_headers:
-            extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            extra["server_hostname"] = rest.server_hostname
-        observe = self.observe_requests
-        try:
-            response = await rest.pool_manager.request(
-                method, url, data=body, headers=headers, timeout=wait, **extra
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            if observe is not None:
-                observe(method, NO_RESPONSE_CODE)
-            raise TransportError(f"{method} {path}: {exc or type(exc).__name__}") from exc
-        response = cast(aiohttp.ClientResponse, response)
-        if observe is not None:
-            observe(method, str(response.status))
-        if response.status >= 400:
-            try:
-                answer = await response.read()
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                raise TransportError(f"{method} {path}: {exc}") from exc
-            finally:
-                response.release()
-            raise error_from_status(response.status, answer, response.headers.get("Retry-After"))
-        return response
 
     def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
         """A watch event as the gateway makes it; a Pod already seen on a watch at this
