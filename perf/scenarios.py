@@ -33,7 +33,7 @@ Targets are DESIGN §9's, attached to the cases they judge.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, partial
 from typing import Any
 
@@ -93,10 +93,16 @@ class Target:
     def judge(self, value: float) -> bool:
         return value >= self.limit if self.at_least or self.rate else value <= self.limit
 
+    def on(self, detail: str, limit: float, unit: str, text: str) -> Target:
+        """A second target on the same case, judging one of its details."""
+        return replace(self, limit=limit, unit=unit, text=text, detail=detail, at_least=False)
+
 
 # DESIGN §9, the raised hub bars (the first campaign met 1 ms / 5 ms, 50 ms and 500x, 60 s, 3 s
 # and 1 GiB; those figures stay in RESULTS.md). Not measured here: "faster than OCM's own Go
 # scheduler on the same fleet at every size" (no Go toolchain on the benchmark machines).
+_COLD_OCM = Target(COLD, OCM_SHAPE, 5_000, 10_000, 15, "s", "cold start 5,000 x 10,000 <= 15 s")
+_COLD_WIDE = Target(COLD, WIDE, 5_000, 2_000, 60, "s", "cold start 5,000 x 2,000, 20% wide <= 60 s")
 TARGETS = (
     Target(
         CYCLE, "scheduler", 10_000, 1, 0.0001, "s", "one placement, warm, 10k clusters <= 0.1 ms"
@@ -104,28 +110,12 @@ TARGETS = (
     Target(CYCLE, "scheduler", 100_000, 1, 0.0005, "s", "one placement, warm, 100k <= 0.5 ms"),
     Target(SPREAD, "vectorized", 10_000, 1, 0.020, "s", "EvenSpread 1,000 of 10,000 <= 20 ms"),
     Target(SPREAD, "vectorized", 1_000, 1, 1000, "x", "EvenSpread vs the oracle >= 1,000x", True),
-    Target(COLD, OCM_SHAPE, 5_000, 10_000, 15, "s", "cold start 5,000 x 10,000 <= 15 s"),
-    Target(
-        COLD,
-        OCM_SHAPE,
-        5_000,
-        10_000,
-        4,
-        "requests",
-        "same: <= 4 write requests per new placement",
-        detail="writes_per_placement",
-    ),
+    _COLD_OCM,
+    _COLD_OCM.on("writes_per_placement", 4, "requests", "same: <= 4 write requests per placement"),
     Target(FANOUT, "controller", 5_000, 1_000, 0.3, "s", "label change, 1,000 re-queued <= 0.3 s"),
-    Target(COLD, WIDE, 5_000, 2_000, 60, "s", "cold start 5,000 x 2,000, 20% wide <= 60 s"),
-    Target(
-        COLD,
-        WIDE,
-        5_000,
-        2_000,
-        512,
-        "MiB",
-        "same: controller peak RSS (server apart) <= 512 MiB",
-        detail="peak_rss_mib",
+    _COLD_WIDE,
+    _COLD_WIDE.on(
+        "peak_rss_mib", 512, "MiB", "same: controller peak RSS (server apart) <= 512 MiB"
     ),
     Target(MEMORY, "controller", 100_000, 10_000, 512, "MiB", "RSS 100k x 10k <= 512 MiB"),
     Target(MEMORY, "core", 100_000, 10_000, 512, "MiB", "(core alone) RSS 100k x 10k <= 512 MiB"),

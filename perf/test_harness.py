@@ -80,22 +80,24 @@ def test_verdicts_say_met_missed_failed_or_not_measured() -> None:
     assert by_text[_target(FANOUT)][1] == "not measured in this run"
 
 
-def test_the_cold_start_is_judged_on_its_time_and_on_its_writes_per_placement() -> None:
-    cold = Case(COLD, OCM_SHAPE, 5_000, 10_000, [14.0])
-    cold.details["writes_per_placement"] = [6.0]
+@pytest.mark.parametrize(
+    ("label", "size", "detail", "figure", "shown"),
+    [
+        pytest.param(
+            OCM_SHAPE, (5_000, 10_000), "writes_per_placement", 6.0, "6 requests", id="ocm"
+        ),
+        pytest.param(WIDE, (5_000, 2_000), "peak_rss_mib", 600.0, "600 MiB", id="wide"),
+    ],
+)
+def test_a_target_on_a_detail_judges_that_figure_not_the_median(
+    label: str, size: tuple[int, int], detail: str, figure: float, shown: str
+) -> None:
+    cold = Case(COLD, label, *size, [14.0])
+    cold.details[detail] = [figure]
     by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts([cold])}
-    time_target, writes_target = (t for t in TARGETS if t.label == OCM_SHAPE)
+    time_target, detail_target = (t for t in TARGETS if t.label == label)
     assert by_text[time_target.text] == ("14 s", "**met**")
-    assert by_text[writes_target.text] == ("6 requests", "**missed**")
-
-
-def test_a_target_on_a_detail_judges_that_figure_not_the_median() -> None:
-    wide = Case(COLD, WIDE, 5_000, 2_000, [45.0])
-    wide.details["peak_rss_mib"] = [600.0]
-    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts([wide])}
-    time_target, memory_target = (t for t in TARGETS if t.label == WIDE)
-    assert by_text[time_target.text] == ("45 s", "**met**")
-    assert by_text[memory_target.text] == ("600 MiB", "**missed**")
+    assert by_text[detail_target.text] == (shown, "**missed**")
 
 
 def test_fitted_exponent_recovers_a_power_law() -> None:
