@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from apis.placements import MAX_SPREAD_CONSTRAINTS, Placement, SpreadConstraintsTerm
 from placement.framework import BoolMask, Code, Cycle, ScoreVector, Selection, Status
 from placement.snapshot import Column, FleetSnapshot
+from plugins._spread_levels import LEVEL_SCORE_MAX, IntArray, Level, Levels
 
 __all__ = [
     "DEFAULT_SPREAD_WEIGHT",
@@ -29,9 +29,8 @@ __all__ = [
 
 SPREAD = "Spread"
 DEFAULT_SPREAD_WEIGHT = 2
-LEVEL_SCORE_MAX = 63
 _LEVEL_BASE = 64
-IntArray = npt.NDArray[np.int64]
+_NEVER = np.iinfo(np.int64).min  # the pick key of a leaf that is not eligible
 
 
 def spread_weight(placement: Placement) -> int:
@@ -124,14 +123,21 @@ def _topology(
         ]
         values.append(level_values)
         previous, previous_values = ids, level_values
-    leaf_keys, leaf_of_row = np.unique(domain_ids.T, axis=0, return_inverse=True)
+    # A row's levels with a domain are a prefix, and a domain id already stands for the chain
+    # of domains above it: the deepest domain a row has names its leaf. One integer per row
+    # (offset by level) sorts far faster than the rows of `domain_ids` as tuples.
+    depth = (domain_ids >= 0).sum(axis=0)
+    offsets = np.cumsum([0, *(len(p) for p in parents)])
+    deepest = domain_ids[np.maximum(depth - 1, 0), np.arange(rows.size)]
+    keys = np.where(depth > 0, offsets[np.maximum(depth - 1, 0)] + deepest, -1)
+    _, first, leaf_of_row = np.unique(keys, return_index=True, return_inverse=True)
     leaf_of_row = leaf_of_row.reshape(-1)
     order = np.lexsort((rows, -prio, leaf_of_row))
-    bounds = np.searchsorted(leaf_of_row[order], np.arange(leaf_keys.shape[0] + 1))
+    bounds = np.searchsorted(leaf_of_row[order], np.arange(first.size + 1))
     return _Topology(
         parents=parents,
         domain_values=values,
-        leaf_domains=[leaf_keys[:, k].astype(np.int64) for k in range(levels)],
+        leaf_domains=[domain_ids[k][first].astype(np.int64) for k in range(levels)],
         order=rows[order].astype(np.int64),
         ranks=order.astype(np.int64),  # `rows` ascends, so an index into it is a name rank
         starts=bounds[:-1].astype(np.int64),
@@ -197,7 +203,7 @@ class EvenSpread:
         explain: object,
     ) -> tuple[list[int], list[dict[str, Any]] | None]:
         levels = [
-            _Level(
+            Level(
                 k,
                 topo.parents[k],
                 topo.leaf_domains[k],
@@ -219,110 +225,65 @@ class EvenSpread:
         # row: rows skip the clusters earlier filters removed, so their spread can exceed any
         # scale derived from the candidate count and let a smaller name beat a higher score.
         tie_scale = np.int64(last + 1)
+        # Without explain, every level is evaluated at once (one array over all domains);
+        # explain needs each level's exclusions apart, so it evaluates level by level.
+        fused = Levels(levels, leaves) if trace is None else None
+        reasons: list[tuple[int, BoolMask, IntArray]] = []
+        # Each leaf's best remaining cluster (its head): alive while it has one, its rank and
+        # score kept per leaf and moved on only for the leaf picked.
+        alive = topo.starts < topo.ends
+        heads = np.minimum(topo.starts, last)
+        head_ranks = topo.ranks[heads]
+        head_prio = prio[heads]
         while len(picks) < n:
-            eligible = ptr < topo.ends
-            raw = np.zeros(leaves, dtype=np.int64)
-            reasons: list[tuple[int, BoolMask, IntArray]] = []
-            for level in levels:
-                level_raw, bad, skew = level.evaluate(trace is not None)
-                raw += level_raw
-                if bad is not None:
-                    eligible &= ~bad
-                    if trace is not None and skew is not None:
-                        reasons.append((level.index, bad, skew))
-            if not eligible.any():
-                if trace is not None and (ptr < topo.ends).any():
+            eligible = alive.copy()
+            if fused is not None:
+                raw, excluded = fused.evaluate()
+                if excluded is not None:
+                    eligible &= ~excluded
+            else:
+                raw = np.zeros(leaves, dtype=np.int64)
+                reasons = []
+                for level in levels:
+                    level_raw, bad, skew = level.evaluate(True)
+                    raw += level_raw
+                    if bad is not None:
+                        eligible &= ~bad
+                        if skew is not None:
+                            reasons.append((level.index, bad, skew))
+            pool = raw[eligible]
+            if pool.size == 0:
+                if trace is not None and alive.any():
                     nothing = np.zeros(leaves, dtype=np.int64)
                     trace.append(_step(-1, -1, ptr, reasons, raw, nothing, weight, total, topo))
                 break
-            at = np.minimum(ptr, last)
-            head_ranks = topo.ranks[at]
             if weight:
-                lo, hi = raw[eligible].min(), raw[eligible].max()
+                lo, hi = pool.min(), pool.max()
                 if hi > lo:
                     normalized = -100 + (200 * (raw - lo)) // (hi - lo)
                 else:
                     normalized = np.zeros(leaves, dtype=np.int64)
-                final = weight * normalized + prio[at]
+                final = weight * normalized + head_prio
             else:
                 normalized = np.zeros(leaves, dtype=np.int64)
-                final = prio[at]
-            key = np.where(eligible, final * tie_scale - head_ranks, np.iinfo(np.int64).min)
+                final = head_prio
+            key = np.where(eligible, final * tie_scale - head_ranks, _NEVER)
             leaf = int(key.argmax())
-            row = int(topo.order[ptr[leaf]])
+            position = int(ptr[leaf])
+            row = int(topo.order[position])
             if trace is not None:
                 trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, total, topo))
             picks.append(row)
             for level in levels:
                 level.add(leaf)
-            ptr[leaf] += 1
+            position += 1
+            ptr[leaf] = position
+            if position < topo.ends[leaf]:
+                head_ranks[leaf] = topo.ranks[position]
+                head_prio[leaf] = prio[position]
+            else:
+                alive[leaf] = False
         return picks, trace
-
-
-class _Level:
-    """Selected counts of one topology level, with sibling minimum and maximum kept up to date
-    as counts grow by one (no full recomputation per pick)."""
-
-    def __init__(
-        self,
-        index: int,
-        parents: IntArray,
-        leaf_domains: IntArray,
-        hard: bool,
-        max_skew: int,
-        place: int,
-    ) -> None:
-        self.index = index
-        size = len(parents)
-        groups = int(parents.max()) + 1
-        self.parents = parents
-        self.hard = hard
-        self.max_skew = max_skew
-        self.place = place
-        self.counts = np.zeros(size + 1, dtype=np.int64)  # last slot: "no domain" sentinel
-        self.low = np.zeros(groups, dtype=np.int64)
-        self.high = np.zeros(groups, dtype=np.int64)
-        self.at_low = np.bincount(parents, minlength=groups)
-        order = np.argsort(parents, kind="stable")
-        bounds = np.searchsorted(parents[order], np.arange(groups + 1))
-        self.children = [order[bounds[g] : bounds[g + 1]] for g in range(groups)]
-        self.leaf = np.where(leaf_domains >= 0, leaf_domains, size)
-        self.domains = leaf_domains
-        self.score = np.zeros(size + 1, dtype=np.int64)
-        self.skew = np.zeros(size + 1, dtype=np.int64)
-        self.size = size
-
-    def evaluate(self, want_skew: bool) -> tuple[IntArray, BoolMask | None, IntArray | None]:
-        """Per leaf: raw score contribution, excluded flags (DoNotSchedule), skew if asked."""
-        counts = self.counts[: self.size]
-        low = self.low[self.parents]
-        high = self.high[self.parents]
-        # all siblings equal gives high == count, hence 0
-        np.floor_divide(
-            LEVEL_SCORE_MAX * (high - counts), np.maximum(high - low, 1), out=self.score[:-1]
-        )
-        raw = self.score[self.leaf] * self.place
-        if not self.hard:
-            return raw, None, None
-        np.subtract(counts + 1, low, out=self.skew[:-1])
-        skew = self.skew[self.leaf]
-        return raw, skew > self.max_skew, (skew if want_skew else None)
-
-    def add(self, leaf: int) -> None:
-        domain = int(self.domains[leaf])
-        if domain < 0:
-            return
-        group = int(self.parents[domain])
-        before = int(self.counts[domain])
-        self.counts[domain] = before + 1
-        if before + 1 > self.high[group]:
-            self.high[group] = before + 1
-        if before == self.low[group]:
-            self.at_low[group] -= 1
-            if self.at_low[group] == 0:
-                self.low[group] += 1
-                siblings = self.counts[self.children[group]]
-                self.at_low[group] = int(np.count_nonzero(siblings == self.low[group]))
 
 
 def _step(
