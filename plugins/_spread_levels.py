@@ -125,6 +125,7 @@ class Levels:
         self.places = np.asarray([level.place for level in levels], dtype=np.int64)
         hard = [k for k, level in enumerate(levels) if level.hard]
         self.hard_matrix = self.matrix[:, hard] if hard else None
+        self.hard_column = self.matrix[:, hard[0]].copy() if len(hard) == 1 else None
         self.max_skew = np.asarray([levels[k].max_skew for k in hard], dtype=np.int64)
         self.score = np.zeros(domains + 1, dtype=np.int64)  # last slot: no domain
         self.skew = np.zeros(domains + 1, dtype=np.int64)
@@ -140,6 +141,9 @@ class Levels:
         raw: IntArray = self.score[self.matrix] @ self.places
         if self.hard_matrix is None:
             return raw, None
-        np.subtract(self.counts + 1, low, out=self.skew[:-1])
-        excluded = (self.skew[self.hard_matrix] > self.max_skew).any(axis=1)
+        # skew = count + 1 - low > maxSkew, i.e. count - low >= maxSkew
+        np.subtract(self.counts, low, out=self.skew[:-1])
+        if self.hard_column is not None:  # one DoNotSchedule level, the common case
+            return raw, cast(BoolMask, self.skew[self.hard_column] >= self.max_skew[0])
+        excluded = (self.skew[self.hard_matrix] >= self.max_skew).any(axis=1)
         return raw, cast(BoolMask, excluded)

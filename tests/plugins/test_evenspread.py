@@ -382,6 +382,26 @@ def test_vectorized_selector_matches_the_oracle(
 
 
 @settings(max_examples=200, deadline=None)
+@given(instances(), st.data())
+def test_explain_picks_what_the_selector_picks_without_it(
+    case: tuple[list[Candidate], list[dict[str, Any]], list[Term], int, int], data: st.DataObject
+) -> None:
+    # Two code paths: without explain all levels are evaluated at once and the pick keys are
+    # folded; explain goes level by level to report each exclusion. They must agree.
+    candidates, terms, _, weight, n = case
+    rate = data.draw(st.sampled_from([0, 50, 90]))
+    filtered = frozenset(c.name for c in candidates if data.draw(st.integers(0, 99)) < rate)
+    fleet = fleet_for(candidates, terms)
+    spread = {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "Spread"}, "weight": weight}
+    placement = make_placement(terms, n, prioritizerPolicy={"configurations": [spread]})
+    prio = {c.name: c.prio for c in candidates}
+    quick, _ = run(fleet, placement, prio, filtered_out=filtered)
+    explained, trace = run(fleet, placement, prio, filtered_out=filtered, explain=True)
+    assert quick == explained
+    assert [step["picked"] for step in trace.get("steps", [])] == explained
+
+
+@settings(max_examples=200, deadline=None)
 @given(instances())
 def test_every_prefix_respects_max_skew_among_siblings(
     case: tuple[list[Candidate], list[dict[str, Any]], list[Term], int, int],
