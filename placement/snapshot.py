@@ -148,10 +148,21 @@ class DecisionTable:
     extra_names: tuple[str, ...]
     totals: npt.NDArray[np.int64]  # entries per row, over fleet rows then extra rows
     by_placement: Mapping[tuple[str, str], RowIndex]  # (namespace, placement) -> rows
+    # What plugins derive from the table alone, computed once per table (the index keeps one
+    # table until a decision changes, so every placement of a fan-out reads the same one).
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def rows_of(self, namespace: str, name: str) -> RowIndex:
         rows = self.by_placement.get((namespace, name))
         return _NO_ROWS if rows is None else rows
+
+    @property
+    def top(self) -> int:
+        """The most entries any row has (0 for an empty table)."""
+        found = self.memo.get("top")
+        if found is None:
+            found = self.memo["top"] = int(self.totals.max()) if self.totals.size else 0
+        return int(found)
 
 
 ScoreItems = Sequence[Mapping[str, Any]]

@@ -7,7 +7,7 @@ import numpy as np
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Cycle, RowIndex, ScoreResult, ScoreVector
 from placement.scoring import RowScored, own_positions
-from placement.snapshot import FleetSnapshot
+from placement.snapshot import DecisionTable, FleetSnapshot
 
 __all__ = ["Balance", "balance_scores"]
 
@@ -48,16 +48,49 @@ class Balance(RowScored):
         totals = table.totals
         if totals.size == 0 or rows.size == 0:
             return ScoreResult(np.full(rows.size, MAX_SCORE, dtype=np.int64))
-        counts = totals.take(rows)
-        top = int(totals.max())
-        # This placement's own decisions do not count against it.
+        top = table.top
         own = table.rows_of(placement.namespace, placement.name)
+        if own.size > 1 and not bool((np.diff(own) > 0).all()):
+            # a cluster twice among our decisions (mid-move): count every entry
+            return ScoreResult(self._recounted(cycle, placement, fleet, rows, own))
         if own.size:
-            np.subtract.at(counts, own_positions(cycle, placement, fleet, rows), 1)
-            if int(totals.take(own).max()) >= top:
-                # The busiest cluster may be one of our own: count again without them.
-                others = totals.copy()
-                np.subtract.at(others, own, 1)
-                top = int(others.max())
-        # max over every named cluster, fleet or not, as OCM.
-        return ScoreResult(balance_scores(counts, top))
+            mine_at_top = int(np.count_nonzero(totals.take(own) == top))
+            if mine_at_top and mine_at_top == _rows_at_top(table):
+                top -= 1  # every busiest cluster is ours: without us they count one less
+        # Every row's score for this maximum is the table's, computed once per table; only
+        # our own decisions come off their rows' counts.
+        per_row = table.memo.get((_PER_ROW, top))
+        if per_row is None:
+            # Clipped: only our own rows can count more than a lowered maximum, and they are
+            # scored apart below.
+            clipped = np.minimum(totals, top)
+            per_row = table.memo[(_PER_ROW, top)] = balance_scores(clipped, top)
+        scores: ScoreVector = per_row.take(rows)
+        if own.size:
+            mine = own_positions(cycle, placement, fleet, rows)
+            scores[mine] = balance_scores(totals.take(rows.take(mine)) - 1, top)
+        return ScoreResult(scores)
+
+    @staticmethod
+    def _recounted(
+        cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex, own: RowIndex
+    ) -> ScoreVector:
+        """Scores with this placement's own decisions taken off every count and off the
+        maximum (max over every named cluster, fleet or not, as OCM)."""
+        totals = fleet.decisions.totals
+        counts = totals.take(rows)
+        np.subtract.at(counts, own_positions(cycle, placement, fleet, rows), 1)
+        others = totals.copy()
+        np.subtract.at(others, own, 1)
+        return balance_scores(counts, int(others.max()))
+
+
+_PER_ROW = "plugins.balance.per_row"
+_AT_TOP = "plugins.balance.at_top"
+
+
+def _rows_at_top(table: DecisionTable) -> int:
+    found = table.memo.get(_AT_TOP)
+    if found is None:
+        found = table.memo[_AT_TOP] = int(np.count_nonzero(table.totals == table.top))
+    return int(found)

@@ -90,3 +90,40 @@ def test_balance_maximum_includes_clusters_outside_the_fleet() -> None:
     )
     # a=1, gone=2 (max): usage 1/2 -> 0
     assert balance_scores(fleet) == {"a": 0}
+
+
+def _reference(counts: dict[str, int], own: list[str]) -> dict[str, int]:
+    """OCM's Balance written out: own decisions off each count and off the maximum."""
+    mine = {name: counts[name] - own.count(name) for name in counts}
+    top = max(mine.values())
+    return {
+        name: 100 if top <= 0 else 2 * int(100 * (0.5 - count / float(top)))
+        for name, count in mine.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("others", "own"),
+    [
+        pytest.param({"a": 3, "b": 4, "c": 1}, ["b"], id="ours-is-the-only-busiest"),
+        pytest.param({"a": 4, "b": 4, "c": 1}, ["a", "b"], id="ours-are-all-the-busiest"),
+        pytest.param({"a": 3, "b": 4, "c": 1}, ["a"], id="ours-is-one-of-two-busiest"),
+        pytest.param({"a": 3, "b": 4, "c": 1}, ["c"], id="ours-is-not-the-busiest"),
+        pytest.param({"a": 3, "b": 4, "c": 1}, ["b", "b"], id="ours-twice-mid-move"),
+    ],
+)
+def test_balance_matches_the_written_out_formula_whoever_is_busiest(
+    others: dict[str, int], own: list[str]
+) -> None:
+    # The scores per row are computed once per decision table and only our own rows adjusted
+    # (the maximum lowered when every busiest cluster is ours): every case must come out as
+    # the formula says.
+    objects: list[KubeObject] = [cluster(name) for name in [*others, "d"]]
+    for name, count in others.items():
+        objects += [decision("apps", f"p-{name}-{i}", [name]) for i in range(count)]
+    objects.append(decision("apps", "web", own))
+    fleet = snapshot(objects)
+    counts = {name: others.get(name, 0) + own.count(name) for name in [*others, "d"]}
+    expected = _reference(counts, own)
+    assert balance_scores(fleet) == expected
+    assert balance_scores(fleet) == expected  # again, from the table's cached scores
