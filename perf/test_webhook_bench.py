@@ -163,9 +163,11 @@ def _client(url: str, pod: dict[str, Any], n: int, in_flight: int) -> dict[str, 
         [sys.executable, "-c", _CLIENT, url, json.dumps(pod), str(n), str(in_flight)],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         timeout=300,
     )
+    last = out.stderr.strip().splitlines()[-3:]
+    assert out.returncode == 0, f"the client exited {out.returncode}: {' / '.join(last)}"
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 

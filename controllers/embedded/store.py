@@ -32,6 +32,7 @@ Propagation = Literal["Background", "Foreground", "Orphan"]
 ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 JsonObj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generateName suffixes
+_GENERATE_ATTEMPTS = 8  # names tried for one generateName create, as kube-apiserver
 
 
 @dataclass
@@ -245,15 +246,21 @@ class Store:
                     f"json: cannot unmarshal {type(meta[key]).__name__} into Go struct field "
                     f"ObjectMeta.metadata.{key} of type string",
                 )
-        if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = meta["generateName"] + "".join(
-                _ALPHABET[b % len(_ALPHABET)] for b in uuid.uuid4().bytes[:5]
-            )
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
+            meta["name"] = meta["generateName"] + self._suffix()
         name = meta.get("name")
         if not valid_name(name):
             raise invalid_name(res, name)
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
-        if self._key(res, meta.get("namespace", ""), name) in self.objects[res.key]:
+        taken = self.objects[res.key]
+        for _ in range(_GENERATE_ATTEMPTS - 1):
+            # As kube-apiserver (RetryGenerateName, GA in 1.32): a generated name that is taken
+            # is generated again, so that only the eighth collision in a row fails the create.
+            if not generated or self._key(res, meta.get("namespace", ""), name) not in taken:
+                break
+            name = meta["name"] = meta["generateName"] + self._suffix()
+        if self._key(res, meta.get("namespace", ""), name) in taken:
             qualified = f"{res.plural}.{res.group}" if res.group else res.plural
             details = {"name": name, "group": res.group, "kind": res.plural}
             raise StatusError(409, f'{qualified} "{name}" already exists', "AlreadyExists", details)
@@ -271,6 +278,11 @@ class Store:
         if dry_run:
             return admitted
         return self._commit(res, "ADDED", admitted, None)
+
+    @staticmethod
+    def _suffix() -> str:
+        """Five characters of Kubernetes' generateName alphabet."""
+        return "".join(_ALPHABET[b % len(_ALPHABET)] for b in uuid.uuid4().bytes[:5])
 
     def update(
         self,

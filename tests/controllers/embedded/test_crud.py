@@ -52,6 +52,25 @@ async def test_generate_name_gives_each_object_a_fresh_name() -> None:
         assert all(name.startswith("spoke-") and len(name) == len("spoke-") + 5 for name in names)
 
 
+async def test_a_generated_name_that_is_taken_is_generated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # kube-apiserver retries generateName up to 8 names (RetryGenerateName): a collision of
+    # five random characters must not fail a create.
+    async with hub() as (server, gw):
+        template = cluster("").model_copy(deep=True)
+        template.metadata.name = None
+        template.metadata.generate_name = "spoke-"
+        suffixes = iter(["aaaaa", "aaaaa", "aaaaa", "bbbbb", *["ccccc"] * 8, *["ccccc"] * 8])
+        monkeypatch.setattr(type(server.store), "_suffix", staticmethod(lambda: next(suffixes)))
+        first = await gw.create(template)
+        second = await gw.create(template)  # "aaaaa" twice more, then "bbbbb"
+        assert (first.name, second.name) == ("spoke-aaaaa", "spoke-bbbbb")
+        await gw.create(template)  # "ccccc"
+        with pytest.raises(AlreadyExistsError):  # eight more "ccccc": as many as it tries
+            await gw.create(template)
+
+
 async def test_create_of_a_taken_name_is_already_exists() -> None:
     async with hub() as (_, gw):
         await gw.create(cluster("c1"))
