@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -57,6 +56,7 @@ from controllers.kube.errors import ApiError
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
 from controllers.runtime.leader import LeaderConfig
+from controllers.runtime.process import run_until_signal
 from controllers.runtime.queue import Clock, Handler
 from placement.pods.config import (
     DEFAULT_SCHEDULER_NAME,
@@ -475,52 +475,28 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controlle
 async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
     """Run until SIGTERM or SIGINT (exit 0, also during start-up) or lost leadership (exit 1).
     A start-up failure (configuration, kubeconfig, endpoint, caches) prints one line on stderr
-    and returns 1."""
+    and returns 1 (`controllers.runtime.process`)."""
     from controllers.kube.config import ClusterAccessError
 
     options = scheduler_options(options)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     opened: list[Any] = []
-    failure = ""
-    try:
-        starting = asyncio.create_task(_start(options, opened), name="start-up")
-        signalled = asyncio.create_task(stop.wait(), name="signal")
-        await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
-        if not starting.done():
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await starting
-            log.info("stopped by a signal during start-up")
-            return 0
-        signalled.cancel()
-        try:
-            controllers = starting.result()
-        except (StartError, ConfigError, ClusterAccessError, ApiError, OSError) as exc:
-            failure = f"error: {exc}"
-            return 1
+
+    def running(controllers: Sequence[Controller]) -> str:
         first = controllers[0]
         what = f"scheduler {first.name}" if isinstance(first, PodScheduler) else "status controller"
         beside = " (with the status controller)" if len(controllers) > 1 else ""
-        print(f"{what} running{beside}; http on {first.http_address or 'off'}", flush=True)
-        signalled = asyncio.create_task(stop.wait(), name="signal")
-        lost = [asyncio.create_task(c.wait_stopped(), name="leadership lost") for c in controllers]
-        await asyncio.wait({signalled, *lost}, return_when=asyncio.FIRST_COMPLETED)
-        code = 1 if any(task.done() for task in lost) else 0
-        for task in (signalled, *lost):
-            task.cancel()
-        return code
-    finally:
+        return f"{what} running{beside}; http on {first.http_address or 'off'}"
+
+    async def close() -> None:
         for item in reversed(opened):
             await (item.close() if isinstance(item, PodGateway) else item.stop())
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.remove_signal_handler(sig)
-        if failure:
-            print(failure, file=sys.stderr)
+
+    return await run_until_signal(
+        _start(options, opened),
+        running=running,
+        close=close,
+        start_errors=(StartError, ConfigError, ClusterAccessError, ApiError, OSError),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,6 @@ import gc
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -195,49 +194,25 @@ async def _start(options: RunOptions, started: _Started) -> None:
 
 async def run_controller(options: RunOptions) -> int:
     """Run until a signal (exit 0) or lost leadership (exit 1). A start-up failure prints one
-    line on stderr and returns 1; a signal during start-up stops it at once (exit 0)."""
+    line on stderr and returns 1; a signal during start-up stops it at once (exit 0)
+    (`controllers.runtime.process`)."""
     from controllers.kube.config import ClusterAccessError
     from controllers.runtime.controller import StartError
+    from controllers.runtime.process import run_until_signal
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     started = _Started()
-    failure = ""
-    try:
-        starting = asyncio.create_task(_start(options, started), name="start-up")
-        signalled = asyncio.create_task(stop.wait(), name="signal")
-        await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
-        if not starting.done():
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await starting
-            log.info("stopped by a signal during start-up")
-            return 0
-        signalled.cancel()
-        try:
-            starting.result()
-        except (StartError, ClusterAccessError, ApiError, OSError) as exc:
-            failure = f"error: {exc}"
-            return 1
+
+    async def start() -> list[Manager]:
+        await _start(options, started)
         assert started.manager is not None
-        print(f"controller running; http on {started.manager.http_address}", flush=True)
-        signalled = asyncio.create_task(stop.wait(), name="signal")
-        lost = asyncio.create_task(started.manager.wait_stopped(), name="leadership lost")
-        await asyncio.wait({signalled, lost}, return_when=asyncio.FIRST_COMPLETED)
-        code = 1 if lost.done() else 0
-        for task in (signalled, lost):
-            task.cancel()
-        return code
-    finally:
-        await started.close()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.remove_signal_handler(sig)
-        if failure:  # last, after the log lines of the stop: what a person reads first
-            print(failure, file=sys.stderr)
+        return [started.manager]
+
+    return await run_until_signal(
+        start(),
+        running=lambda managers: f"controller running; http on {managers[0].http_address}",
+        close=started.close,
+        start_errors=(StartError, ClusterAccessError, ApiError, OSError),
+    )
 
 
 def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
