@@ -117,7 +117,7 @@ def add_filename(parser: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="PATH",
-        help="file or folder of YAML/JSON manifests (repeatable)",
+        help="file or folder of YAML/JSON manifests, - for standard input (repeatable)",
     )
     parser.add_argument(
         "--validate",

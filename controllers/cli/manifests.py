@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,11 +299,23 @@ def _expand(data: Any) -> list[Any]:
     return [data]
 
 
+STDIN = "-"
+"""The path that reads the manifests from standard input (`kubectl kustomize DIR | placement
+validate -f -`), as kubectl's `-f -`."""
+
+
 def load_paths(paths: Iterable[str | Path], validation: Validation = "strict") -> LoadResult:
-    """Read every manifest under `paths` (files, or folders searched recursively); unknown
-    fields are errors, warnings or nothing as `validation` says."""
+    """Read every manifest under `paths` (files, or folders searched recursively, `-` for
+    standard input, read once); unknown fields are errors, warnings or nothing as `validation`
+    says."""
     result = LoadResult()
+    stdin_read = False
     for raw in paths:
+        if str(raw) == STDIN:
+            if not stdin_read:
+                stdin_read = True
+                _load_text(sys.stdin.read(), "STDIN", result, validation)
+            continue
         path = Path(raw)
         if not path.exists():
             result.errors.append(LoadError(str(path), None, "no such file or directory"))
@@ -310,6 +323,17 @@ def load_paths(paths: Iterable[str | Path], validation: Validation = "strict") -
         for file in _files(path):
             _load_file(file, result, validation)
     return result
+
+
+KUSTOMIZE_HINT = "kubectl kustomize DIR | placement validate -f -"
+
+
+def _is_kustomization(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("kind") == "Kustomization"
+        and str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/")
+    )
 
 
 @functools.cache
@@ -336,7 +360,10 @@ def _load_document(
     try:
         obj = parse_object(doc)
     except UnknownKindError as exc:
-        result.errors.append(LoadError(source, index, str(exc), unknown_kind=True))
+        message = str(exc)
+        if _is_kustomization(doc):
+            message += f"; a kustomization is built, not applied: {KUSTOMIZE_HINT}"
+        result.errors.append(LoadError(source, index, message, unknown_kind=True))
         return
     except ObjectValidationError as exc:
         object_id, problems = exc.object_id, [*exc.problems, *_missing_name(doc)]
@@ -367,6 +394,10 @@ def _load_file(file: Path, result: LoadResult, validation: Validation) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         result.errors.append(LoadError(source, None, f"cannot read: {exc}"))
         return
+    _load_text(text, source, result, validation)
+
+
+def _load_text(text: str, source: str, result: LoadResult, validation: Validation) -> None:
     for item in read_documents(text, source):
         if isinstance(item, LoadError):
             result.errors.append(item)

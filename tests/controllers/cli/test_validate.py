@@ -3,6 +3,7 @@ stderr naming file, document, object and field."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,30 @@ def test_validate_accepts_the_cel_samples(capsys: pytest.CaptureFixture[str]) ->
     path = ROOT / "config" / "samples" / "hub" / "cel.yaml"
     assert main(["validate", "-f", str(path)]) == EXIT_OK
     assert "valid: 4 Placement" in capsys.readouterr().out
+
+
+def test_validate_reads_standard_input_once_for_dash(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    placement = (ROOT / "config" / "addons" / "ocm" / "placement.yaml").read_text()
+    monkeypatch.setattr("sys.stdin", io.StringIO(placement))
+    assert main(["validate", "-f", "-", "-f", "-"]) == EXIT_OK  # a second `-` reads nothing more
+    assert capsys.readouterr().out.strip() == (
+        "valid: 1 ManagedClusterSetBinding, 1 Namespace, 1 Placement"
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Placement\napiVersion: nope/v1\n"))
+    assert main(["validate", "-f", "-"]) == EXIT_ERROR
+    assert capsys.readouterr().err.startswith("STDIN: document 1: unknown kind 'Placement'")
+
+
+def test_a_kustomization_is_an_unknown_kind_with_the_way_to_check_its_build(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = ROOT / "config" / "addons" / "ocm"
+    assert main(["validate", "-f", str(folder)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert (
+        f"{folder / 'kustomization.yaml'}: document 1: unknown kind 'Kustomization' "
+        "(apiVersion 'kustomize.config.k8s.io/v1beta1'); a kustomization is built, not "
+        "applied: kubectl kustomize DIR | placement validate -f -"
+    ) in err
