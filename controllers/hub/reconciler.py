@@ -20,7 +20,6 @@ from apis.errors import ModelError
 from apis.placements import (
     PLACEMENT_MISCONFIGURED,
     Placement,
-    PlacementDecision,
     PlacementStatus,
     is_disabled,
 )
@@ -36,7 +35,7 @@ from placement.explain import explain_json
 from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
-from placement.rows import DecisionRow, decision_row
+from placement.rows import DecisionRow
 from placement.scheduler import Scheduler
 
 __all__ = [
@@ -92,11 +91,10 @@ class WriteThrough:
         self.index = index
         self.fanout = fanout
 
-    def written(self, obj: DecisionRow | PlacementDecision | Placement) -> None:
-        if isinstance(obj, DecisionRow | PlacementDecision):
-            row = obj if isinstance(obj, DecisionRow) else decision_row(obj)
-            if self.decisions.observe(row, ours=True):
-                self.index.upsert_decision(row)
+    def written(self, obj: DecisionRow | Placement) -> None:
+        if isinstance(obj, DecisionRow):
+            if self.decisions.observe(obj, ours=True):
+                self.index.upsert_decision(obj)
         elif self.placements.observe(obj, ours=True):
             self.fanout.placement_upserted(obj)
 
