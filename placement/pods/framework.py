@@ -8,6 +8,16 @@ already normalized to 0..100 by the plugin, weighted and summed by the engine), 
 performs) and runs PostBind once the binding is confirmed. A failure after Reserve runs
 Unreserve in reverse order.
 
+**Declaring extension points.** Every point is a `typing.Protocol` here. A plugin states the
+points it implements by subclassing them (`class NodeResourcesFit(PreFilter, Filter, Score)`),
+as kube-scheduler's plugins write `var _ framework.FilterPlugin = &Fit{}`: mypy then checks each
+method's signature, and a class that declares a point without its method cannot be
+instantiated. The profile builder places a plugin at exactly the points it declares
+(`declared_points`) and refuses a configuration that enables it at another one; a method
+spelled wrong is a plugin that declares a point it does not implement, never a hook silently
+not called. Preemption's hooks are one Protocol, `PreemptionHooks`, whose methods have neutral
+defaults: a plugin overrides the ones it needs (`overrides`).
+
 Expected outcomes are values (`PodStatus`); a plugin that raises has a bug, and the engine turns
 the exception into an ERROR status for that pod (the pod goes to backoff, the engine lives on).
 Plugins see the cluster only through the read-only `ClusterView` the engine hands them; they do
@@ -16,24 +26,39 @@ no I/O and never read a clock (`PodCycle.now`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from enum import IntEnum
-from typing import Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
-from apis.core import Pod
 from apis.meta import KubeObject
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.events import ClusterEvent
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
-from placement.pods.requests import Requests, non_zero_requests, pod_requests
+from placement.pods.podinfo import PodInfo, pod_key
+from placement.pods.results import (
+    POD_SUCCESS,
+    SKIP,
+    Diagnosis,
+    FilterResult,
+    PermitResult,
+    PodCode,
+    PodStatus,
+    PostFilterResult,
+    PreFilterResult,
+    Reason,
+)
+
+if TYPE_CHECKING:
+    from placement.pods.layers import PriorityLayers
 
 __all__ = [
     "MAX_NODE_SCORE",
     "POD_SUCCESS",
+    "POINTS",
     "SKIP",
     "Bind",
+    "Candidate",
     "ClusterView",
     "CycleHost",
     "Diagnosis",
@@ -51,154 +76,23 @@ __all__ = [
     "PostFilterResult",
     "PreFilter",
     "PreFilterResult",
+    "PreemptionHooks",
     "Profile",
     "QueueSort",
     "QueueSortOverride",
     "Reason",
     "Reserve",
     "Score",
+    "SimulationReport",
     "WaitingPods",
+    "declared_points",
+    "declares",
+    "overrides",
     "pod_key",
 ]
 
 MAX_NODE_SCORE = 100
 """The top of every plugin's normalized score (kube-scheduler's MaxNodeScore)."""
-
-
-class PodCode(IntEnum):
-    """kube-scheduler's status codes, in ascending severity."""
-
-    SUCCESS = 0
-    SKIP = 1
-    """The plugin has nothing to do for this pod (PreFilter: its Filter is skipped too)."""
-    WAIT = 2
-    """Permit only: hold the pod on its node until allowed, rejected or timed out."""
-    UNSCHEDULABLE = 3
-    """Not now: preemption or a cluster change may help."""
-    UNRESOLVABLE = 4
-    """UnschedulableAndUnresolvable: preemption cannot help (node affinity, taints, ...)."""
-    ERROR = 5
-    """A plugin failed; the pod is retried with backoff."""
-
-
-@dataclass(frozen=True)
-class PodStatus:
-    """A code with its reasons and the plugin that produced it."""
-
-    code: PodCode = PodCode.SUCCESS
-    reasons: tuple[str, ...] = ()
-    plugin: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.code <= PodCode.SKIP
-
-    @property
-    def message(self) -> str:
-        return ", ".join(self.reasons)
-
-    @classmethod
-    def unschedulable(cls, plugin: str, *reasons: str) -> PodStatus:
-        return cls(PodCode.UNSCHEDULABLE, reasons, plugin)
-
-    @classmethod
-    def unresolvable(cls, plugin: str, *reasons: str) -> PodStatus:
-        return cls(PodCode.UNRESOLVABLE, reasons, plugin)
-
-    @classmethod
-    def error(cls, plugin: str, *reasons: str) -> PodStatus:
-        return cls(PodCode.ERROR, reasons, plugin)
-
-
-POD_SUCCESS = PodStatus()
-SKIP = PodStatus(PodCode.SKIP)
-
-
-def pod_key(namespace: str | None, name: str | None) -> str:
-    """`namespace/name`, the key pods are known by everywhere in the engine."""
-    return f"{namespace or ''}/{name or ''}"
-
-
-@dataclass(frozen=True, eq=False)
-class PodInfo:
-    """A pod with what every cycle needs computed once: its key, requests, priority.
-
-    `priority` is resolved by the engine (spec.priority, else the pod's PriorityClass, else the
-    global default class, else 0); `preempt_never` from spec.preemptionPolicy or the class."""
-
-    pod: Pod
-    key: str
-    uid: str
-    requests: Requests
-    non_zero: Requests
-    priority: int = 0
-    preempt_never: bool = False
-
-    @classmethod
-    def of(
-        cls,
-        pod: Pod,
-        priority: int | None = None,
-        preempt_never: bool | None = None,
-        *,
-        requests: tuple[Requests, Requests] | None = None,
-    ) -> PodInfo:
-        """`requests`: the pod's (`pod_requests`, `non_zero_requests`) when the caller knows
-        them already (the engine keeps them per pod shape: the exact sums are costly)."""
-        meta = pod.metadata
-        if requests is None:
-            requests = pod_requests(pod), non_zero_requests(pod)
-        return cls(
-            pod=pod,
-            key=pod_key(meta.namespace, meta.name),
-            uid=meta.uid or "",
-            requests=requests[0],
-            non_zero=requests[1],
-            priority=(pod.spec.priority or 0) if priority is None else priority,
-            preempt_never=(
-                pod.spec.preemption_policy == "Never" if preempt_never is None else preempt_never
-            ),
-        )
-
-    @property
-    def namespace(self) -> str:
-        return self.pod.metadata.namespace or ""
-
-    @property
-    def name(self) -> str:
-        return self.pod.metadata.name or ""
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return self.pod.metadata.labels or {}
-
-    @property
-    def node_name(self) -> str | None:
-        """spec.nodeName: where the pod is bound (None while pending)."""
-        return self.pod.spec.node_name or None
-
-    @property
-    def nominated_node(self) -> str | None:
-        status = self.pod.status
-        return (status.nominated_node_name or None) if status else None
-
-    @property
-    def created(self) -> datetime | None:
-        return self.pod.metadata.creation_timestamp
-
-    @property
-    def terminating(self) -> bool:
-        return self.pod.metadata.deletion_timestamp is not None
-
-    @property
-    def finished(self) -> bool:
-        """Succeeded or Failed: the pod no longer holds its node's resources."""
-        status = self.pod.status
-        return status is not None and status.phase in ("Succeeded", "Failed")
-
-    @property
-    def gated(self) -> bool:
-        return bool(self.pod.spec.scheduling_gates)
 
 
 class ClusterView(Protocol):
@@ -267,9 +161,22 @@ class CycleHost(Protocol):
         """True when a preemption already deleted this pod and it is not gone yet."""
         ...
 
+    def fits(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> BoolMask:
+        """`run_filters` without the reasons, for searches that only need the rows that fit
+        (gang preemption tries many hypothetical clusters)."""
+        ...
+
     def activate(self, keys: Iterable[str]) -> None:
-        """Move these pending pods (unschedulable or in backoff) to the active queue at once
-        (kube's PodsToActivate: a gang's first member at Permit brings its siblings)."""
+        """Move these pending pods to the active queue (kube's PodsToActivate: a gang's first
+        member at Permit brings its siblings); a pod still in its backoff goes to the backoff
+        queue instead and becomes active when its backoff ends."""
+        ...
+
+    @property
+    def layers(self) -> PriorityLayers:
+        """The counted pods' requests aggregated per priority (preemption's shortcut)."""
         ...
 
 
@@ -286,97 +193,6 @@ class PodCycle:
     """True when the caller wants per-node reasons even for the nodes that fit."""
     host: CycleHost | None = None
     """The engine's services for this cycle (None in a plugin's unit test without engine)."""
-
-
-@dataclass(frozen=True)
-class Reason:
-    """Why some rows failed a filter: the rows, the message, and whether preemption could
-    help them (Unschedulable) or not (UnschedulableAndUnresolvable)."""
-
-    rows: BoolMask
-    message: str
-    resolvable: bool = True
-
-
-@dataclass(frozen=True)
-class PreFilterResult:
-    """`nodes`, when set, restricts the cycle to these rows (NodeName, a nominated node)."""
-
-    status: PodStatus = POD_SUCCESS
-    nodes: BoolMask | None = None
-
-
-@dataclass(frozen=True)
-class FilterResult:
-    """The rows that still fit, and why the others (those it removed) do not. Reasons are
-    masks, given at once (`reasons`) or on demand (`explain`); a removed row no reason covers
-    gets `default`."""
-
-    mask: BoolMask
-    reasons: tuple[Reason, ...] = ()
-    default: Reason | None = None
-    status: PodStatus = POD_SUCCESS  # ERROR only: a filter that cannot decide for any node
-    explain: Callable[[], tuple[Reason, ...]] | None = None
-    """More reasons, computed only when someone asks (`all_reasons`): the engine needs them
-    when no node fits (the Diagnosis) or in explain mode, and most pods fit somewhere, so a
-    filter whose reasons cost anything defers them here. The callable must read only what
-    the filter read (the snapshot is immutable), so calling it later gives the same answer."""
-
-    def all_reasons(self) -> tuple[Reason, ...]:
-        """`reasons` followed by the deferred ones."""
-        if self.explain is None:
-            return self.reasons
-        return self.reasons + self.explain()
-
-
-@dataclass(frozen=True)
-class PostFilterResult:
-    """What a PostFilter (preemption) found: a node to nominate and the pods to delete."""
-
-    status: PodStatus
-    nominated_node: str | None = None
-    victims: tuple[PodInfo, ...] = ()
-    nominations: tuple[tuple[str, str], ...] = ()
-    """(pod key, node) for more pending pods than the one in the cycle (gang preemption: every
-    member gets the node its victims free; victims may then be on several nodes)."""
-
-
-@dataclass(frozen=True)
-class PermitResult:
-    status: PodStatus = POD_SUCCESS  # SUCCESS, WAIT (with timeout) or UNSCHEDULABLE
-    timeout: timedelta = timedelta(0)
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """Why a pod fits no node: the counts per message over nodes, the rows preemption may
-    help, and the PreFilter / PostFilter messages (kube-scheduler's FitError)."""
-
-    total_nodes: int
-    counts: Mapping[str, int]
-    resolvable: BoolMask
-    pre_filter: str = ""
-    post_filter: str = ""
-    plugins: frozenset[str] = frozenset()
-
-    def message(self) -> str:
-        """`0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint
-        {spot: true}.` with kube-scheduler's ordering (the "count reason" strings sorted).
-
-        As kube-scheduler's FitError.Error (1.31+): the PreFilter message replaces the node
-        counts; the PostFilter message follows after a space and brings its own final period
-        (`... 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims
-        found for incoming pod.`; older releases doubled that period)."""
-        text = f"0/{self.total_nodes} nodes are available:"
-        if self.pre_filter:
-            text += f" {self.pre_filter}."
-        else:
-            parts = sorted(f"{count} {reason}" for reason, count in self.counts.items())
-            if parts:
-                text += f" {', '.join(parts)}."
-        if self.post_filter:
-            text += f" {self.post_filter}"
-        return text
 
 
 class QueueSort(Protocol):
@@ -469,6 +285,109 @@ class EventHandler(Protocol):
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         """Update the plugin's state; True when pods this plugin rejected should be retried."""
         ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A preemption candidate: a node and the pods to delete for the pod, most important
+    first (victims freeing quota headroom may be on other nodes)."""
+
+    node: str
+    row: int
+    victims: tuple[PodInfo, ...]
+
+    @property
+    def highest(self) -> int:
+        return self.victims[0].priority if self.victims else -(2**31) - 1
+
+
+class PreemptionHooks(Protocol):
+    """How a plugin restricts or extends preemption (kube: framework/preemption's Interface).
+
+    Every method has a neutral default; a plugin overrides the ones it needs, and the
+    preemptor calls only the overridden ones (`overrides`), in profile order. Two change the
+    search itself when overridden: `preemption_victims` turns the per-priority shortcut off,
+    `preemption_complete` makes rows without potential victims candidates too."""
+
+    name: str
+
+    def preemption_applies(self, cycle: PodCycle, pod: PodInfo) -> bool:
+        """False switches off every other hook of this plugin for this pod."""
+        return True
+
+    def preemption_eligible(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, diagnosis: Diagnosis
+    ) -> str | None:
+        """A message when the pod may not preempt now (the first one wins); None lets it."""
+        return None
+
+    def preemption_victims(
+        self, cycle: PodCycle, pod: PodInfo, node: str, pods: Sequence[PodInfo]
+    ) -> Sequence[PodInfo] | None:
+        """The potential victims on a node given the default list (its lower-priority pods):
+        a new list to restrict or extend it, None to keep it."""
+        return None
+
+    def preemption_fits(
+        self, cycle: PodCycle, pod: PodInfo, node: str, victims: Sequence[PodInfo]
+    ) -> bool:
+        """An extra condition, beyond the Filter plugins, for the pod to fit once `victims`
+        are gone."""
+        return True
+
+    def preemption_complete(
+        self, cycle: PodCycle, pod: PodInfo, candidate: Candidate
+    ) -> Sequence[PodInfo] | None:
+        """Victims anywhere in the cluster that the candidate also needs; None drops it."""
+        return ()
+
+    def preemption_chosen(self, cycle: PodCycle, pod: PodInfo, candidate: Candidate) -> None:
+        """Told the candidate that was picked."""
+        del cycle, pod, candidate  # nothing to do by default
+
+
+class SimulationReport(Protocol):
+    """A plugin with a story to tell at the end of `scheduler simulate` (gangs, quotas)."""
+
+    name: str
+
+    def simulation_report(self, cluster: ClusterView, now: datetime) -> list[str]: ...
+
+
+POINTS: Mapping[type, tuple[str, ...]] = {
+    QueueSort: ("sort_key",),
+    QueueSortOverride: ("queue_sort_key",),
+    PreFilter: ("pre_filter",),
+    Filter: ("filter",),
+    PostFilter: ("post_filter",),
+    Score: ("score",),
+    Reserve: ("reserve", "unreserve"),
+    Permit: ("permit",),
+    Bind: ("bind",),
+    PostBind: ("post_bind",),
+    EventHandler: ("on_event",),
+    PreemptionHooks: (),
+    SimulationReport: ("simulation_report",),
+}
+"""Every Protocol a plugin may declare, with the methods that declaring it requires."""
+
+
+def declares(plugin: object, point: type) -> bool:
+    """True when the plugin's class states that it implements `point` (subclasses it)."""
+    return point in type(plugin).__mro__
+
+
+def declared_points(plugin: object) -> tuple[type, ...]:
+    """The extension points the plugin's class declares, in `POINTS` order."""
+    mro = type(plugin).__mro__
+    return tuple(point for point in POINTS if point in mro)
+
+
+def overrides(plugin: object, method: str) -> bool:
+    """True when the plugin's class implements `method` itself rather than inheriting the
+    neutral default of `PreemptionHooks` (or has no such method at all)."""
+    own = getattr(type(plugin), method, None)
+    return own is not None and own is not getattr(PreemptionHooks, method, None)
 
 
 @dataclass(frozen=True)

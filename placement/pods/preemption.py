@@ -29,31 +29,13 @@ lowest such level can win, and only those (at most `max(10%, 100)` of the candid
 samples) get their pods listed in Python. Reprieve then runs in rounds, round j trying to put
 back the j-th most important victim of every row at once (one filter pass per round).
 
-**Hooks** (how other plugins restrict or extend preemption). Any plugin of the profile may
-implement any of these methods; `Preemptor` finds them through `CycleHost.plugins()` (or gets
-them in its constructor) and calls them in profile order:
-
-* `preemption_eligible(cycle, pod, nodes, diagnosis) -> str | None`: a message when the pod
-  may not preempt now (capacity scheduling: a terminating pod of the same quota); None to let
-  it. The first message wins and becomes the PostFilter's reason.
-* `preemption_victims(cycle, pod, node, pods) -> Sequence[PodInfo] | None`: the potential
-  victims on a node, given the default list (the lower-priority pods on it). Return a new
-  list to restrict or extend it (capacity scheduling: pods of over-quota namespaces of any
-  priority), or None to keep it. With such a hook the per-priority shortcut is off: rows are
-  examined in name order, in batches, until enough candidates are found.
-* `preemption_fits(cycle, pod, node, victims) -> bool`: an extra condition, beyond the Filter
-  plugins, for the pod to fit once `victims` are gone (capacity scheduling: the quota's max
-  and min). Called after removing all potential victims and at each reprieve.
-* `preemption_applies(cycle, pod) -> bool`: False switches off every other hook of that
-  plugin for this pod (capacity scheduling without any ElasticQuota: the default, vectorized
-  path stays as fast as without the plugin).
-* `preemption_complete(cycle, pod, candidate) -> Sequence[PodInfo] | None`: victims beyond the
-  node's, anywhere in the cluster, that the candidate also needs (capacity scheduling: pods
-  that only free quota headroom); None drops the candidate. The candidate is ranked with
-  them. With such a hook a row with no potential victims on it is examined too: the pod may
-  fit there already and lack only quota headroom.
-* `preemption_chosen(cycle, pod, candidate) -> None`: told the candidate that was picked (a
-  plugin that reports its preemptions).
+**Hooks.** Plugins restrict or extend preemption through `framework.PreemptionHooks` (one
+Protocol, kube's preemption Interface): a plugin that declares it and overrides a hook is called
+in profile order (`Preemptor` finds them through `CycleHost.plugins()`, or gets them in its
+constructor). Capacity scheduling uses every hook; an overridden `preemption_victims` turns the
+per-priority shortcut off (rows are examined in name order, in batches, until enough candidates
+are found), an overridden `preemption_complete` makes rows without potential victims candidates
+too (the pod may fit there already and lack only quota headroom).
 
 Gang preemption (victims over several nodes) builds on the same pieces: `lower_priority_pods`,
 `select_victims` (the batched remove-all-then-reprieve for any rows and victim lists, on any
@@ -64,24 +46,33 @@ hypothetical snapshot, e.g. one where earlier members of the gang are already pl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from placement.arrays import BoolMask
 from placement.pods.framework import (
+    Candidate,
     CycleHost,
     Diagnosis,
     PodCycle,
     PodInfo,
     PodStatus,
     PostFilterResult,
+    PreemptionHooks,
+    declares,
+    overrides,
 )
-from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+from placement.pods.nodes import NodeSnapshot
 from placement.pods.requests import PODS
+from placement.pods.victims import (
+    importance_key,
+    num_candidates,
+    pick_candidate,
+    select_victims,
+    start_time,
+)
 
 __all__ = [
     "MIN_CANDIDATE_NODES_ABSOLUTE",
@@ -93,6 +84,7 @@ __all__ = [
     "Candidate",
     "Preemptor",
     "complete_candidates",
+    "hook_plugins",
     "importance_key",
     "pick_candidate",
     "start_time",
@@ -106,90 +98,29 @@ MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 MAX_RANKED_LEVELS = 64
 """Above this many distinct lower priorities the level ranking is skipped (memory)."""
-_INT32_SHIFT = 2**31  # kube adds MaxInt32+1 to each priority before summing
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A node and the pods to delete there, most important first."""
-
-    node: str
-    row: int
-    victims: tuple[PodInfo, ...]
-
-    @property
-    def highest(self) -> int:
-        return self.victims[0].priority if self.victims else -(2**31) - 1
+def _hooks(plugins: Sequence[PreemptionHooks], method: str) -> list[Any]:
+    """The bound `method` of every plugin that overrides it, in profile order."""
+    return [getattr(p, method) for p in plugins if overrides(p, method)]
 
 
-def start_time(pod: PodInfo, now: datetime) -> datetime:
-    """status.startTime, else now (kube: a pod that has not started yet is the newest)."""
-    status = pod.pod.status
-    raw: Any = getattr(status, "start_time", None) if status is not None else None
-    if raw is None and status is not None and status.model_extra:
-        raw = status.model_extra.get("startTime")
-    if isinstance(raw, datetime):
-        return raw
-    if isinstance(raw, str):
-        try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except ValueError:
-            return now
-    return now
-
-
-def importance_key(now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]:
-    """Sort key, most important first: higher priority, then earlier start, then key.
-    The key remembers each pod's (the start time is parsed once per pod and key)."""
-    seen: dict[int, tuple[PodInfo, tuple[int, float, str]]] = {}
-
-    def key(pod: PodInfo) -> tuple[int, float, str]:
-        found = seen.get(id(pod))
-        if found is not None and found[0] is pod:
-            return found[1]
-        value = (-pod.priority, start_time(pod, now).timestamp(), pod.key)
-        seen[id(pod)] = (pod, value)
-        return value
-
-    return key
-
-
-def pick_candidate(candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
-    """kube's pickOneNodeForPreemption without PDBs: lowest highest-victim priority, smallest
-    sum of priorities, fewest victims, latest earliest-start of the most important victims,
-    then the first node by name."""
-    if not candidates:
-        return None
-
-    def rank(c: Candidate) -> tuple[int, int, int, float, str]:
-        total = sum(v.priority + _INT32_SHIFT for v in c.victims)
-        if c.victims:
-            top = c.highest
-            earliest = min(start_time(v, now).timestamp() for v in c.victims if v.priority == top)
-        else:
-            earliest = now.timestamp()
-        return (c.highest, total, len(c.victims), -earliest, c.node)
-
-    return min(candidates, key=rank)
-
-
-def num_candidates(potential: int, percentage: int, absolute: int) -> int:
-    """kube's calculateNumCandidates."""
-    n = potential * percentage // 100
-    return min(max(n, absolute), potential)
-
-
-def _hooks(plugins: Sequence[object], method: str) -> list[Any]:
-    return [getattr(p, method) for p in plugins if callable(getattr(p, method, None))]
-
-
-def _applies(plugin: object, cycle: PodCycle, pod: PodInfo) -> bool:
-    gate = getattr(plugin, "preemption_applies", None)
-    return not callable(gate) or bool(gate(cycle, pod))
+def hook_plugins(plugins: Iterable[object], cycle: PodCycle, pod: PodInfo) -> list[PreemptionHooks]:
+    """The plugins declaring `PreemptionHooks` whose hooks apply to this pod."""
+    found: list[PreemptionHooks] = []
+    for plugin in plugins:
+        if declares(plugin, PreemptionHooks):
+            hooks = cast(PreemptionHooks, plugin)
+            if hooks.preemption_applies(cycle, pod):
+                found.append(hooks)
+    return found
 
 
 def complete_candidates(
-    cycle: PodCycle, pod: PodInfo, candidates: Sequence[Candidate], plugins: Sequence[object]
+    cycle: PodCycle,
+    pod: PodInfo,
+    candidates: Sequence[Candidate],
+    plugins: Sequence[PreemptionHooks],
 ) -> list[Candidate]:
     """Each candidate with the victims the `preemption_complete` hooks add (most important
     first); the candidates a hook drops are left out."""
@@ -246,7 +177,7 @@ class Preemptor:
         host = cycle.host
         if host is None:
             return PostFilterResult(PodStatus.unschedulable(self.name, "preemption: no engine"))
-        plugins = tuple(p for p in self._plugins(host) if _applies(p, cycle, pod))
+        plugins = tuple(hook_plugins(self._plugins(host), cycle, pod))
         refusal = self.eligible(cycle, pod, nodes, diagnosis, plugins)
         if refusal is not None:
             message = f"preemption: {refusal}"
@@ -280,7 +211,7 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         diagnosis: Diagnosis,
-        plugins: Sequence[object] = (),
+        plugins: Sequence[PreemptionHooks] = (),
     ) -> str | None:
         """None when the pod may preempt, else kube's message (PodEligibleToPreemptOthers)."""
         if pod.preempt_never:
@@ -312,7 +243,7 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         diagnosis: Diagnosis,
-        plugins: Sequence[object] = (),
+        plugins: Sequence[PreemptionHooks] = (),
     ) -> tuple[list[Candidate], dict[str, int]]:
         """The candidate nodes with their minimal victims, and, per message, how many nodes
         failed and why (kube's preemption FitError) when there is none."""
@@ -345,7 +276,7 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         potential: BoolMask,
-        plugins: Sequence[object],
+        plugins: Sequence[PreemptionHooks],
         limit: int,
         failures: dict[str, int],
     ) -> tuple[list[Candidate], dict[str, int]]:
@@ -419,7 +350,7 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         potential: BoolMask,
-        plugins: Sequence[object],
+        plugins: Sequence[PreemptionHooks],
         victim_hooks: Sequence[Any],
         limit: int,
         failures: dict[str, int],
@@ -491,73 +422,9 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         lists: Mapping[int, Sequence[PodInfo]],
-        plugins: Sequence[object] = (),
+        plugins: Sequence[PreemptionHooks] = (),
         failures: dict[str, int] | None = None,
     ) -> list[Candidate]:
-        """For each row and its potential victims (most important first): remove them all;
-        if the pod then fits, reprieve them from the most important down while it still fits.
-        All rows at once: one filter pass after the removal and one per reprieve round."""
-        host = cycle.host
-        assert host is not None
-        if not lists:
-            return []
+        """`victims.select_victims` (gang preemption calls it on its hypothetical clusters)."""
         fits_hooks = _hooks(plugins, "preemption_fits")
-        rows = sorted(lists)
-        shapes: dict[tuple[tuple[str, int], ...], np.ndarray[Any, np.dtype[np.int64]]] = {}
-
-        def vector_of(requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.int64]]:
-            shape = tuple(requests.items())
-            found = shapes.get(shape)
-            if found is None:
-                found = shapes[shape] = nodes.vector(requests)
-            return found
-
-        # Per victim, over the snapshot's columns (pods of one shape share one vector).
-        vectors = {row: [vector_of(v.requests) for v in lists[row]] for row in rows}
-        requested: ResourceMatrix = nodes.requested.copy()
-        for row in rows:
-            for vector in vectors[row]:
-                requested[row] -= vector
-        mask = np.zeros(nodes.size, dtype=bool)
-        mask[rows] = True
-        ok, diag = host.run_filters(
-            cycle, pod, dataclasses.replace(nodes, requested=requested), mask
-        )
-        if failures is not None:
-            for message, count in diag.counts.items():
-                failures[message] = failures.get(message, 0) + count
-        alive = [row for row in rows if ok[row]]
-        removed: dict[int, list[PodInfo]] = {row: list(lists[row]) for row in alive}
-        if fits_hooks:
-            alive = [
-                row
-                for row in alive
-                if all(h(cycle, pod, nodes.names[row], removed[row]) for h in fits_hooks)
-            ]
-        victims: dict[int, list[PodInfo]] = {row: [] for row in alive}
-        longest = max((len(lists[row]) for row in alive), default=0)
-        for j in range(longest):
-            trying = [row for row in alive if j < len(lists[row])]
-            if not trying:
-                break
-            for row in trying:
-                requested[row] += vectors[row][j]
-            mask = np.zeros(nodes.size, dtype=bool)
-            mask[trying] = True
-            ok, _ = host.run_filters(
-                cycle, pod, dataclasses.replace(nodes, requested=requested), mask
-            )
-            for row in trying:
-                pod_j = lists[row][j]
-                still = bool(ok[row])
-                if still and fits_hooks:
-                    rest = [v for v in removed[row] if v is not pod_j]
-                    still = all(h(cycle, pod, nodes.names[row], rest) for h in fits_hooks)
-                    if still:
-                        removed[row] = rest
-                elif still:
-                    removed[row] = [v for v in removed[row] if v is not pod_j]
-                if not still:
-                    requested[row] -= vectors[row][j]
-                    victims[row].append(pod_j)
-        return [Candidate(nodes.names[row], row, tuple(victims[row])) for row in alive]
+        return select_victims(cycle, pod, nodes, lists, fits_hooks, failures)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import RowIndex, ScoreVector
-from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo
+from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo, Score
 from placement.pods.nodes import NodeSnapshot
 from plugins.pods._resources import (
     DEFAULT_RESOURCES,
@@ -88,7 +88,7 @@ def balanced_row(pairs_: Sequence[RowPair]) -> int:
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(Score):
     name = "NodeResourcesBalancedAllocation"
 
     def __init__(self, resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES) -> None:

@@ -53,10 +53,15 @@ from placement.pods.framework import (
     POD_SUCCESS,
     ClusterView,
     Diagnosis,
+    EventHandler,
     PodCycle,
     PodInfo,
     PodStatus,
+    PreemptionHooks,
+    PreFilter,
     PreFilterResult,
+    Reserve,
+    SimulationReport,
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import NOT_ELIGIBLE_TERMINATING, Candidate, importance_key
@@ -215,7 +220,7 @@ class _Context:
         return frozenset(q.namespace for q in self.over)
 
 
-class CapacityScheduling:
+class CapacityScheduling(PreFilter, Reserve, EventHandler, PreemptionHooks, SimulationReport):
     """See the module docstring."""
 
     name = NAME

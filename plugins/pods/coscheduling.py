@@ -44,7 +44,7 @@ for a gang member, and never takes a gang below its quorum for a single pod.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -61,13 +61,21 @@ from placement.pods.framework import (
     ClusterView,
     CycleHost,
     Diagnosis,
+    EventHandler,
+    Permit,
     PermitResult,
     PodCode,
     PodCycle,
     PodInfo,
     PodStatus,
+    PostFilter,
     PostFilterResult,
+    PreemptionHooks,
+    PreFilter,
     PreFilterResult,
+    QueueSortOverride,
+    Reserve,
+    SimulationReport,
     pod_key,
 )
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
@@ -149,7 +157,16 @@ class _Gang:
         return sorted(k for k in self.members if k not in self.bound and k not in self.permitted)
 
 
-class Coscheduling:
+class Coscheduling(
+    QueueSortOverride,
+    PreFilter,
+    PostFilter,
+    Reserve,
+    Permit,
+    EventHandler,
+    PreemptionHooks,
+    SimulationReport,
+):
     """PodGroup gang scheduling; see the module docstring."""
 
     name = "Coscheduling"
@@ -504,7 +521,7 @@ class Coscheduling:
         return None
 
     def preemption_victims(
-        self, cycle: PodCycle, pod: PodInfo, node: str, pods: list[PodInfo]
+        self, cycle: PodCycle, pod: PodInfo, node: str, pods: Sequence[PodInfo]
     ) -> list[PodInfo] | None:
         """Per-pod preemption may take a gang member only when its whole gang is below the
         preemptor's priority (it then goes whole, `preemption_complete`)."""

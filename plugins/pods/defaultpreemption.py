@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from placement.pods.framework import Diagnosis, PodCycle, PodInfo, PostFilterResult
+from placement.pods.framework import Diagnosis, PodCycle, PodInfo, PostFilter, PostFilterResult
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import (
     MIN_CANDIDATE_NODES_ABSOLUTE,
@@ -33,7 +33,7 @@ def _int(args: Mapping[str, Any], field: str, default: int, top: int | None) -> 
     return value
 
 
-class DefaultPreemption:
+class DefaultPreemption(PostFilter):
     name = "DefaultPreemption"
 
     def __init__(

@@ -27,12 +27,15 @@ from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import NAME_FIELD, node_selector_mask, term_mask
 from placement.pods.framework import (
     SKIP,
+    Filter,
     FilterResult,
     PodCycle,
     PodInfo,
     PodStatus,
+    PreFilter,
     PreFilterResult,
     Reason,
+    Score,
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.selectors import SelectorError
@@ -113,7 +116,7 @@ def _name_narrowing(selector: NodeSelector) -> set[str] | None:
     return names
 
 
-class NodeAffinity:
+class NodeAffinity(PreFilter, Filter, Score):
     name = "NodeAffinity"
 
     def __init__(self, added: NodeAffinitySpec | None = None) -> None:

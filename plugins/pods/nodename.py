@@ -10,10 +10,12 @@ import numpy as np
 from placement.arrays import BoolMask
 from placement.pods.framework import (
     SKIP,
+    Filter,
     FilterResult,
     PodCycle,
     PodInfo,
     PodStatus,
+    PreFilter,
     PreFilterResult,
     Reason,
 )
@@ -25,7 +27,7 @@ __all__ = ["ERR_REASON_NODE_NAME", "NodeName"]
 ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
 
 
-class NodeName:
+class NodeName(PreFilter, Filter):
     """PreFilter narrows the cycle to the named node's row, so no other node is even looked
     at; Filter repeats the check for callers that filter without PreFilter. A name no node
     has is unresolvable at PreFilter (kube finds no node either; preemption cannot help)."""

@@ -24,11 +24,14 @@ import numpy.typing as npt
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import (
     MAX_NODE_SCORE,
+    Filter,
     FilterResult,
     PodCycle,
     PodInfo,
+    PreFilter,
     PreFilterResult,
     Reason,
+    Score,
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.requests import PODS
@@ -290,7 +293,7 @@ class _Request(NamedTuple):
     key: tuple[tuple[int, int], ...]  # (column, amount) pairs: the fit cache's key
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(PreFilter, Filter, Score):
     name = "NodeResourcesFit"
 
     def __init__(self, args: FitArgs | None = None) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from placement.arrays import BoolMask
-from placement.pods.framework import FilterResult, PodCycle, PodInfo, Reason
+from placement.pods.framework import Filter, FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
 from plugins.pods._shared import PerSnapshot, check_fields, frozen
 from plugins.pods.tolerations import cycle_tolerations, tolerated
@@ -18,7 +18,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 """The taint a pod must tolerate to land on a cordoned node (DaemonSet pods do)."""
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(Filter):
     """Unresolvable: evicting pods does not uncordon a node."""
 
     name = "NodeUnschedulable"

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from placement.pods.framework import PodInfo
+from placement.pods.framework import PodInfo, QueueSort
 from plugins.pods._shared import check_fields
 
 __all__ = ["PrioritySort"]
 
 
-class PrioritySort:
+class PrioritySort(QueueSort):
     """Higher priority first, then the pod queued earlier; kube stops there, and the pod key
     (`namespace/name`) settles the rest so that the order never depends on arrival order."""
 

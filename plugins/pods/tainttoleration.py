@@ -16,7 +16,15 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import BoolMask, RowIndex, ScoreVector
-from placement.pods.framework import MAX_NODE_SCORE, FilterResult, PodCycle, PodInfo, Reason
+from placement.pods.framework import (
+    MAX_NODE_SCORE,
+    Filter,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    Reason,
+    Score,
+)
 from placement.pods.nodes import NodeSnapshot, Taint
 from plugins.pods._shared import PerSnapshot, check_fields, default_normalize, frozen, on_rows
 from plugins.pods.tolerations import Tol, cycle_tolerations, tolerated
@@ -58,7 +66,7 @@ class _Verdict(NamedTuple):
     reasons: tuple[tuple[str, BoolMask], ...]  # message -> rows it covers
 
 
-class TaintToleration:
+class TaintToleration(Filter, Score):
     name = "TaintToleration"
 
     def __init__(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apis.core import Pod
-from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilterResult
+from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilter, PreFilterResult
 from placement.pods.nodes import NodeSnapshot
 from plugins.pods._shared import check_fields
 
@@ -50,7 +50,7 @@ def unsupported(pod: Pod) -> list[str]:
     return found
 
 
-class UnsupportedFeatures:
+class UnsupportedFeatures(PreFilter):
     name = "UnsupportedFeatures"
 
     def __init__(self, scheduler: str = SCHEDULER) -> None:
