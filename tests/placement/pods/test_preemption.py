@@ -12,7 +12,14 @@ import pytest
 
 from apis.core import Pod
 from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus
-from placement.pods.framework import Diagnosis, PodCycle, PodInfo, Profile
+from placement.pods.framework import (
+    Diagnosis,
+    EventHandler,
+    PodCycle,
+    PodInfo,
+    PreemptionHooks,
+    Profile,
+)
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import (
     NOT_ELIGIBLE_NEVER,
@@ -244,7 +251,7 @@ def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
 
 
 @dataclass
-class Quota:
+class Quota(EventHandler, PreemptionHooks):
     """A stand-in for capacity scheduling's hooks."""
 
     name: str = "Quota"

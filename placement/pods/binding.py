@@ -1,0 +1,216 @@
+"""The binding cycle: Reserve, Permit (and its waits), Bind, PostBind; Unreserve on failure.
+
+Once the scheduling cycle has chosen a node, `BindingCycle.place` assumes the pod there (the
+pod cache counts it at once), runs Reserve, then Permit. A Permit that says WAIT holds the pod
+in memory on its node until every waiting plugin allows it (`allow`, a gang reaching quorum),
+one rejects it (`reject`), or the shortest timeout passes (`expire`); kube-scheduler's message
+for the timeout is kept word for word. Then Bind: a Bind plugin may take the pod, else a
+`BindPod` action goes out. The binding is confirmed by a successful `BindResult` or by the pod
+event showing it bound (`confirm`: PostBind, the `Scheduled` event, once). Any failure after
+Reserve runs Unreserve in reverse order and forgets the assumption, and the room it held is
+offered to the pods waiting for room (`retry_all`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from placement.pods.cache import Assumed, PodCache
+from placement.pods.calls import PluginError, call, named
+from placement.pods.events import BindPod, EmitEvent
+from placement.pods.framework import PodCode, PodCycle, PodInfo, PodStatus, Profile
+from placement.pods.nominator import Nominator
+from placement.pods.reporting import Reporter, go_duration
+
+__all__ = ["BindingCycle", "Waiting"]
+
+
+@dataclass
+class Waiting:
+    """A pod held at Permit."""
+
+    info: PodInfo
+    node: str
+    pending: dict[str, timedelta]  # plugin -> its timeout
+    started: datetime
+    deadline: datetime
+
+
+class BindingCycle:
+    """Everything from Reserve to PostBind; see the module docstring."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        cache: PodCache,
+        nominator: Nominator,
+        reporter: Reporter,
+        *,
+        now: Callable[[], datetime],
+        retry_all: Callable[[datetime], None],
+    ) -> None:
+        self.profile = profile
+        self.cache = cache
+        self.nominator = nominator
+        self.reporter = reporter
+        self.waiting: dict[str, Waiting] = {}
+        self._now = now
+        self._retry_all = retry_all
+
+    def place(self, cycle: PodCycle, info: PodInfo, node: str, attempts: int) -> None:
+        """Assume the pod on the node, then Reserve, Permit and bind (or wait)."""
+        reporter = self.reporter
+        reporter.queue.remove(info.key)
+        self.nominator.drop(info.key)
+        self.cache.assume(info, node, cycle, attempts)
+        for plugin in self.profile.reserves:
+            try:
+                status = call(plugin.name, plugin.reserve, cycle, info, node)
+            except PluginError as failure:
+                status = failure.status
+            if not status.ok:
+                self.forget(cycle, info, node)
+                if status.code >= PodCode.ERROR:
+                    reporter.error(cycle, info, named(status, plugin.name), attempts)
+                else:
+                    message = status.message or f"rejected by plugin {plugin.name} at Reserve"
+                    reporter.unschedulable(cycle, info, message, (plugin.name,), attempts)
+                return
+        pending: dict[str, timedelta] = {}
+        for permit in self.profile.permits:
+            try:
+                result = call(permit.name, permit.permit, cycle, info, node)
+            except PluginError as failure:
+                self.fail(cycle, info, node, failure.status, attempts)
+                return
+            code = result.status.code
+            if code == PodCode.WAIT:
+                pending[permit.name] = result.timeout
+            elif code >= PodCode.ERROR:
+                self.fail(cycle, info, node, named(result.status, permit.name), attempts)
+                return
+            elif not result.status.ok:
+                self.forget(cycle, info, node)
+                message = result.status.message or f"rejected by plugin {permit.name} at Permit"
+                reporter.unschedulable(cycle, info, message, (permit.name,), attempts)
+                return
+        if pending:
+            timeout = min(pending.values())
+            self.waiting[info.key] = Waiting(
+                info, node, pending, started=cycle.now, deadline=cycle.now + timeout
+            )
+            return
+        self.bind(cycle, info, node)
+
+    def fail(
+        self, cycle: PodCycle, info: PodInfo, node: str, status: PodStatus, attempts: int
+    ) -> None:
+        """A plugin failed after the pod was assumed: undo, report, back off."""
+        self.forget(cycle, info, node)
+        self.reporter.error(cycle, info, status, attempts)
+
+    def forget(self, cycle: PodCycle, info: PodInfo, node: str) -> None:
+        """Undo a placement: Unreserve in reverse order, stop counting the pod."""
+        self.cache.forget(info.key, node)
+        self.waiting.pop(info.key, None)
+        self.unreserve(cycle, info, node)
+
+    def unreserve(self, cycle: PodCycle, info: PodInfo, node: str) -> None:
+        for plugin in reversed(self.profile.reserves):
+            try:
+                plugin.unreserve(cycle, info, node)
+            except Exception:  # a plugin bug must not stop the others' cleanup
+                self.reporter.stats.handler_errors += 1
+
+    def bind(self, cycle: PodCycle, info: PodInfo, node: str) -> None:
+        assumed = self.cache.assumed(info.key)
+        if assumed is None:
+            return
+        assumed.binding = True
+        for plugin in self.profile.binds:
+            try:
+                status = call(plugin.name, plugin.bind, cycle, info, node)
+            except PluginError as failure:
+                status = failure.status
+            if status.code == PodCode.SKIP:
+                continue
+            if status.ok:
+                return  # the plugin binds it; its pod event confirms
+            self.fail(cycle, info, node, named(status, plugin.name), assumed.attempts)
+            return
+        self.reporter.out.append(BindPod(info.key, info.uid, node))
+
+    def confirm(self, assumed: Assumed) -> None:
+        """The binding is done (BindResult ok, or the pod seen bound): PostBind, Scheduled."""
+        if not assumed.binding or assumed.confirmed:
+            return
+        assumed.confirmed = True  # once
+        info, node = assumed.info, assumed.node
+        stats = self.reporter.stats
+        stats.attempts["scheduled"] += 1
+        for plugin in self.profile.post_binds:
+            try:
+                plugin.post_bind(assumed.cycle, info, node)
+            except Exception:
+                stats.handler_errors += 1
+        self.reporter.out.append(
+            EmitEvent(
+                regarding=("Pod", info.key, info.uid),
+                type="Normal",
+                reason="Scheduled",
+                message=f"Successfully assigned {info.key} to {node}",
+                action="Binding",
+            )
+        )
+
+    # --- Permit waits ------------------------------------------------------------------------
+
+    def waiting_pods(self) -> Iterable[PodInfo]:
+        return tuple(w.info for w in self.waiting.values())
+
+    def allow(self, key: str, plugin: str) -> None:
+        waiting = self.waiting.get(key)
+        if waiting is None:
+            return
+        waiting.pending.pop(plugin, None)
+        if waiting.pending:
+            return
+        del self.waiting[key]
+        assumed = self.cache.assumed(key)
+        if assumed is not None:
+            self.bind(assumed.cycle, assumed.info, assumed.node)
+
+    def reject(self, key: str, plugin: str, message: str) -> None:
+        waiting = self.waiting.pop(key, None)
+        assumed = self.cache.assumed(key)
+        if waiting is None or assumed is None:
+            return
+        cycle = assumed.cycle
+        now = self._now()
+        if now > cycle.now:
+            cycle.now = now  # rejected later than its cycle ran (a gang's sibling)
+        self.forget(cycle, waiting.info, waiting.node)
+        self._retry_all(cycle.now)  # the room it held is free again (for the others)
+        self.reporter.unschedulable(cycle, waiting.info, message, (plugin,), assumed.attempts)
+
+    def expire(self, now: datetime) -> None:
+        """Reject the waits whose deadline passed, naming the plugin with the shortest
+        timeout as kube-scheduler does."""
+        due = sorted((w.deadline, key) for key, w in self.waiting.items() if w.deadline <= now)
+        for _, key in due:
+            waiting = self.waiting.get(key)
+            assumed = self.cache.assumed(key)
+            if waiting is None or assumed is None:
+                continue
+            plugin, timeout = min(waiting.pending.items(), key=lambda item: (item[1], item[0]))
+            assumed.cycle.now = now
+            self.reject(
+                key,
+                plugin,
+                f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {plugin}",
+            )
+
+    def next_deadline(self) -> datetime | None:
+        return min((w.deadline for w in self.waiting.values()), default=None)

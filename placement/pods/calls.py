@@ -1,0 +1,38 @@
+"""Calling a plugin: an exception is a bug in that plugin, never the engine's end.
+
+The cycles call every plugin method through `call`; an exception becomes `PluginError` with an
+ERROR status naming the plugin, which the engine turns into a SchedulerError for the pod (back
+to the queue with backoff) while it goes on with the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from placement.pods.framework import PodStatus
+
+__all__ = ["PluginError", "call", "named"]
+
+
+class PluginError(Exception):
+    """A plugin raised: carries the status the pod gets."""
+
+    def __init__(self, status: PodStatus) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+def call(plugin: str, method: Any, *args: Any) -> Any:
+    """Call a plugin method; an exception becomes an ERROR status naming the plugin."""
+    try:
+        return method(*args)
+    except Exception as exc:
+        raise PluginError(
+            PodStatus.error(plugin, f"running plugin {plugin!r}: {type(exc).__name__}: {exc}")
+        ) from exc
+
+
+def named(status: PodStatus, plugin: str) -> PodStatus:
+    """The status with its plugin named (the plugin that returned it, when it did not say)."""
+    return status if status.plugin else dataclasses.replace(status, plugin=plugin)

@@ -1,0 +1,146 @@
+"""The nominator: pending pods promised a node by a preemption (kube: backend/queue/nominator.go).
+
+A preemptor is nominated to the node its victims free (`status.nominatedNodeName`), and until it
+binds, every pod of its priority or lower sees that room as taken: the Filter plugins run on the
+snapshot with the requests of the pods nominated at the pod's priority or above added to their
+nodes (kube's RunFilterPluginsWithNominatedPods), the pod's own nomination left out.
+
+Contract:
+
+* `track(info)` on every pending pod event: its `nominatedNodeName`, else the node this
+  nominator gave it (our status patch may not be seen yet), as kube's nominator keeps it.
+* `nominate(info, node)` when a preemption picks a node; `drop(key)` when the pod is bound,
+  assumed, deleted, or loses its nomination (True when it had one).
+* `with_nominated(pod, nodes)` is the snapshot the pod's filters see. The added requests are
+  kept per priority and adjusted as nominations come and go, so a gang preemption that
+  nominates many pods and filters many times does not sum them again each time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from placement.pods.framework import PodInfo
+from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+
+__all__ = ["Nominator"]
+
+_KEPT_PRIORITIES = 16  # sums kept for this many priorities, then all forgotten at once
+
+
+class Nominator:
+    """Nominated pods by key and by node, with their requests summed per priority."""
+
+    def __init__(self) -> None:
+        self._node_of: dict[str, str] = {}  # pending pod key -> nominated node
+        self._on: dict[str, dict[str, PodInfo]] = {}
+        # priority -> (names, resources, per row the requests of the pods nominated at that
+        # priority or above)
+        self._extra: dict[int, tuple[tuple[str, ...], tuple[str, ...], ResourceMatrix]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._on)
+
+    def node_of(self, key: str) -> str | None:
+        return self._node_of.get(key)
+
+    def on(self, node: str) -> Mapping[str, PodInfo]:
+        """The pods nominated to a node, by key."""
+        return self._on.get(node, {})
+
+    def all(self) -> dict[str, str]:
+        """pod key -> nominated node."""
+        return dict(self._node_of)
+
+    def track(self, info: PodInfo) -> None:
+        """status.nominatedNodeName of a pending pod; an update without one keeps the node
+        this nominator gave it."""
+        node = info.nominated_node or self._node_of.get(info.key)
+        if node:
+            self.nominate(info, node)
+
+    def nominate(self, info: PodInfo, node: str) -> None:
+        self.drop(info.key)
+        self._node_of[info.key] = node
+        self._on.setdefault(node, {})[info.key] = info
+        self._adjust(info, node, 1)
+
+    def drop(self, key: str) -> bool:
+        """Forget the pod's nomination; True when it had one."""
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return False
+        pods = self._on.get(node)
+        if pods is not None:
+            info = pods.pop(key, None)
+            if not pods:
+                del self._on[node]
+            if info is not None:
+                self._adjust(info, node, -1)
+        return True
+
+    def with_nominated(self, pod: PodInfo, nodes: NodeSnapshot) -> NodeSnapshot:
+        """The snapshot with the requests of the pods nominated at the pod's priority or
+        above added on their nodes, the pod's own nomination left out."""
+        if not self._on:
+            return nodes
+        cached = self._extra.get(pod.priority)
+        if (
+            cached is not None
+            and (cached[0] is nodes.names or cached[0] == nodes.names)
+            and (cached[1] is nodes.resources or cached[1] == nodes.resources)
+        ):
+            extra: ResourceMatrix | None = cached[2]
+        else:
+            extra = self._sum(pod.priority, nodes)
+            if len(self._extra) >= _KEPT_PRIORITIES:
+                self._extra.clear()
+            kept = extra if extra is not None else np.zeros_like(nodes.requested)
+            self._extra[pod.priority] = (nodes.names, nodes.resources, kept)
+        if extra is not None and not extra.any():
+            extra = None
+        own = self._node_of.get(pod.key)
+        if extra is not None and own is not None:
+            mine = self._on.get(own, {}).get(pod.key)
+            row = nodes.row_of(own)
+            if mine is not None and mine.priority >= pod.priority and row is not None:
+                extra = extra.copy()
+                extra[row] -= nodes.vector(mine.requests)
+        if extra is None:
+            return nodes
+        return dataclasses.replace(nodes, requested=nodes.requested + extra)
+
+    def _adjust(self, info: PodInfo, node: str, sign: int) -> None:
+        """Add (or take away) one nominated pod in the kept sums."""
+        for priority, (names, resources, extra) in list(self._extra.items()):
+            if info.priority < priority:
+                continue
+            row = bisect.bisect_left(names, node)
+            if row >= len(names) or names[row] != node:
+                continue
+            for col, resource in enumerate(resources):
+                amount = info.requests.get(resource)
+                if amount:
+                    extra[row, col] += sign * amount
+
+    def _sum(self, priority: int, nodes: NodeSnapshot) -> ResourceMatrix | None:
+        """Per row, the requests of the pods nominated there at `priority` or above (None
+        when there is none)."""
+        extra: ResourceMatrix | None = None
+        for node, pods in self._on.items():
+            row = None
+            for other in pods.values():
+                if other.priority < priority:
+                    continue
+                if row is None:
+                    row = nodes.row_of(node)
+                    if row is None:
+                        break
+                if extra is None:
+                    extra = np.zeros_like(nodes.requested)
+                extra[row] += nodes.vector(other.requests)
+        return extra
