@@ -27,42 +27,32 @@ plus a toleration of the `spot=true:NoSchedule` taint of the samples' spot nodes
 
 from __future__ import annotations
 
-import heapq
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from apis.core import CoreEvent, Node, Pod
 from apis.meta import KubeObject, format_time
 from placement.pods.events import (
-    Action,
-    BindPod,
-    BindResult,
-    ClusterEvent,
-    DeletePod,
-    EmitEvent,
     NodeEvent,
     ObjectEvent,
-    PatchObjectStatus,
-    PatchPodStatus,
-    PodEvent,
 )
 from placement.pods.framework import pod_key
 from placement.pods.mutation import (
     SPOT_TAINT_TOLERATION,
     MutationConfig,
-    Workload,
-    WorkloadRef,
-    applied,
-    decide,
-    is_on_demand_alive,
-    patch,
 )
-from placement.pods.status import same_status
-from placement.pods.status_rules import status_rules
-from placement.pods.workloads import WORKLOAD_KINDS, Expansion, expand, object_uid
+from placement.pods.workloads import WORKLOAD_KINDS, expand, object_uid
+from placement.pods.world import (
+    DISRUPTION_TARGET,
+    EngineLike,
+    EventRecord,
+    Owner,
+    World,
+    workload_of,
+)
 
 __all__ = [
     "DEFAULT_MAX_TIME",
@@ -83,9 +73,7 @@ the samples' spot taint (`placement webhook run --spot-toleration spot=true:NoSc
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server writes into a pod that names no scheduler."""
-DEFAULT_GRACE_SECONDS = 30
 OBJECT_KINDS = ("PriorityClass", "PodGroup", "ElasticQuota")
-DISRUPTION_TARGET = "DisruptionTarget"
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
@@ -93,18 +81,6 @@ _ROUNDS_PER_POD = 20
 class SimulationError(ValueError):
     """Input the simulation cannot run (two objects with one name), or an engine that never
     settles at one instant."""
-
-
-class EngineLike(Protocol):
-    """What the simulation needs of `placement.pods.engine.Engine`."""
-
-    def handle(self, event: ClusterEvent, now: datetime) -> list[Action]: ...
-
-    def schedule(self, now: datetime, limit: int | None = None) -> list[Action]: ...
-
-    def next_wake(self) -> datetime | None: ...
-
-    def queue_sizes(self) -> dict[str, int]: ...
 
 
 @dataclass(frozen=True)
@@ -126,329 +102,6 @@ class SimulationResult:
     reports: tuple[str, ...] = ()
     """The plugins' story at the end (`Engine.simulation_report`): each gang's phase and
     members, each quota's min, max, used and borrowed, every preemption with its rule."""
-
-
-@dataclass
-class _EventRecord:
-    regarding: tuple[str, str, str]
-    type: str
-    reason: str
-    message: str
-    action: str
-    first: datetime
-    last: datetime
-    count: int = 1
-
-
-@dataclass
-class _Owner:
-    """A workload whose controller the world plays: how it recreates a pod, and the pods it
-    still holds back (an OrderedReady StatefulSet creates the next once the previous runs)."""
-
-    expansion: Expansion
-    held: deque[Pod] = field(default_factory=deque)
-    replaced: int = 0
-    workload: Workload | None = None  # a Deployment or StatefulSet: its pods are mutated
-
-
-def _condition(status: str, reason: str, message: str, now: datetime, kind: str) -> dict[str, Any]:
-    condition: dict[str, Any] = {"type": kind, "status": status}
-    if reason:
-        condition["reason"] = reason
-    if message:
-        condition["message"] = message
-    condition["lastProbeTime"] = None
-    condition["lastTransitionTime"] = format_time(now)
-    return condition
-
-
-def _set_condition(wire: dict[str, Any], condition: dict[str, Any]) -> None:
-    """Replace the condition of the same type, keeping its transition time when the status
-    did not change (as the API's condition helpers do)."""
-    status = wire.setdefault("status", {})
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") != condition["type"]]
-    for old in status.get("conditions") or []:
-        if old.get("type") == condition["type"] and old.get("status") == condition["status"]:
-            condition = {**condition, "lastTransitionTime": old.get("lastTransitionTime")}
-    status["conditions"] = [*conditions, condition]
-
-
-class _World:
-    def __init__(
-        self,
-        engine: EngineLike,
-        start: datetime,
-        scheduler_name: str,
-        mutation: MutationConfig | None = None,
-    ) -> None:
-        self.engine = engine
-        self.mutation = mutation
-        self.now = start
-        self.scheduler_name = scheduler_name
-        self.pods: dict[str, Pod] = {}
-        self.objects: dict[tuple[str, str], KubeObject] = {}
-        self.owners: dict[str, _Owner] = {}
-        self.deleting: list[tuple[datetime, str, str]] = []  # (at, key, uid), a heap
-        self.evicted: list[Pod] = []
-        self.events: dict[tuple[Any, ...], _EventRecord] = {}
-        self.moved = False
-
-    # --- feeding the engine -------------------------------------------------------------------
-
-    def feed(self, event: ClusterEvent) -> None:
-        self.moved = True
-        self.perform(self.engine.handle(event, self.now))
-
-    def add_pod(self, pod: Pod) -> None:
-        pod = self._admitted(pod)
-        self.pods[pod.key] = pod
-        self.feed(PodEvent("Added", pod))
-
-    def _admitted(self, pod: Pod) -> Pod:
-        """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is
-        not a Deployment or StatefulSet, or no webhook is played)."""
-        uid = self._controller_uid(pod)
-        owner = self.owners.get(uid or "")
-        if self.mutation is None or owner is None or owner.workload is None:
-            return pod
-        config = self.mutation
-        alive = sum(
-            1
-            for other in self.pods.values()
-            if self._controller_uid(other) == uid and is_on_demand_alive(_liveness(other), config)
-        )
-        wire = pod.to_wire()
-        verdict = decide(wire, owner.workload, alive, config)
-        if verdict.capacity is None:
-            return pod
-        ops = patch(wire, verdict.capacity, config)
-        return Pod.model_validate(applied(wire, ops)) if ops else pod
-
-    def update_pod(self, wire: dict[str, Any]) -> None:
-        pod = Pod.model_validate(wire)
-        if pod.to_wire() == self.pods[pod.key].to_wire():
-            return  # nothing changed: an informer would see no event
-        self.pods[pod.key] = pod
-        self.feed(PodEvent("Modified", pod))
-
-    # --- performing its actions ---------------------------------------------------------------
-
-    def perform(self, actions: Iterable[Action]) -> None:
-        for action in actions:
-            if isinstance(action, BindPod):
-                self._bind(action)
-            elif isinstance(action, DeletePod):
-                self._delete(action)
-            elif isinstance(action, PatchPodStatus):
-                self._patch_pod(action)
-            elif isinstance(action, PatchObjectStatus):
-                self._patch_object(action)
-            elif isinstance(action, EmitEvent):
-                self._record(action)
-            # WakeAt: the loop asks the engine's next_wake.
-
-    def _current(self, key: str, uid: str) -> Pod | None:
-        pod = self.pods.get(key)
-        return pod if pod is not None and (pod.metadata.uid or "") == uid else None
-
-    def _bind(self, action: BindPod) -> None:
-        pod = self._current(action.key, action.uid)
-        if pod is None or pod.spec.node_name or action.node not in self._nodes():
-            # The API server's 404 / 409: someone else decided.
-            message = "pod is gone" if pod is None else "pod is already bound or node is gone"
-            self.feed(BindResult(action.key, action.uid, action.node, False, True, message))
-            return
-        self.feed(BindResult(action.key, action.uid, action.node, True))
-        wire = pod.to_wire()
-        wire["spec"]["nodeName"] = action.node
-        _set_condition(wire, _condition("True", "", "", self.now, "PodScheduled"))
-        wire["status"]["phase"] = "Running"  # the simulated kubelet starts it at once
-        self.update_pod(wire)
-        self._release_next(self.pods[action.key])
-
-    def _nodes(self) -> set[str]:
-        return {name for kind, name in self.objects if kind == "Node"}
-
-    def _delete(self, action: DeletePod) -> None:
-        pod = self._current(action.key, action.uid)
-        if pod is None or pod.metadata.deletion_timestamp is not None:
-            return
-        grace = pod.spec.termination_grace_period_seconds
-        grace = DEFAULT_GRACE_SECONDS if grace is None else grace
-        wire = pod.to_wire()
-        wire["metadata"]["deletionTimestamp"] = format_time(self.now)
-        wire["metadata"]["deletionGracePeriodSeconds"] = grace
-        message = f"{self.scheduler_name}: preempting to accommodate a higher priority pod"
-        if action.preemptor:
-            message += f" ({action.preemptor})"
-        condition = _condition(
-            "True", "PreemptionByScheduler", message, self.now, DISRUPTION_TARGET
-        )
-        _set_condition(wire, condition)
-        self.update_pod(wire)
-        heapq.heappush(self.deleting, (self.now + timedelta(seconds=grace), action.key, action.uid))
-
-    def finish_deletions(self) -> None:
-        """Remove the victims whose grace ended; their controllers create replacements."""
-        while self.deleting and self.deleting[0][0] <= self.now:
-            _, key, uid = heapq.heappop(self.deleting)
-            pod = self._current(key, uid)
-            if pod is None:
-                continue
-            del self.pods[key]
-            self.evicted.append(pod)
-            self.feed(PodEvent("Deleted", pod))
-            self._replace(pod)
-
-    def _controller_uid(self, pod: Pod) -> str | None:
-        for ref in pod.metadata.owner_references or []:
-            if ref.controller:
-                return ref.uid
-        return None
-
-    def _replace(self, gone: Pod) -> None:
-        uid = self._controller_uid(gone)
-        owner = self.owners.get(uid or "")
-        if owner is None:
-            return  # a bare pod: nobody recreates it
-        pod = owner.expansion.recreate(gone, owner.replaced, self.now)
-        owner.replaced += 1
-        self.add_pod(pod)
-
-    def _release_next(self, bound: Pod) -> None:
-        owner = self.owners.get(self._controller_uid(bound) or "")
-        if owner is not None and owner.held:
-            wire = owner.held.popleft().to_wire()
-            wire["metadata"]["creationTimestamp"] = format_time(self.now)
-            self.add_pod(Pod.model_validate(wire))
-
-    def _patch_pod(self, action: PatchPodStatus) -> None:
-        pod = self._current(action.key, action.uid)
-        if pod is None:
-            return
-        wire = pod.to_wire()
-        if action.condition is not None:
-            condition = {"type": "PodScheduled", **action.condition}
-            condition.setdefault("lastProbeTime", None)
-            condition["lastTransitionTime"] = format_time(self.now)
-            _set_condition(wire, condition)
-        if action.nominated_node is not None:
-            status = wire.setdefault("status", {})
-            if action.nominated_node:
-                status["nominatedNodeName"] = action.nominated_node
-            else:
-                status.pop("nominatedNodeName", None)
-        self.update_pod(wire)
-
-    def _patch_object(self, action: PatchObjectStatus) -> None:
-        obj = self.objects.get((action.kind, action.key))
-        if obj is None:
-            return
-        wire = obj.to_wire()
-        status = {**(wire.get("status") or {}), **action.status}
-        wire["status"] = {k: v for k, v in status.items() if v is not None}
-        updated = type(obj).model_validate(wire)
-        if updated.to_wire() != obj.to_wire():
-            self.objects[(action.kind, action.key)] = updated
-            self.feed(ObjectEvent("Modified", updated))
-
-    def _record(self, action: EmitEvent) -> None:
-        key = (action.regarding, action.type, action.reason, action.message)
-        record = self.events.get(key)
-        if record is None:
-            self.events[key] = _EventRecord(
-                action.regarding,
-                action.type,
-                action.reason,
-                action.message,
-                action.action,
-                self.now,
-                self.now,
-            )
-        else:
-            record.count += 1
-            record.last = self.now
-
-    # --- the status controllers ---------------------------------------------------------------
-
-    def pods_in(self, namespace: str) -> Iterable[Pod]:
-        return [p for p in self.pods.values() if p.metadata.namespace == namespace]
-
-    def objects_of(self, kind: str) -> Mapping[str, KubeObject]:
-        return {key: obj for (k, key), obj in self.objects.items() if k == kind}
-
-    def apply_status_rules(self) -> None:
-        """What the PodGroup/ElasticQuota status controller would write now: each changed
-        status goes into the object (the engine sees it), with the rule's events."""
-        view = _StatusView(self)
-        for rule in status_rules():
-            for key, obj in sorted(self.objects_of(rule.kind).items()):
-                outcome = rule.compute(obj, view, self.now)
-                if outcome.status is None:
-                    continue
-                wire = obj.to_wire()
-                if same_status(wire.get("status"), outcome.status):
-                    continue
-                updated = type(obj).model_validate({**wire, "status": dict(outcome.status)})
-                self.objects[(rule.kind, key)] = updated
-                uid = obj.metadata.uid or ""
-                for event in outcome.events:
-                    severity: Literal["Normal", "Warning"] = (
-                        "Warning" if event.type == "Warning" else "Normal"
-                    )
-                    regarding = (rule.kind, key, uid)
-                    self._record(EmitEvent(regarding, severity, event.reason, event.message))
-                self.feed(ObjectEvent("Modified", updated))
-
-    # --- the clock ----------------------------------------------------------------------------
-
-    def settled(self) -> bool:
-        """Nothing can move any more without a change from outside."""
-        sizes = self.engine.queue_sizes()
-        busy = ("active", "backoff", "waiting")
-        # Pods held at Permit (a gang short of quorum) move at their timeout.
-        waiting = getattr(self.engine, "waiting", None)
-        held = len(waiting()) if callable(waiting) else 0
-        return not self.deleting and not held and not any(sizes.get(q, 0) for q in busy)
-
-    def next_time(self) -> datetime | None:
-        times = [t for t in (self.engine.next_wake(), *(d[0] for d in self.deleting[:1])) if t]
-        return min(times) if times else None
-
-
-class _StatusView:
-    """The simulated world as the status rules read it (`StatusWorld`)."""
-
-    def __init__(self, world: _World) -> None:
-        self._world = world
-
-    def pods_in(self, namespace: str) -> Iterable[Pod]:
-        return self._world.pods_in(namespace)
-
-    def objects(self, kind: str) -> Mapping[str, KubeObject]:
-        return self._world.objects_of(kind)
-
-    def nodes(self) -> Iterable[Node]:
-        return [o for o in self._world.objects_of("Node").values() if isinstance(o, Node)]
-
-
-def _liveness(pod: Pod) -> dict[str, Any]:
-    """What `is_on_demand_alive` reads of a pod."""
-    meta = pod.metadata
-    doc_meta = {"labels": meta.labels or {}, "deletionTimestamp": meta.deletion_timestamp}
-    return {"metadata": doc_meta, "status": {"phase": pod.status.phase if pod.status else None}}
-
-
-def _workload(obj: KubeObject) -> Workload | None:
-    """What the webhook reads of a Deployment or StatefulSet (None for other kinds)."""
-    if obj.KIND not in ("Deployment", "StatefulSet"):
-        return None
-    spec = getattr(obj, "spec", None)
-    replicas = getattr(spec, "replicas", None)
-    meta = obj.metadata
-    ref = WorkloadRef(obj.KIND, obj.namespace, obj.name)
-    count = 1 if replicas is None else int(replicas)
-    return Workload(ref, count, dict(meta.annotations or {}), meta.uid or "")
 
 
 def _sorted_input(objects: Iterable[KubeObject]) -> list[KubeObject]:
@@ -503,7 +156,7 @@ def _pod_order(pod: Pod) -> tuple[datetime, str]:
     return (created, pod.key)
 
 
-def _load(world: _World, objects: Sequence[KubeObject], now: datetime) -> None:
+def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
     nodes: list[Node] = []
     pods: list[Pod] = []
     others: dict[str, list[KubeObject]] = defaultdict(list)
@@ -518,7 +171,7 @@ def _load(world: _World, objects: Sequence[KubeObject], now: datetime) -> None:
             workload = type(obj).model_validate(_with_defaults(obj, now))
             expansion = expand(workload, now)
             members = [_input_pod(p, now) for p in expansion.pods]
-            owner = _Owner(expansion, workload=_workload(workload))
+            owner = Owner(expansion, workload=workload_of(workload))
             for made in expansion.objects:
                 world.objects[(made.KIND, made.key)] = made
             if members:
@@ -543,7 +196,7 @@ def _load(world: _World, objects: Sequence[KubeObject], now: datetime) -> None:
         world.add_pod(pod)
 
 
-def _core_event(record: _EventRecord, scheduler_name: str, index: int) -> CoreEvent:
+def _core_event(record: EventRecord, scheduler_name: str, index: int) -> CoreEvent:
     kind, key, uid = record.regarding
     namespace, _, name = key.rpartition("/")
     return CoreEvent.model_validate(
@@ -587,16 +240,21 @@ def simulate(
     passed. Raises SimulationError on duplicate objects, kinds the scheduler does not read, or
     an engine that keeps acting at one instant without end. `mutation`: the spot webhook's
     configuration the world plays at each pod's creation (None: no webhook)."""
-    world = _World(engine, now, scheduler_name, mutation)
+    world = World(engine, now, scheduler_name, mutation)
     _load(world, objects, now)
     deadline = now + max_time
     held = sum(len(o.held) for o in world.owners.values())
-    limit = _ROUNDS_PER_POD * (len(world.pods) + held + 1)
+    # Each call tries at most every pod once, so the guard below bounds the engine's own work
+    # at one instant (a livelock inside one `schedule` call would otherwise never return).
+    per_call = len(world.pods) + held + 1
+    limit = _ROUNDS_PER_POD * per_call
     rounds, timed_out = 0, False
     while True:
         world.moved = False
         world.finish_deletions()
-        world.perform(engine.schedule(world.now))
+        world.perform(engine.schedule(world.now, limit=per_call))
+        if engine.queue_sizes().get("active", 0):
+            world.moved = True  # the call stopped at its limit with pods still ready
         if not world.moved:
             world.apply_status_rules()  # the status controller runs beside the scheduler
         if world.moved:
