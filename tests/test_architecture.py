@@ -190,6 +190,21 @@ def homeless_modules(root: Path = ROOT) -> list[str]:
     return problems
 
 
+MAX_MODULE_LINES = 450
+"""DESIGN §1: no product module over 450 lines (a module that grows past it holds two things)."""
+
+
+def oversized_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """The product modules (every layer's, tests and perf aside) longer than `limit` lines."""
+    problems = []
+    for path in source_files(root):
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > limit:
+            rel = path.relative_to(root).as_posix()
+            problems.append(f"{rel}: {lines} lines, over {limit} (DESIGN §1): split it")
+    return sorted(problems)
+
+
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """Each project file -> the other project files it imports."""
     path_of = {module.name: module.path for module in modules_of(root)}
@@ -284,6 +299,25 @@ def test_every_module_of_controllers_lives_in_a_room() -> None:
 
 def test_no_import_cycles() -> None:
     assert import_cycles() == []
+
+
+def test_no_product_module_is_over_the_size_limit() -> None:
+    assert oversized_modules() == []
+
+
+def test_size_check_names_a_module_over_the_limit(tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "placement/__init__.py": "",
+            "placement/short.py": "x = 1\n" * 3,
+            "placement/long.py": "x = 1\n" * 4,
+            "tests/long_test.py": "x = 1\n" * 9,
+        },
+    )
+    assert oversized_modules(tmp_path, limit=3) == [
+        "placement/long.py: 4 lines, over 3 (DESIGN §1): split it"
+    ]
 
 
 @pytest.mark.parametrize("layer", LAYERS)
