@@ -312,7 +312,7 @@ class Engine:
             return
         queued = self.queue.get(key)
         if queued is None:
-            self.queue.add(info, now)
+            self.queue.add(info, now, event.queued_at)
         else:
             changed = old is None or _spec_changed(old.pod, pod)
             self.queue.update(info, now, changed=changed)

@@ -46,6 +46,11 @@ class PodEvent:
 
     type: EventType
     pod: Pod
+    queued_at: datetime | None = None
+    """When a new pending pod entered the queue, when that is before the call's `now`: the
+    simulation feeds its input pods at their creation time, so pods of one priority are tried
+    in the order they were created, as kube-scheduler's PrioritySort orders them by the time
+    they entered its queue."""
 
 
 @dataclass(frozen=True)

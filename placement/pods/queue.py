@@ -114,14 +114,15 @@ class SchedulingQueue:
 
     # --- changes -----------------------------------------------------------------------------
 
-    def add(self, info: PodInfo, now: datetime) -> QueuedPod:
+    def add(self, info: PodInfo, now: datetime, queued_at: datetime | None = None) -> QueuedPod:
         """A new pending pod (gated ones are held); a known one is updated in place (see
-        `update`)."""
+        `update`). `queued_at`: when it entered the queue, if before `now`."""
         queued = self._pods.get(info.key)
         if queued is not None:
             self.update(info, now)
             return queued
-        queued = QueuedPod(info=info, queued_at=now)
+        arrived = now if queued_at is None else min(queued_at, now)
+        queued = QueuedPod(info=info, queued_at=arrived)
         self._pods[info.key] = queued
         self._place(queued, "gated" if info.gated else "active", now)
         return queued

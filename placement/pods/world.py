@@ -146,7 +146,7 @@ class World:
     def add_pod(self, pod: Pod) -> None:
         pod = self._admitted(pod)
         self.pods[pod.key] = pod
-        self.feed(PodEvent("Added", pod))
+        self.feed(PodEvent("Added", pod, queued_at=pod.metadata.creation_timestamp))
 
     def _admitted(self, pod: Pod) -> Pod:
         """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is

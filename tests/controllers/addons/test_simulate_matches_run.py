@@ -25,6 +25,7 @@ from controllers.kube.config import ClusterAccess, new_api_client
 from tests.controllers.addons.cluster import create_all, node, pod, server_process
 from tests.controllers.embedded.hub import eventually
 
+INSTANT = datetime(2026, 1, 1, tzinfo=UTC)
 TAINT = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
 TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]
 
@@ -66,6 +67,7 @@ def world() -> tuple[list[KubeObject], list[Pod]]:
     others: list[KubeObject] = [
         priority_class("high", 1000),
         priority_class("low", 10),
+        priority_class("gang", 500),
         group("fits", 3),
         group("too-big", 2),
     ]
@@ -83,12 +85,26 @@ def world() -> tuple[list[KubeObject], list[Pod]]:
             pods.append(pod(name, "100m", "64Mi"))
         else:
             pods.append(pod(name, "700m", "128Mi", priorityClassName="high"))
-    pods += [labelled(pod(f"fits-{i}", "1", "1Gi"), {POD_GROUP_LABEL: "fits"}) for i in range(3)]
+    # Gangs of their own priority: the queue orders a gang by its group's creation time, which
+    # `at_once` leaves alone, so they must not tie with plain pods.
+    gang = {"priorityClassName": "gang"}
     pods += [
-        labelled(pod(f"too-big-{i}", "12", "1Gi"), {POD_GROUP_LABEL: "too-big"}) for i in range(2)
+        labelled(pod(f"fits-{i}", "1", "1Gi", **gang), {POD_GROUP_LABEL: "fits"}) for i in range(3)
+    ]
+    pods += [
+        labelled(pod(f"too-big-{i}", "12", "1Gi", **gang), {POD_GROUP_LABEL: "too-big"})
+        for i in range(2)
     ]
     pods += [pod("huge", "64", "1Gi"), pod("nowhere", "100m", "64Mi", nodeSelector={"zone": "z"})]
     return nodes + others, pods
+
+
+def at_once(p: Pod) -> Pod:
+    """The pod as if created at one instant with every other: simulate orders pods of one
+    priority by creation time, and the running scheduler's first sync puts every pod in its
+    queue at one instant (then both order by name)."""
+    meta = p.metadata.model_copy(update={"creation_timestamp": INSTANT})
+    return p.model_copy(update={"metadata": meta})
 
 
 def outcome(p: Pod) -> tuple[str, str]:
@@ -110,7 +126,7 @@ async def test_simulate_and_run_put_every_pod_on_the_same_node() -> None:
             *(await gw.list(Node)).items,
             *(await gw.list(PriorityClass)).items,
             *(await gw.list(PodGroup, "default")).items,
-            *(await gw.list(Pod, "default")).items,
+            *(at_once(p) for p in (await gw.list(Pod, "default")).items),
         ]
         simulated = simulate_objects(stored, load_scheduler_config(None), datetime.now(UTC))
         expected = {p.name: outcome(p) for p in simulated.pods}
