@@ -60,7 +60,7 @@ from placement.pods.mutation import (
     is_on_demand_alive,
     patch,
 )
-from placement.pods.status import same_status
+from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
 from placement.pods.workloads import WORKLOAD_KINDS, Expansion, expand, object_uid
 
@@ -191,6 +191,8 @@ class _World:
         self.deleting: list[tuple[datetime, str, str]] = []  # (at, key, uid), a heap
         self.evicted: list[Pod] = []
         self.events: dict[tuple[Any, ...], _EventRecord] = {}
+        self.noticed: set[tuple[str, str, str, str]] = set()  # (kind, key, uid, reason)
+        self.status_wake: datetime | None = None  # the earliest requeue_at of the status rules
         self.moved = False
 
     # --- feeding the engine -------------------------------------------------------------------
@@ -381,9 +383,11 @@ class _World:
         """What the PodGroup/ElasticQuota status controller would write now: each changed
         status goes into the object (the engine sees it), with the rule's events."""
         view = _StatusView(self)
+        self.status_wake = None
         for rule in status_rules():
             for key, obj in sorted(self.objects_of(rule.kind).items()):
                 outcome = rule.compute(obj, view, self.now)
+                self._notice(rule.kind, key, obj, outcome)
                 if outcome.status is None:
                     continue
                 wire = obj.to_wire()
@@ -399,6 +403,21 @@ class _World:
                     regarding = (rule.kind, key, uid)
                     self._record(EmitEvent(regarding, severity, event.reason, event.message))
                 self.feed(ObjectEvent("Modified", updated))
+
+    def _notice(self, kind: str, key: str, obj: KubeObject, outcome: StatusOutcome) -> None:
+        """Record the outcome's notices once per object and reason, as the controller emits
+        them; note when the rule wants to look again."""
+        uid = obj.metadata.uid or ""
+        for notice in outcome.notices:
+            if (kind, key, uid, notice.reason) not in self.noticed:
+                self.noticed.add((kind, key, uid, notice.reason))
+                severity: Literal["Normal", "Warning"] = (
+                    "Warning" if notice.type == "Warning" else "Normal"
+                )
+                self._record(EmitEvent((kind, key, uid), severity, notice.reason, notice.message))
+        if outcome.requeue_at is not None and outcome.requeue_at > self.now:
+            wake = self.status_wake
+            self.status_wake = outcome.requeue_at if wake is None else min(wake, outcome.requeue_at)
 
     # --- the clock ----------------------------------------------------------------------------
 
@@ -607,9 +626,14 @@ def simulate(
                 )
             continue
         rounds = 0
+        # A status rule may have something to say later in the run (a PodGroup's Timeout).
+        due = world.status_wake if world.status_wake and world.status_wake <= deadline else None
         if world.settled():
-            break
-        upcoming = world.next_time()
+            if due is None:
+                break
+            world.now = due
+            continue
+        upcoming = min((t for t in (world.next_time(), due) if t), default=None)
         if upcoming is None:
             break
         if upcoming > deadline:
