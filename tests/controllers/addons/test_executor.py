@@ -17,7 +17,9 @@ from apis.core import Event, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.scheduling import PodGroup
-from controllers.addons.executor import ActionExecutor, EventEmitter, PodGateway, pod_status_patch
+from controllers.addons.emitter import EventEmitter
+from controllers.addons.executor import ActionExecutor, pod_status_patch
+from controllers.addons.gateway import PodGateway
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
 from placement.pods.events import (
