@@ -2,8 +2,8 @@
 precondition, a parse cache for the pods its two watches share, and the lease fence on its
 writes.
 
-Writes are fenced as the hub's are (`controllers.runtime.echoes`): `PodGateway.fenced(fence)`
-is the same connection with every request but a GET passed through the runtime's `fenced`, so
+Writes are fenced as the hub's are (`controllers.runtime.echoes`): `PodGateway.fenced(gateway,
+fence)` is the same connection with every request but a GET passed through `echoes.fenced`, so
 once the replica's lease deadline has passed (the `LeaderElector` is the fence) a write is
 refused before it is sent and one in flight is cancelled, both raising `NotLeaderError`. The
 scheduler's bindings, victim deletions, status patches and events, and the status
@@ -23,7 +23,8 @@ import aiohttp
 from apis.core import Pod
 from apis.meta import KubeObject
 from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
-from controllers.runtime.echoes import WriteFence, fenced
+from controllers.runtime import echoes
+from controllers.runtime.echoes import WriteFence
 
 __all__ = ["PodGateway"]
 
@@ -64,7 +65,7 @@ class PodGateway(Gateway):
         """Every request goes through here: a write (any method but GET) passes the fence."""
         if self.fence is None or method == "GET":
             return await super()._open(method, path, **kwargs)
-        return await fenced(self.fence, super()._open(method, path, **kwargs))
+        return await echoes.fenced(self.fence, super()._open(method, path, **kwargs))
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST `pods/binding` with the pod's uid in the Binding's metadata."""

@@ -280,6 +280,8 @@ class StatusController(Controller):
 
     def _notify(self, item: str, obj: KubeObject, outcome: StatusOutcome) -> None:
         """Emit the outcome's notices not emitted yet for this object (module docstring)."""
+        if not outcome.notices:
+            return
         emitted = self._noticed.setdefault(item, set())
         for notice in outcome.notices:
             seen = (obj.metadata.uid or "", notice.reason)
