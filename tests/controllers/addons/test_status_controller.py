@@ -15,6 +15,7 @@ from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, ElasticQuota, PodGroup
 from controllers.addons.status import StatusController
 from controllers.kube.gateway import Gateway
+from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.queue import ManualClock
 from tests.controllers.embedded.hub import ensure_namespaces, eventually, hub
 
@@ -280,3 +281,12 @@ async def test_a_gang_waiting_48_hours_is_warned_once_at_the_mark_even_across_a_
             assert len(await timeouts(gw, "spark", "job")) == 1
         finally:
             await controller.stop()
+
+
+async def test_with_leader_election_its_writes_pass_its_own_leases_fence() -> None:
+    async with hub() as (_, gw):
+        leader = LeaderConfig("ocm-pod-scheduler-status", "default", identity="a")
+        controller = StatusController(gw, leader=leader)
+        assert controller.elector is not None
+        assert controller.writer.fence is controller.elector  # status patches and events
+        assert StatusController(gw).writer.fence is None  # no election: never refused
