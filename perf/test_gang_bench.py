@@ -53,7 +53,7 @@ def _member(name: str, gang: str) -> Pod:
 async def measure(gangs: int, members: int, nodes: int, timeout: float = 600.0) -> dict[str, Any]:
     """Create nodes, groups and members, start the scheduler, wait until every gang is placed
     or rejected (module docstring)."""
-    from controllers.addons.executor import PodGateway
+    from controllers.addons.gateway import PodGateway
     from controllers.kube.config import ClusterAccess, new_api_client
 
     fit = min(gangs, nodes * CPU_PER_NODE // members)

@@ -55,7 +55,7 @@ async def measure(
     """Create the nodes and the pending pods, start the scheduler, wait until all are bound.
     The profiles (cProfile stats files) cover the scheduler from its start to the last bind,
     and the server's whole life."""
-    from controllers.addons.executor import PodGateway
+    from controllers.addons.gateway import PodGateway
     from controllers.kube.config import ClusterAccess, new_api_client
 
     per_node = max(110, -(-pods // nodes) * 2)

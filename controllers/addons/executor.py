@@ -13,8 +13,14 @@ The engine decides; this module only writes. Each action becomes one request:
   strategic merge patch, which merges conditions by type; this is the same outcome). Nothing is
   sent when the pod already shows what the patch would write.
 * `PatchObjectStatus` -> a merge patch of the PodGroup's or ElasticQuota's `/status`.
-* `EmitEvent` -> `EventEmitter`: events.k8s.io/v1 Events written in the background by a few
-  workers, never holding scheduling or binding up (see its docstring).
+* `EmitEvent` -> `EventEmitter` (`controllers.addons.emitter`): events.k8s.io/v1 Events
+  written in the background by a few workers, never holding scheduling or binding up.
+
+Every write goes through the scheduler's fenced gateway (`PodGateway.fenced`, the Lease's
+elector as the fence): past the lease deadline a queued write is not sent and one in flight is
+cancelled. Such a write raises `NotLeaderError`: a bind refused so comes back as a failed
+`BindResult` (the pod is still pending on the server, the next leader schedules it), the other
+writes are counted as `fenced` and dropped.
 
 Binding cycles run concurrently with scheduling: `submit` returns at once, and the writes run
 as tasks, at most `concurrency` requests at a time. The actions of one pod run in the order they
@@ -26,25 +32,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import socket
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from apis.core import Event, Pod
+from apis.core import Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
+from controllers.addons.emitter import EventEmitter
+from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import (
     ApiError,
     ConflictError,
     NotFoundError,
 )
-from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
-from controllers.runtime.events import truncated_note
+from controllers.runtime.leader import NotLeaderError
 from placement.pods.events import (
     Action,
     BindPod,
@@ -58,16 +62,12 @@ from placement.pods.events import (
 
 __all__ = [
     "ActionExecutor",
-    "EventEmitter",
     "ExecutorCounts",
-    "PodGateway",
     "pod_status_patch",
     "split_key",
 ]
 
 log = logging.getLogger(__name__)
-
-ObjT = TypeVar("ObjT", bound=KubeObject)
 
 POD_SCHEDULED = "PodScheduled"
 
@@ -76,76 +76,6 @@ def split_key(key: str) -> tuple[str, str]:
     """`namespace/name` -> (namespace, name); a cluster-scoped `name` -> ("", name)."""
     namespace, sep, name = key.partition("/")
     return (namespace, name) if sep else ("", namespace)
-
-
-class PodGateway(Gateway):
-    """The gateway plus the two pod writes the scheduler needs with a uid precondition, which
-    `Gateway.bind` and `Gateway.delete` do not send. Bodies may be given as JSON bytes.
-
-    Pods read from lists and watches are parsed once per resourceVersion: a binding shows up on
-    both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods') with
-    the same object, and the second is the model parsed for the first (`pods_reused`)."""
-
-    POD_CACHE = 4096
-    """Pod models kept by (uid, resourceVersion): the two watches never drift further apart."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._pods: OrderedDict[tuple[str, str], Pod] = OrderedDict()
-        self.pods_parsed = 0
-        self.pods_reused = 0
-
-    async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """POST `pods/binding` with the pod's uid in the Binding's metadata."""
-        meta: dict[str, str] = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        path = object_path(Pod, name, namespace, "binding")
-        await self._send("POST", path, json.dumps(binding).encode())
-
-    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""
-        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if uid:
-            options["preconditions"] = {"uid": uid}
-        await self._request("DELETE", object_path(Pod, name, namespace), body=options)
-
-    async def create_raw(self, cls: type[KubeObject], namespace: str | None, body: bytes) -> None:
-        """POST a JSON body to `cls`'s collection; the answer is not read into a model."""
-        await self._send("POST", collection_path(cls, namespace), body)
-
-    def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
-        """A watch event as the gateway makes it; a Pod already seen on a watch at this
-        resourceVersion is the same model (class docstring). Only watched pods are shared:
-        they go to the informers' stores, which nobody changes."""
-        if cls is not Pod:
-            return super()._event(cls, line)
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            return super()._event(cls, line)  # its error
-        kind, doc = raw.get("type"), raw.get("object")
-        meta = doc.get("metadata") if isinstance(doc, dict) else None
-        uid = meta.get("uid") if isinstance(meta, dict) else None
-        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-        if kind not in ("ADDED", "MODIFIED", "DELETED") or not uid or not version:
-            return super()._event(cls, line)
-        pod: Any = self._pods.get((uid, version))
-        if pod is None:
-            pod = self._typed(Pod, doc)
-            self.pods_parsed += 1
-            self._pods[(uid, version)] = pod
-            if len(self._pods) > self.POD_CACHE:
-                self._pods.popitem(last=False)
-        else:
-            self.pods_reused += 1
-        return WatchEvent(kind, cast(ObjT, pod), str(version))
 
 
 def _condition_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
@@ -180,201 +110,6 @@ def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> 
     return {"status": status} if status else {}
 
 
-_MAX_NAME = 253
-_NAME_SUFFIX = 17  # "." and 16 hex digits
-_MAX_FIELD = 128  # reportingInstance, action and reason
-_EVENT_API = Event.api_version_string()
-
-
-@dataclass
-class _Queued:
-    """One Event waiting for a worker; `count` > 1 once later identical ones were folded in."""
-
-    namespace: str
-    body: dict[str, Any]
-    count: int = 1
-    first: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-
-def _micro_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class EventEmitter:
-    """The scheduler's Events (Scheduled, FailedScheduling, Preempted), written as
-    events.k8s.io/v1 Events in the background, in the manner of client-go's event broadcaster:
-
-    * `emit` never waits: the event joins a queue that `workers` tasks write from, one create
-      at a time each, so events take a few of the API server's hands and binds the rest (events
-      trail the bindings during a burst, and catch up after);
-    * an event identical to one still queued (same object, type, reason, action, note, as
-      client-go's series key) is folded into it: it is written once, with a `series` counting
-      the repetitions (a pod retried while the queue is long reports FailedScheduling once);
-    * beyond `max_queued` events waiting, new ones are dropped, counted and logged once per
-      burst (client-go drops past 1,000 queued); writes that fail are logged, never retried;
-    * the request is built as JSON directly and the server's answer is not parsed.
-
-    `on_recorded(reason, outcome)` hears `created`, `failed` or `dropped` once per event
-    emitted (a folded event is reported when its write ends)."""
-
-    def __init__(
-        self,
-        gateway: PodGateway,
-        *,
-        controller: str,
-        instance: str | None = None,
-        wall: Callable[[], datetime] | None = None,
-        workers: int = 4,
-        max_queued: int = 10_000,
-        on_recorded: Callable[[str, str], None] | None = None,
-    ) -> None:
-        if workers < 1:
-            raise ValueError(f"event workers must be at least 1 (got {workers})")
-        self._gateway = gateway
-        self.controller = controller[:_MAX_FIELD]
-        self.instance = (instance if instance is not None else socket.gethostname())[:_MAX_FIELD]
-        self._wall = wall or (lambda: datetime.now(UTC))
-        self.workers = workers
-        self.max_queued = max_queued
-        self._on_recorded = on_recorded
-        self._queue: deque[tuple[tuple[str, ...], _Queued]] = deque()
-        self._waiting: dict[tuple[str, ...], _Queued] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._last_stamp = 0
-        self._dropping = False
-        self.created = 0
-        self.failed = 0
-        self.dropped = 0
-        self.folded = 0
-
-    @property
-    def pending(self) -> int:
-        """Events queued or being written."""
-        return len(self._queue) + len(self._tasks)
-
-    def emit(
-        self,
-        regarding: Mapping[str, Any],
-        related: Mapping[str, Any] | None,
-        type: str,
-        reason: str,
-        action: str,
-        note: str,
-    ) -> None:
-        """Queue one Event about `regarding` (an ObjectReference as JSON: apiVersion, kind,
-        name, namespace, uid...); see the class docstring."""
-        note = truncated_note(note)
-        key = (
-            str(regarding.get("kind", "")),
-            str(regarding.get("namespace", "")),
-            str(regarding.get("name", "")),
-            str(regarding.get("uid", "")),
-            type,
-            reason,
-            action,
-            note,
-        )
-        queued = self._waiting.get(key)
-        if queued is not None:
-            queued.count += 1
-            self.folded += 1
-            return
-        if len(self._queue) >= self.max_queued:
-            self.dropped += 1
-            if not self._dropping:
-                log.warning(
-                    "dropping event %s: %d events queued (max_queued)", reason, len(self._queue)
-                )
-            self._dropping = True
-            self._report(reason, "dropped", 1)
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.dropped += 1
-            self._report(reason, "dropped", 1)
-            return
-        now = self._wall()
-        namespace = str(regarding.get("namespace") or "default")
-        body: dict[str, Any] = {
-            "apiVersion": _EVENT_API,
-            "kind": "Event",
-            "metadata": {"name": self._name(str(regarding.get("name", "")), now)},
-            "eventTime": _micro_time(now),
-            "reportingController": self.controller,
-            "reportingInstance": self.instance,
-            "action": action[:_MAX_FIELD],
-            "reason": reason[:_MAX_FIELD],
-            "regarding": dict(regarding),
-            "note": note,
-            "type": type,
-        }
-        if related is not None:
-            body["related"] = dict(related)
-        queued = _Queued(namespace, body, first=now)
-        self._waiting[key] = queued
-        self._queue.append((key, queued))
-        if len(self._tasks) < self.workers:
-            task = loop.create_task(self._work(), name="scheduler events")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def flush(self) -> None:
-        """Wait until every event emitted so far (and meanwhile) is written or has failed."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    async def cancel(self) -> None:
-        """Stop writing; the events still queued are dropped."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        while self._queue:
-            key, queued = self._queue.popleft()
-            self._waiting.pop(key, None)
-            self.dropped += queued.count
-            self._report(str(queued.body["reason"]), "dropped", queued.count)
-
-    def _name(self, regarding: str, now: datetime) -> str:
-        # client-go's `<name>.<UnixNano in hex>`, the stamp strictly increasing (no two alike
-        # under a frozen clock).
-        stamp = max(int(now.timestamp() * 1_000_000) * 1000, self._last_stamp + 1)
-        self._last_stamp = stamp
-        return f"{regarding[: _MAX_NAME - _NAME_SUFFIX]}.{stamp & (2**64 - 1):016x}"
-
-    async def _work(self) -> None:
-        while self._queue:
-            key, queued = self._queue.popleft()
-            self._waiting.pop(key, None)
-            body = queued.body
-            body["metadata"]["namespace"] = queued.namespace
-            if queued.count > 1:
-                body["series"] = {
-                    "count": queued.count,
-                    "lastObservedTime": _micro_time(self._wall()),
-                }
-            reason = str(body["reason"])
-            try:
-                await self._gateway.create_raw(Event, queued.namespace, json.dumps(body).encode())
-            except Exception as exc:  # best effort: whatever went wrong, scheduling goes on
-                self.failed += queued.count
-                log.warning("event %s about %s not recorded: %s", reason, key[2], exc)
-                self._report(reason, "failed", queued.count)
-            else:
-                self.created += 1
-                self._dropping = False
-                self._report(reason, "created", queued.count)
-
-    def _report(self, reason: str, outcome: str, count: int) -> None:
-        if self._on_recorded is None:
-            return
-        for _ in range(count):
-            try:
-                self._on_recorded(reason, outcome)
-            except Exception:
-                log.exception("on_recorded callback failed")
-
-
 @dataclass
 class ExecutorCounts:
     """What the executor did, by outcome (for metrics and tests)."""
@@ -387,6 +122,8 @@ class ExecutorCounts:
     status_patches: int = 0
     status_failures: int = 0
     events: int = 0
+    fenced: int = 0
+    """Writes not sent (or cancelled in flight): the lease deadline had passed."""
 
 
 class ActionExecutor:
@@ -485,14 +222,21 @@ class ActionExecutor:
         if before is not None:
             await asyncio.wait({before})
         async with self._slots:
-            if isinstance(action, BindPod):
-                await self._bind(action)
-            elif isinstance(action, DeletePod):
-                await self._delete(action)
-            elif isinstance(action, PatchPodStatus):
-                await self._patch_pod(action)
-            elif isinstance(action, PatchObjectStatus):
-                await self._patch_object(action)
+            try:
+                if isinstance(action, BindPod):
+                    await self._bind(action)
+                elif isinstance(action, DeletePod):
+                    await self._delete(action)
+                elif isinstance(action, PatchPodStatus):
+                    await self._patch_pod(action)
+                elif isinstance(action, PatchObjectStatus):
+                    await self._patch_object(action)
+            except NotLeaderError as exc:
+                self.counts.fenced += 1
+                log.info("%s %s: %s", type(action).__name__, self._target(action), exc)
+                if isinstance(action, BindPod):
+                    result = BindResult(action.key, action.uid, action.node, False, False, str(exc))
+                    self._deliver(result)
 
     async def _bind(self, action: BindPod) -> None:
         namespace, name = split_key(action.key)

@@ -40,7 +40,9 @@ import yaml
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
-from controllers.addons.executor import ActionExecutor, EventEmitter, PodGateway
+from controllers.addons.emitter import EventEmitter
+from controllers.addons.executor import ActionExecutor
+from controllers.addons.gateway import PodGateway
 from controllers.addons.informers import (
     ASSIGNED_SELECTOR,
     PodFeed,
@@ -187,11 +189,12 @@ class PodScheduler(Controller):
         self.stop_timeout = stop_timeout
         self.optional_kinds = tuple(optional_kinds)
         self.feed = PodFeed(self._handle)
+        writer = PodGateway.fenced(gateway, self.fence)  # every write passes the Lease's fence
         self.events = EventEmitter(
-            gateway, controller=self.name, wall=self.wall, on_recorded=self.event_recorded
+            writer, controller=self.name, wall=self.wall, on_recorded=self.event_recorded
         )
         self.executor = ActionExecutor(
-            gateway,
+            writer,
             self.events,
             on_bind_result=self.feed.bind_finished,
             lookup=self._lookup,

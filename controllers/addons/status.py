@@ -8,7 +8,20 @@ an object change queues that object, or every object of its kind when the rule c
 Reconciling a key runs the rule on the informers' view and, when the status it wants differs
 from the object's, writes the difference as a merge patch of the `/status` subresource (nulls
 remove fields the rule dropped) and records the rule's events. A rule's `requeue_at` comes back
-as the delay of the key.
+as the delay of the key (the PodGroup rule's 48-hour mark: the Timeout warning comes on time
+even if nothing else happens to the group).
+
+A rule's notices (the PodGroup 48-hour `Timeout` warning) stand as long as their condition
+does; each is emitted once per object (uid) and reason. Within the process a set remembers
+which were emitted; across restarts and changes of leader the Event's name does: it is derived
+from the object's uid and the reason (`<name>.<16 hex digits>`, the shape of client-go's
+names), so the server refuses a second one (AlreadyExists, not logged) while the first is
+stored. kube-apiserver keeps Events for an hour by default (`--event-ttl`): a restart later
+than that warns once more about a group still waiting. (The anchor's controller records the
+warning at every reconcile of the group.)
+
+Writes (status patches and events) are fenced by this controller's own Lease: they go through
+`PodGateway.fenced` with its elector, so past the lease deadline nothing more is sent.
 
 It runs inside `placement scheduler run` (its own client, so request metrics stay apart; its own
 Lease with `--leader-elect`) and alone as `placement scheduler status run`. A kind whose CRD is
@@ -17,6 +30,7 @@ not served is not watched (its rule idles).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -25,20 +39,21 @@ from typing import Any, cast
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup
+from controllers.addons.gateway import PodGateway
 from controllers.addons.informers import served
 from controllers.kube.errors import NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions
-from controllers.runtime.events import EventType
+from controllers.runtime.events import EventRecorder, EventType
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.patches import merge_patch_between, without_nulls
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.status import StatusRule
+from placement.pods.status import StatusEvent, StatusOutcome, StatusRule
 from placement.pods.status_rules import status_rules
 
-__all__ = ["DEFAULT_RULES", "STATUS_CONTROLLER", "StatusController", "key_of"]
+__all__ = ["DEFAULT_RULES", "STATUS_CONTROLLER", "StatusController", "key_of", "notice_name"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +67,12 @@ _CLASSES: dict[str, type[KubeObject]] = {"PodGroup": PodGroup, "ElasticQuota": E
 
 def key_of(obj: KubeObject) -> str:
     return f"{obj.metadata.namespace}/{obj.metadata.name}"
+
+
+def notice_name(obj: KubeObject, reason: str) -> str:
+    """The name of the one Event of a notice about `obj` (module docstring)."""
+    digest = hashlib.sha256(f"{obj.metadata.uid}/{reason}".encode()).hexdigest()[:16]
+    return f"{(obj.metadata.name or '')[:236]}.{digest}"
 
 
 class _World:
@@ -107,6 +128,15 @@ class StatusController(Controller):
         self.rules = {rule.kind: rule for rule in rules}
         self.world = _World()
         self.writes = 0  # status patches sent (tests read it)
+        # Status patches and events pass the Lease's fence (module docstring).
+        self.writer = PodGateway.fenced(gateway, self.fence)
+        self.recorder = EventRecorder(
+            self.writer,
+            controller=STATUS_CONTROLLER,
+            wall=self.wall,
+            on_recorded=self.event_recorded,
+        )
+        self._noticed: dict[str, set[tuple[str, str]]] = {}  # kind|key -> {(uid, reason)}
         # The status each object got from our last write, by kind|key, with the version the
         # server gave it, until the informer shows that version: we are the only writer of
         # these statuses, so ours is the freshest one meanwhile (a reconcile on the informer's
@@ -219,6 +249,7 @@ class StatusController(Controller):
         obj = informer.get(key) if informer is not None else None
         if rule is None or obj is None:
             self._written.pop(item, None)
+            self._noticed.pop(item, None)
             return None  # gone: nothing to keep
         written = self._written.get(item)
         if written is not None:
@@ -232,7 +263,7 @@ class StatusController(Controller):
                 patch = merge_patch_between(current, wanted)
                 try:
                     name, namespace = obj.metadata.name or "", obj.metadata.namespace
-                    saved = await self.gateway.patch_status(
+                    saved = await self.writer.patch_status(
                         type(obj), name, {"status": patch}, namespace
                     )
                 except NotFoundError:
@@ -241,10 +272,24 @@ class StatusController(Controller):
                 status = without_nulls(saved.to_wire().get("status") or {})
                 self._written[item] = (saved.metadata.resource_version, status)
                 for event in outcome.events:
-                    kind_of = cast(EventType, event.type)
-                    self.recorder.record(
-                        obj, None, kind_of, event.reason, "StatusUpdate", event.message
-                    )
+                    self._record(obj, event)
+        self._notify(item, obj, outcome)
         if outcome.requeue_at is None:
             return None
         return max(0.0, (outcome.requeue_at - now).total_seconds())
+
+    def _notify(self, item: str, obj: KubeObject, outcome: StatusOutcome) -> None:
+        """Emit the outcome's notices not emitted yet for this object (module docstring)."""
+        if not outcome.notices:
+            return
+        emitted = self._noticed.setdefault(item, set())
+        for notice in outcome.notices:
+            seen = (obj.metadata.uid or "", notice.reason)
+            if seen in emitted or not self.may_write():
+                continue
+            emitted.add(seen)
+            self._record(obj, notice, name=notice_name(obj, notice.reason))
+
+    def _record(self, obj: KubeObject, event: StatusEvent, name: str | None = None) -> None:
+        kind = cast(EventType, event.type)
+        self.recorder.record(obj, None, kind, event.reason, "StatusUpdate", event.message, name)

@@ -136,7 +136,7 @@ def _rows(pods: list[Pod], nodes: dict[str, Node]) -> list[list[str]]:
 async def run_local_demo(out: TextIO = sys.stdout, *, timeout: float = 20.0) -> int:
     """Run the demo; 0 when every pod that fits is bound (and Running with kubelets) and the
     one that cannot is reported Unschedulable."""
-    from controllers.addons.executor import PodGateway
+    from controllers.addons.gateway import PodGateway
     from controllers.addons.scheduler import PodScheduler, load_scheduler_config
     from controllers.kube.config import ClusterAccess, new_api_client
 

@@ -8,7 +8,9 @@ With leader election the gateway is also fenced (`WriteFence`, the `LeaderElecto
 is refused once this replica's lease deadline has passed, and one in flight when it passes is
 cancelled, both raising `NotLeaderError`. A leader cut off from the server (a partition, its
 requests held) thus stops writing before another replica can acquire the lease, instead of
-landing stale writes on the new leader's decisions when the partition heals.
+landing stale writes on the new leader's decisions when the partition heals. `fenced` and
+`refuse_if_fenced` are that fence for any write, for writers that do not go through
+`EchoedGateway`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from controllers.kube.errors import ConflictError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.leader import NotLeaderError
 
-__all__ = ["GONE", "EchoedGateway", "Echoes", "WriteFence"]
+__all__ = ["GONE", "EchoedGateway", "Echoes", "WriteFence", "fenced", "refuse_if_fenced"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 R = TypeVar("R")
@@ -200,26 +202,35 @@ class EchoedGateway(Gateway):
     # --- the fence ---------------------------------------------------------------------------
 
     def _refuse_if_fenced(self, write: Coroutine[Any, Any, Any]) -> None:
-        """NotLeaderError, the write never sent, when the fence says writes are over."""
-        if self.fence is not None and self.fence.remaining() <= 0:
-            write.close()
-            raise NotLeaderError("not the leader (lease deadline passed): write not sent")
+        refuse_if_fenced(self.fence, write)
 
     async def _fenced(self, write: Coroutine[Any, Any, R]) -> R:
-        """The write's answer; NotLeaderError (the request cancelled) if the fence closes
-        while it is in flight."""
-        self._refuse_if_fenced(write)
-        if self.fence is None:
-            return await write
-        task = asyncio.ensure_future(write)
-        deadline = asyncio.ensure_future(self.fence.wait_deadline())
-        try:
-            await asyncio.wait({task, deadline}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            deadline.cancel()
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-        if task.cancelled():
-            raise NotLeaderError("not the leader (lease deadline passed): write abandoned")
-        return task.result()
+        return await fenced(self.fence, write)
+
+
+def refuse_if_fenced(fence: WriteFence | None, write: Coroutine[Any, Any, Any]) -> None:
+    """NotLeaderError, the write never sent (its coroutine closed), when `fence` says writes
+    are over; nothing without a fence."""
+    if fence is not None and fence.remaining() <= 0:
+        write.close()
+        raise NotLeaderError("not the leader (lease deadline passed): write not sent")
+
+
+async def fenced(fence: WriteFence | None, write: Coroutine[Any, Any, R]) -> R:
+    """The write's answer; NotLeaderError if `fence` is closed already (the write is never
+    sent) or closes while it is in flight (the request is cancelled)."""
+    refuse_if_fenced(fence, write)
+    if fence is None:
+        return await write
+    task = asyncio.ensure_future(write)
+    deadline = asyncio.ensure_future(fence.wait_deadline())
+    try:
+        await asyncio.wait({task, deadline}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        deadline.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    if task.cancelled():
+        raise NotLeaderError("not the leader (lease deadline passed): write abandoned")
+    return task.result()

@@ -18,6 +18,7 @@ from typing import Literal
 
 from apis.core import Event, ObjectReference
 from apis.meta import KubeObject, ObjectMeta
+from controllers.kube.errors import AlreadyExistsError
 from controllers.kube.gateway import Gateway
 
 __all__ = [
@@ -64,7 +65,7 @@ class EventRecorder:
     reportingController); see the module docstring.
 
     `on_recorded(reason, outcome)` is called once per `record` call with the event's reason and
-    `created`, `failed` or `dropped` (for metrics and tests).
+    `created`, `failed`, `dropped` or (for a named event) `exists` (for metrics and tests).
     """
 
     def __init__(
@@ -109,12 +110,13 @@ class EventRecorder:
         reason: str,
         action: str,
         note: str,
+        name: str | None = None,
     ) -> Event:
         """The Event that `record` would create."""
         now = self._wall()
         return Event(
             metadata=ObjectMeta(
-                name=self._name(regarding.name, now),
+                name=name or self._name(regarding.name, now),
                 namespace=regarding.namespace or "default",
             ),
             event_time=now,
@@ -136,9 +138,13 @@ class EventRecorder:
         reason: str,
         action: str,
         note: str,
+        name: str | None = None,
     ) -> None:
         """Schedule the create of one Event in the namespace of `regarding`; never blocks, never
-        raises (outside a running event loop the event is dropped)."""
+        raises (outside a running event loop the event is dropped). A given `name` makes the
+        event one of a kind: when the server holds an Event of that name already (recorded
+        before a restart, or by another replica), the create is refused and reported as
+        `exists`, quietly."""
         if len(self._pending) >= self.max_pending:
             self._drop(reason, "too many events in flight")
             return
@@ -147,7 +153,7 @@ class EventRecorder:
         except RuntimeError:
             self._drop(reason, "no running event loop")
             return
-        event = self.event(regarding, related, type, reason, action, note)
+        event = self.event(regarding, related, type, reason, action, note, name)
         task = loop.create_task(self._create(event))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -169,6 +175,8 @@ class EventRecorder:
     async def _create(self, event: Event) -> None:
         try:
             await self._gateway.post_event(event)
+        except AlreadyExistsError:
+            self._report(event.reason or "", "exists")  # only named events can collide
         except Exception as exc:  # best effort: whatever went wrong, the caller never sees it
             log.warning("event %s/%s not recorded: %s", event.namespace, event.name, exc)
             self._report(event.reason or "", "failed")

@@ -18,16 +18,27 @@ The steps, from the group's current phase:
   `Scheduling`; at or above it → `Running`; some failed and failed + running + succeeded at or
   above it → `Failed`; succeeded at or above it → `Finished`.
 
+The 48-hour guard: a group still `Pending` or `Scheduling` with no member running 48 hours after
+its creation gets a Warning event, reason `Timeout`, message `schedule time longer than 48
+hours` (the anchor's words), and nothing else: the phase is not changed by it. The rule returns
+it as a notice (`StatusOutcome.notices`: the shells emit it once per group, not at every
+reconcile), and until the mark it asks to be looked at again then (`requeue_at`), so the warning
+comes on time even if nothing else happens to the group.
+
 Differences from the anchor: members are the pods of the group's namespace only (the anchor
 lists by label across namespaces); `scheduled` (members bound to a node, finished ones
-included) is written; the 48-hour "Timeout" warning, which changes nothing, is left out.
+included) is written. The anchor measures the 48 hours from creation to `scheduleStartTime`,
+which it no longer writes, and once its guard holds it stops updating the group for good (its
+stored `running` stays 0, so even members that start later never make it `Running`); here they
+are measured from creation to now, and the status keeps following the members after the
+warning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from apis.core import Pod
@@ -35,9 +46,24 @@ from apis.meta import KubeObject, format_time
 from apis.scheduling import POD_GROUP_LABEL, PodGroup
 from placement.pods.status import StatusEvent, StatusOutcome, StatusWorld
 
-__all__ = ["PodGroupCounts", "PodGroupStatusRule", "members", "pod_group_status"]
+__all__ = [
+    "TIMEOUT",
+    "TIMEOUT_MESSAGE",
+    "TIMEOUT_REASON",
+    "PodGroupCounts",
+    "PodGroupStatusRule",
+    "members",
+    "pod_group_status",
+    "timeout_guard",
+]
+
+TIMEOUT = timedelta(hours=48)
+"""How long after its creation a group that has no member running gets the Timeout warning."""
+TIMEOUT_REASON = "Timeout"
+TIMEOUT_MESSAGE = "schedule time longer than 48 hours"
 
 _FINAL = ("Finished", "Failed")
+_WAITING = ("Pending", "Scheduling")  # the phases the 48-hour guard watches
 _MAX_STEPS = 8  # more than the longest chain of steps (unset → Pending → Scheduling → ...)
 
 
@@ -150,6 +176,21 @@ def _event(group: PodGroup, change: tuple[str, str], counts: PodGroupCounts) -> 
     return StatusEvent("Warning" if new == "Failed" else "Normal", new, message)
 
 
+def timeout_guard(
+    group: PodGroup, phase: str, counts: PodGroupCounts, now: datetime
+) -> tuple[StatusEvent | None, datetime | None]:
+    """The 48-hour guard for a group in `phase` (after this reconcile's steps): the Timeout
+    warning when it holds now, else when it would hold if nothing changed (None: never, as the
+    group is past waiting or has a member running, or has no creation time)."""
+    created = group.metadata.creation_timestamp
+    if created is None or phase not in _WAITING or counts.running:
+        return None, None
+    mark = created + TIMEOUT
+    if now >= mark:
+        return StatusEvent("Warning", TIMEOUT_REASON, TIMEOUT_MESSAGE), None
+    return None, mark
+
+
 class PodGroupStatusRule:
     """The StatusRule of PodGroups (`placement.pods.status`)."""
 
@@ -169,4 +210,10 @@ class PodGroupStatusRule:
         pods = members(obj, world.pods_in(obj.metadata.namespace or ""))
         status, changes = pod_group_status(obj, pods, now)
         counts = PodGroupCounts.of(pods)
-        return StatusOutcome(status, tuple(_event(obj, c, counts) for c in changes))
+        warning, mark = timeout_guard(obj, str(status.get("phase") or ""), counts, now)
+        return StatusOutcome(
+            status,
+            tuple(_event(obj, c, counts) for c in changes),
+            requeue_at=mark,
+            notices=(warning,) if warning is not None else (),
+        )

@@ -265,9 +265,14 @@ def simulate(
                 )
             continue
         rounds = 0
+        # A status rule may have something to say later in the run (a PodGroup's Timeout).
+        due = world.status_wake if world.status_wake and world.status_wake <= deadline else None
         if world.settled():
-            break
-        upcoming = world.next_time()
+            if due is None:
+                break
+            world.now = due
+            continue
+        upcoming = min((t for t in (world.next_time(), due) if t), default=None)
         if upcoming is None:
             break
         if upcoming > deadline:

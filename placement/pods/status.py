@@ -47,11 +47,15 @@ class StatusOutcome:
     """What a rule wants: the object's whole `status` in wire form (camelCase keys, quantities
     as strings), or None to leave it alone; the events that go with the change (emitted only
     when the status written differs from the object's: a rule returns them on transitions);
-    and when to look again even if nothing changes (a time-driven transition), or None."""
+    when to look again even if nothing changes (a time-driven transition or notice), or None;
+    and `notices`: events about a standing condition that changes no status (the PodGroup
+    48-hour Timeout), which the rule returns at every computation while the condition holds
+    and the shells emit once per object (its uid) and reason."""
 
     status: Mapping[str, Any] | None
     events: tuple[StatusEvent, ...] = ()
     requeue_at: datetime | None = None
+    notices: tuple[StatusEvent, ...] = ()
 
 
 class StatusWorld(Protocol):

@@ -42,7 +42,7 @@ from placement.pods.mutation import (
     is_on_demand_alive,
     patch,
 )
-from placement.pods.status import same_status
+from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
 from placement.pods.workloads import Expansion
 
@@ -135,6 +135,8 @@ class World:
         self.deleting: list[tuple[datetime, str, str]] = []  # (at, key, uid), a heap
         self.evicted: list[Pod] = []
         self.events: dict[tuple[Any, ...], EventRecord] = {}
+        self.noticed: set[tuple[str, str, str, str]] = set()  # (kind, key, uid, reason)
+        self.status_wake: datetime | None = None  # the earliest requeue_at of the status rules
         self.moved = False
 
     # --- feeding the engine -------------------------------------------------------------------
@@ -325,9 +327,11 @@ class World:
         """What the PodGroup/ElasticQuota status controller would write now: each changed
         status goes into the object (the engine sees it), with the rule's events."""
         view = StatusView(self)
+        self.status_wake = None
         for rule in status_rules():
             for key, obj in sorted(self.objects_of(rule.kind).items()):
                 outcome = rule.compute(obj, view, self.now)
+                self._notice(rule.kind, key, obj, outcome)
                 if outcome.status is None:
                     continue
                 wire = obj.to_wire()
@@ -343,6 +347,21 @@ class World:
                     regarding = (rule.kind, key, uid)
                     self._record(EmitEvent(regarding, severity, event.reason, event.message))
                 self.feed(ObjectEvent("Modified", updated))
+
+    def _notice(self, kind: str, key: str, obj: KubeObject, outcome: StatusOutcome) -> None:
+        """Record the outcome's notices once per object and reason, as the controller emits
+        them; note when the rule wants to look again."""
+        uid = obj.metadata.uid or ""
+        for notice in outcome.notices:
+            if (kind, key, uid, notice.reason) not in self.noticed:
+                self.noticed.add((kind, key, uid, notice.reason))
+                severity: Literal["Normal", "Warning"] = (
+                    "Warning" if notice.type == "Warning" else "Normal"
+                )
+                self._record(EmitEvent((kind, key, uid), severity, notice.reason, notice.message))
+        if outcome.requeue_at is not None and outcome.requeue_at > self.now:
+            wake = self.status_wake
+            self.status_wake = outcome.requeue_at if wake is None else min(wake, outcome.requeue_at)
 
     # --- the clock ----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from apis.core import Node, Pod
 from apis.registry import parse_as
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.kube.config import ClusterAccess, new_api_client
 from placement.pods.requests import pod_requests
 

@@ -17,7 +17,9 @@ from apis.core import Event, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.scheduling import PodGroup
-from controllers.addons.executor import ActionExecutor, EventEmitter, PodGateway, pod_status_patch
+from controllers.addons.emitter import EventEmitter
+from controllers.addons.executor import ActionExecutor, pod_status_patch
+from controllers.addons.gateway import PodGateway
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
 from placement.pods.events import (
@@ -288,3 +290,117 @@ async def test_submit_never_waits_and_wait_room_holds_scheduling_back() -> None:
         await r.settle()
         assert len(r.results) == 40 and all(result.ok for result in r.results)
         await eventually(lambda: r.executor.pending == 0)
+
+
+class Fence:
+    """A WriteFence (`controllers.runtime.echoes`) that the test closes by hand."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    def remaining(self) -> float:
+        return 0.0 if self.closed.is_set() else 60.0
+
+    async def wait_deadline(self) -> None:
+        await self.closed.wait()
+
+
+def fenced_executor(r: Rig, fence: Fence) -> tuple[ActionExecutor, EventEmitter]:
+    """An executor writing as the scheduler does: through the gateway's fenced copy."""
+    writer = SlowPatches.fenced(r.gateway, fence)
+    emitter = EventEmitter(writer, controller="ocm-pod-scheduler", wall=lambda: WALL)
+    executor = ActionExecutor(
+        writer,
+        emitter,
+        on_bind_result=r.results.append,
+        lookup=lambda kind, key: r.objects.get((kind, key)),
+        wall=lambda: WALL,
+        concurrency=4,
+    )
+    return executor, emitter
+
+
+@pytest.mark.asyncio
+async def test_past_the_lease_deadline_no_write_of_any_kind_reaches_the_server() -> None:
+    async with rig() as r:
+        web = await r.pod("web")
+        victim = await r.pod("victim", nodeName="n1")
+        group = parse_as(
+            PodGroup,
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": "g", "namespace": "team"},
+                "spec": {"minMember": 1},
+            },
+        )
+        await r.gateway.create(group)
+        fence = Fence()
+        executor, emitter = fenced_executor(r, fence)
+        fence.closed.set()  # the deadline has passed
+        served = dict(r.server.audit)
+        uid = web.metadata.uid or ""
+        executor.submit(
+            [
+                BindPod(web.key, uid, "n1"),
+                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web"),
+                PatchPodStatus(web.key, uid, condition=UNSCHEDULABLE),
+                PatchObjectStatus("PodGroup", "team/g", {"phase": "Pending"}),
+                EmitEvent(("Pod", web.key, uid), "Normal", "Scheduled", "assigned"),
+            ]
+        )
+        await executor.drain(5)
+        await emitter.flush()
+        assert dict(r.server.audit) == served  # not one request arrived
+        assert r.results == [
+            BindResult(
+                web.key,
+                uid,
+                "n1",
+                False,
+                False,
+                "not the leader (lease deadline passed): write not sent",
+            )
+        ]  # a plain failure: the engine forgets the assumed pod, the pod stays pending
+        assert executor.counts.fenced == 4 and emitter.dropped == 1
+        assert (executor.counts.bound, executor.counts.deleted) == (0, 0)
+        assert (await r.gateway.get(Pod, "victim", "team")).metadata.deletion_timestamp is None
+
+
+@pytest.mark.asyncio
+async def test_writes_in_flight_at_the_lease_deadline_are_abandoned() -> None:
+    async with rig() as r:
+        web = await r.pod("web")
+        victim = await r.pod("victim", nodeName="n1")
+        fence = Fence()
+        executor, _ = fenced_executor(r, fence)
+        r.server.faults.latency = 0.5  # the server is slow to answer: the writes stay in flight
+        uid = web.metadata.uid or ""
+        executor.submit(
+            [
+                BindPod(web.key, uid, "n1"),
+                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web"),
+            ]
+        )
+        sent = {"POST binding", "DELETE victim"}
+        await eventually(lambda: _true(sent <= set(r.gateway.requests)))
+        fence.closed.set()
+        await executor.drain(5)
+        assert executor.pending == 0  # settled at the deadline, not when the server answers
+        assert r.results == [
+            BindResult(
+                web.key,
+                uid,
+                "n1",
+                False,
+                False,
+                "not the leader (lease deadline passed): write abandoned",
+            )
+        ]
+        assert executor.counts.fenced == 2
+        assert (executor.counts.bound, executor.counts.deleted) == (0, 0)
+        r.server.faults.latency = 0.0
+
+
+async def _true(value: bool) -> bool:
+    return value

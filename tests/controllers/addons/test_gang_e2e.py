@@ -19,7 +19,7 @@ import pytest
 from apis.core import Pod
 from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, PodGroup, PriorityClass
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler
 from controllers.addons.status import StatusController
 from controllers.kube.config import ClusterAccess, new_api_client

@@ -14,7 +14,7 @@ from apis.core import Namespace, Pod
 from apis.meta import ObjectMeta
 from apis.registry import parse_as
 from apis.scheduling import ElasticQuota
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import SchedulerOptions, _start
 from controllers.cli.crds import SOURCE_CONFIG
 from controllers.embedded.apiserver import EmbeddedApiServer

@@ -14,7 +14,7 @@ import pytest
 from apis.core import Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PriorityClass
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.cli.crds import SAMPLES_DIR
 from controllers.cli.manifests import load_paths
 from tests.controllers.addons.cluster import server_process

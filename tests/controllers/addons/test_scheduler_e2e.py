@@ -22,7 +22,7 @@ import pytest
 from apis.core import Event, Node, Pod
 from apis.registry import parse_as
 from apis.scheduling import PriorityClass
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler, load_scheduler_config
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.runtime.leader import LeaderConfig

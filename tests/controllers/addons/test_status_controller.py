@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, ElasticQuota, PodGroup
 from controllers.addons.status import StatusController
 from controllers.kube.gateway import Gateway
+from controllers.runtime.leader import LeaderConfig
+from controllers.runtime.queue import ManualClock
 from tests.controllers.embedded.hub import ensure_namespaces, eventually, hub
 
 pytestmark = pytest.mark.asyncio
@@ -206,3 +209,84 @@ async def test_scheduler_run_starts_the_status_controller_beside_it_or_alone(
         finally:
             for item in reversed(opened):
                 await (item.stop() if hasattr(item, "stop") else item.close())
+
+
+class Recording(StatusController):
+    """Notes every event outcome (`created`, `exists`, ...) by reason."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outcomes: list[tuple[str, str]] = []
+
+    def event_recorded(self, reason: str, outcome: str) -> None:
+        self.outcomes.append((reason, outcome))
+
+
+async def timeouts(gw: Gateway, ns: str, name: str) -> list[Event]:
+    events = (await gw.list(Event, ns)).items
+    return [e for e in events if e.reason == "Timeout" and e.regarding and e.regarding.name == name]
+
+
+async def test_a_gang_waiting_48_hours_is_warned_once_at_the_mark_even_across_a_restart() -> None:
+    async with hub(namespaces=["spark"]) as (_, gw):
+        made = await gw.create(group("job", "spark", 2))
+        await gw.create(pod("driver", "spark", group="job"))  # 1 of 2: the gang waits
+        created = made.metadata.creation_timestamp
+        assert created is not None
+        clock = ManualClock()
+        # Seven seconds off the resync's 600 s period, so that only the rule's requeue can
+        # wake the group at its 48-hour mark.
+        offset = 7.0
+
+        def wall() -> datetime:
+            return created + timedelta(seconds=clock.now() + offset)
+
+        def start() -> Recording:
+            return Recording(gw, clock=clock, wall=wall)
+
+        controller = start()
+        await controller.start(sync_timeout=10)
+        try:
+            await controller.wait_idle()
+            mark = 48 * 3600 - offset
+            await clock.advance(mark - 1)
+            await controller.wait_idle()
+            await controller.recorder.flush()
+            assert await timeouts(gw, "spark", "job") == []
+            await clock.advance(1)  # the mark: no watch event, no resync, only the requeue
+            found = await eventually(lambda: timeouts(gw, "spark", "job"))
+            assert [(e.type, e.note, e.regarding and e.regarding.uid) for e in found] == [
+                ("Warning", "schedule time longer than 48 hours", made.metadata.uid)
+            ]
+            status = (await gw.get(PodGroup, "job", "spark")).status
+            assert status is not None and status.phase == "Pending"  # unchanged
+            # Later reconciles (a member changes, resyncs) do not repeat it.
+            await gw.create(pod("sidecar", "spark"))
+            await set_phase(gw, "driver", "spark", "Pending")
+            controller.resync_now()
+            await clock.advance(3600)
+            await controller.wait_idle()
+            await controller.recorder.flush()
+            assert len(await timeouts(gw, "spark", "job")) == 1
+            assert controller.outcomes.count(("Timeout", "created")) == 1
+        finally:
+            await controller.stop()
+        # A restart (or a new leader): the server refuses the second copy of the Event.
+        controller = start()
+        await controller.start(sync_timeout=10)
+        try:
+            await controller.wait_idle()
+            await controller.recorder.flush()
+            assert controller.outcomes == [("Timeout", "exists")]
+            assert len(await timeouts(gw, "spark", "job")) == 1
+        finally:
+            await controller.stop()
+
+
+async def test_with_leader_election_its_writes_pass_its_own_leases_fence() -> None:
+    async with hub() as (_, gw):
+        leader = LeaderConfig("ocm-pod-scheduler-status", "default", identity="a")
+        controller = StatusController(gw, leader=leader)
+        assert controller.elector is not None
+        assert controller.writer.fence is controller.elector  # status patches and events
+        assert StatusController(gw).writer.fence is None  # no election: never refused

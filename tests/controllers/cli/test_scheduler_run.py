@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from apis.core import Pod
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.kube.config import ClusterAccess, new_api_client
 from tests.controllers.addons.cluster import node, pod
 

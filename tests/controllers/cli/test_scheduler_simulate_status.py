@@ -120,3 +120,27 @@ def test_a_duplicate_quota_and_min_above_capacity_are_shown(
         "ElasticQuotas' min adds up to more than the nodes' allocatable (cpu: min 3 > "
         "allocatable 2)" in out
     )
+
+
+def test_a_gang_waiting_48_hours_gets_the_timeout_warning_once_and_keeps_its_phase(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def simulate(max_time: str) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        argv = ["scheduler", "simulate", "-f", str(PODS / "gangs" / "competing.yaml"), *NOW]
+        code, out, _ = run(capsys, *argv, "--max-time", max_time, "-o", "json")
+        assert code == EXIT_OK
+        events = [e for e in json.loads(out)["items"] if e["kind"] == "Event"]
+        return objects(out, "PodGroup"), [e for e in events if e["reason"] == "Timeout"]
+
+    groups, timeouts = simulate("3600")  # the default hour: too early
+    assert timeouts == []
+    # 50 hours: nothing else happens to train-b, its 48-hour mark alone wakes the rule.
+    groups, timeouts = simulate(str(50 * 3600))
+    assert [
+        (e["involvedObject"]["name"], e["type"], e["message"], e["count"]) for e in timeouts
+    ] == [("train-b", "Warning", "schedule time longer than 48 hours", 1)]
+    created = groups["train-b"]["metadata"]["creationTimestamp"]
+    assert created.startswith("2026-01-01T00:00:")
+    assert timeouts[0]["firstTimestamp"] == created.replace("2026-01-01", "2026-01-03")
+    assert groups["train-b"]["status"]["phase"] == "Scheduling"  # unchanged by the warning
+    assert groups["train-a"]["status"]["phase"] == "Running"

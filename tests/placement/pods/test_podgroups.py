@@ -3,6 +3,7 @@ members counted per namespace, counters and events."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -118,3 +119,68 @@ def test_a_pod_concerns_the_group_its_label_names_in_its_namespace_only() -> Non
     assert list(RULE.affected(pod("a", group="g"), objects)) == ["default/g"]
     assert list(RULE.affected(pod("b", "other", group="g"), objects)) == []
     assert list(RULE.affected(pod("c"), objects)) == []
+
+
+# --- the 48-hour guard ------------------------------------------------------------------------
+
+HOURS_48 = timedelta(hours=48)
+
+
+def test_a_waiting_group_asks_to_be_looked_at_again_at_the_48_hour_mark() -> None:
+    world = ListWorld(pods=gang(2), groups=[pod_group("g", 3)])
+    outcome = RULE.compute(world.groups[0], world, T0 + timedelta(hours=1))
+    assert outcome.status is not None and outcome.status["phase"] == "Pending"
+    assert outcome.notices == ()
+    assert outcome.requeue_at == T0 + HOURS_48  # the group's creation + 48 h
+
+
+@pytest.mark.parametrize("phase", ["Pending", "Scheduling"])
+def test_at_the_mark_a_group_with_no_member_running_gets_the_anchors_timeout_warning(
+    phase: str,
+) -> None:
+    members = gang(3 if phase == "Scheduling" else 1, phase="Pending")
+    group = pod_group("g", 3, status={"phase": phase})
+    world = ListWorld(pods=members, groups=[group])
+    before = RULE.compute(group, world, T0 + HOURS_48 - timedelta(seconds=1))
+    assert before.notices == () and before.requeue_at == T0 + HOURS_48
+    outcome = RULE.compute(group, world, T0 + HOURS_48)
+    assert [(e.type, e.reason, e.message) for e in outcome.notices] == [
+        ("Warning", "Timeout", "schedule time longer than 48 hours")
+    ]
+    assert outcome.requeue_at is None  # nothing more to wait for
+    # The warning changes nothing: the phase stays, and no transition event comes with it.
+    assert outcome.status is not None and outcome.status["phase"] == phase
+    assert outcome.events == ()
+
+
+def test_the_timeout_notice_stands_while_the_condition_holds_and_goes_when_a_member_runs() -> None:
+    group = pod_group("g", 2, status={"phase": "Scheduling"})
+    waiting = ListWorld(pods=gang(2), groups=[group])
+    later = T0 + HOURS_48 + timedelta(days=3)
+    assert [e.reason for e in RULE.compute(group, waiting, later).notices] == ["Timeout"]
+    one_running = ListWorld(
+        pods=[pod("m0", group="g", phase="Running", node="n1"), pod("m1", group="g")],
+        groups=[group],
+    )
+    outcome = RULE.compute(group, one_running, later)
+    assert outcome.notices == () and outcome.requeue_at is None
+    assert outcome.status is not None and outcome.status["phase"] == "Scheduling"
+
+
+def test_a_late_gang_still_becomes_running_after_the_warning() -> None:
+    # The anchor freezes the group once its guard holds; here the status follows the members.
+    group = pod_group("g", 2, status={"phase": "Scheduling", "running": 0})
+    world = ListWorld(pods=gang(2, phase="Running", node="n1"), groups=[group])
+    outcome = RULE.compute(group, world, T0 + HOURS_48 + timedelta(hours=5))
+    assert outcome.status is not None and outcome.status["phase"] == "Running"
+    assert outcome.notices == ()
+    assert [e.reason for e in outcome.events] == ["Running"]
+
+
+@pytest.mark.parametrize("final", ["Running", "Finished", "Failed"])
+def test_no_guard_past_waiting(final: str) -> None:
+    phases = {"Running": "Running", "Finished": "Succeeded", "Failed": "Failed"}
+    members = gang(2, phase=phases[final], node="n1")
+    group = pod_group("g", 2, status={"phase": final})
+    outcome = RULE.compute(group, ListWorld(pods=members, groups=[group]), T0 + 2 * HOURS_48)
+    assert outcome.notices == () and outcome.requeue_at is None

@@ -1,0 +1,120 @@
+"""The pod scheduler's gateway: the runtime's `Gateway` plus what the scheduler writes with a uid
+precondition, a parse cache for the pods its two watches share, and the lease fence on its
+writes.
+
+Writes are fenced as the hub's are (`controllers.runtime.echoes`): `PodGateway.fenced(gateway,
+fence)` is the same connection with every request but a GET passed through `echoes.fenced`, so
+once the replica's lease deadline has passed (the `LeaderElector` is the fence) a write is
+refused before it is sent and one in flight is cancelled, both raising `NotLeaderError`. The
+scheduler's bindings, victim deletions, status patches and events, and the status
+controller's status patches and events, go through such a copy; reads, watches and the
+elector's own Lease requests use the unfenced gateway (a standby must be able to take the
+Lease).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any, TypeVar, cast
+
+import aiohttp
+
+from apis.core import Pod
+from apis.meta import KubeObject
+from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
+from controllers.runtime import echoes
+from controllers.runtime.echoes import WriteFence
+
+__all__ = ["PodGateway"]
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+
+
+class PodGateway(Gateway):
+    """The gateway plus the two pod writes the scheduler needs with a uid precondition, which
+    `Gateway.bind` and `Gateway.delete` do not send. Bodies may be given as JSON bytes.
+
+    Pods read from lists and watches are parsed once per resourceVersion: a binding shows up on
+    both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods') with
+    the same object, and the second is the model parsed for the first (`pods_reused`)."""
+
+    POD_CACHE = 4096
+    """Pod models kept by (uid, resourceVersion): the two watches never drift further apart."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pods: OrderedDict[tuple[str, str], Pod] = OrderedDict()
+        self.pods_parsed = 0
+        self.pods_reused = 0
+        self.fence: WriteFence | None = None
+
+    @classmethod
+    def fenced(cls, gateway: Gateway, fence: WriteFence | None) -> PodGateway:
+        """`gateway`'s connection (any `Gateway`: one pool, the same request metrics) as a
+        PodGateway whose writes pass `fence` (module docstring); without a fence, writes are
+        never refused."""
+        copy = cls.__new__(cls)
+        vars(copy).update(vars(gateway))
+        if not isinstance(gateway, PodGateway):
+            copy._pods, copy.pods_parsed, copy.pods_reused = OrderedDict(), 0, 0
+        copy.fence = fence
+        return copy
+
+    async def _open(self, method: str, path: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        """Every request goes through here: a write (any method but GET) passes the fence."""
+        if self.fence is None or method == "GET":
+            return await super()._open(method, path, **kwargs)
+        return await echoes.fenced(self.fence, super()._open(method, path, **kwargs))
+
+    async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST `pods/binding` with the pod's uid in the Binding's metadata."""
+        meta: dict[str, str] = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        path = object_path(Pod, name, namespace, "binding")
+        await self._send("POST", path, json.dumps(binding).encode())
+
+    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        await self._request("DELETE", object_path(Pod, name, namespace), body=options)
+
+    async def create_raw(self, cls: type[KubeObject], namespace: str | None, body: bytes) -> None:
+        """POST a JSON body to `cls`'s collection; the answer is not read into a model."""
+        await self._send("POST", collection_path(cls, namespace), body)
+
+    def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
+        """A watch event as the gateway makes it; a Pod already seen on a watch at this
+        resourceVersion is the same model (class docstring). Only watched pods are shared:
+        they go to the informers' stores, which nobody changes."""
+        if cls is not Pod:
+            return super()._event(cls, line)
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            return super()._event(cls, line)  # its error
+        kind, doc = raw.get("type"), raw.get("object")
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        uid = meta.get("uid") if isinstance(meta, dict) else None
+        version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not uid or not version:
+            return super()._event(cls, line)
+        pod: Any = self._pods.get((uid, version))
+        if pod is None:
+            pod = self._typed(Pod, doc)
+            self.pods_parsed += 1
+            self._pods[(uid, version)] = pod
+            if len(self._pods) > self.POD_CACHE:
+                self._pods.popitem(last=False)
+        else:
+            self.pods_reused += 1
+        return WatchEvent(kind, cast(ObjT, pod), str(version))
