@@ -18,7 +18,7 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, PodGroup, PriorityClass
-from controllers.addons.executor import PodGateway
+from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler, load_scheduler_config
 from controllers.cli.scheduler import simulate_objects
 from controllers.kube.config import ClusterAccess, new_api_client

@@ -26,9 +26,8 @@ from placement.pods.preemption import (
     NOT_ELIGIBLE_TERMINATING,
     Candidate,
     Preemptor,
-    num_candidates,
-    pick_candidate,
 )
+from placement.pods.victims import num_candidates, pick_candidate
 from plugins.pods.defaultpreemption import DefaultPreemption
 from tests.placement.pods.test_engine import (
     T0,

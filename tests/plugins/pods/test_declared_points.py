@@ -45,7 +45,7 @@ HOOKS = tuple(
 
 
 def test_every_registered_plugin_is_checked() -> None:
-    assert {cls.name for cls in BUILT_INS} >= set(plugins.pods.POD_PLUGINS)
+    assert {vars(cls)["name"] for cls in BUILT_INS} >= set(plugins.pods.POD_PLUGINS)
 
 
 @pytest.mark.parametrize("cls", BUILT_INS, ids=lambda cls: cls.__name__)
