@@ -1,7 +1,10 @@
-"""The pod scheduler's configuration (`--config FILE`) and the profile it builds.
+"""The pod scheduler's configuration (`--config FILE`) and the profiles it builds.
 
-The file is a small document in the spirit of kube-scheduler's KubeSchedulerConfiguration, under
-our own apiVersion (`placement.ocm.io/v1alpha1`, kind `PodSchedulerConfiguration`): the scheduler
+Two kinds are read. kube-scheduler's own `KubeSchedulerConfiguration`
+(`kubescheduler.config.k8s.io/v1`: profiles, plugins per extension point and `multiPoint`,
+`pluginConfig`, backoff, `leaderElection`, `percentageOfNodesToScore`), checked by the models
+of `apis.schedulerconfig` and merged with the defaults by `placement.pods.profiles`; and our
+own small document (`placement.ocm.io/v1alpha1`, kind `PodSchedulerConfiguration`): the scheduler
 name, which plugins run (the defaults, minus `disabled`, plus `enabled`), their score weights and
 args, the queue's backoff and the leader election Lease. Every field is checked when it is read
 and a problem names the field (`plugins.scoreWeights.NodeAffinity: must be between 1 and 100
@@ -16,12 +19,27 @@ with its args and puts it at every extension point it implements.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, cast
 
+from apis.schedulerconfig import KUBE_SCHEDULER_API_VERSION, KUBE_SCHEDULER_KIND
 from placement.pods.framework import Profile, QueueSort, Score
+from placement.pods.kubeschedulerconfig import load_kube_config
+from placement.pods.profiles import (
+    ConfigError,
+    build_kube_profile,
+    check_common_queue_sort,
+    plugin_args,
+)
+from placement.pods.settings import (
+    CONFIG_API_VERSION,
+    CONFIG_KIND,
+    DEFAULT_SCHEDULER_NAME,
+    LeaderElection,
+    RunOptions,
+    SchedulerConfig,
+)
 
 __all__ = [
     "CONFIG_API_VERSION",
@@ -34,13 +52,11 @@ __all__ = [
     "RunOptions",
     "SchedulerConfig",
     "build_profile",
+    "build_profiles",
     "enabled_plugins",
     "load_config",
 ]
 
-CONFIG_API_VERSION = "placement.ocm.io/v1alpha1"
-CONFIG_KIND = "PodSchedulerConfiguration"
-DEFAULT_SCHEDULER_NAME = "ocm-pod-scheduler"
 MIN_SCORE_WEIGHT = 1
 MAX_SCORE_WEIGHT = 100
 DISABLE_ALL = "*"
@@ -72,65 +88,6 @@ _POINTS = (
     ("post_binds", "post_bind"),
     ("handlers", "on_event"),
 )
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message starts with the field at fault."""
-
-
-@dataclass(frozen=True)
-class LeaderElection:
-    """The Lease the replicas of `scheduler run --leader-elect` contend for."""
-
-    lease_name: str = DEFAULT_SCHEDULER_NAME
-    lease_namespace: str = "kube-system"
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    """A checked configuration. `enabled` and `disabled` are the file's lists as given (the
-    defaults are applied against a registry by `enabled_plugins`); `score_weights` holds the
-    weights the file sets, from `scoreWeights` or an enabled entry's `weight`."""
-
-    scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    enabled: tuple[str, ...] = ()
-    disabled: tuple[str, ...] = ()
-    score_weights: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    plugin_args: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    backoff_initial: timedelta = timedelta(seconds=1)
-    backoff_max: timedelta = timedelta(seconds=10)
-    unschedulable_flush: timedelta = timedelta(minutes=5)
-    leader_election: LeaderElection = field(default_factory=LeaderElection)
-
-    def engine_options(self) -> dict[str, timedelta]:
-        """The Engine's keyword arguments this configuration sets (the queue's timings)."""
-        return {
-            "backoff_initial": self.backoff_initial,
-            "backoff_max": self.backoff_max,
-            "unschedulable_flush": self.unschedulable_flush,
-        }
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How `placement scheduler run` was started: the flags, with `config` already read and
-    checked (the flags `--scheduler-name` and `--leader-elect` win over the file). Pure data,
-    so the command line builds it and `controllers.addons.scheduler.run_scheduler` reads it
-    without either importing the other."""
-
-    config: SchedulerConfig = field(default_factory=SchedulerConfig)
-    kubeconfig: str | None = None
-    context: str | None = None
-    embedded: bool = False
-    kubelet: bool = False
-    leader_elect: bool = False
-    http_addr: str = "127.0.0.1:10251"
-    config_path: str | None = None
-    status_controller: str = "on"
-    """`on`: the PodGroup/ElasticQuota status controller runs beside the scheduler; `off`: not;
-    `only`: it runs alone, nothing is scheduled."""
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -232,6 +189,11 @@ def load_config(
     With a `registry`, plugin names are checked against it here rather than at `build_profile`.
     Raises ConfigError naming the field at fault."""
     doc = _mapping(doc, "configuration")
+    if (
+        doc.get("kind") == KUBE_SCHEDULER_KIND
+        or doc.get("apiVersion") == KUBE_SCHEDULER_API_VERSION
+    ):
+        return load_kube_config(doc, registry)
     _known_fields(doc, _TOP_FIELDS, "")
     for name, expected in (("apiVersion", CONFIG_API_VERSION), ("kind", CONFIG_KIND)):
         if name in doc and doc[name] != expected:
@@ -303,7 +265,14 @@ def build_profile(
     whose method it has (queue sort: exactly one plugin with `sort_key`). Score weights come
     from the configuration, else `default_weights`, else 1. `defaults` and `default_weights` are
     the registry's DEFAULT_PLUGINS and DEFAULT_SCORE_WEIGHTS (the caller passes them, as it
-    passes the registry). Raises ConfigError naming the field at fault."""
+    passes the registry). A KubeSchedulerConfiguration must have one profile here (see
+    `build_profiles`). Raises ConfigError naming the field at fault."""
+    if config.profiles:
+        if len(config.profiles) != 1:
+            raise ConfigError(f"profiles: {len(config.profiles)} profiles where one is expected")
+        return build_profiles(config, registry, defaults=defaults, default_weights=default_weights)[
+            0
+        ]
     names = enabled_plugins(config, defaults)
     for name in (*config.enabled, *config.disabled):
         where = "plugins.enabled" if name in config.enabled else "plugins.disabled"
@@ -322,8 +291,9 @@ def build_profile(
 
     plugins: list[tuple[str, object]] = []
     for name in names:
+        args = plugin_args(name, config.plugin_args.get(name), f"pluginArgs.{name}")
         try:
-            plugin = registry[name](config.plugin_args.get(name, MappingProxyType({})))
+            plugin = registry[name](args)
         except ValueError as exc:
             raise ConfigError(f"pluginArgs.{name}.{exc}") from None
         plugins.append((name, plugin))
@@ -360,3 +330,24 @@ def build_profile(
         post_binds=tuple(points["post_binds"]),
         handlers=tuple(points["handlers"]),
     )
+
+
+def build_profiles(
+    config: SchedulerConfig,
+    registry: Mapping[str, PluginFactory],
+    *,
+    defaults: Sequence[str] = (),
+    default_weights: Mapping[str, int] | None = None,
+) -> tuple[Profile, ...]:
+    """Every profile of the configuration, each with its own plugin objects (one for our kind).
+    Raises ConfigError naming the field at fault."""
+    if not config.profiles:
+        return (
+            build_profile(config, registry, defaults=defaults, default_weights=default_weights),
+        )
+    profiles = tuple(
+        build_kube_profile(spec, registry, defaults=defaults, default_weights=default_weights)
+        for spec in config.profiles
+    )
+    check_common_queue_sort(profiles, config.profiles)
+    return profiles
