@@ -3,7 +3,8 @@
 `POD_PLUGINS` maps a plugin name to a factory taking the plugin's args as its typed model
 (`apis.schedulerconfig.PLUGIN_ARGS[name]`, which the configuration validated; a mapping is
 validated by that model first and a bad one raises ValueError("<field>: <problem>")).
-`DEFAULT_PLUGINS` is the default profile in run order; `DEFAULT_SCORE_WEIGHTS` are kube-scheduler's default weights.
+`DEFAULT_PLUGINS` is the default profile in run order; `DEFAULT_SCORE_WEIGHTS` are
+kube-scheduler's default weights.
 """
 
 from __future__ import annotations
