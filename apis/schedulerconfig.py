@@ -63,6 +63,7 @@ __all__ = [
     "UtilizationShapePoint",
     "field_problems",
     "go_duration_seconds",
+    "parse_configuration",
     "suggest",
     "validate_args",
 ]
@@ -594,3 +595,12 @@ class KubeSchedulerConfiguration(ConfigModel):
                 self.pod_max_backoff_seconds,
             )
         return self
+
+
+def parse_configuration(doc: Any) -> KubeSchedulerConfiguration:
+    """A KubeSchedulerConfiguration document checked; ValueError with one `path: problem` line
+    per problem."""
+    try:
+        return KubeSchedulerConfiguration.model_validate(doc)
+    except ValidationError as exc:
+        raise ValueError("\n".join(field_problems(exc))) from None

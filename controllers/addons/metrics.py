@@ -36,8 +36,11 @@ PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 class EngineCounters(Protocol):
     """What the engine counts (its `EngineStats`)."""
 
-    attempts: dict[str, int]
-    preemption_attempts: int
+    @property
+    def attempts(self) -> dict[str, int]: ...
+
+    @property
+    def preemption_attempts(self) -> int: ...
 
 
 class _NoCounts:

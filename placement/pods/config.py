@@ -19,6 +19,7 @@ with its args and puts it at every extension point it implements.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, cast
@@ -55,6 +56,7 @@ __all__ = [
     "build_profiles",
     "enabled_plugins",
     "load_config",
+    "renamed",
 ]
 
 MIN_SCORE_WEIGHT = 1
@@ -351,3 +353,18 @@ def build_profiles(
     )
     check_common_queue_sort(profiles, config.profiles)
     return profiles
+
+
+def renamed(config: SchedulerConfig, name: str) -> SchedulerConfig:
+    """The configuration serving `name` (`--scheduler-name`): its one profile renamed. A
+    KubeSchedulerConfiguration with several profiles names them itself (ConfigError)."""
+    if not config.profiles:
+        return replace(config, scheduler_name=name)
+    if len(config.profiles) != 1:
+        names = ", ".join(config.scheduler_names)
+        raise ConfigError(
+            f"--scheduler-name: the configuration has {len(config.profiles)} profiles "
+            f"({names}); their names are the profiles' schedulerName"
+        )
+    profile = replace(config.profiles[0], scheduler_name=name)
+    return replace(config, scheduler_name=name, profiles=(profile,))

@@ -15,9 +15,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
-
-from apis.schedulerconfig import KUBE_SCHEDULER_KIND, KubeSchedulerConfiguration, field_problems
+from apis.schedulerconfig import KUBE_SCHEDULER_KIND, parse_configuration
 from placement.pods.profiles import ConfigError, resolve_profiles
 from placement.pods.settings import DEFAULT_SCHEDULER_NAME, LeaderElection, SchedulerConfig
 
@@ -30,9 +28,9 @@ LEASE_JITTER = 1.2
 def load_kube_config(doc: Mapping[str, Any], registry: Mapping[str, Any] | None) -> SchedulerConfig:
     """A KubeSchedulerConfiguration, checked (every problem, one line each)."""
     try:
-        model = KubeSchedulerConfiguration.model_validate(doc)
-    except ValidationError as exc:
-        raise ConfigError("\n".join(field_problems(exc))) from None
+        model = parse_configuration(doc)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     specs = resolve_profiles(model, registry, DEFAULT_SCHEDULER_NAME)
     elect = model.leader_election
     defaults = LeaderElection()

@@ -67,6 +67,11 @@ DEFAULT_BINDER = "DefaultBinder"
 
 PluginFactory = Callable[[Any], object]
 
+PREEMPTS_THROUGH = {"CapacityScheduling": "DefaultPreemption"}
+"""Plugins whose PostFilter is DefaultPreemption's, with their preemption hooks: enabled at
+postFilter (as scheduler-plugins' CapacityScheduling files do, replacing DefaultPreemption
+there), they put DefaultPreemption at postFilter, built with its own args."""
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message starts with the field at fault (one
@@ -297,6 +302,12 @@ def build_kube_profile(
     }
     multi, _ = merged[MULTI_POINT]
     _unique(multi, MULTI_POINT)
+    post_filters, post_disabled = merged["postFilter"]
+    through = [
+        _Entry(PREEMPTS_THROUGH.get(e.name, e.name), e.weight, e.where) for e in post_filters
+    ]
+    kept = [e for i, e in enumerate(through) if e.name not in {x.name for x in through[:i]}]
+    merged["postFilter"] = (kept, post_disabled)
 
     built: dict[str, object] = {}
     for entries, _ in merged.values():
