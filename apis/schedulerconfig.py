@@ -455,8 +455,12 @@ def validate_args(model: type[ArgsModel], args: Any, where: str = "") -> ArgsMod
         return args
     if isinstance(args, ArgsModel):
         raise ValueError(f"{where or 'args'}: {type(args).__name__} given, {model.__name__} wanted")
+    if args is None:
+        args = {}
+    elif isinstance(args, Mapping) and not isinstance(args, dict):
+        args = dict(args)  # a read-only view of the file's mapping
     try:
-        return model.model_validate({} if args is None else args)
+        return model.model_validate(args)
     except ValidationError as exc:
         raise ValueError("\n".join(field_problems(exc, where))) from None
 
