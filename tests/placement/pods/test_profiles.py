@@ -1,0 +1,419 @@
+"""KubeSchedulerConfiguration profiles over the built-in plugins: a scheduler-plugins user's file
+gives the profile they expect, `multiPoint` and per-point sets merge as kube-scheduler merges
+them, several profiles build apart, and every problem names the field as written."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import pytest
+import yaml
+
+from apis.schedulerconfig import CoschedulingArgs, NodeResourcesFitArgs
+from placement.pods.config import (
+    ConfigError,
+    SchedulerConfig,
+    build_profile,
+    build_profiles,
+    load_config,
+    renamed,
+)
+from placement.pods.framework import Filter, PodInfo, Profile
+from placement.pods.profiles import implements
+from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
+
+HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+# As scheduler-plugins documents coscheduling and capacity scheduling for a second scheduler.
+SCHEDULER_PLUGINS_FILE = (
+    HEAD
+    + """
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: scheduler-plugins-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+      - name: CapacityScheduling
+      disabled:
+      - name: PrioritySort
+    postFilter:
+      enabled:
+      - name: CapacityScheduling
+      disabled:
+      - name: "*"
+    score:
+      enabled:
+      - name: NodeResourcesFit
+        weight: 5
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+      podGroupBackoffSeconds: 5
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+"""
+)
+
+
+def load(text: str) -> SchedulerConfig:
+    return load_config(yaml.safe_load(text), POD_PLUGINS)
+
+
+def profiles(text: str) -> tuple[Profile, ...]:
+    return build_profiles(
+        load(text), POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
+    )
+
+
+def names(plugins: Any) -> list[str]:
+    return [p.name for p in plugins]
+
+
+def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
+    config = load(SCHEDULER_PLUGINS_FILE)
+    assert config.scheduler_names == ("scheduler-plugins-scheduler",)
+    assert config.leader_election.leader_elect is False
+    assert config.leader_election.lease_name == "scheduler-plugins-scheduler"
+    (profile,) = profiles(SCHEDULER_PLUGINS_FILE)
+    assert profile.scheduler_name == "scheduler-plugins-scheduler"
+    # PrioritySort disabled: Coscheduling's order is the queue's.
+    assert profile.queue_sort.name == "Coscheduling"
+    assert names(profile.pre_filters) == [
+        "UnsupportedFeatures",
+        "NodeName",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "Coscheduling",
+        "CapacityScheduling",
+    ]
+    assert names(profile.filters) == [
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+    ]
+    # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
+    # Coscheduling's gang preemption from postFilter.
+    assert names(profile.post_filters) == ["DefaultPreemption"]
+    assert names(profile.reserves) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.permits) == ["Coscheduling"]
+    # An explicit score entry comes first (it re-configures a multiPoint plugin) and its
+    # weight wins over the default.
+    assert [(p.name, w) for p, w in profile.scores] == [
+        ("NodeResourcesFit", 5),
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+    ]
+    assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
+
+
+def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
+    config = load(SCHEDULER_PLUGINS_FILE)
+    (spec,) = config.profiles
+    assert isinstance(spec.args["Coscheduling"], CoschedulingArgs)
+    assert isinstance(spec.args["NodeResourcesFit"], NodeResourcesFitArgs)
+    (profile,) = profiles(SCHEDULER_PLUGINS_FILE)
+    (gang,) = [p for p in profile.permits if p.name == "Coscheduling"]
+    assert gang.permit_waiting == timedelta(seconds=10)  # type: ignore[attr-defined]
+    assert gang.backoff == timedelta(seconds=5)  # type: ignore[attr-defined]
+    (fit,) = [p for p in profile.filters if p.name == "NodeResourcesFit"]
+    assert fit.args.strategy == "MostAllocated"  # type: ignore[attr-defined]
+
+
+def test_a_file_without_profiles_is_every_default_under_our_name() -> None:
+    (profile,) = profiles(HEAD)
+    assert profile.scheduler_name == "ocm-pod-scheduler"
+    assert profile.queue_sort.name == "PrioritySort"
+    ours = build_profile(
+        load_config(None),
+        POD_PLUGINS,
+        defaults=DEFAULT_PLUGINS,
+        default_weights=DEFAULT_SCORE_WEIGHTS,
+    )
+    for point in ("pre_filters", "filters", "post_filters", "reserves", "permits", "handlers"):
+        assert names(getattr(profile, point)) == names(getattr(ours, point)), point
+    assert [(p.name, w) for p, w in profile.scores] == [(p.name, w) for p, w in ours.scores]
+
+
+def test_disabling_all_at_a_point_keeps_only_what_is_enabled_there() -> None:
+    (profile,) = profiles(
+        HEAD
+        + """
+profiles:
+- plugins:
+    filter:
+      disabled: [{name: "*"}]
+      enabled: [{name: NodeResourcesFit}, {name: TaintToleration}]
+"""
+    )
+    assert names(profile.filters) == ["NodeResourcesFit", "TaintToleration"]
+    # Only filter is touched: the other points keep every default.
+    assert "NodeName" in names(profile.pre_filters)
+    assert "TaintToleration" in [p.name for p, _ in profile.scores]
+
+
+def test_multipoint_star_drops_the_defaults_and_keeps_what_is_listed() -> None:
+    (profile,) = profiles(
+        HEAD
+        + """
+profiles:
+- plugins:
+    multiPoint:
+      disabled: [{name: "*"}]
+      enabled: [{name: PrioritySort}, {name: NodeResourcesFit, weight: 4}]
+"""
+    )
+    assert profile.queue_sort.name == "PrioritySort"
+    assert names(profile.filters) == ["NodeResourcesFit"]
+    assert names(profile.pre_filters) == ["NodeResourcesFit"]
+    assert [(p.name, w) for p, w in profile.scores] == [("NodeResourcesFit", 4)]
+    assert profile.post_filters == () and profile.permits == ()
+
+
+def test_a_default_re_enabled_in_multipoint_keeps_its_place_and_takes_the_new_weight() -> None:
+    (profile,) = profiles(
+        HEAD
+        + """
+profiles:
+- plugins:
+    multiPoint:
+      enabled: [{name: NodeAffinity, weight: 9}]
+"""
+    )
+    assert [(p.name, w) for p, w in profile.scores] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 9),
+        ("NodeResourcesFit", 1),
+        ("NodeResourcesBalancedAllocation", 1),
+    ]
+
+
+def test_a_plugin_disabled_at_one_point_stays_at_its_others() -> None:
+    (profile,) = profiles(
+        HEAD
+        + """
+profiles:
+- plugins:
+    score:
+      disabled: [{name: NodeResourcesFit}]
+"""
+    )
+    assert "NodeResourcesFit" not in [p.name for p, _ in profile.scores]
+    assert "NodeResourcesFit" in names(profile.filters)
+
+
+def test_an_explicit_entry_after_the_multipoint_ones_runs_last() -> None:
+    (profile,) = profiles(
+        HEAD
+        + """
+profiles:
+- plugins:
+    multiPoint:
+      disabled: [{name: NodeUnschedulable}]
+    filter:
+      enabled: [{name: NodeUnschedulable}]
+"""
+    )
+    assert names(profile.filters)[-1] == "NodeUnschedulable"
+
+
+TWO_PROFILES = (
+    HEAD
+    + """
+profiles:
+- schedulerName: gangs
+  pluginConfig:
+  - name: Coscheduling
+    args: {permitWaitingTimeSeconds: 30}
+- schedulerName: packer
+  plugins:
+    multiPoint:
+      disabled: [{name: Coscheduling}, {name: CapacityScheduling}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy: {type: MostAllocated}
+"""
+)
+
+
+def test_two_profiles_build_apart_each_with_its_own_plugins() -> None:
+    config = load(TWO_PROFILES)
+    assert config.scheduler_names == ("gangs", "packer")
+    assert config.scheduler_name == "gangs"
+    gangs, packer = profiles(TWO_PROFILES)
+    assert (gangs.scheduler_name, packer.scheduler_name) == ("gangs", "packer")
+    assert "Coscheduling" in names(gangs.permits)
+    assert packer.permits == ()
+    fits = [p for prof in (gangs, packer) for p in prof.filters if p.name == "NodeResourcesFit"]
+    assert fits[0] is not fits[1]
+    assert [f.args.strategy for f in fits] == ["LeastAllocated", "MostAllocated"]  # type: ignore[attr-defined]
+
+
+def test_one_profile_only_is_renamed_by_the_flag() -> None:
+    config = load(SCHEDULER_PLUGINS_FILE)
+    assert renamed(config, "other").scheduler_names == ("other",)
+    with pytest.raises(ConfigError, match=r"^--scheduler-name: the configuration has 2 profiles"):
+        renamed(load(TWO_PROFILES), "other")
+
+
+def test_file_settings_reach_the_config() -> None:
+    config = load(
+        HEAD
+        + """
+percentageOfNodesToScore: 50
+podInitialBackoffSeconds: 2
+podMaxBackoffSeconds: 20
+clientConnection: {kubeconfig: /etc/kubernetes/scheduler.conf}
+leaderElection:
+  leaseDuration: 30s
+  renewDeadline: 20s
+  retryPeriod: 5s
+  resourceName: my-lease
+  resourceNamespace: scheduling
+"""
+    )
+    assert config.percentage_of_nodes_to_score == 50
+    assert config.engine_options()["backoff_initial"] == timedelta(seconds=2)
+    assert config.engine_options()["backoff_max"] == timedelta(seconds=20)
+    assert config.kubeconfig == "/etc/kubernetes/scheduler.conf"
+    lease = config.leader_election
+    assert (lease.lease_name, lease.lease_namespace) == ("my-lease", "scheduling")
+    assert (lease.lease_duration, lease.renew_deadline, lease.retry_period) == (30, 20, 5)
+    assert lease.leader_elect is True  # kube-scheduler's default
+
+
+def profile_with(plugins: str) -> str:
+    return HEAD + "profiles:\n- schedulerName: a\n  plugins:\n" + plugins
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param(
+            profile_with(
+                "    filter:\n      enabled: [{name: X}, {name: Y}, {name: NodeResourceFit}]\n"
+            ),
+            'profiles[0].plugins.filter.enabled[2].name: unknown plugin "NodeResourceFit" '
+            '(did you mean "NodeResourcesFit"?)',
+            id="unknown-plugin",
+        ),
+        pytest.param(
+            profile_with("    score:\n      enabled: [{name: NodeName}]\n"),
+            'profiles[0].plugins.score.enabled[0].name: "NodeName" does not implement Score',
+            id="not-a-score",
+        ),
+        pytest.param(
+            profile_with("    permit:\n      enabled: [{name: NodeResourcesFit}]\n"),
+            'profiles[0].plugins.permit.enabled[0].name: "NodeResourcesFit" does not '
+            "implement Permit",
+            id="not-a-permit",
+        ),
+        pytest.param(
+            profile_with("    filter:\n      enabled: [{name: InterPodAffinity}]\n"),
+            'profiles[0].plugins.filter.enabled[0].name: plugin "InterPodAffinity" is a '
+            "kube-scheduler plugin this scheduler does not implement",
+            id="kube-plugin-missing",
+        ),
+        pytest.param(
+            profile_with("    filter:\n      enabled: [{name: '*'}]\n"),
+            'profiles[0].plugins.filter.enabled[0].name: "*" is only meaningful in disabled',
+            id="star-enabled",
+        ),
+        pytest.param(
+            profile_with(
+                "    filter:\n      enabled: [{name: NodeResourcesFit}, {name: NodeResourcesFit}]\n"
+            ),
+            'profiles[0].plugins.filter.enabled[1].name: plugin "NodeResourcesFit" is listed '
+            "twice at filter",
+            id="twice",
+        ),
+        pytest.param(
+            profile_with("    queueSort:\n      disabled: [{name: '*'}]\n"),
+            "profiles[0].plugins.queueSort: exactly one QueueSort plugin must be enabled "
+            "(got none)",
+            id="no-queue-sort",
+        ),
+        pytest.param(
+            HEAD + "profiles:\n- schedulerName: a\n- schedulerName: a\n",
+            'profiles[1].schedulerName: Duplicate value: "a" (profiles[0] has it)',
+            id="duplicate-profile",
+        ),
+        pytest.param(
+            HEAD
+            + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: Coscheduling\n"
+            + "  - name: Coscheduling\n",
+            'profiles[0].pluginConfig[1].name: Duplicate value: "Coscheduling"',
+            id="duplicate-args",
+        ),
+        pytest.param(
+            HEAD + "profiles:\n- pluginConfig:\n  - name: Gang\n    args: {}\n",
+            'profiles[0].pluginConfig[0].name: unknown plugin "Gang"',
+            id="args-unknown-plugin",
+        ),
+        pytest.param(
+            HEAD
+            + "profiles:\n- pluginConfig:\n  - name: CapacityScheduling\n"
+            + "  - name: Coscheduling\n    args: {podGroupBackoffSeconds: -5}\n",
+            "profiles[0].pluginConfig[1].args.podGroupBackoffSeconds: must be >= 0 (got -5)",
+            id="args-bound",
+        ),
+        pytest.param(
+            HEAD
+            + "profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    multiPoint:\n"
+            + "      disabled: [{name: PrioritySort}]\n",
+            'profiles[1].plugins.queueSort: must be the same for all profiles ("Coscheduling" '
+            'here, "PrioritySort" in profiles[0])',
+            id="queue-sort-differs",
+        ),
+        pytest.param(
+            HEAD + "leaderElection: {leaseDuration: 10s}\n",
+            "leaderElection.leaseDuration: must be greater than renewDeadline (10s <= 10s)",
+            id="lease-order",
+        ),
+    ],
+)
+def test_problems_name_the_field_as_written(text: str, line: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        profiles(text)
+    assert line in str(raised.value).splitlines(), str(raised.value)
+
+
+def test_disabling_a_kube_default_we_lack_is_accepted() -> None:
+    (profile,) = profiles(
+        profile_with(
+            "    multiPoint:\n      disabled: [{name: PodTopologySpread}, {name: VolumeBinding}]\n"
+        )
+    )
+    assert profile.queue_sort.name == "PrioritySort"
+
+
+class Declared(Filter):
+    """Declares Filter by subclassing the Protocol: implements() reads the class, not methods."""
+
+    name = "Declared"
+
+
+class Undeclared:
+    name = "Undeclared"
+
+    def sort_key(self, pod: PodInfo, queued_at: datetime) -> Any:
+        return queued_at
+
+
+def test_implements_reads_the_declared_protocols_then_the_methods() -> None:
+    declared = cast(Any, Declared)()  # no `filter` method: only its declaration says Filter
+    assert implements(declared, "filter")
+    assert not implements(declared, "score")
+    assert implements(Undeclared(), "queueSort")
+    assert not implements(Undeclared(), "filter")
+    assert not implements(Undeclared(), "preBind")
