@@ -403,12 +403,24 @@ def _profile(
     )
 
 
+def _queue_order(profile: Profile) -> str:
+    """The plugin whose order the engine's queue follows: the QueueSort, or a plugin of the
+    profile that replaces it (Coscheduling beside PrioritySort)."""
+    sort = profile.queue_sort.name
+    plugins = (*profile.pre_filters, *profile.filters, *profile.permits, *profile.handlers)
+    for plugin in plugins:
+        if getattr(plugin, "replaces_queue_sort", None) == sort:
+            return str(getattr(plugin, "name", sort))
+    return sort
+
+
 def check_common_queue_sort(profiles: Sequence[Profile], specs: Sequence[ProfileSpec]) -> None:
-    """kube-scheduler's rule: every profile sorts its queue with the same plugin."""
-    first = profiles[0].queue_sort.name if profiles else ""
+    """kube-scheduler's rule: every profile orders its queue with the same plugin."""
+    first = _queue_order(profiles[0]) if profiles else ""
     for profile, spec in zip(profiles[1:], specs[1:], strict=True):
-        if profile.queue_sort.name != first:
+        order = _queue_order(profile)
+        if order != first:
             raise ConfigError(
                 f"{spec.where}.plugins.queueSort: must be the same for all profiles "
-                f'("{profile.queue_sort.name}" here, "{first}" in {specs[0].where})'
+                f'("{order}" here, "{first}" in {specs[0].where})'
             )

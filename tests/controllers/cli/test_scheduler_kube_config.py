@@ -44,7 +44,7 @@ profiles:
 - schedulerName: bin-packer
   plugins:
     multiPoint:
-      disabled: [{name: Coscheduling}, {name: CapacityScheduling}]
+      disabled: [{name: CapacityScheduling}]
   pluginConfig:
   - name: NodeResourcesFit
     args:

@@ -4,7 +4,9 @@ them, several profiles build apart, and every problem names the field as written
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -237,7 +239,7 @@ profiles:
 - schedulerName: packer
   plugins:
     multiPoint:
-      disabled: [{name: Coscheduling}, {name: CapacityScheduling}]
+      disabled: [{name: CapacityScheduling}]
   pluginConfig:
   - name: NodeResourcesFit
     args:
@@ -252,8 +254,13 @@ def test_two_profiles_build_apart_each_with_its_own_plugins() -> None:
     assert config.scheduler_name == "gangs"
     gangs, packer = profiles(TWO_PROFILES)
     assert (gangs.scheduler_name, packer.scheduler_name) == ("gangs", "packer")
-    assert "Coscheduling" in names(gangs.permits)
-    assert packer.permits == ()
+    assert "CapacityScheduling" in names(gangs.reserves)
+    assert "CapacityScheduling" not in names(packer.reserves)
+    gang_plugins = [p for prof in (gangs, packer) for p in prof.permits]
+    assert [p.name for p in gang_plugins] == ["Coscheduling", "Coscheduling"]
+    assert gang_plugins[0] is not gang_plugins[1]
+    assert gang_plugins[0].permit_waiting == timedelta(seconds=30)  # type: ignore[attr-defined]
+    assert gang_plugins[1].permit_waiting == timedelta(seconds=60)  # type: ignore[attr-defined]
     fits = [p for prof in (gangs, packer) for p in prof.filters if p.name == "NodeResourcesFit"]
     assert fits[0] is not fits[1]
     assert [f.args.strategy for f in fits] == ["LeastAllocated", "MostAllocated"]  # type: ignore[attr-defined]
@@ -370,9 +377,9 @@ def profile_with(plugins: str) -> str:
         pytest.param(
             HEAD
             + "profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    multiPoint:\n"
-            + "      disabled: [{name: PrioritySort}]\n",
-            'profiles[1].plugins.queueSort: must be the same for all profiles ("Coscheduling" '
-            'here, "PrioritySort" in profiles[0])',
+            + "      disabled: [{name: Coscheduling}]\n",
+            'profiles[1].plugins.queueSort: must be the same for all profiles ("PrioritySort" '
+            'here, "Coscheduling" in profiles[0])',
             id="queue-sort-differs",
         ),
         pytest.param(
@@ -386,6 +393,17 @@ def test_problems_name_the_field_as_written(text: str, line: str) -> None:
     with pytest.raises(ConfigError) as raised:
         profiles(text)
     assert line in str(raised.value).splitlines(), str(raised.value)
+
+
+def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows() -> None:
+    # By default Coscheduling's order replaces PrioritySort's; a profile naming Coscheduling at
+    # queueSort itself sorts the same way, so kube's "same for all profiles" holds.
+    explicit = (
+        "    queueSort:\n      enabled: [{name: Coscheduling}]\n      disabled: [{name: '*'}]\n"
+    )
+    text = profile_with(explicit) + "- schedulerName: b\n"
+    first, second = profiles(text)
+    assert (first.queue_sort.name, second.queue_sort.name) == ("Coscheduling", "PrioritySort")
 
 
 def test_disabling_a_kube_default_we_lack_is_accepted() -> None:
@@ -417,3 +435,16 @@ def test_implements_reads_the_declared_protocols_then_the_methods() -> None:
     assert implements(Undeclared(), "queueSort")
     assert not implements(Undeclared(), "filter")
     assert not implements(Undeclared(), "preBind")
+
+
+def test_the_readme_configurations_load_and_build() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    kube = [b for b in blocks if "kind: KubeSchedulerConfiguration" in b]
+    ours = [b for b in blocks if "kind: PodSchedulerConfiguration" in b]
+    assert kube and ours
+    for text in kube:
+        built = profiles(text)
+        assert [p.scheduler_name for p in built] == list(load(text).scheduler_names)
+    for text in ours:
+        assert len(profiles(text)) == 1
