@@ -3,17 +3,18 @@
 Two kinds are read. kube-scheduler's own `KubeSchedulerConfiguration`
 (`kubescheduler.config.k8s.io/v1`: profiles, plugins per extension point and `multiPoint`,
 `pluginConfig`, backoff, `leaderElection`, `percentageOfNodesToScore`), checked by the models
-of `apis.schedulerconfig` and merged with the defaults by `placement.pods.profiles`; and our
-own small document (`placement.ocm.io/v1alpha1`, kind `PodSchedulerConfiguration`): the scheduler
-name, which plugins run (the defaults, minus `disabled`, plus `enabled`), their score weights and
-args, the queue's backoff and the leader election Lease. Every field is checked when it is read
-and a problem names the field (`plugins.scoreWeights.NodeAffinity: must be between 1 and 100
-(got 0)`), because a scheduler that starts with a misspelt setting silently ignored places pods
-by rules nobody asked for.
+of `apis.schedulerconfig` (args: `apis.pluginargs`) and merged with the defaults by
+`placement.pods.profiles`; and our own small document (`placement.ocm.io/v1alpha1`, kind
+`PodSchedulerConfiguration`): the scheduler name, which plugins run (the defaults, minus
+`disabled`, plus `enabled`), their score weights and args, the queue's backoff and the leader
+election Lease. Every field is checked when it is read and a problem names the field
+(`plugins.scoreWeights.NodeAffinity: must be between 1 and 100 (got 0)`), because a scheduler
+that starts with a misspelt setting silently ignored places pods by rules nobody asked for.
 
 The plugin registry is a parameter (placement/ does not import plugins/): `load_config` checks
-plugin names against it when given one, and `build_profile` constructs each enabled plugin once
-with its args and puts it at every extension point it implements.
+plugin names against it when given one, and `build_profiles` constructs each enabled plugin
+once per profile with its args (typed by its model) and puts it at every extension point it
+implements.
 """
 
 from __future__ import annotations

@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from apis.configmodel import suggest
+from apis.pluginargs import PLUGIN_ARGS, validate_args
 from apis.schedulerconfig import (
     KUBE_DEFAULT_PLUGINS,
-    PLUGIN_ARGS,
     KubeSchedulerConfiguration,
     Plugins,
     PluginSet,
-    suggest,
-    validate_args,
 )
 from placement.pods.framework import (
     Bind,

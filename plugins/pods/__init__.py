@@ -1,7 +1,7 @@
 """The pod scheduler's built-in plugins under kube-scheduler's names, and its defaults.
 
 `POD_PLUGINS` maps a plugin name to a factory taking the plugin's args as its typed model
-(`apis.schedulerconfig.PLUGIN_ARGS[name]`, which the configuration validated; a mapping is
+(`apis.pluginargs.PLUGIN_ARGS[name]`, which the configuration validated; a mapping is
 validated by that model first and a bad one raises ValueError("<field>: <problem>")).
 `DEFAULT_PLUGINS` is the default profile in run order; `DEFAULT_SCORE_WEIGHTS` are
 kube-scheduler's default weights.

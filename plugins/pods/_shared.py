@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
-from apis.schedulerconfig import ArgsModel, validate_args
+from apis.pluginargs import ArgsModel, validate_args
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE
 from placement.pods.nodes import NodeSnapshot

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from apis.schedulerconfig import NodeResourcesBalancedAllocationArgs
+from apis.pluginargs import NodeResourcesBalancedAllocationArgs
 from placement.arrays import RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo
 from placement.pods.nodes import NodeSnapshot

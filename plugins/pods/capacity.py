@@ -46,8 +46,8 @@ from typing import Any
 
 from apis.core import Pod
 from apis.meta import KubeObject
+from apis.pluginargs import CapacitySchedulingArgs
 from apis.quantity import ResourceList
-from apis.schedulerconfig import CapacitySchedulingArgs
 from apis.scheduling import ElasticQuota
 from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
 from placement.pods.framework import (

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from apis.core import Pod
-from apis.schedulerconfig import CoschedulingArgs
+from apis.pluginargs import CoschedulingArgs
 from apis.scheduling import PodGroup
 from placement.arrays import BoolMask
 from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
@@ -163,7 +163,7 @@ class Coscheduling:
 
     @classmethod
     def from_args(cls, args: CoschedulingArgs | Mapping[str, Any] | None = None) -> Coscheduling:
-        """The plugin with its args (`apis.schedulerconfig.CoschedulingArgs`: the defaults
+        """The plugin with its args (`apis.pluginargs.CoschedulingArgs`: the defaults
         and bounds are the model's)."""
         typed = args_of(CoschedulingArgs, args)
         return cls(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apis.schedulerconfig import DefaultPreemptionArgs
+from apis.pluginargs import DefaultPreemptionArgs
 from placement.pods.framework import Diagnosis, PodCycle, PodInfo, PostFilterResult
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import (

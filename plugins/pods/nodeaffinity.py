@@ -23,7 +23,7 @@ from apis.core import (
     NodeSelectorTerm,
     PreferredSchedulingTerm,
 )
-from apis.schedulerconfig import NodeAffinityArgs
+from apis.pluginargs import NodeAffinityArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import NAME_FIELD, node_selector_mask, term_mask
 from placement.pods.framework import (

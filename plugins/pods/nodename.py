@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from apis.schedulerconfig import NoArgs
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
 from placement.pods.framework import (
     SKIP,

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from apis.schedulerconfig import NodeResourcesFitArgs
+from apis.pluginargs import NodeResourcesFitArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import (
     MAX_NODE_SCORE,
@@ -204,7 +204,7 @@ class FitArgs(NamedTuple):
 
 
 def fit_args(args: NodeResourcesFitArgs | Mapping[str, Any] | None = None) -> FitArgs:
-    """The plugin's working form of its args (`apis.schedulerconfig.NodeResourcesFitArgs`,
+    """The plugin's working form of its args (`apis.pluginargs.NodeResourcesFitArgs`,
     which holds kube's defaults and checks; a mapping is validated by it first)."""
     typed = args_of(NodeResourcesFitArgs, args)
     strategy = typed.scoring_strategy

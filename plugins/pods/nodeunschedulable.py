@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apis.schedulerconfig import NoArgs
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
 from placement.pods.framework import FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from apis.schedulerconfig import NoArgs
+from apis.pluginargs import NoArgs
 from placement.pods.framework import PodInfo
 from plugins.pods._shared import args_of
 

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from apis.schedulerconfig import NoArgs
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint

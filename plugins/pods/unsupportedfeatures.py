@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from apis.core import Pod
-from apis.schedulerconfig import NoArgs
+from apis.pluginargs import NoArgs
 from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilterResult
 from placement.pods.nodes import NodeSnapshot
 from plugins.pods._shared import args_of

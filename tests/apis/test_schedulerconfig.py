@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from apis.schedulerconfig import (
+from apis.configmodel import go_duration_seconds
+from apis.pluginargs import (
     CoschedulingArgs,
     DefaultPreemptionArgs,
     NoArgs,
     NodeAffinityArgs,
     NodeResourcesFitArgs,
-    go_duration_seconds,
-    parse_configuration,
     validate_args,
 )
+from apis.schedulerconfig import parse_configuration
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

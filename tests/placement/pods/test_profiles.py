@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from apis.schedulerconfig import CoschedulingArgs, NodeResourcesFitArgs
+from apis.pluginargs import CoschedulingArgs, NodeResourcesFitArgs
 from placement.pods.config import (
     ConfigError,
     SchedulerConfig,
