@@ -2,7 +2,8 @@
 shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
 
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that
-name this scheduler, every assigned pod (they take room on their nodes), Nodes,
+name one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
+`placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
 PriorityClasses, and PodGroups and ElasticQuotas when their CRDs are served. One worker runs
 scheduling passes: one cycle per ready pod, the actions decided handed at once to the executor
 (`controllers.addons.executor`), whose binding cycles run concurrently with the next pods'
