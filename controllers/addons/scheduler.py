@@ -30,7 +30,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from controllers.addons.informers import (
     pending_selector,
     served,
 )
-from controllers.addons.metrics import SchedulerMetrics
+from controllers.addons.metrics import EngineCounters, SchedulerMetrics
 from controllers.addons.scheduler_options import (
     DEFAULT_HTTP_ADDR,
     SchedulerOptions,
@@ -66,7 +66,7 @@ from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.process import run_until_signal
 from controllers.runtime.queue import Clock, Handler
 from placement.pods.config import DEFAULT_SCHEDULER_NAME, ConfigError, RunOptions, SchedulerConfig
-from placement.pods.engines import engine_for
+from placement.pods.engines import EngineSet, engine_for
 from placement.pods.events import Action, BindPod, ClusterEvent, DeletePod
 from placement.pods.framework import Profile
 
@@ -117,7 +117,7 @@ class PodScheduler(Controller):
         """Every profile's name: the pods of any are scheduled (each by its own profile)."""
         self.engine = engine_for(self.profiles, **config.engine_options())
         self.metrics = SchedulerMetrics(self.name)
-        self.metrics.read_engine(lambda: self.engine.stats, self.engine.queue_sizes)
+        self.metrics.read_engine(self._counters, self.engine.queue_sizes)
         super().__init__(
             gateway,
             ControllerOptions(workers=1, resync=3600.0, http_addr=http_addr, leader=leader),
@@ -144,6 +144,13 @@ class PodScheduler(Controller):
         self._objects: dict[str, Informer[Any, Any]] = {}
         self.informers = self._informers(())
         self.dropped_actions = 0  # decided while standby: only the leader writes
+
+    def _counters(self) -> EngineCounters | Mapping[str, EngineCounters]:
+        """The engine's counters; with several profiles, each profile's engine's by name."""
+        engine = self.engine
+        if isinstance(engine, EngineSet):
+            return {n: e.stats for n, e in zip(self.scheduler_names, engine.engines, strict=True)}
+        return engine.stats
 
     # --- informers ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from apis.core import Lease, Pod
@@ -155,6 +156,18 @@ async def _bound(gateway: PodGateway, name: str) -> Pod:
             await asyncio.sleep(0.1)
 
 
+async def _metrics(address: str) -> str:
+    """/metrics once each profile's binding is counted (confirmed by the informer)."""
+    async with aiohttp.ClientSession() as session:
+        async with asyncio.timeout(10):
+            while True:
+                async with session.get(f"http://{address}/metrics") as response:
+                    text = await response.text()
+                if text.count('result="scheduled"} 1.0') >= 2:
+                    return text
+                await asyncio.sleep(0.1)
+
+
 @pytest.mark.asyncio
 async def test_run_starts_with_a_kube_scheduler_configuration_and_serves_both_profiles(
     tmp_path: Path,
@@ -189,8 +202,13 @@ async def test_run_starts_with_a_kube_scheduler_configuration_and_serves_both_pr
             await gateway.create(pod("packed", cpu="1", scheduler="bin-packer"))
             packed = await _bound(gateway, "packed")
             lease = await gateway.get(Lease, "scheduler-plugins-scheduler", namespace="kube-system")
+            address = running.rsplit("http on ", 1)[1].strip()
+            metrics = await _metrics(address)
         finally:
             await gateway.close()
+        for profile in ("scheduler-plugins-scheduler", "bin-packer"):
+            series = f'scheduler_schedule_attempts_total{{profile="{profile}",result="scheduled"}}'
+            assert f"{series} 1.0" in metrics, metrics
         assert spread.spec.node_name == "big"  # LeastAllocated: the emptier node
         assert packed.spec.node_name == "small"  # MostAllocated: the fuller node
         assert lease.spec is not None and lease.spec.lease_duration_seconds == 8
