@@ -173,6 +173,13 @@ def _entries(plugins: Plugins, where: str) -> list[tuple[str, str, str, bool]]:
     return found
 
 
+def _left_out(name: str, plugins: Plugins) -> bool:
+    """A kube default plugin we lack, disabled in `multiPoint` (by name or `*`): its args in
+    `pluginConfig` change nothing and are accepted unchecked."""
+    disabled = {ref.name for ref in plugins.multi_point.disabled}
+    return name in KUBE_DEFAULT_PLUGINS and bool({name, DISABLE_ALL} & disabled)
+
+
 def plugin_args(name: str, raw: Any, where: str) -> Any:
     """A plugin's args checked by its model (PLUGIN_ARGS), or `raw` as written for a plugin
     without one (a test's or third party's registry). ConfigError naming the field."""
@@ -220,8 +227,9 @@ def resolve_profiles(
                 problems.append(f'{path}.name: Duplicate value: "{entry.name}"')
                 continue
             if registry is not None and entry.name not in registry:
-                problem = _name_problem(entry.name, True, "", registry)
-                problems.append(f"{path}.name: {problem}")
+                if not _left_out(entry.name, plugins):
+                    problem = _name_problem(entry.name, True, "", registry)
+                    problems.append(f"{path}.name: {problem}")
                 continue
             try:
                 args[entry.name] = plugin_args(entry.name, entry.args, f"{path}.args")

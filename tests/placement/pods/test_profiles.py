@@ -314,6 +314,15 @@ def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows(
     assert (first.queue_sort.name, second.queue_sort.name) == ("Coscheduling", "PrioritySort")
 
 
+def test_args_of_a_kube_default_we_lack_are_accepted_only_when_it_is_disabled() -> None:
+    args = "  pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List}\n"
+    disabled = "    multiPoint:\n      disabled: [{name: PodTopologySpread}]\n"
+    (profile,) = profiles(profile_with(disabled) + args)
+    assert profile.scheduler_name == "a"
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"PodTopologySpread\""):
+        profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
+
+
 def test_disabling_a_kube_default_we_lack_is_accepted() -> None:
     (profile,) = profiles(
         profile_with(
