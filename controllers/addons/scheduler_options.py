@@ -88,7 +88,7 @@ def load_scheduler_config(path: Path | None) -> SchedulerConfig:
     try:
         return load_config(doc, POD_PLUGINS)
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError("\n".join(f"{path}: {line}" for line in str(exc).splitlines())) from None
 
 
 def scheduler_profiles(config: SchedulerConfig) -> tuple[Profile, ...]:
