@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from controllers.runtime.metrics import MetricsRegistry
 
-__all__ = ["PENDING_QUEUES", "SchedulerMetrics"]
+__all__ = ["PENDING_QUEUES", "EngineCounters", "SchedulerMetrics"]
 
 # kube-scheduler's buckets: ExponentialBuckets(0.001, 2, 15), (1, 2, 5) and (1, 2, 7).
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
@@ -36,8 +36,11 @@ PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 class EngineCounters(Protocol):
     """What the engine counts (its `EngineStats`)."""
 
-    attempts: dict[str, int]
-    preemption_attempts: int
+    @property
+    def attempts(self) -> dict[str, int]: ...
+
+    @property
+    def preemption_attempts(self) -> int: ...
 
 
 class _NoCounts:
@@ -52,23 +55,26 @@ class _FromEngine(Collector):
     def __init__(self, profile: str) -> None:
         self.profile = profile
         self.sizes: Callable[[], Mapping[str, int]] = dict
-        self.stats: Callable[[], EngineCounters] = _NoCounts
+        self.stats: Callable[[], EngineCounters | Mapping[str, EngineCounters]] = _NoCounts
 
     def collect(self) -> Iterator[Metric]:
-        stats = self.stats()
+        found = self.stats()
+        # One engine per profile (several profiles): each profile's own counts.
+        per_profile = found if isinstance(found, Mapping) else {self.profile: found}
         attempts = CounterMetricFamily(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
             "could not be scheduled, while 'error' means an internal scheduler problem.",
             labels=["profile", "result"],
         )
-        for result in ("scheduled", "unschedulable", "error"):
-            attempts.add_metric([self.profile, result], stats.attempts.get(result, 0))
+        for profile, stats in per_profile.items():
+            for result in ("scheduled", "unschedulable", "error"):
+                attempts.add_metric([profile, result], stats.attempts.get(result, 0))
         yield attempts
         yield CounterMetricFamily(
             "scheduler_preemption_attempts",
             "Total preemption attempts in the cluster till now",
-            value=stats.preemption_attempts,
+            value=sum(stats.preemption_attempts for stats in per_profile.values()),
         )
         family = GaugeMetricFamily(
             "scheduler_pending_pods",
@@ -113,8 +119,11 @@ class SchedulerMetrics(MetricsRegistry):
         self.registry.register(self._engine)
 
     def read_engine(
-        self, stats: Callable[[], EngineCounters], sizes: Callable[[], Mapping[str, int]]
+        self,
+        stats: Callable[[], EngineCounters | Mapping[str, EngineCounters]],
+        sizes: Callable[[], Mapping[str, int]],
     ) -> None:
-        """Where the series the engine counts are read from at scrape time."""
+        """Where the series the engine counts are read from at scrape time: one engine's
+        counters, or each profile's by its name."""
         self._engine.stats = stats
         self._engine.sizes = sizes

@@ -2,7 +2,8 @@
 shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
 
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that
-name this scheduler, every assigned pod (they take room on their nodes), Nodes,
+name one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
+`placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
 PriorityClasses, and PodGroups and ElasticQuotas when their CRDs are served. One worker runs
 scheduling passes: one cycle per ready pod, the actions decided handed at once to the executor
 (`controllers.addons.executor`), whose binding cycles run concurrently with the next pods'
@@ -27,15 +28,11 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
@@ -51,27 +48,29 @@ from controllers.addons.informers import (
     pending_selector,
     served,
 )
-from controllers.addons.metrics import SchedulerMetrics
+from controllers.addons.metrics import EngineCounters, SchedulerMetrics
+from controllers.addons.scheduler_options import (
+    DEFAULT_HTTP_ADDR,
+    SchedulerOptions,
+    cluster_access,
+    configured,
+    effective_config,
+    load_scheduler_config,
+    scheduler_options,
+    scheduler_profiles,
+)
 from controllers.addons.status import StatusController
-from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess, new_api_client
+from controllers.kube.config import new_api_client
 from controllers.kube.errors import ApiError
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.process import run_until_signal
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.config import (
-    DEFAULT_SCHEDULER_NAME,
-    ConfigError,
-    RunOptions,
-    SchedulerConfig,
-    build_profile,
-    load_config,
-)
-from placement.pods.engine import Engine
+from placement.pods.config import DEFAULT_SCHEDULER_NAME, ConfigError, RunOptions, SchedulerConfig
+from placement.pods.engines import EngineSet, engine_for
 from placement.pods.events import Action, BindPod, ClusterEvent, DeletePod
 from placement.pods.framework import Profile
-from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
 __all__ = [
     "DEFAULT_HTTP_ADDR",
@@ -84,9 +83,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HTTP_ADDR = "127.0.0.1:10251"
-"""kube-scheduler's old insecure port: probes and metrics, on loopback unless asked."""
-
 BATCH = 16
 """Scheduling cycles per call of the engine."""
 
@@ -95,64 +91,6 @@ PASS = "schedule"
 
 STATUS_LEASE_SUFFIX = "-status"
 """The status controller's Lease is the scheduler's name with this suffix."""
-
-
-@dataclass(frozen=True)
-class SchedulerOptions:
-    """How `placement scheduler run` runs. `scheduler_name` overrides the configuration's
-    `schedulerName` unless left at the default."""
-
-    kubeconfig: Path | None = None
-    scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    leader_elect: bool = False
-    http_addr: str | None = DEFAULT_HTTP_ADDR
-    config: Path | None = None
-    context: str | None = None
-    url: str | None = None
-    """An API server by URL, no credentials (the embedded server of the demo and the tests)."""
-    bind_concurrency: int = 32
-    """Binding (and other) writes in flight at once."""
-    batch_seconds: float = 0.05
-    """A scheduling pass yields to the event loop after this long."""
-    sync_timeout: float = 60.0
-    stop_timeout: float = 10.0
-    """How long a stop waits for the binds in flight."""
-    lease_namespace: str | None = None
-    """Overrides the configuration's `leaderElection.leaseNamespace`."""
-    embedded: bool = False
-    """Asks for an embedded API server, which this module cannot start (the addons room does
-    not import the embedded server): the caller starts it and passes `url`."""
-    kubelet: bool = False
-    loaded: SchedulerConfig | None = None
-    """The configuration already read (the command line reads `--config` itself)."""
-    status_controller: str = "on"
-    """`on`: the status controller (`controllers.addons.status`) runs beside the scheduler, with
-    its own client and (with `leader_elect`) its own Lease `<lease>-status`; `off`: not;
-    `only`: it runs alone, serving the HTTP endpoint, and nothing is scheduled."""
-
-
-def load_scheduler_config(path: Path | None) -> SchedulerConfig:
-    """The configuration file checked (ConfigError naming the file and the field), or the
-    defaults without one."""
-    if path is None:
-        return load_config(None, POD_PLUGINS)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
-    try:
-        return load_config(doc, POD_PLUGINS)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-
-
-def scheduler_profile(config: SchedulerConfig) -> Profile:
-    """The profile of `config` over the built-in plugins."""
-    return build_profile(
-        config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
-    )
 
 
 class PodScheduler(Controller):
@@ -171,13 +109,17 @@ class PodScheduler(Controller):
         optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota),
         profile: Profile | None = None,
         clock: Clock | None = None,
+        profiles: Sequence[Profile] | None = None,
     ) -> None:
         self.config = config
         self.name = config.scheduler_name
-        self.profile = profile or scheduler_profile(config)
-        self.engine = Engine(self.profile, **config.engine_options())
+        self.profiles = tuple(profiles or ((profile,) if profile else scheduler_profiles(config)))
+        self.profile = self.profiles[0]
+        self.scheduler_names = tuple(p.scheduler_name for p in self.profiles)
+        """Every profile's name: the pods of any are scheduled (each by its own profile)."""
+        self.engine = engine_for(self.profiles, **config.engine_options())
         self.metrics = SchedulerMetrics(self.name)
-        self.metrics.read_engine(lambda: self.engine.stats, self.engine.queue_sizes)
+        self.metrics.read_engine(self._counters, self.engine.queue_sizes)
         super().__init__(
             gateway,
             ControllerOptions(workers=1, resync=3600.0, http_addr=http_addr, leader=leader),
@@ -206,6 +148,13 @@ class PodScheduler(Controller):
         self.informers = self._informers(())
         self.dropped_actions = 0  # decided while standby: only the leader writes
 
+    def _counters(self) -> EngineCounters | Mapping[str, EngineCounters]:
+        """The engine's counters; with several profiles, each profile's engine's by name."""
+        engine = self.engine
+        if isinstance(engine, EngineSet):
+            return {n: e.stats for n, e in zip(self.scheduler_names, engine.engines, strict=True)}
+        return engine.stats
+
     # --- informers ---------------------------------------------------------------------------
 
     def _informers(self, kinds: Iterable[type[KubeObject]]) -> list[Informer[Any, Any]]:
@@ -224,15 +173,18 @@ class PodScheduler(Controller):
                 on_update=a_upd,
                 on_delete=a_del,
             ),
+        ]
+        informers.extend(  # field selectors cannot OR: one informer per profile's name
             Informer(
                 gw,
                 Pod,
-                field_selector=pending_selector(self.name),
+                field_selector=pending_selector(name),
                 on_add=p_add,
                 on_update=p_upd,
                 on_delete=p_del,
-            ),
-        ]
+            )
+            for name in self.scheduler_names
+        )
         self._objects = {}
         watched: list[type[KubeObject]] = [PriorityClass, *kinds]
         for cls in watched:
@@ -372,63 +324,12 @@ class PodScheduler(Controller):
 # --- `placement scheduler run` ---------------------------------------------------------------
 
 
-def cluster_access(options: SchedulerOptions) -> ClusterAccess:
-    """The explicit URL, else the kubeconfig (flag or $KUBECONFIG), else the in-cluster service
-    account in a pod, else ~/.kube/config."""
-    if options.url:
-        return ClusterAccess(url=options.url)
-    if options.kubeconfig is not None or options.context or os.environ.get("KUBECONFIG"):
-        return ClusterAccess(kubeconfig=options.kubeconfig, context=options.context)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return ClusterAccess(in_cluster=True)
-    return ClusterAccess()
-
-
-def _effective_config(options: SchedulerOptions) -> SchedulerConfig:
-    if options.loaded is not None:
-        return options.loaded
-    config = load_scheduler_config(options.config)
-    if options.scheduler_name != DEFAULT_SCHEDULER_NAME or options.config is None:
-        config = replace(config, scheduler_name=options.scheduler_name)
-    return config
-
-
-def scheduler_options(options: SchedulerOptions | RunOptions) -> SchedulerOptions:
-    """`SchedulerOptions` as they are, or made from the command line's `RunOptions` (whose
-    configuration is read already, `--scheduler-name` applied)."""
-    if isinstance(options, SchedulerOptions):
-        return options
-    return SchedulerOptions(
-        kubeconfig=Path(options.kubeconfig) if options.kubeconfig else None,
-        context=options.context,
-        scheduler_name=options.config.scheduler_name,
-        leader_elect=options.leader_elect,
-        http_addr=options.http_addr,
-        config=Path(options.config_path) if options.config_path else None,
-        embedded=options.embedded,
-        kubelet=options.kubelet,
-        loaded=options.config,
-        status_controller=options.status_controller,
-    )
-
-
-def _configured(options: SchedulerOptions) -> bool:
-    return bool(
-        options.url
-        or options.kubeconfig
-        or options.context
-        or os.environ.get("KUBECONFIG")
-        or os.environ.get("KUBERNETES_SERVICE_HOST")
-        or DEFAULT_KUBECONFIG.expanduser().is_file()
-    )
-
-
 async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controller]:
     """Start the scheduler and the status controller as `options.status_controller` says;
     returns the controllers started, the one serving HTTP first."""
-    config = _effective_config(options)
-    profile = scheduler_profile(config)
-    if options.embedded or not _configured(options):
+    config = effective_config(options)
+    profiles = scheduler_profiles(config)
+    if options.embedded or not configured(options):
         # The addons room may not import the embedded server: whoever starts one (the command
         # line, the demo, the tests) passes its URL.
         raise StartError(
@@ -439,9 +340,15 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controlle
     namespace = options.lease_namespace or lease.lease_namespace
 
     def leader(suffix: str) -> LeaderConfig | None:
-        if not options.leader_elect:
+        if not (options.leader_elect or lease.leader_elect):
             return None
-        return LeaderConfig(name=lease.lease_name + suffix, namespace=namespace)
+        return LeaderConfig(
+            name=lease.lease_name + suffix,
+            namespace=namespace,
+            lease_duration=lease.lease_duration,
+            renew_deadline=lease.renew_deadline,
+            retry_period=lease.retry_period,
+        )
 
     started: list[Controller] = []
     if options.status_controller != "only":
@@ -455,7 +362,7 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controlle
             bind_concurrency=options.bind_concurrency,
             batch_seconds=options.batch_seconds,
             stop_timeout=options.stop_timeout,
-            profile=profile,
+            profiles=profiles,
         )
         opened.append(scheduler)
         await scheduler.start(sync_timeout=options.sync_timeout)
@@ -486,7 +393,11 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
 
     def running(controllers: Sequence[Controller]) -> str:
         first = controllers[0]
-        what = f"scheduler {first.name}" if isinstance(first, PodScheduler) else "status controller"
+        what = (
+            f"scheduler {', '.join(first.scheduler_names)}"
+            if isinstance(first, PodScheduler)
+            else "status controller"
+        )
         beside = " (with the status controller)" if len(controllers) > 1 else ""
         return f"{what} running{beside}; http on {first.http_address or 'off'}"
 

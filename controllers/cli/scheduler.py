@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from apis.core import Pod
 from apis.meta import KubeObject
 from controllers.cli.common import (
     EXIT_OK,
@@ -43,17 +42,17 @@ from controllers.cli.common import (
     print_warnings,
 )
 from controllers.cli.manifests import Validation, load_paths
-from controllers.cli.tables import TABLE_WIDTH, Cell, fit, table
+from controllers.cli.scheduler_output import simulation_list, simulation_table
 from placement.pods.config import (
     ConfigError,
     RunOptions,
     SchedulerConfig,
-    build_profile,
+    build_profiles,
     load_config,
+    renamed,
 )
 from placement.pods.simulation import (
     DEFAULT_MAX_TIME,
-    DISRUPTION_TARGET,
     OBJECT_KINDS,
     SimulationError,
     SimulationResult,
@@ -68,14 +67,13 @@ if TYPE_CHECKING:
 __all__ = [
     "add_parser",
     "read_config",
-    "scheduler_profile",
+    "scheduler_profiles",
     "simulate_objects",
     "simulation_list",
     "simulation_table",
 ]
 
-HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "MESSAGE"]
-WIDE_HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "PRIORITY", "NOMINATED", "MESSAGE"]
+CONFIG_HELP = "a KubeSchedulerConfiguration (kube-scheduler's file) or PodSchedulerConfiguration"
 # Kinds read from the manifests; Namespaces are accepted quietly (the samples ship theirs).
 _READ_KINDS = frozenset({"Node", "Pod", *OBJECT_KINDS, *WORKLOAD_KINDS})
 _QUIET_KINDS = frozenset({"Namespace"})
@@ -113,9 +111,7 @@ def _add_simulate(verbs: Subparsers) -> None:
     for action in sim._actions:
         if action.dest == "now":  # the shared help speaks of the hub's expiries
             action.help = "the virtual clock's start: creation times, events (default: now)"
-    sim.add_argument(
-        "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
-    )
+    sim.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     sim.add_argument(
         "--max-time",
         type=_seconds,
@@ -160,9 +156,7 @@ def _add_run(verbs: Subparsers) -> None:
         metavar="ADDR",
         help=f"/healthz, /readyz and /metrics (default {RunOptions.http_addr})",
     )
-    run.add_argument(
-        "--config", type=Path, metavar="FILE", help="a PodSchedulerConfiguration (YAML)"
-    )
+    run.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
     run.add_argument(
         "--status-controller",
         choices=["on", "off", "only"],
@@ -213,17 +207,17 @@ def read_config(path: Path | None) -> SchedulerConfig:
         raise CliError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
     try:
         config = load_config(doc, POD_PLUGINS)
-        scheduler_profile(config)  # plugin args are checked by the plugins themselves
+        scheduler_profiles(config)  # every profile builds: plugins at their points, args
     except ConfigError as exc:
-        raise CliError(f"{path}: {exc}") from None
+        raise CliError("\n".join(f"{path}: {line}" for line in str(exc).splitlines())) from None
     return config
 
 
-def scheduler_profile(config: SchedulerConfig) -> Profile:
-    """The profile of the built-in plugins (`plugins.pods`) with their defaults."""
+def scheduler_profiles(config: SchedulerConfig) -> tuple[Profile, ...]:
+    """The profiles of the built-in plugins (`plugins.pods`) with their defaults."""
     from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
-    return build_profile(
+    return build_profiles(
         config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
     )
 
@@ -256,10 +250,11 @@ def simulate_objects(
     now: Any,
     max_time: timedelta = DEFAULT_MAX_TIME,
 ) -> SimulationResult:
-    """Run the objects through a fresh engine with this configuration's profile."""
-    from placement.pods.engine import Engine
+    """Run the objects through a fresh engine with this configuration's profiles (one engine
+    each, `placement.pods.engines`)."""
+    from placement.pods.engines import engine_for
 
-    engine = Engine(scheduler_profile(config), **config.engine_options())
+    engine = engine_for(scheduler_profiles(config), **config.engine_options())
     try:
         return simulate(
             objects, engine, now, scheduler_name=config.scheduler_name, max_time=max_time
@@ -268,119 +263,14 @@ def simulate_objects(
         raise CliError(f"simulate: {exc}") from None
 
 
-def simulation_list(result: SimulationResult) -> dict[str, Any]:
-    """The `v1 List` printed by -o json and -o yaml."""
-    items: list[dict[str, Any]] = [p.to_wire() for p in result.pods]
-    items.extend(p.to_wire() for p in result.evicted)
-    items.extend(o.to_wire() for o in result.objects)
-    items.extend(e.to_wire() for e in result.events)
-    return {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}
-
-
-def _condition(pod: Pod, kind: str) -> dict[str, Any] | None:
-    for condition in (pod.status.conditions or []) if pod.status else []:
-        if condition.get("type") == kind:
-            return condition
-    return None
-
-
-def _state(pod: Pod, result: SimulationResult, evicted: bool) -> tuple[str, str, str]:
-    """(STATUS, REASON, MESSAGE) of a pod as the table shows it."""
-    disruption = _condition(pod, DISRUPTION_TARGET)
-    if evicted or pod.metadata.deletion_timestamp is not None:
-        state = "Evicted" if evicted else "Terminating"
-        if disruption is not None:
-            return state, str(disruption.get("reason", "")), str(disruption.get("message", ""))
-        return state, "", ""
-    if pod.spec.node_name:
-        phase = pod.status.phase if pod.status and pod.status.phase else "Running"
-        return phase, "", ""
-    if pod.spec.scheduling_gates:
-        gates = ", ".join(g.name for g in pod.spec.scheduling_gates)
-        return "SchedulingGated", "SchedulingGated", f"waiting for gates: {gates}"
-    if (pod.spec.scheduler_name or "") != result.scheduler_name:
-        message = (
-            f"spec.schedulerName is {pod.spec.scheduler_name!r}; this simulation runs "
-            f"{result.scheduler_name!r}"
-        )
-        return "Pending", "OtherScheduler", message
-    scheduled = _condition(pod, "PodScheduled")
-    if scheduled is not None and scheduled.get("status") == "False":
-        return "Pending", str(scheduled.get("reason", "")), str(scheduled.get("message", ""))
-    return "Pending", "", ""
-
-
-def _rows(result: SimulationResult, wide: bool) -> list[list[Cell]]:
-    rows: list[list[Cell]] = []
-    pods = [(p, False) for p in result.pods] + [(p, True) for p in result.evicted]
-    for pod, evicted in pods:
-        state, reason, message = _state(pod, result, evicted)
-        node = pod.spec.node_name or "<none>"
-        row: list[Cell] = [pod.namespace, pod.name, node, state, reason or "-"]
-        if wide:
-            priority = pod.spec.priority_class_name or (
-                str(pod.spec.priority) if pod.spec.priority is not None else "-"
-            )
-            nominated = (pod.status.nominated_node_name if pod.status else None) or "-"
-            row.extend([priority, nominated])
-        row.append(message)
-        rows.append(row)
-    return rows
-
-
-def _object_lines(result: SimulationResult) -> list[str]:
-    """Each PodGroup's status as its controller writes it and each ElasticQuota's conditions
-    that are not True, then the plugins' report (gangs; quotas with min, max, used and
-    borrowed; preemptions with their victims and rule)."""
-    lines = []
-    for obj in result.objects:
-        if obj.KIND not in ("PodGroup", "ElasticQuota"):
-            continue
-        status = dict(obj.to_wire().get("status") or {})
-        conditions = status.pop("conditions", None) or []
-        # A quota's used is in the capacity plugin's report line with its min, max, borrowed.
-        shown = {} if obj.KIND == "ElasticQuota" else status
-        parts = [f"{key} {_short(value)}" for key, value in shown.items()]
-        parts += [
-            f"{c['type']}={c['status']} ({c['reason']}: {c['message']})"
-            for c in conditions
-            if c.get("status") != "True"
-        ]
-        if parts or obj.KIND == "PodGroup":
-            lines.append(f"{obj.KIND} {obj.key}: {', '.join(parts) or 'no status'}")
-    return [*lines, *result.reports]
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def simulation_table(result: SimulationResult, wide: bool = False) -> str:
-    """One row per pod (then the evicted ones), 120 columns wide unless `wide`; then the
-    status of each PodGroup and ElasticQuota, and a summary line."""
-    header = WIDE_HEADER if wide else HEADER
-    rows = _rows(result, wide)
-    text = table(header, rows, width=None if wide else TABLE_WIDTH, shrink=(len(header) - 1,))
-    bound = sum(1 for p in result.pods if p.spec.node_name)
-    elapsed = int((result.finished - result.started).total_seconds())
-    summary = (
-        f"{len(result.pods)} pods: {bound} bound, {len(result.pods) - bound} pending; "
-        f"{len(result.evicted)} evicted; {elapsed}s simulated"
-        + (" (stopped at the time limit)" if result.timed_out else "")
-    )
-    lines = [*_object_lines(result), summary]
-    return text + "".join(f"{line if wide else fit(line, TABLE_WIDTH)}\n" for line in lines)
-
-
 def _cmd_simulate(args: argparse.Namespace) -> int:
     config = read_config(args.config)
     now = parse_now(args.now)
     objects = _objects(args.filename, args.validate)
     result = simulate_objects(objects, config, now, args.max_time)
     if args.output in ("table", "wide"):
-        sys.stdout.write(simulation_table(result, wide=args.output == "wide"))
+        wide = args.output == "wide"
+        sys.stdout.write(simulation_table(result, wide, config.scheduler_names))
     else:
         emit(simulation_list(result), args.output)
     return EXIT_OK
@@ -392,12 +282,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     config = read_config(args.config)
     if args.scheduler_name:
-        config = _renamed(config, args.scheduler_name)
+        try:
+            config = renamed(config, args.scheduler_name)
+        except ConfigError as exc:
+            raise CliError(f"scheduler run: {exc}") from None
     options = RunOptions(
         config=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        embedded=args.embedded or not _cluster_configured(args),
+        embedded=args.embedded or not (_cluster_configured(args) or config.kubeconfig),
         kubelet=args.kubelet,
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,
@@ -432,7 +325,8 @@ def _cluster_configured(args: argparse.Namespace) -> bool:
 async def _run(options: RunOptions) -> int:
     """The scheduler, with an embedded API server started first when asked for (the addons
     room may not import the embedded server, so the command line owns it and passes its URL)."""
-    from controllers.addons.scheduler import run_scheduler, scheduler_options
+    from controllers.addons.scheduler import run_scheduler
+    from controllers.addons.scheduler_options import scheduler_options
 
     scheduler = scheduler_options(options)
     if not options.embedded:
@@ -456,7 +350,3 @@ async def _run(options: RunOptions) -> int:
     finally:
         await server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _renamed(config: SchedulerConfig, name: str) -> SchedulerConfig:
-    return replace(config, scheduler_name=name)

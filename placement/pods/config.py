@@ -1,27 +1,60 @@
-"""The pod scheduler's configuration (`--config FILE`) and the profile it builds.
+"""The pod scheduler's configuration (`--config FILE`) and the profiles it builds.
 
-The file is a small document in the spirit of kube-scheduler's KubeSchedulerConfiguration, under
-our own apiVersion (`placement.ocm.io/v1alpha1`, kind `PodSchedulerConfiguration`): the scheduler
-name, which plugins run (the defaults, minus `disabled`, plus `enabled`), their score weights and
-args, the queue's backoff and the leader election Lease. Every field is checked when it is read
-and a problem names the field (`plugins.scoreWeights.NodeAffinity: must be between 1 and 100
-(got 0)`), because a scheduler that starts with a misspelt setting silently ignored places pods
-by rules nobody asked for.
+Two kinds are read. kube-scheduler's own `KubeSchedulerConfiguration`
+(`kubescheduler.config.k8s.io/v1`: profiles, plugins per extension point and `multiPoint`,
+`pluginConfig`, backoff, `leaderElection`, `percentageOfNodesToScore`), checked by the models
+of `apis.schedulerconfig` (args: `apis.pluginargs`) and merged with the defaults by
+`placement.pods.profiles`; and our own small document (`placement.ocm.io/v1alpha1`, kind
+`PodSchedulerConfiguration`): the scheduler name, which plugins run (the defaults, minus
+`disabled`, plus `enabled`), their score weights and args, the queue's backoff and the leader
+election Lease. Every field is checked when it is read and a problem names the field
+(`plugins.scoreWeights.NodeAffinity: must be between 1 and 100 (got 0)`), because a scheduler
+that starts with a misspelt setting silently ignored places pods by rules nobody asked for.
 
 The plugin registry is a parameter (placement/ does not import plugins/): `load_config` checks
-plugin names against it when given one, and `build_profile` constructs each enabled plugin once
-with its args and puts it at every extension point it implements.
+plugin names against it when given one, and `build_profiles` constructs each enabled plugin
+once per profile with its args (typed by its model) and puts it at every extension point it
+implements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, cast
 
-from placement.pods.framework import Profile, QueueSort, Score
+from apis.schedulerconfig import KUBE_SCHEDULER_API_VERSION, KUBE_SCHEDULER_KIND
+from placement.pods.framework import (
+    Bind,
+    EventHandler,
+    Filter,
+    Permit,
+    PostBind,
+    PostFilter,
+    PreFilter,
+    Profile,
+    QueueSort,
+    Reserve,
+    Score,
+    implements_point,
+)
+from placement.pods.kubeschedulerconfig import load_kube_config
+from placement.pods.profiles import (
+    ConfigError,
+    build_kube_profile,
+    check_common_queue_sort,
+    plugin_args,
+)
+from placement.pods.settings import (
+    CONFIG_API_VERSION,
+    CONFIG_KIND,
+    DEFAULT_SCHEDULER_NAME,
+    LeaderElection,
+    RunOptions,
+    SchedulerConfig,
+)
 
 __all__ = [
     "CONFIG_API_VERSION",
@@ -34,13 +67,12 @@ __all__ = [
     "RunOptions",
     "SchedulerConfig",
     "build_profile",
+    "build_profiles",
     "enabled_plugins",
     "load_config",
+    "renamed",
 ]
 
-CONFIG_API_VERSION = "placement.ocm.io/v1alpha1"
-CONFIG_KIND = "PodSchedulerConfiguration"
-DEFAULT_SCHEDULER_NAME = "ocm-pod-scheduler"
 MIN_SCORE_WEIGHT = 1
 MAX_SCORE_WEIGHT = 100
 DISABLE_ALL = "*"
@@ -62,75 +94,16 @@ _BACKOFF_FIELDS = ("initialSeconds", "maxSeconds", "unschedulableFlushSeconds")
 _LEADER_FIELDS = ("leaseName", "leaseNamespace")
 
 # Which methods put a plugin at which extension point of the Profile.
-_POINTS = (
-    ("pre_filters", "pre_filter"),
-    ("filters", "filter"),
-    ("post_filters", "post_filter"),
-    ("reserves", "reserve"),
-    ("permits", "permit"),
-    ("binds", "bind"),
-    ("post_binds", "post_bind"),
-    ("handlers", "on_event"),
+_POINTS: tuple[tuple[str, type], ...] = (
+    ("pre_filters", PreFilter),
+    ("filters", Filter),
+    ("post_filters", PostFilter),
+    ("reserves", Reserve),
+    ("permits", Permit),
+    ("binds", Bind),
+    ("post_binds", PostBind),
+    ("handlers", EventHandler),
 )
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message starts with the field at fault."""
-
-
-@dataclass(frozen=True)
-class LeaderElection:
-    """The Lease the replicas of `scheduler run --leader-elect` contend for."""
-
-    lease_name: str = DEFAULT_SCHEDULER_NAME
-    lease_namespace: str = "kube-system"
-
-
-@dataclass(frozen=True)
-class SchedulerConfig:
-    """A checked configuration. `enabled` and `disabled` are the file's lists as given (the
-    defaults are applied against a registry by `enabled_plugins`); `score_weights` holds the
-    weights the file sets, from `scoreWeights` or an enabled entry's `weight`."""
-
-    scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    enabled: tuple[str, ...] = ()
-    disabled: tuple[str, ...] = ()
-    score_weights: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    plugin_args: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
-    backoff_initial: timedelta = timedelta(seconds=1)
-    backoff_max: timedelta = timedelta(seconds=10)
-    unschedulable_flush: timedelta = timedelta(minutes=5)
-    leader_election: LeaderElection = field(default_factory=LeaderElection)
-
-    def engine_options(self) -> dict[str, timedelta]:
-        """The Engine's keyword arguments this configuration sets (the queue's timings)."""
-        return {
-            "backoff_initial": self.backoff_initial,
-            "backoff_max": self.backoff_max,
-            "unschedulable_flush": self.unschedulable_flush,
-        }
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How `placement scheduler run` was started: the flags, with `config` already read and
-    checked (the flags `--scheduler-name` and `--leader-elect` win over the file). Pure data,
-    so the command line builds it and `controllers.addons.scheduler.run_scheduler` reads it
-    without either importing the other."""
-
-    config: SchedulerConfig = field(default_factory=SchedulerConfig)
-    kubeconfig: str | None = None
-    context: str | None = None
-    embedded: bool = False
-    kubelet: bool = False
-    leader_elect: bool = False
-    http_addr: str = "127.0.0.1:10251"
-    config_path: str | None = None
-    status_controller: str = "on"
-    """`on`: the PodGroup/ElasticQuota status controller runs beside the scheduler; `off`: not;
-    `only`: it runs alone, nothing is scheduled."""
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -232,6 +205,11 @@ def load_config(
     With a `registry`, plugin names are checked against it here rather than at `build_profile`.
     Raises ConfigError naming the field at fault."""
     doc = _mapping(doc, "configuration")
+    if (
+        doc.get("kind") == KUBE_SCHEDULER_KIND
+        or doc.get("apiVersion") == KUBE_SCHEDULER_API_VERSION
+    ):
+        return load_kube_config(doc, registry)
     _known_fields(doc, _TOP_FIELDS, "")
     for name, expected in (("apiVersion", CONFIG_API_VERSION), ("kind", CONFIG_KIND)):
         if name in doc and doc[name] != expected:
@@ -303,7 +281,14 @@ def build_profile(
     whose method it has (queue sort: exactly one plugin with `sort_key`). Score weights come
     from the configuration, else `default_weights`, else 1. `defaults` and `default_weights` are
     the registry's DEFAULT_PLUGINS and DEFAULT_SCORE_WEIGHTS (the caller passes them, as it
-    passes the registry). Raises ConfigError naming the field at fault."""
+    passes the registry). A KubeSchedulerConfiguration must have one profile here (see
+    `build_profiles`). Raises ConfigError naming the field at fault."""
+    if config.profiles:
+        if len(config.profiles) != 1:
+            raise ConfigError(f"profiles: {len(config.profiles)} profiles where one is expected")
+        return build_profiles(config, registry, defaults=defaults, default_weights=default_weights)[
+            0
+        ]
     names = enabled_plugins(config, defaults)
     for name in (*config.enabled, *config.disabled):
         where = "plugins.enabled" if name in config.enabled else "plugins.disabled"
@@ -322,13 +307,14 @@ def build_profile(
 
     plugins: list[tuple[str, object]] = []
     for name in names:
+        args = plugin_args(name, config.plugin_args.get(name), f"pluginArgs.{name}")
         try:
-            plugin = registry[name](config.plugin_args.get(name, MappingProxyType({})))
+            plugin = registry[name](args)
         except ValueError as exc:
             raise ConfigError(f"pluginArgs.{name}.{exc}") from None
         plugins.append((name, plugin))
 
-    sorters = [(name, p) for name, p in plugins if hasattr(p, "sort_key")]
+    sorters = [(name, p) for name, p in plugins if implements_point(p, QueueSort)]
     if len(sorters) != 1:
         found = ", ".join(name for name, _ in sorters) or "none"
         raise ConfigError(f"plugins: exactly one QueueSort plugin must be enabled (got {found})")
@@ -336,13 +322,13 @@ def build_profile(
         plugin = dict(plugins).get(name)
         if plugin is None:
             raise ConfigError(f"plugins.scoreWeights.{name}: plugin {name!r} is not enabled")
-        if not hasattr(plugin, "score"):
+        if not implements_point(plugin, Score):
             raise ConfigError(f"plugins.scoreWeights.{name}: {name!r} is not a Score plugin")
 
     points: dict[str, list[Any]] = {point: [] for point, _ in _POINTS}
     for _, plugin in plugins:
-        for point, method in _POINTS:
-            if hasattr(plugin, method):
+        for point, protocol in _POINTS:
+            if implements_point(plugin, protocol):
                 points[point].append(plugin)
     queue_sort = cast(QueueSort, sorters[0][1])
     return Profile(
@@ -352,7 +338,7 @@ def build_profile(
         filters=tuple(points["filters"]),
         post_filters=tuple(points["post_filters"]),
         scores=tuple(
-            (cast(Score, p), weights.get(n, 1)) for n, p in plugins if hasattr(p, "score")
+            (cast(Score, p), weights.get(n, 1)) for n, p in plugins if implements_point(p, Score)
         ),
         reserves=tuple(points["reserves"]),
         permits=tuple(points["permits"]),
@@ -360,3 +346,39 @@ def build_profile(
         post_binds=tuple(points["post_binds"]),
         handlers=tuple(points["handlers"]),
     )
+
+
+def build_profiles(
+    config: SchedulerConfig,
+    registry: Mapping[str, PluginFactory],
+    *,
+    defaults: Sequence[str] = (),
+    default_weights: Mapping[str, int] | None = None,
+) -> tuple[Profile, ...]:
+    """Every profile of the configuration, each with its own plugin objects (one for our kind).
+    Raises ConfigError naming the field at fault."""
+    if not config.profiles:
+        return (
+            build_profile(config, registry, defaults=defaults, default_weights=default_weights),
+        )
+    profiles = tuple(
+        build_kube_profile(spec, registry, defaults=defaults, default_weights=default_weights)
+        for spec in config.profiles
+    )
+    check_common_queue_sort(profiles, config.profiles)
+    return profiles
+
+
+def renamed(config: SchedulerConfig, name: str) -> SchedulerConfig:
+    """The configuration serving `name` (`--scheduler-name`): its one profile renamed. A
+    KubeSchedulerConfiguration with several profiles names them itself (ConfigError)."""
+    if not config.profiles:
+        return replace(config, scheduler_name=name)
+    if len(config.profiles) != 1:
+        names = ", ".join(config.scheduler_names)
+        raise ConfigError(
+            f"--scheduler-name: the configuration has {len(config.profiles)} profiles "
+            f"({names}); their names are the profiles' schedulerName"
+        )
+    profile = replace(config.profiles[0], scheduler_name=name)
+    return replace(config, scheduler_name=name, profiles=(profile,))

@@ -87,6 +87,7 @@ __all__ = [
     "WaitingPods",
     "declared_points",
     "declares",
+    "implements_point",
     "overrides",
     "pod_key",
 ]
@@ -381,6 +382,18 @@ def declared_points(plugin: object) -> tuple[type, ...]:
     """The extension points the plugin's class declares, in `POINTS` order."""
     mro = type(plugin).__mro__
     return tuple(point for point in POINTS if point in mro)
+
+
+def implements_point(plugin: object, point: type) -> bool:
+    """True when the plugin's class declares `point` and defines each method it requires (a
+    declaration whose method is missing or misspelt is refused, not silently skipped)."""
+    if not declares(plugin, point):
+        return False
+    cls = type(plugin)
+    return all(
+        callable(getattr(cls, method, None)) and getattr(cls, method) is not getattr(point, method)
+        for method in POINTS.get(point, ())
+    )
 
 
 def overrides(plugin: object, method: str) -> bool:

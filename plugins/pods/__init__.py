@@ -1,8 +1,10 @@
 """The pod scheduler's built-in plugins under kube-scheduler's names, and its defaults.
 
-`POD_PLUGINS` maps a plugin name to a factory taking the plugin's args (parsed YAML, `{}` when
-none) and raising ValueError("<field>: <problem>") on bad ones. `DEFAULT_PLUGINS` is the
-default profile in run order; `DEFAULT_SCORE_WEIGHTS` are kube-scheduler's default weights.
+`POD_PLUGINS` maps a plugin name to a factory taking the plugin's args as its typed model
+(`apis.pluginargs.PLUGIN_ARGS[name]`, which the configuration validated; a mapping is
+validated by that model first and a bad one raises ValueError("<field>: <problem>")).
+`DEFAULT_PLUGINS` is the default profile in run order; `DEFAULT_SCORE_WEIGHTS` are
+kube-scheduler's default weights.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ __all__ = [
     "UnsupportedFeatures",
 ]
 
-PluginFactory = Callable[[Mapping[str, Any]], object]
+PluginFactory = Callable[[Any], object]
+"""The plugin's args model (or a mapping, or None for the defaults) -> the plugin."""
 
 _FACTORIES: dict[str, PluginFactory] = {
     "PrioritySort": PrioritySort.from_args,

@@ -19,7 +19,6 @@ import numpy.typing as npt
 from placement.arrays import RowIndex
 from placement.pods.nodes import NON_ZERO_RESOURCES, NodeSnapshot
 from placement.pods.requests import CPU, EPHEMERAL_STORAGE, MEMORY
-from plugins.pods._shared import check_fields
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -29,7 +28,6 @@ __all__ = [
     "is_extended",
     "is_scalar",
     "pairs",
-    "parse_resources",
     "row_pairs",
     "shape_key",
 ]
@@ -68,35 +66,6 @@ def is_scalar(name: str) -> bool:
         or "kubernetes.io/" in name
         or name.startswith("attachable-volumes-")
     )
-
-
-def parse_resources(value: Any, where: str) -> tuple[ResourceSpec, ...]:
-    """A `resources: [{name, weight}]` arg, validated as kube-scheduler does."""
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        raise ValueError(f"{where}: must be a list of {{name, weight}}")
-    out: list[ResourceSpec] = []
-    seen: set[str] = set()
-    for i, item in enumerate(value):
-        at = f"{where}[{i}]"
-        if not isinstance(item, Mapping):
-            raise ValueError(f"{at}: must be a mapping with name and weight")
-        check_fields(item, ("name", "weight"), f"{at}.")
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"{at}.name: Required value")
-        if name in seen:
-            raise ValueError(f"{at}.name: Duplicate value: {name!r}")
-        seen.add(name)
-        weight = item.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int):
-            raise ValueError(f"{at}.weight: must be an integer")
-        if not MIN_WEIGHT <= weight <= MAX_WEIGHT:
-            raise ValueError(
-                f"{at}.weight: Invalid value: {weight}: resource weight of {name} "
-                f"not in valid range [{MIN_WEIGHT}, {MAX_WEIGHT}]"
-            )
-        out.append(ResourceSpec(name, weight))
-    return tuple(out)
 
 
 class _Pick(NamedTuple):

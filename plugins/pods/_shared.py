@@ -9,16 +9,18 @@ as recomputing).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
+from apis.pluginargs import ArgsModel, validate_args
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE
 from placement.pods.nodes import NodeSnapshot
 
 __all__ = [
     "PerSnapshot",
+    "args_of",
     "check_fields",
     "default_normalize",
     "frozen",
@@ -26,10 +28,17 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=ArgsModel)
 K = TypeVar("K")
 
 _MEMO_LIMIT = 512
 """Per-pod-shape results kept per snapshot (tolerations, selectors); cleared when full."""
+
+
+def args_of(model: type[M], args: M | Mapping[str, Any] | None) -> M:
+    """A plugin's args as its model: the model the registry's caller validated already, or a
+    mapping (tests, direct use) validated here. ValueError `field: problem` naming the field."""
+    return cast(M, validate_args(model, args))
 
 
 def check_fields(args: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:

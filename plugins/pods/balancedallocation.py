@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from apis.pluginargs import NodeResourcesBalancedAllocationArgs
 from placement.arrays import RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo, Score
 from placement.pods.nodes import NodeSnapshot
@@ -26,12 +27,11 @@ from plugins.pods._resources import (
     ResourceSpec,
     RowPair,
     pairs,
-    parse_resources,
     row_pairs,
     shape_key,
 )
 from plugins.pods._rowcache import RowCache
-from plugins.pods._shared import check_fields, on_rows
+from plugins.pods._shared import args_of, on_rows
 
 __all__ = ["NodeResourcesBalancedAllocation", "balanced_row", "balanced_score"]
 
@@ -96,10 +96,11 @@ class NodeResourcesBalancedAllocation(Score):
         self._scores = RowCache()
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
-        check_fields(args, ("resources",))
-        raw = args.get("resources")
-        return cls(DEFAULT_RESOURCES if raw is None else parse_resources(raw, "resources"))
+    def from_args(
+        cls, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any] | None = None
+    ) -> NodeResourcesBalancedAllocation:
+        typed = args_of(NodeResourcesBalancedAllocationArgs, args)
+        return cls(tuple(ResourceSpec(r.name, r.weight) for r in typed.resources))
 
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex

@@ -46,6 +46,7 @@ from typing import Any
 
 from apis.core import Pod
 from apis.meta import KubeObject
+from apis.pluginargs import CapacitySchedulingArgs
 from apis.quantity import ResourceList
 from apis.scheduling import ElasticQuota
 from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
@@ -67,7 +68,7 @@ from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import NOT_ELIGIBLE_TERMINATING, Candidate, importance_key
 from placement.pods.quotas import format_resources, quota_in_force
 from placement.pods.requests import PODS, Requests, amount
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = [
     "NAME",
@@ -236,8 +237,10 @@ class CapacityScheduling(PreFilter, Reserve, EventHandler, PreemptionHooks, Simu
         self.preemptions: list[PreemptionRecord] = []
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> CapacityScheduling:
-        check_fields(args, ())
+    def from_args(
+        cls, args: CapacitySchedulingArgs | Mapping[str, Any] | None = None
+    ) -> CapacityScheduling:
+        args_of(CapacitySchedulingArgs, args)  # no args: any field is refused
         return cls()
 
     # --- state -------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from apis.core import Pod
+from apis.pluginargs import CoschedulingArgs
 from apis.scheduling import PodGroup
 from placement.arrays import BoolMask
 from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
@@ -81,7 +82,7 @@ from placement.pods.framework import (
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 from placement.pods.preemption import Candidate, Preemptor, importance_key, pick_candidate
 from placement.pods.requests import PODS, amount
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = [
     "DEFAULT_PERMIT_WAITING_SECONDS",
@@ -114,17 +115,6 @@ def group_of(pod: Pod | PodInfo) -> str | None:
 def _finished(pod: Pod) -> bool:
     status = pod.status
     return status is not None and status.phase in ("Succeeded", "Failed")
-
-
-def _int_arg(args: Mapping[str, Any], name: str, default: int, top: int | None = None) -> int:
-    value = args.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name}: must be an integer (got {value!r})")
-    if value < 0:
-        raise ValueError(f"{name}: must be greater than or equal to 0 (got {value})")
-    if top is not None and value > top:
-        raise ValueError(f"{name}: must be between 0 and {top} (got {value})")
-    return value
 
 
 @dataclass
@@ -189,14 +179,14 @@ class Coscheduling(
         self._preemptor = Preemptor(self.name)
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> Coscheduling:
-        check_fields(
-            args, ("permitWaitingTimeSeconds", "podGroupBackoffSeconds", "podGroupRejectPercentage")
-        )
+    def from_args(cls, args: CoschedulingArgs | Mapping[str, Any] | None = None) -> Coscheduling:
+        """The plugin with its args (`apis.pluginargs.CoschedulingArgs`: the defaults
+        and bounds are the model's)."""
+        typed = args_of(CoschedulingArgs, args)
         return cls(
-            _int_arg(args, "permitWaitingTimeSeconds", DEFAULT_PERMIT_WAITING_SECONDS),
-            _int_arg(args, "podGroupBackoffSeconds", 0),
-            _int_arg(args, "podGroupRejectPercentage", DEFAULT_REJECT_PERCENTAGE, 100),
+            typed.permit_waiting_time_seconds,
+            typed.pod_group_backoff_seconds,
+            typed.pod_group_reject_percentage,
         )
 
     # --- state from events -------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apis.pluginargs import DefaultPreemptionArgs
 from placement.pods.framework import Diagnosis, PodCycle, PodInfo, PostFilter, PostFilterResult
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import (
@@ -18,19 +19,9 @@ from placement.pods.preemption import (
     MIN_CANDIDATE_NODES_PERCENTAGE,
     Preemptor,
 )
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = ["DefaultPreemption"]
-
-
-def _int(args: Mapping[str, Any], field: str, default: int, top: int | None) -> int:
-    value = args.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{field}: must be an integer (got {value!r})")
-    if value < 0 or (top is not None and value > top):
-        bound = f"between 0 and {top}" if top is not None else "at least 0"
-        raise ValueError(f"{field}: must be {bound} (got {value})")
-    return value
 
 
 class DefaultPreemption(PostFilter):
@@ -48,16 +39,11 @@ class DefaultPreemption(PostFilter):
         )
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> DefaultPreemption:
-        check_fields(args, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
-        percentage = _int(args, "minCandidateNodesPercentage", MIN_CANDIDATE_NODES_PERCENTAGE, 100)
-        absolute = _int(args, "minCandidateNodesAbsolute", MIN_CANDIDATE_NODES_ABSOLUTE, None)
-        if percentage == 0 and absolute == 0:
-            raise ValueError(
-                "minCandidateNodesAbsolute: cannot be zero at the same time as "
-                "minCandidateNodesPercentage"
-            )
-        return cls(percentage, absolute)
+    def from_args(
+        cls, args: DefaultPreemptionArgs | Mapping[str, Any] | None = None
+    ) -> DefaultPreemption:
+        typed = args_of(DefaultPreemptionArgs, args)
+        return cls(typed.min_candidate_nodes_percentage, typed.min_candidate_nodes_absolute)
 
     def post_filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, diagnosis: Diagnosis

@@ -23,6 +23,7 @@ from apis.core import (
     NodeSelectorTerm,
     PreferredSchedulingTerm,
 )
+from apis.pluginargs import NodeAffinityArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import NAME_FIELD, node_selector_mask, term_mask
 from placement.pods.framework import (
@@ -39,7 +40,7 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.selectors import SelectorError
-from plugins.pods._shared import PerSnapshot, check_fields, default_normalize, frozen, on_rows
+from plugins.pods._shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
 
 __all__ = [
     "ERR_REASON_CONFLICT",
@@ -124,17 +125,8 @@ class NodeAffinity(PreFilter, Filter, Score):
         self._cache: PerSnapshot[None] = PerSnapshot(lambda nodes: nodes.labels, lambda _: None)
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> NodeAffinity:
-        check_fields(args, ("addedAffinity",))
-        raw = args.get("addedAffinity")
-        if raw is None:
-            return cls()
-        try:
-            added = NodeAffinitySpec.model_validate(raw)
-        except ValueError as err:  # the model's validation error names the field on its lines
-            detail = " ".join(str(err).split("\n")[1:3]).strip() or str(err)
-            raise ValueError(f"addedAffinity: {detail}") from None
-        return cls(added)
+    def from_args(cls, args: NodeAffinityArgs | Mapping[str, Any] | None = None) -> NodeAffinity:
+        return cls(args_of(NodeAffinityArgs, args).added_affinity)
 
     # --- masks, cached per snapshot and selector ----------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
 from placement.pods.framework import (
     SKIP,
@@ -20,7 +21,7 @@ from placement.pods.framework import (
     Reason,
 )
 from placement.pods.nodes import NodeSnapshot
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = ["ERR_REASON_NODE_NAME", "NodeName"]
 
@@ -35,8 +36,8 @@ class NodeName(PreFilter, Filter):
     name = "NodeName"
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> NodeName:
-        check_fields(args, ())
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeName:
+        args_of(NoArgs, args)  # no args: any field is refused
         return cls()
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from apis.pluginargs import NodeResourcesFitArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import (
     MAX_NODE_SCORE,
@@ -36,18 +37,16 @@ from placement.pods.framework import (
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.requests import PODS
 from plugins.pods._resources import (
-    DEFAULT_RESOURCES,
     Pair,
     ResourceSpec,
     RowPair,
     is_extended,
     pairs,
-    parse_resources,
     row_pairs,
     shape_key,
 )
 from plugins.pods._rowcache import RowCache
-from plugins.pods._shared import check_fields, frozen, on_rows
+from plugins.pods._shared import args_of, frozen, on_rows
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -55,6 +54,7 @@ __all__ = [
     "REQUESTED_TO_CAPACITY_RATIO",
     "TOO_MANY_PODS",
     "NodeResourcesFit",
+    "fit_args",
     "insufficient",
     "least_allocated",
     "least_allocated_row",
@@ -206,77 +206,23 @@ class FitArgs(NamedTuple):
     ignored_groups: frozenset[str]
 
 
-def _names(value: Any, where: str) -> frozenset[str]:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        raise ValueError(f"{where}: must be a list of names")
-    if not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"{where}: names must be non-empty strings")
-    return frozenset(value)
+def fit_args(args: NodeResourcesFitArgs | Mapping[str, Any] | None = None) -> FitArgs:
+    """The plugin's working form of its args (`apis.pluginargs.NodeResourcesFitArgs`,
+    which holds kube's defaults and checks; a mapping is validated by it first)."""
+    typed = args_of(NodeResourcesFitArgs, args)
+    strategy = typed.scoring_strategy
+    ratio = strategy.requested_to_capacity_ratio
+    return FitArgs(
+        strategy.type,
+        tuple(ResourceSpec(r.name, r.weight) for r in strategy.resources),
+        tuple(ShapePoint(p.utilization, p.score) for p in ratio.shape) if ratio else (),
+        frozenset(typed.ignored_resources),
+        frozenset(typed.ignored_resource_groups),
+    )
 
 
-def _shape(value: Any, where: str) -> tuple[ShapePoint, ...]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: must be a mapping with shape")
-    check_fields(value, ("shape",), f"{where}.")
-    points = value.get("shape")
-    if not isinstance(points, Sequence) or isinstance(points, str | bytes) or not points:
-        raise ValueError(f"{where}.shape: Required value: at least one point")
-    out: list[ShapePoint] = []
-    for i, point in enumerate(points):
-        at = f"{where}.shape[{i}]"
-        if not isinstance(point, Mapping):
-            raise ValueError(f"{at}: must be a mapping with utilization and score")
-        check_fields(point, ("utilization", "score"), f"{at}.")
-        utilization, score = point.get("utilization", 0), point.get("score", 0)
-        for field, number, top in (("utilization", utilization, 100), ("score", score, 10)):
-            if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number <= top:
-                raise ValueError(f"{at}.{field}: Invalid value: {number!r}: not in [0, {top}]")
-        if out and utilization <= out[-1].utilization:
-            raise ValueError(
-                f"{at}.utilization: Invalid value: {utilization}: utilization values must be "
-                "sorted in increasing order"
-            )
-        out.append(ShapePoint(utilization, score))
-    return tuple(out)
-
-
-def parse_fit_args(args: Mapping[str, Any]) -> FitArgs:
-    check_fields(args, ("scoringStrategy", "ignoredResources", "ignoredResourceGroups"))
-    strategy = LEAST_ALLOCATED
-    resources: tuple[ResourceSpec, ...] = DEFAULT_RESOURCES
-    shape: tuple[ShapePoint, ...] = ()
-    raw = args.get("scoringStrategy")
-    if raw is not None:
-        if not isinstance(raw, Mapping):
-            raise ValueError("scoringStrategy: must be a mapping")
-        check_fields(raw, ("type", "resources", "requestedToCapacityRatio"), "scoringStrategy.")
-        strategy = raw.get("type", LEAST_ALLOCATED)
-        if strategy not in STRATEGIES:
-            raise ValueError(
-                f"scoringStrategy.type: Unsupported value: {strategy!r}: supported values: "
-                + ", ".join(f'"{s}"' for s in STRATEGIES)
-            )
-        if raw.get("resources") is not None:
-            resources = parse_resources(raw["resources"], "scoringStrategy.resources")
-        ratio = raw.get("requestedToCapacityRatio")
-        if strategy == REQUESTED_TO_CAPACITY_RATIO:
-            if ratio is None:
-                raise ValueError("scoringStrategy.requestedToCapacityRatio: Required value")
-            shape = _shape(ratio, "scoringStrategy.requestedToCapacityRatio")
-        elif ratio is not None:
-            raise ValueError(
-                f"scoringStrategy.requestedToCapacityRatio: Forbidden: only with type "
-                f"{REQUESTED_TO_CAPACITY_RATIO}"
-            )
-    ignored = _names(args.get("ignoredResources", ()), "ignoredResources")
-    groups = _names(args.get("ignoredResourceGroups", ()), "ignoredResourceGroups")
-    for group in groups:
-        if "/" in group:
-            raise ValueError(
-                f"ignoredResourceGroups: Invalid value: {group!r}: resource group name "
-                "can't contain '/'"
-            )
-    return FitArgs(strategy, resources, shape, ignored, groups)
+parse_fit_args = fit_args
+"""The former name, for callers that pass a mapping."""
 
 
 # --- the plugin --------------------------------------------------------------------------------
@@ -297,14 +243,16 @@ class NodeResourcesFit(PreFilter, Filter, Score):
     name = "NodeResourcesFit"
 
     def __init__(self, args: FitArgs | None = None) -> None:
-        self.args = args or parse_fit_args({})
+        self.args = args or fit_args()
         self._fits = RowCache()
         self._scores = RowCache()
         self._requests: dict[tuple[Any, ...], _Request] = {}
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> NodeResourcesFit:
-        return cls(parse_fit_args(args))
+    def from_args(
+        cls, args: NodeResourcesFitArgs | Mapping[str, Any] | None = None
+    ) -> NodeResourcesFit:
+        return cls(fit_args(args))
 
     def _ignored(self, resource: str) -> bool:
         if not is_extended(resource):

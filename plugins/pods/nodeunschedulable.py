@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
 from placement.pods.framework import Filter, FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
-from plugins.pods._shared import PerSnapshot, check_fields, frozen
+from plugins.pods._shared import PerSnapshot, args_of, frozen
 from plugins.pods.tolerations import cycle_tolerations, tolerated
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]
@@ -24,8 +25,8 @@ class NodeUnschedulable(Filter):
     name = "NodeUnschedulable"
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> NodeUnschedulable:
-        check_fields(args, ())
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeUnschedulable:
+        args_of(NoArgs, args)  # no args: any field is refused
         return cls()
 
     def __init__(self) -> None:

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from apis.pluginargs import NoArgs
 from placement.pods.framework import PodInfo, QueueSort
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = ["PrioritySort"]
 
@@ -19,8 +20,8 @@ class PrioritySort(QueueSort):
     name = "PrioritySort"
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> PrioritySort:
-        check_fields(args, ())
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> PrioritySort:
+        args_of(NoArgs, args)  # no args: any field is refused
         return cls()
 
     def sort_key(self, pod: PodInfo, queued_at: datetime) -> tuple[int, datetime, str]:

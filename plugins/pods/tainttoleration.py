@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import (
     MAX_NODE_SCORE,
@@ -26,7 +27,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot, Taint
-from plugins.pods._shared import PerSnapshot, check_fields, default_normalize, frozen, on_rows
+from plugins.pods._shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
 from plugins.pods.tolerations import Tol, cycle_tolerations, tolerated
 
 __all__ = ["HARD_EFFECTS", "PREFER_NO_SCHEDULE", "TaintToleration", "untolerated_reason"]
@@ -73,8 +74,8 @@ class TaintToleration(Filter, Score):
         self._groups = PerSnapshot(lambda nodes: nodes.taints, _group)
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> TaintToleration:
-        check_fields(args, ())
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> TaintToleration:
+        args_of(NoArgs, args)  # no args: any field is refused
         return cls()
 
     def _verdict(self, nodes: NodeSnapshot, groups: _Groups, tols: tuple[Tol, ...]) -> _Verdict:

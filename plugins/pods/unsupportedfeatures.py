@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from apis.core import Pod
+from apis.pluginargs import NoArgs
 from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilter, PreFilterResult
 from placement.pods.nodes import NodeSnapshot
-from plugins.pods._shared import check_fields
+from plugins.pods._shared import args_of
 
 __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 
@@ -57,8 +58,8 @@ class UnsupportedFeatures(PreFilter):
         self.scheduler = scheduler
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> UnsupportedFeatures:
-        check_fields(args, ())
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> UnsupportedFeatures:
+        args_of(NoArgs, args)  # no args: any field is refused
         return cls()
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:

@@ -23,6 +23,8 @@ from controllers.cli.addon_templates import (
     render_all,
 )
 from controllers.cli.crds import SOURCE_CONFIG
+from placement.pods.config import load_config
+from plugins.pods import POD_PLUGINS
 
 ADDON_DIR = SOURCE_CONFIG / "addons"
 
@@ -75,7 +77,11 @@ def test_the_pod_scheduler_agent_runs_the_scheduler_with_its_status_controller()
     assert "--status-controller=on" in container["args"]
     [config] = [m for m in manifests if m["kind"] == "ConfigMap"]
     scheduler = yaml.safe_load(config["data"]["config.yaml"])
-    assert scheduler["schedulerName"] == "ocm-pod-scheduler"
+    assert scheduler["kind"] == "KubeSchedulerConfiguration"  # kube-scheduler's own format
+    loaded = load_config(scheduler, POD_PLUGINS)
+    assert loaded.scheduler_names == ("ocm-pod-scheduler",)
+    lease = loaded.leader_election
+    assert (lease.lease_name, lease.lease_namespace) == ("ocm-pod-scheduler", "ocm-pod-scheduler")
 
 
 def test_the_sample_placement_selects_the_labelled_clusters() -> None:

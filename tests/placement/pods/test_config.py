@@ -209,7 +209,7 @@ def test_scheduler_name_and_lease_are_read() -> None:
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        pytest.param({"kind": "KubeSchedulerConfiguration"}, "kind: must be", id="kind"),
+        pytest.param({"kind": "SchedulerConfiguration"}, "kind: must be", id="kind"),
         pytest.param({"apiVersion": "v1"}, "apiVersion: must be", id="api-version"),
         pytest.param({"schedulerNmae": "x"}, "schedulerNmae: unknown field", id="unknown-top"),
         pytest.param({"schedulerName": ""}, "schedulerName: must be a non-empty", id="empty-name"),

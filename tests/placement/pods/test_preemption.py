@@ -350,7 +350,7 @@ def test_pick_candidate_orders_as_kube() -> None:
     ("args", "message"),
     [
         ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: must be between"),
-        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: must be at least 0"),
+        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: must be >= 0"),
         (
             {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
             "cannot be zero at the same time",

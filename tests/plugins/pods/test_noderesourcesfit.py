@@ -230,7 +230,7 @@ def test_requested_to_capacity_ratio_interpolates_with_go_truncation_and_rounds(
             "scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
             id="shape-order",
         ),
-        pytest.param({"ignoredResourceGroups": ["a/b"]}, "ignoredResourceGroups", id="group"),
+        pytest.param({"ignoredResourceGroups": ["a/b"]}, "ignoredResourceGroups[0]", id="group"),
         pytest.param({"scoringstrategy": {}}, "scoringstrategy", id="unknown"),
     ],
 )

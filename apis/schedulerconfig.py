@@ -1,0 +1,214 @@
+"""kube-scheduler's configuration file (`kubescheduler.config.k8s.io/v1`,
+`KubeSchedulerConfiguration`) as pydantic models.
+
+A scheduler-plugins user starts our pod scheduler with the file they already have: profiles
+(`schedulerName`, `plugins` per extension point and `multiPoint`, `pluginConfig[].args`), the
+queue's backoff, `leaderElection`, `percentageOfNodesToScore`. The models check what kube's
+strict decoding and validation check (the args themselves: `apis.pluginargs`); the merge with
+the default plugins and the placement of each plugin at its points need the plugin registry and
+live in `placement.pods.profiles`. Every problem is a `path: problem` line naming the field as
+written (`apis.configmodel.field_problems`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from apis.configmodel import (
+    Bounds,
+    ConfigModel,
+    Duration,
+    duration_seconds,
+    field_problems,
+    located,
+)
+from apis.pluginargs import MAX_WEIGHT
+
+__all__ = [
+    "KUBE_DEFAULT_PLUGINS",
+    "KUBE_SCHEDULER_API_VERSION",
+    "KUBE_SCHEDULER_KIND",
+    "ClientConnection",
+    "KubeSchedulerConfiguration",
+    "KubeSchedulerProfile",
+    "LeaderElectionConfiguration",
+    "PluginConfig",
+    "PluginRef",
+    "PluginSet",
+    "Plugins",
+    "parse_configuration",
+]
+
+KUBE_SCHEDULER_API_VERSION = "kubescheduler.config.k8s.io/v1"
+KUBE_SCHEDULER_KIND = "KubeSchedulerConfiguration"
+
+KUBE_DEFAULT_PLUGINS = frozenset(
+    {
+        "SchedulingGates",
+        "PrioritySort",
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DefaultPreemption",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+        "DefaultBinder",
+        "DynamicResources",
+    }
+)
+"""kube-scheduler's default plugins: a profile may disable one we do not have (nothing to do),
+never enable it."""
+
+
+class PluginRef(ConfigModel):
+    """One entry of `enabled` or `disabled`: a plugin name (`*` in disabled: every default) and,
+    for scores, its weight (0 or unset: the default)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    weight: Annotated[int, Bounds(0, MAX_WEIGHT)] | None = None
+
+
+class PluginSet(ConfigModel):
+    enabled: list[PluginRef] = []
+    disabled: list[PluginRef] = []
+
+
+class Plugins(ConfigModel):
+    """The plugin sets per extension point; `multiPoint` puts a plugin at every point it
+    implements."""
+
+    POINTS: ClassVar[tuple[str, ...]] = (
+        "preEnqueue",
+        "queueSort",
+        "preFilter",
+        "filter",
+        "postFilter",
+        "preScore",
+        "score",
+        "reserve",
+        "permit",
+        "preBind",
+        "bind",
+        "postBind",
+    )
+
+    pre_enqueue: PluginSet = PluginSet()
+    queue_sort: PluginSet = PluginSet()
+    pre_filter: PluginSet = PluginSet()
+    filter: PluginSet = PluginSet()
+    post_filter: PluginSet = PluginSet()
+    pre_score: PluginSet = PluginSet()
+    score: PluginSet = PluginSet()
+    reserve: PluginSet = PluginSet()
+    permit: PluginSet = PluginSet()
+    pre_bind: PluginSet = PluginSet()
+    bind: PluginSet = PluginSet()
+    post_bind: PluginSet = PluginSet()
+    multi_point: PluginSet = PluginSet()
+
+    def at(self, point: str) -> PluginSet:
+        """The set of a point by its wire name (`queueSort`, `multiPoint`)."""
+        for name, info in type(self).model_fields.items():
+            if info.alias == point:
+                value: PluginSet = getattr(self, name)
+                return value
+        raise KeyError(point)
+
+
+class PluginConfig(ConfigModel):
+    name: Annotated[str, Field(min_length=1)]
+    args: dict[str, Any] | None = None
+
+
+class KubeSchedulerProfile(ConfigModel):
+    scheduler_name: Annotated[str, Field(min_length=1)] | None = None
+    percentage_of_nodes_to_score: Annotated[int, Bounds(0, 100)] | None = None
+    plugins: Plugins | None = None
+    plugin_config: list[PluginConfig] = []
+
+
+class LeaderElectionConfiguration(ConfigModel):
+    """client-go's LeaderElectionConfiguration; only `leases` locks exist here."""
+
+    leader_elect: bool | None = None
+    lease_duration: Duration | None = None
+    renew_deadline: Duration | None = None
+    retry_period: Duration | None = None
+    resource_lock: Literal["leases"] | None = None
+    resource_name: Annotated[str, Field(min_length=1)] | None = None
+    resource_namespace: Annotated[str, Field(min_length=1)] | None = None
+
+    @field_validator("lease_duration", "renew_deadline", "retry_period", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> Any:
+        return None if value is None else duration_seconds(value)
+
+
+class ClientConnection(ConfigModel):
+    """Accepted so kube's files load; the cluster is chosen by --kubeconfig (this `kubeconfig`
+    is used when no flag or $KUBECONFIG names one)."""
+
+    kubeconfig: str | None = None
+    accept_content_types: str | None = None
+    content_type: str | None = None
+    qps: float | None = None
+    burst: int | None = None
+
+
+class KubeSchedulerConfiguration(ConfigModel):
+    """The file kube-scheduler reads with `--config`."""
+
+    api_version: Literal["kubescheduler.config.k8s.io/v1"]
+    kind: Literal["KubeSchedulerConfiguration"]
+    profiles: list[KubeSchedulerProfile] = []
+    percentage_of_nodes_to_score: Annotated[int, Bounds(0, 100)] | None = None
+    pod_initial_backoff_seconds: Annotated[int, Bounds(1)] = 1
+    pod_max_backoff_seconds: Annotated[int, Bounds(1)] = 10
+    leader_election: LeaderElectionConfiguration = LeaderElectionConfiguration()
+    client_connection: ClientConnection = ClientConnection()
+    parallelism: Annotated[int, Bounds(1)] | None = None
+    """Accepted, no effect: one scheduling cycle runs at a time."""
+    enable_profiling: bool | None = None
+    enable_contention_profiling: bool | None = None
+    delay_cache_until_active: bool | None = None
+    extenders: list[dict[str, Any]] = []
+
+    @field_validator("extenders")
+    @classmethod
+    def _no_extenders(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if value:
+            raise PydanticCustomError("extenders", "scheduler extenders are not supported")
+        return value
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> KubeSchedulerConfiguration:
+        if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds:
+            raise located(
+                "podMaxBackoffSeconds",
+                "order",
+                f"must be greater than or equal to podInitialBackoffSeconds "
+                f"({self.pod_max_backoff_seconds} < {self.pod_initial_backoff_seconds})",
+                self.pod_max_backoff_seconds,
+            )
+        return self
+
+
+def parse_configuration(doc: Any) -> KubeSchedulerConfiguration:
+    """A KubeSchedulerConfiguration document checked; ValueError with one `path: problem` line
+    per problem."""
+    try:
+        return KubeSchedulerConfiguration.model_validate(doc)
+    except ValidationError as exc:
+        raise ValueError("\n".join(field_problems(exc))) from None
