@@ -17,17 +17,28 @@ from placement.pods.config import (
     enabled_plugins,
     load_config,
 )
-from placement.pods.framework import PodInfo
+from placement.pods.framework import (
+    EventHandler,
+    Filter,
+    Permit,
+    PodInfo,
+    PostBind,
+    PostFilter,
+    PreFilter,
+    QueueSort,
+    Reserve,
+    Score,
+)
 
 
-class Sorter:
+class Sorter(QueueSort):
     name = "Sorter"
 
     def sort_key(self, pod: PodInfo, queued_at: datetime) -> Any:
         return (queued_at, pod.key)
 
 
-class Fit:
+class Fit(Filter, Score):
     """A Filter and Score plugin with one arg, like NodeResourcesFit."""
 
     name = "Fit"
@@ -45,7 +56,7 @@ class Fit:
     def score(self, *args: Any) -> Any: ...
 
 
-class Affinity:
+class Affinity(PreFilter, Filter, Score):
     name = "Affinity"
 
     def pre_filter(self, *args: Any) -> Any: ...
@@ -55,7 +66,7 @@ class Affinity:
     def score(self, *args: Any) -> Any: ...
 
 
-class Gang:
+class Gang(PreFilter, PostFilter, Reserve, Permit, PostBind, EventHandler):
     """Every point a coscheduling plugin has."""
 
     name = "Gang"
@@ -78,7 +89,7 @@ class Gang:
     def on_event(self, *args: Any) -> Any: ...
 
 
-class Unschedulable:
+class Unschedulable(Filter):
     name = "Unschedulable"
 
     def filter(self, *args: Any) -> Any: ...
