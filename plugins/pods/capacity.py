@@ -205,7 +205,7 @@ class CapacityScheduling:
 
     def preemption_chosen(self, cycle: PodCycle, pod: PodInfo, candidate: Candidate) -> None:
         context = self.context(cycle, pod)
-        self.book.nominate(pod, candidate.victims)
+        self.book.nominate(pod, candidate.victims, context.relied_on())
         on_node = {p.key for p in cycle.cluster.pods_on(candidate.node)}
         here = tuple(v.key for v in candidate.victims if v.key in on_node)
         elsewhere = tuple(v.key for v in candidate.victims if v.key not in on_node)

@@ -164,11 +164,15 @@ class InFlight:
     """The pods counted in some quota that are on their way out, and per namespace what they
     hold: preemption counts them as gone (each victim frees its room once)."""
 
-    uids: frozenset[str] = frozenset()
+    pods: Mapping[str, PodInfo] = field(default_factory=dict)  # uid -> pod
     held: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
+    @property
+    def uids(self) -> frozenset[str]:
+        return frozenset(self.pods)
+
     def __contains__(self, pod: object) -> bool:
-        return isinstance(pod, PodInfo) and uid_of(pod) in self.uids
+        return isinstance(pod, PodInfo) and uid_of(pod) in self.pods
 
     def used(self, quota: QuotaInfo) -> dict[str, int]:
         """The quota's `used` less what its leaving pods hold."""
@@ -262,7 +266,7 @@ class QuotaBook:
         """The counted pods on their way out; `going(key)` tells whether a remembered one
         still is (a victim whose deletion was never sent is not). Pods no longer counted are
         forgotten."""
-        uids: set[str] = set()
+        pods: dict[str, PodInfo] = {}
         held: dict[str, dict[str, int]] = {}
         for uid, key in list(self._leaving.items()):
             quota = self._owner.get(uid)
@@ -274,9 +278,9 @@ class QuotaBook:
             pod = quota.pods.get(uid)
             if pod is None:
                 continue
-            uids.add(uid)
+            pods[uid] = pod
             add_requests(held.setdefault(quota.namespace, {}), pod.requests)
-        return InFlight(frozenset(uids), held)
+        return InFlight(pods, held)
 
     def victims_pending(self, pod: PodInfo, going: Callable[[str, str], bool]) -> bool:
         """Whether some victim of the pod's last preemption is still on its way out (a
@@ -308,13 +312,16 @@ class QuotaBook:
         if quota is not None and quota.remove(uid_of(pod)):
             self._changed()
 
-    def nominate(self, pod: PodInfo, victims: Iterable[PodInfo]) -> None:
+    def nominate(
+        self, pod: PodInfo, victims: Iterable[PodInfo], relied: Iterable[PodInfo] = ()
+    ) -> None:
         """A preemption chose its node: the pod holds its room from now on, and its victims
-        are leaving."""
+        are leaving. It waits for them, and for the pods already leaving that its accounting
+        `relied` on, before it may preempt again (`victims_pending`)."""
         uid = uid_of(pod)
         chosen = tuple(victims)
         self._nominated[uid] = pod
-        self._victims_of[uid] = frozenset((v.key, v.uid) for v in chosen)
+        self._victims_of[uid] = frozenset((v.key, v.uid) for v in (*chosen, *relied))
         for victim in chosen:
             if uid_of(victim) in self._owner:
                 self._leaving[uid_of(victim)] = victim.key

@@ -285,6 +285,17 @@ class QuotaPreemption:
                 if victim not in self.leaving and not skip(victim):
                     yield victim
 
+    def relied_on(self) -> list[PodInfo]:
+        """The leaving pods counted as gone that hold what the preemptor asks for (its
+        room may come from them rather than from victims of its own)."""
+        asked = {r for r, v in self.pod.requests.items() if v > 0 and r != PODS}
+        out: list[PodInfo] = []
+        for victim in self.leaving.pods.values():
+            owner = self.book.owner(victim)
+            if owner is not None and asked & owner.governed:
+                out.append(victim)
+        return out
+
     # --- reporting -----------------------------------------------------------------------------
 
     def why(self) -> str:

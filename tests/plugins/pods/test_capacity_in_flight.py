@@ -93,6 +93,21 @@ def test_a_second_preemptor_does_not_evict_again_the_headroom_a_leaving_victim_f
     assert "total ElasticQuota used is more than min" in world.message(waits)
 
 
+def test_a_preemptor_relying_on_a_leaving_pod_waits_for_it_instead_of_preempting_again() -> None:
+    world = across_nodes()
+    first = arrive(world, qpod("p1", "b", gpu=2, priority=10))
+    assert arrive(world, qpod("p2", "b", gpu=2, cpu=2, priority=20)) == []
+    assert len(world.capacity.preemptions) == 2  # p2 nominated to n2, no victim of its own
+    world.now += timedelta(minutes=5, seconds=1)  # both retried while a-low is still going
+    again = world.engine.schedule(world.now)
+    world.apply([a for a in again if not isinstance(a, DeletePod)])
+    assert not any(isinstance(a, DeletePod) for a in again)
+    assert len(world.capacity.preemptions) == 2
+    assert "not eligible due to a terminating pod" in world.message("b/p2")
+    gone(world, first)
+    assert world.running("b") == ["b/b1", "b/p2"]
+
+
 def one_node() -> QuotaWorld:
     """8 GPUs: A (min 3) runs a-low (1 GPU, priority 0), a-mid (2, 50), a-high (2, 100),
     borrowing 2 of B's min (5); B runs b1 (3, priority 100): Σused = Σmin = 8."""
@@ -177,7 +192,7 @@ def test_leaving_pods_are_remembered_until_they_go_and_only_while_going() -> Non
     assert flight.uids == {"uid-a-a1"} and flight.held == {"a": {GPU: 2}}
     assert flight.used(book.quota("a")) == {GPU: 1}  # type: ignore[arg-type]
     assert book.quota("a").used == {GPU: 3}  # type: ignore[union-attr]  # PreFilter still counts it
-    assert book.in_flight(lambda key: False) == InFlight(frozenset(), {})
+    assert book.in_flight(lambda key: False) == InFlight()
     book.nominate(info(world, "a/a2"), [info(world, "a/a2")])
     assert book.in_flight(lambda key: True).uids == {"uid-a-a1", "uid-a-a2"}
     world.delete("a/a1")
@@ -191,7 +206,7 @@ def test_a_quota_back_at_its_min_without_its_leaving_pods_is_no_source_of_victim
         qpod("b1", "b", gpu=2, node="n1", priority=100),
     )
     preemptor = PodInfo.of(qpod("p", "b", gpu=2, priority=10))
-    leaving = InFlight(frozenset({"uid-a-a1"}), {"a": {GPU: 2}})
+    leaving = InFlight({"uid-a-a1": info(world, "a/a1")}, {"a": {GPU: 2}})
     context = QuotaPreemption.of(book, preemptor, leaving)
     assert context.rule == RULE_RECLAIM and context.over == ()
     assert context.used["a"] == {GPU: 2}
@@ -219,7 +234,7 @@ def test_complete_skips_leaving_pods_and_never_takes_a_quota_below_its_min() -> 
     taken = context.complete((), iter([a1, a2, a3]))
     assert taken is not None and sorted(p.key for p in taken) == ["a/a1", "a/a2"]
     # With a2 leaving, 1 is lacking: a1 only (a2 is never taken twice).
-    leaving = InFlight(frozenset({"uid-a-a2"}), {"a": {GPU: 2}})
+    leaving = InFlight({"uid-a-a2": a2}, {"a": {GPU: 2}})
     context = QuotaPreemption.of(book, preemptor, leaving)
     taken = context.complete((), iter([a1, a2, a3]))
     assert taken is not None and [p.key for p in taken] == ["a/a1"]
@@ -229,13 +244,13 @@ def test_complete_skips_leaving_pods_and_never_takes_a_quota_below_its_min() -> 
 
 def test_own_quota_leaving_pods_count_as_gone_for_the_rule() -> None:
     """B's own pod leaving brings B back within its min: the preemptor reclaims."""
-    _, book = book_with(
+    world, book = book_with(
         qpod("a1", "a", gpu=4, node="n1", priority=0),
         qpod("b1", "b", gpu=4, node="n1", priority=0),
     )
     preemptor = PodInfo.of(qpod("p", "b", gpu=2, priority=10))
     assert QuotaPreemption.of(book, preemptor, InFlight()).rule == RULE_OWN
-    leaving = InFlight(frozenset({"uid-b-b1"}), {"b": {GPU: 4}})
+    leaving = InFlight({"uid-b-b1": info(world, "b/b1")}, {"b": {GPU: 4}})
     assert QuotaPreemption.of(book, preemptor, leaving).rule == RULE_RECLAIM
 
 
