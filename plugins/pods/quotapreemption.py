@@ -137,8 +137,11 @@ class QuotaPreemption:
             return owner is self.quota and victim.priority < pod.priority
         if owner is None or owner is self.quota:
             return False
-        # A leaving pod of a quota back at its min stays removable: it is going anyway.
-        return owner in self._over_set or victim in self.leaving
+        if owner in self._over_set:
+            return True
+        # A leaving pod stays removable on its node while its quota, counting it, is over its
+        # min (the anchor's potential victim): it is going anyway, listing it evicts nothing.
+        return victim in self.leaving and owner.over_min()
 
     def victims(self, on_node: Iterable[PodInfo], given: Sequence[PodInfo]) -> list[PodInfo]:
         """The node's pods the rules allow. Lower-priority pods stay only if an earlier hook
