@@ -98,6 +98,9 @@ class CapacityScheduling:
     # --- PreFilter, Reserve ------------------------------------------------------------------
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if self.book.quota(pod.namespace) is None:
+            return PreFilterResult()  # no quota applies (and no nomination to look at)
+        self.book.sync_nominations(cycle.cluster)
         verdict = self.book.admit(pod)
         if verdict is None:
             return PreFilterResult()
@@ -135,6 +138,7 @@ class CapacityScheduling:
                 now.terminating or (host is not None and host.preempting(key))
             )
 
+        self.book.sync_nominations(cluster)
         context = QuotaPreemption.of(self.book, pod, self.book.in_flight(going))
         cycle.scratch[_SLOT] = context
         return context
@@ -205,7 +209,7 @@ class CapacityScheduling:
 
     def preemption_chosen(self, cycle: PodCycle, pod: PodInfo, candidate: Candidate) -> None:
         context = self.context(cycle, pod)
-        self.book.nominate(pod, candidate.victims, context.relied_on())
+        self.book.nominate(pod, candidate.node, candidate.victims, context.relied_on())
         on_node = {p.key for p in cycle.cluster.pods_on(candidate.node)}
         here = tuple(v.key for v in candidate.victims if v.key in on_node)
         elsewhere = tuple(v.key for v in candidate.victims if v.key not in on_node)

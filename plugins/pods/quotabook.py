@@ -191,6 +191,7 @@ class QuotaBook:
         self._eqs: dict[str, dict[str, ElasticQuota]] = {}
         self._owner: dict[str, QuotaInfo] = {}  # counted pod uid -> its quota
         self._nominated: dict[str, PodInfo] = {}  # uid -> pending pod nominated to a node
+        self._nominated_node: dict[str, str] = {}  # uid -> that node
         self._leaving: dict[str, str] = {}  # counted pod uid -> key, terminating or a victim
         # preemptor uid -> its victims (key, uid) not seen gone yet
         self._victims_of: dict[str, frozenset[tuple[str, str]]] = {}
@@ -302,7 +303,7 @@ class QuotaBook:
         self._aggregate = None
 
     def reserve(self, pod: PodInfo) -> None:
-        self._nominated.pop(uid_of(pod), None)
+        self._drop_nomination(uid_of(pod))
         quota = self._quotas.get(pod.namespace)
         if quota is not None and quota.add(pod):
             self._changed()
@@ -312,8 +313,29 @@ class QuotaBook:
         if quota is not None and quota.remove(uid_of(pod)):
             self._changed()
 
+    def nominated(self) -> Mapping[str, PodInfo]:
+        """The pending pods nominated to a node, by UID: they hold the room they are owed."""
+        return self._nominated
+
+    def sync_nominations(self, cluster: ClusterView) -> None:
+        """Keep only the nominations the engine's nominator holds: it clears a lower-priority
+        pod's when a preemptor takes its node, before that pod's update is seen."""
+        if not self._nominated:
+            return
+        held: dict[str, set[str]] = {}
+        for uid, node in list(self._nominated_node.items()):
+            keys = held.get(node)
+            if keys is None:
+                keys = held[node] = {p.key for p in cluster.nominated_on(node)}
+            if self._nominated[uid].key not in keys:
+                self._drop_nomination(uid)
+
+    def _drop_nomination(self, uid: str) -> None:
+        self._nominated.pop(uid, None)
+        self._nominated_node.pop(uid, None)
+
     def nominate(
-        self, pod: PodInfo, victims: Iterable[PodInfo], relied: Iterable[PodInfo] = ()
+        self, pod: PodInfo, node: str, victims: Iterable[PodInfo], relied: Iterable[PodInfo] = ()
     ) -> None:
         """A preemption chose its node: the pod holds its room from now on, and its victims
         are leaving. It waits for them, and for the pods already leaving that its accounting
@@ -321,6 +343,7 @@ class QuotaBook:
         uid = uid_of(pod)
         chosen = tuple(victims)
         self._nominated[uid] = pod
+        self._nominated_node[uid] = node
         self._victims_of[uid] = frozenset((v.key, v.uid) for v in (*chosen, *relied))
         for victim in chosen:
             if uid_of(victim) in self._owner:
@@ -334,7 +357,7 @@ class QuotaBook:
         uid = meta.uid or key
         quota = self._quotas.get(meta.namespace or "")
         if event.type == "Deleted" or (pod.spec.node_name and _finished(pod)):
-            self._nominated.pop(uid, None)
+            self._drop_nomination(uid)
             self._victims_of.pop(uid, None)
             self._leaving.pop(uid, None)
             if quota is not None and quota.remove(uid):
@@ -342,7 +365,7 @@ class QuotaBook:
                 return True
             return False
         if pod.spec.node_name:
-            self._nominated.pop(uid, None)
+            self._drop_nomination(uid)
             self._victims_of.pop(uid, None)
             if quota is None:
                 return False
@@ -357,8 +380,9 @@ class QuotaBook:
         if nominated:
             info = cluster.pod(key)
             self._nominated[uid] = info if info is not None else _info(pod)
-        else:
-            self._nominated.pop(uid, None)
+            self._nominated_node[uid] = nominated
+        # Without one the nomination stays: this update may be older than our nomination's
+        # patch; `sync_nominations` drops it once the engine's nominator no longer holds it.
         return False
 
     def on_quota(self, event: ObjectEvent, cluster: ClusterView) -> bool:

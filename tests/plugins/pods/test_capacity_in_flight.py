@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from apis.core import Pod
-from placement.pods.events import DeletePod
+from placement.pods.events import DeletePod, PatchPodStatus
 from placement.pods.framework import PodInfo
 from placement.pods.requests import pod_requests
 from plugins.pods.quotabook import InFlight, QuotaBook
@@ -165,6 +165,45 @@ def test_a_pod_terminating_on_its_own_counts_as_gone_and_is_waited_for() -> None
     assert world.used("a") == 4
 
 
+# --- nominations: the room a preemptor is owed -------------------------------------------
+
+
+def test_an_update_older_than_the_nomination_patch_keeps_the_nomination() -> None:
+    """p1's nomination patch is not seen yet when an older update of p1 (a label change)
+    arrives: the book keeps p1's nomination as the engine's nominator does, so p2 of the same
+    priority counts p1's request (PreFilter and preemption)."""
+    world = across_nodes()
+    p1 = qpod("p1", "b", gpu=2, priority=10)
+    world.add_pods(p1)
+    actions = world.engine.schedule(world.now)
+    world.apply([a for a in actions if not isinstance(a, DeletePod | PatchPodStatus)])
+    meta = p1.metadata.model_copy(update={"labels": {"team": "b"}})
+    world.add_pods(p1.model_copy(update={"metadata": meta}))
+    assert world.engine.nominated() == {"b/p1": "n1"}
+    p2 = PodInfo.of(qpod("p2", "b", gpu=1, priority=10))
+    world.capacity.book.sync_nominations(world.engine.cluster)
+    assert list(world.capacity.book.nominated()) == ["uid-b-p1"]
+    quota_b = world.capacity.quota("b")
+    assert quota_b is not None
+    in_eq, _ = world.capacity.book.with_nominated(p2, quota_b)
+    assert in_eq == {GPU: 3}
+
+
+def test_a_nomination_the_engine_clears_stops_holding_room_before_its_patch_is_seen() -> None:
+    """p2 (higher priority) takes the node p1 was nominated to: the engine clears p1's
+    nomination; the book follows at once, not when p1's update comes back."""
+    world = one_node()
+    first = arrive(world, qpod("p1", "b", gpu=2, priority=10))
+    world.add_pods(qpod("p2", "b", gpu=1, priority=20))
+    actions = world.engine.schedule(world.now)
+    cleared = [a for a in actions if isinstance(a, PatchPodStatus) and a.key == "b/p1"]
+    assert [a.nominated_node for a in cleared] == [""]
+    assert "b/p1" not in world.engine.nominated()
+    world.capacity.book.sync_nominations(world.engine.cluster)
+    assert sorted(p.key for p in world.capacity.book.nominated().values()) == ["b/p2"]
+    gone(world, first)
+
+
 # --- the accounting, unit by unit ----------------------------------------------------------
 
 
@@ -193,7 +232,7 @@ def test_leaving_pods_are_remembered_until_they_go_and_only_while_going() -> Non
     assert flight.used(book.quota("a")) == {GPU: 1}  # type: ignore[arg-type]
     assert book.quota("a").used == {GPU: 3}  # type: ignore[union-attr]  # PreFilter still counts it
     assert book.in_flight(lambda key: False) == InFlight()
-    book.nominate(info(world, "a/a2"), [info(world, "a/a2")])
+    book.nominate(info(world, "a/a2"), "n1", [info(world, "a/a2")])
     assert book.in_flight(lambda key: True).uids == {"uid-a-a1", "uid-a-a2"}
     world.delete("a/a1")
     assert book.in_flight(lambda key: True).uids == {"uid-a-a2"}
