@@ -205,7 +205,7 @@ class CapacityScheduling:
         """The victims beyond the node's that the quota still needs; None when the rules
         allow too few."""
         context = self.context(cycle, pod)
-        return context.complete(candidate.victims, self._pool(cycle, context))
+        return context.complete(candidate.victims, lambda: self._pool(cycle, context))
 
     def preemption_chosen(self, cycle: PodCycle, pod: PodInfo, candidate: Candidate) -> None:
         context = self.context(cycle, pod)

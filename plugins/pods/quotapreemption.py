@@ -52,6 +52,8 @@ RULE_NO_QUOTA = "no-quota"
 """The preemptor has no quota: lower-priority pods of namespaces without one."""
 
 ImportanceKey = Callable[[PodInfo], tuple[int, float, str]]
+Pool = Callable[[], Iterable[PodInfo]]
+"""A fresh pass over the pods the rules allow anywhere, least important first."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,10 @@ class QuotaPreemption:
             return cls(book, pod, None, RULE_NO_QUOTA, leaving, in_eq, in_eq, used, over)
         in_eq, all_ = book.with_nominated(pod, quota)
         own = used[quota.namespace]
-        rule = RULE_OWN if quota.over_min_with(in_eq, own) else RULE_RECLAIM
+        # The rule is the anchor's, on the quota's use with its leaving pods still counted:
+        # under RULE_RECLAIM its own leaving pods could not be listed on their node, which
+        # then looks fuller than it is (the preemptor reclaims once they are gone).
+        rule = RULE_OWN if quota.over_min_with(in_eq) else RULE_RECLAIM
         context = cls(book, pod, quota, rule, leaving, in_eq, all_, used, over)
         context.short_max = {
             r: own.get(r, 0) + v - quota.max[r]
@@ -187,31 +192,67 @@ class QuotaPreemption:
         over_min = {r: v - freed_agg[r] for r, v in agg_keys.items() if v - freed_agg[r] > 0}
         return over_max, over_min
 
-    def fits(self, victims: Sequence[PodInfo], pool: Callable[[], Iterable[PodInfo]]) -> bool:
+    def fits(self, victims: Sequence[PodInfo], pool: Pool) -> bool:
         """The quota can be met once `victims` are gone, with more victims from `pool` if
         needed: when the pool alone covers what is lacking, any node's victims do."""
         if self._coverable is None:
-            self._coverable = self.complete((), pool()) is not None
+            self._coverable = self.complete((), pool) is not None
         if self._coverable:
             return True
         over_max, over_min = self.short(victims)
         return not over_max and not over_min
 
-    def complete(self, on_node: Sequence[PodInfo], pool: Iterable[PodInfo]) -> list[PodInfo] | None:
+    def complete(self, on_node: Sequence[PodInfo], pool: Pool) -> list[PodInfo] | None:
         """The victims beyond `on_node` that the quota still needs, taken from `pool` (least
-        important first) and then reprieved most important first; None when too few."""
+        important first) and then reprieved most important first; None when too few. A
+        quota reclaimed from is never taken below its min by them: the pods of a quota over
+        its min are taken first (the reprieve often gives back the smaller ones taken on the
+        way), and only if that ends under some min are they taken while it stays at it."""
         over_max, over_min = self.short(on_node)
         if not over_max and not over_min:
             return []
+        if self.rule != RULE_RECLAIM:
+            return self._take(on_node, pool(), strict=False)
+        taken = self._take(on_node, pool(), strict=False)
+        if taken is not None and self._keeps_mins(on_node, taken):
+            return taken
+        return self._take(on_node, pool(), strict=True)
+
+    def _after(self, on_node: Sequence[PodInfo]) -> dict[str, dict[str, int]]:
+        """Per namespace reclaimed from: what it keeps once the node's victims are gone."""
+        left: dict[str, dict[str, int]] = {}
+        for victim in on_node:
+            theirs = self.book.owner(victim)
+            if theirs is not None and victim not in self.leaving:
+                add_requests(self._left(left, theirs), victim.requests, -1)
+        return left
+
+    def _keeps_mins(self, on_node: Sequence[PodInfo], taken: Sequence[PodInfo]) -> bool:
+        left = self._after(on_node)
+        owners: list[tuple[PodInfo, QuotaInfo]] = []
+        for victim in taken:
+            owner = self.book.owner(victim)
+            if owner is not None:
+                add_requests(self._left(left, owner), victim.requests, -1)
+                owners.append((victim, owner))
+        # Each quota taken from keeps its min of every resource its victims held.
+        return all(
+            left[owner.namespace].get(r, 0) >= owner.min.get(r, 0)
+            for victim, owner in owners
+            for r, v in victim.requests.items()
+            if v > 0 and r in owner.governed and r != PODS
+        )
+
+    def _take(
+        self, on_node: Sequence[PodInfo], pool: Iterable[PodInfo], *, strict: bool
+    ) -> list[PodInfo] | None:
+        """Greedy from `pool`, then reprieved: `strict` takes a pod of a quota reclaimed from
+        only while it stays at its min, else while the quota is over its min."""
+        over_max, over_min = self.short(on_node)
         quota = self.quota
         taken_keys = {v.key for v in on_node}
         reclaim = self.rule == RULE_RECLAIM
-        left: dict[str, dict[str, int]] = {}  # what each quota reclaimed from keeps
-        if reclaim:
-            for victim in on_node:
-                theirs = self.book.owner(victim)
-                if theirs is not None and victim not in self.leaving:
-                    add_requests(self._left(left, theirs), victim.requests, -1)
+        left = self._after(on_node) if reclaim else {}
 
         def change(victim: PodInfo, owner: QuotaInfo, sign: int) -> bool:
             """Apply (sign 1) or undo (-1) a victim; True if it helped some shortage."""
@@ -239,8 +280,14 @@ class QuotaPreemption:
             owner = self.book.owner(victim)
             if owner is None:
                 continue
-            if reclaim and not owner.keeps_min_without(victim.requests, self._left(left, owner)):
-                continue  # never take a quota below its min
+            if reclaim:
+                keeps = self._left(left, owner)
+                if not (
+                    owner.keeps_min_without(victim.requests, keeps)
+                    if strict
+                    else owner.over_min(keeps)
+                ):
+                    continue
             if not change(victim, owner, 1):
                 change(victim, owner, -1)
                 continue

@@ -270,27 +270,31 @@ def test_complete_skips_leaving_pods_and_never_takes_a_quota_below_its_min() -> 
     # Σused 5 + 4 - Σmin 6: 3 lacking; A (5, min 2) gives a1 and a2 and stays at its min.
     context = QuotaPreemption.of(book, preemptor, InFlight())
     assert context.rule == RULE_RECLAIM
-    taken = context.complete((), iter([a1, a2, a3]))
+    taken = context.complete((), lambda: iter([a1, a2, a3]))
     assert taken is not None and sorted(p.key for p in taken) == ["a/a1", "a/a2"]
     # With a2 leaving, 1 is lacking: a1 only (a2 is never taken twice).
     leaving = InFlight({"uid-a-a2": a2}, {"a": {GPU: 2}})
     context = QuotaPreemption.of(book, preemptor, leaving)
-    taken = context.complete((), iter([a1, a2, a3]))
+    taken = context.complete((), lambda: iter([a1, a2, a3]))
     assert taken is not None and [p.key for p in taken] == ["a/a1"]
     # Without a1 to take, a3 would leave A (3 once a2 is gone) at 1, under its min 2: None.
-    assert context.complete((), iter([a2, a3])) is None
+    assert context.complete((), lambda: iter([a2, a3])) is None
 
 
-def test_own_quota_leaving_pods_count_as_gone_for_the_rule() -> None:
-    """B's own pod leaving brings B back within its min: the preemptor reclaims."""
+def test_the_rule_counts_the_own_quota_s_leaving_pods_and_its_shortfall_does_not() -> None:
+    """B's own b1 leaving: B is still above its min for the rule (b1 stays removable on its
+    node, as a lower-priority pod of B), but what B lacks is counted without b1."""
     world, book = book_with(
-        qpod("a1", "a", gpu=4, node="n1", priority=0),
+        qpod("a1", "a", gpu=2, node="n1", priority=0),
         qpod("b1", "b", gpu=4, node="n1", priority=0),
     )
     preemptor = PodInfo.of(qpod("p", "b", gpu=2, priority=10))
-    assert QuotaPreemption.of(book, preemptor, InFlight()).rule == RULE_OWN
-    leaving = InFlight({"uid-b-b1": info(world, "b/b1")}, {"b": {GPU: 4}})
-    assert QuotaPreemption.of(book, preemptor, leaving).rule == RULE_RECLAIM
+    b1 = info(world, "b/b1")
+    stale = QuotaPreemption.of(book, preemptor, InFlight())
+    assert stale.rule == RULE_OWN and stale.short_min == {GPU: 2}  # 6 + 2 - 6
+    context = QuotaPreemption.of(book, preemptor, InFlight({"uid-b-b1": b1}, {"b": {GPU: 4}}))
+    assert context.rule == RULE_OWN and context.allowed(b1)
+    assert context.short_min == {GPU: -2} and context.short([b1]) == ({}, {})
 
 
 # --- the property: with deletions in flight, reclaiming never double counts -----------------
