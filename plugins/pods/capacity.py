@@ -189,7 +189,7 @@ class CapacityScheduling:
         self, cycle: PodCycle, pod: PodInfo, node: str, pods: Sequence[PodInfo]
     ) -> list[PodInfo]:
         """The node's pods the quota rules allow (see `QuotaPreemption.victims`)."""
-        return self.context(cycle, pod).victims(cycle.cluster.pods_on(node), pods)
+        return self.context(cycle, pod).victims(node, cycle.cluster.pods_on(node), pods)
 
     def preemption_fits(
         self, cycle: PodCycle, pod: PodInfo, node: str, victims: Sequence[PodInfo]
@@ -197,7 +197,7 @@ class CapacityScheduling:
         """The quota can be met once `victims` are gone, with more victims taken elsewhere
         if needed."""
         context = self.context(cycle, pod)
-        return context.fits(victims, lambda: self._pool(cycle, context))
+        return context.fits(node, victims, lambda: self._pool(cycle, context))
 
     def preemption_complete(
         self, cycle: PodCycle, pod: PodInfo, candidate: Candidate

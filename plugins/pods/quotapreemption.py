@@ -91,6 +91,8 @@ class QuotaPreemption:
     _coverable: bool | None = None
     _buckets: dict[int, list[PodInfo]] | None = None
     _sorted: set[int] = field(default_factory=set)
+    _leaving_listed: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per node, the leaving pods `victims` listed: they stay victims at every reprieve."""
     _over_set: frozenset[QuotaInfo] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -148,12 +150,18 @@ class QuotaPreemption:
         # min (the anchor's potential victim): it is going anyway, listing it evicts nothing.
         return victim in self.leaving and owner.over_min()
 
-    def victims(self, on_node: Iterable[PodInfo], given: Sequence[PodInfo]) -> list[PodInfo]:
+    def victims(
+        self, node: str, on_node: Iterable[PodInfo], given: Sequence[PodInfo]
+    ) -> list[PodInfo]:
         """The node's pods the rules allow. Lower-priority pods stay only if an earlier hook
         kept them in `given`; reclaiming adds the higher-priority pods of borrowing quotas."""
         kept = {p.key for p in given}
         priority = self.pod.priority
-        return [p for p in on_node if (p.priority >= priority or p.key in kept) and self.allowed(p)]
+        found = [
+            p for p in on_node if (p.priority >= priority or p.key in kept) and self.allowed(p)
+        ]
+        self._leaving_listed[node] = frozenset(p.key for p in found if p in self.leaving)
+        return found
 
     def waits_for(self, terminating: PodInfo) -> bool:
         """Whether a pod terminating on the preemptor's nominated node frees room the
@@ -192,9 +200,14 @@ class QuotaPreemption:
         over_min = {r: v - freed_agg[r] for r, v in agg_keys.items() if v - freed_agg[r] > 0}
         return over_max, over_min
 
-    def fits(self, victims: Sequence[PodInfo], pool: Pool) -> bool:
+    def fits(self, node: str, victims: Sequence[PodInfo], pool: Pool) -> bool:
         """The quota can be met once `victims` are gone, with more victims from `pool` if
         needed: when the pool alone covers what is lacking, any node's victims do."""
+        leaving = self._leaving_listed.get(node)
+        if leaving and not leaving <= {v.key for v in victims}:
+            # A leaving pod does not come back: a reprieve of it is no real state (and it
+            # would leave a pod that is not going as the victim, evicted for nothing).
+            return False
         if self._coverable is None:
             self._coverable = self.complete((), pool) is not None
         if self._coverable:

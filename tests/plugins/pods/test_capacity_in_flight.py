@@ -165,6 +165,27 @@ def test_a_pod_terminating_on_its_own_counts_as_gone_and_is_waited_for() -> None
     assert world.used("a") == 4
 
 
+def test_a_leaving_pod_is_never_reprieved_in_favour_of_one_that_is_not_going() -> None:
+    """On a full node, a-high (more important) is terminating and a-low is not: either one's
+    room is enough. The reprieve puts back the most important first, which would keep a-high
+    (going anyway) and evict a-low; a leaving pod is not put back, so a-low stays."""
+    world = QuotaWorld.of()
+    world.add_nodes(gpu_node("n1", gpus=4))
+    world.add_quotas(quota("a", {GPU: 0}, {GPU: 8}), quota("b", {GPU: 4}, {GPU: 8}))
+    world.add_pods(
+        qpod("a-high", "a", gpu=2, node="n1", priority=50, started=T0),
+        qpod("a-low", "a", gpu=2, node="n1", priority=0, started=T0),
+    )
+    world.add_pods(terminating(world.pods["a/a-high"]))
+    deletions = arrive(world, qpod("p", "b", gpu=2, priority=10))
+    assert "a/a-low" not in {d.key for d in deletions}
+    [record] = world.capacity.preemptions
+    assert record.victims == ("a/a-high",)
+    world.delete("a/a-high")
+    world.settle(600)
+    assert world.running() == ["a/a-low", "b/p"] and world.preempted() == []
+
+
 # --- nominations: the room a preemptor is owed -------------------------------------------
 
 
