@@ -111,11 +111,9 @@ class QuotaInfo:
             del self.index[uid]
         return True
 
-    def over_max_with(
-        self, requests: Mapping[str, int], used: Mapping[str, int] | None = None
-    ) -> bool:
+    def over_max_with(self, requests: Mapping[str, int]) -> bool:
         """`used + requests > max` for a resource the pod asks for (missing max: unbounded)."""
-        limits, used = self.max, self.used if used is None else used
+        limits, used = self.max, self.used
         return any(
             value > 0
             and name in limits
@@ -124,11 +122,9 @@ class QuotaInfo:
             for name, value in requests.items()
         )
 
-    def over_min_with(
-        self, requests: Mapping[str, int], used: Mapping[str, int] | None = None
-    ) -> bool:
+    def over_min_with(self, requests: Mapping[str, int]) -> bool:
         """`used + requests > min` for a governed resource the pod asks for."""
-        governed, used = self.governed, self.used if used is None else used
+        governed, used = self.governed, self.used
         return any(
             value > 0
             and name in governed
@@ -371,7 +367,8 @@ class QuotaBook:
                 return False
             if uid not in quota.pods:
                 info = cluster.pod(key)
-                quota.add(info if info is not None and info.uid == (meta.uid or "") else _info(pod))
+                same = info is not None and info.uid == (meta.uid or "")
+                quota.add(info if same and info is not None else PodInfo.of(pod))
                 self._changed()
             if meta.deletion_timestamp is not None:
                 self._leaving[uid] = key
@@ -379,7 +376,7 @@ class QuotaBook:
         nominated = pod.status.nominated_node_name if pod.status else None
         if nominated:
             info = cluster.pod(key)
-            self._nominated[uid] = info if info is not None else _info(pod)
+            self._nominated[uid] = info if info is not None else PodInfo.of(pod)
             self._nominated_node[uid] = nominated
         # Without one the nomination stays: this update may be older than our nomination's
         # patch; `sync_nominations` drops it once the engine's nominator no longer holds it.
@@ -429,7 +426,3 @@ class QuotaBook:
 
 def _finished(pod: Pod) -> bool:
     return pod.status is not None and pod.status.phase in ("Succeeded", "Failed")
-
-
-def _info(pod: Pod) -> PodInfo:
-    return PodInfo.of(pod)

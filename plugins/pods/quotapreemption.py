@@ -2,7 +2,8 @@
 quota rules let it evict, whether its quota is met once they go, and the victims beyond the
 chosen node's that quota headroom still needs (reference/pod-level.md §2.3, DESIGN §8).
 
-The rules, decided once per preemptor (nominated pods counted, as PreFilter counts them):
+The rules, decided once per preemptor as the anchor does (nominated pods counted as PreFilter
+counts them, the quota's leaving pods still counted):
 
 * within its min (`used + request <= min`): `RULE_RECLAIM`, pods of *other* quotas over their
   min, of any priority; the reprieve puts the most important back first;
@@ -10,20 +11,20 @@ The rules, decided once per preemptor (nominated pods counted, as PreFilter coun
 * without a quota: `RULE_NO_QUOTA`, lower-priority pods of namespaces without one.
 
 **Pods already leaving count once.** A pod that is terminating, or that an earlier preemption
-deleted and that is not seen gone yet, is gone for this accounting: its quota's use and Σused
-are taken without it. A quota that was borrowing may so be back at its min, and then is no
-source of victims any more; a victim freeing quota headroom is not counted a second time. Such
-a pod stays a potential victim on its own node, as in the anchor's `SelectVictimsOnNode`
-(which removes every pod of the node the rules allow, terminating or not): listing it again
-evicts nothing, and its room on the node is seen by the Filter plugins. The room those victims
-free is owed to the pods nominated for it: the nominated pods' requests are added to the
-preemptor's (the book's `with_nominated`), and the engine adds those at the preemptor's
-priority or above to their node.
+deleted and that is not seen gone yet, is gone for the accounting: each quota's use and Σused
+are taken without it, so a quota that was borrowing may be back at its min (no source of
+victims any more), and a victim's headroom is never counted a second time. On its own node it
+stays a potential victim while the rules allow it (the anchor's `SelectVictimsOnNode` removes
+terminating pods like any other), so that the Filter plugins see its room; listed again it
+evicts nothing, and it is never reprieved (it does not come back). The room such pods free is
+owed to the pods nominated for it: their requests are added to the preemptor's (the book's
+`with_nominated`), and the engine adds those at the preemptor's priority or above to their
+node. A preemptor whose room comes from leaving pods waits for them (`relied_on`).
 
 **Cross-node quota preemption** (beyond the KEP, which lists it as a limitation): victims on
 the chosen node free its room; when the quota still lacks headroom (`Σmin`, or the preemptor's
-`max`), more victims allowed by the same rules are taken anywhere, least important first,
-never taking a quota below its min, then reprieved most important first.
+`max`), more victims allowed by the same rules are taken anywhere, least important first, then
+reprieved most important first, never taking a quota below its min.
 """
 
 from __future__ import annotations
