@@ -350,13 +350,22 @@ class QuotaPreemption:
                     yield victim
 
     def relied_on(self) -> list[PodInfo]:
-        """The leaving pods counted as gone that hold what the preemptor asks for (its
-        room may come from them rather than from victims of its own)."""
-        asked = {r for r, v in self.pod.requests.items() if v > 0 and r != PODS}
+        """The leaving pods the quota's headroom counts on: those holding a resource the
+        quota would lack were they staying (the room on the node is in the victims)."""
+        quota = self.quota
+        if quota is None:
+            return []
+        own = self.leaving.held.get(quota.namespace, {})
+        lacking = {r for r, v in self.short_max.items() if v + own.get(r, 0) > 0}
+        lacking |= {
+            r for r, v in self.short_min.items() if v + _held(self.book, self.leaving, r) > 0
+        }
         out: list[PodInfo] = []
         for victim in self.leaving.pods.values():
             owner = self.book.owner(victim)
-            if owner is not None and asked & owner.governed:
+            if owner is not None and any(
+                victim.requests.get(r, 0) > 0 and r in owner.governed for r in lacking
+            ):
                 out.append(victim)
         return out
 

@@ -318,6 +318,24 @@ def test_the_rule_counts_the_own_quota_s_leaving_pods_and_its_shortfall_does_not
     assert context.short_min == {GPU: -2} and context.short([b1]) == ({}, {})
 
 
+def test_a_preemptor_relies_only_on_the_leaving_pods_its_headroom_needs() -> None:
+    world, book = book_with(
+        qpod("a1", "a", gpu=2, node="n1", priority=0),
+        qpod("a2", "a", gpu=2, node="n1", priority=100),
+        qpod("b1", "b", gpu=1, node="n1", priority=100),
+    )
+    leaving = InFlight({"uid-a-a1": info(world, "a/a1")}, {"a": {GPU: 2}})
+    # Σused 5 + 2 > Σmin 6 with a1 staying: the headroom comes from a1's going.
+    needs = QuotaPreemption.of(book, PodInfo.of(qpod("p", "b", gpu=2)), leaving)
+    assert [p.key for p in needs.relied_on()] == ["a/a1"]
+    # 5 + 1 fits Σmin with a1 staying: nothing to wait for.
+    fits = QuotaPreemption.of(book, PodInfo.of(qpod("q", "b", gpu=1)), leaving)
+    assert fits.relied_on() == []
+    # Asking only for what no quota governs: nothing either.
+    cpu = QuotaPreemption.of(book, PodInfo.of(qpod("r", "b", cpu=4)), leaving)
+    assert cpu.relied_on() == []
+
+
 # --- the property: with deletions in flight, reclaiming never double counts -----------------
 
 quota_specs = st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=2, max_size=3)
