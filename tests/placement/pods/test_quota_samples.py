@@ -115,3 +115,23 @@ def test_cross_node_example_schedules(capsys: pytest.CaptureFixture[str]) -> Non
         " quota headroom, xnode-quota1/nginx-2 (ElasticQuota xnode-quota2 within its min: pods"
         " of quotas over their min (xnode-quota1), any priority)"
     )
+
+
+def test_two_preemptors_count_the_leaving_victim_once(capsys: pytest.CaptureFixture[str]) -> None:
+    got = outcome(capsys, "two-preemptors.yaml")
+    assert got == {
+        "Running": ["twop-a/a-high", "twop-b/b1", "twop-b/p1", "twop-b/p2"],
+        "Pending": [],
+        "Evicted": ["twop-a/a-low"],  # before: twop-a/a-high too, and twop-a at 0 (min 2)
+    }
+    lines = report("two-preemptors.yaml")
+    assert [line.split("; borrowed")[0].split("; used ")[1] for line in lines[:2]] == [
+        "nvidia.com/gpu=2",
+        "nvidia.com/gpu=4",
+    ]
+    assert lines[2:] == [
+        "preemption: twop-b/p1 on twop-node-1 evicted twop-a/a-low (ElasticQuota twop-b within"
+        " its min: pods of quotas over their min (twop-a), any priority)",
+        "preemption: twop-b/p2 on twop-node-2 evicted - (ElasticQuota twop-b within its min:"
+        " pods of quotas over their min (-), any priority)",
+    ]

@@ -308,7 +308,7 @@ def test_within_min_victims_are_pods_of_quotas_over_min_of_any_priority() -> Non
     w = reclaim_world()
     assert victims_of(w, qpod("b2", "b", gpu=3, priority=0)) == ["a/a1", "a/a2"]
     c = cycle(w)
-    assert w.capacity._context(c, PodInfo.of(qpod("b2", "b", gpu=3))).rule == RULE_RECLAIM
+    assert w.capacity.context(c, PodInfo.of(qpod("b2", "b", gpu=3))).rule == RULE_RECLAIM
 
 
 def test_above_min_victims_are_lower_priority_pods_of_the_same_namespace() -> None:
@@ -316,7 +316,7 @@ def test_above_min_victims_are_lower_priority_pods_of_the_same_namespace() -> No
     w.add_pods(qpod("b0", "b", gpu=1, node="n1", priority=-1))
     assert victims_of(w, qpod("b2", "b", gpu=6, priority=0)) == ["b/b0"]
     c = cycle(w)
-    assert w.capacity._context(c, PodInfo.of(qpod("b2", "b", gpu=6))).rule == RULE_OWN
+    assert w.capacity.context(c, PodInfo.of(qpod("b2", "b", gpu=6))).rule == RULE_OWN
 
 
 def test_without_quota_victims_are_lower_priority_pods_of_namespaces_without_one() -> None:
@@ -324,7 +324,7 @@ def test_without_quota_victims_are_lower_priority_pods_of_namespaces_without_one
     assert victims_of(w, qpod("x", "free", gpu=1, priority=0)) == ["free/free1"]
     assert victims_of(w, qpod("x", "free", gpu=1, priority=-5)) == []
     c = cycle(w)
-    assert w.capacity._context(c, PodInfo.of(qpod("x", "free"))).rule == RULE_NO_QUOTA
+    assert w.capacity.context(c, PodInfo.of(qpod("x", "free"))).rule == RULE_NO_QUOTA
 
 
 def test_fits_holds_the_quota_and_complete_takes_headroom_elsewhere() -> None:
