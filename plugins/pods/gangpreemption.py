@@ -7,15 +7,17 @@ kube's `selectVictimsOnNode` for one pod, done for the whole gang over the whole
    node, that are not being preempted already and not of the gang itself; a pod of another
    gang only when its whole gang is of lower priority.
 2. **Remove all, then reprieve.** For a priority level L, every potential victim of priority
-   <= L is removed; if the whole gang then fits (`_Packing`: each member on a node where it
-   fits without taking the victims still removed if there is one, else where the victims it
-   would take are the least important), the victims are put back one by one, the most
+   <= L is removed; if the whole gang then fits, the victims are put back one by one, the most
    important first (higher priority, then earlier start), each kept back when the whole gang
-   still fits. The lowest level whose removal lets the gang fit is found by bisection; the
-   levels above it (up to `CANDIDATE_LEVELS` in all) give more candidate sets.
-3. **Choice**: among the candidate sets, kube's order (`pick_candidate`; no PDBs here): the
-   lowest priority of the most important victim, the smallest sum of priorities, the fewest
-   pods. A victim gang left below its quorum goes whole (its other members join the set).
+   still fits (`plugins/pods/gangpacking.py`). L is the lowest level whose removal lets the
+   gang fit (the lowest level first, else by bisection up to the highest, which must work or
+   nothing does): the most important victim is then as unimportant as it can be.
+3. **Choice**: two first placements are reprieved (members where the victims they add are the
+   least important; members packed where each victim makes the most room), for
+   `CANDIDATE_LEVELS` levels from L; among these candidate sets, kube's order
+   (`pick_candidate`; no PDBs here): the lowest priority of the most important victim, the
+   smallest sum of priorities, the fewest pods. A victim gang left below its quorum goes whole
+   (its other members join the set before the ranking).
 
 Members that fit as things are take no victim. Nothing is deleted when the gang cannot fit
 even without every potential victim, or when the victims would leave the group's
@@ -25,110 +27,29 @@ even without every potential victim, or when the victims would leave the group's
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from apis.scheduling import PodGroup
-from placement.arrays import BoolMask
 from placement.pods.framework import (
-    CycleHost,
     Diagnosis,
     PodCycle,
     PodInfo,
     PodStatus,
     PostFilterResult,
 )
-from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import Candidate, importance_key, pick_candidate
 from placement.pods.requests import PODS
+from plugins.pods.gangpacking import Packing, Plan, Removal, Vector, Victim, remove, reprieve
 from plugins.pods.gangs import Gang, Manager, format_amount, group_of
 
 __all__ = ["CANDIDATE_LEVELS", "GangPreemption"]
 
-CANDIDATE_LEVELS = 3
-"""Priority levels tried from the lowest that works: each gives one candidate victim set."""
-
-Vector = np.ndarray[Any, np.dtype[np.int64]]
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity (a victim is one pod)
-class _Victim:
-    info: PodInfo
-    row: int
-    vector: Vector
-
-
-@dataclass
-class _Plan:
-    victims: list[PodInfo]
-    rows: list[int]  # per member, the row it goes to
-    requested: ResourceMatrix  # the nodes' requests with the victims gone, members placed
-
-
-class _Packing:
-    """Places the gang's members on a hypothetical cluster (see the module docstring, 2)."""
-
-    def __init__(
-        self,
-        cycle: PodCycle,
-        nodes: NodeSnapshot,
-        members: Sequence[PodInfo],
-        vector: Callable[[PodInfo], Vector],
-    ) -> None:
-        host = cycle.host
-        assert host is not None
-        self.host: CycleHost = host
-        self.cycle = cycle
-        self.nodes = nodes
-        self.members = members
-        self.vectors = [vector(m) for m in members]
-
-    def _fits(self, member: int, requested: ResourceMatrix, rows: BoolMask) -> BoolMask:
-        """Where the member fits; only rows with room for its requests are filtered."""
-        wanted = self.vectors[member]
-        # Only what the member asks for counts (an over-committed resource it does not ask
-        # for does not stop it, as in NodeResourcesFit).
-        enough: BoolMask = ((self.nodes.allocatable - requested >= wanted) | (wanted == 0)).all(1)
-        room: BoolMask = enough & rows
-        if not room.any():
-            return room
-        trial = dataclasses.replace(self.nodes, requested=requested)
-        fits = getattr(self.host, "fits", None)  # the engine's, without reasons
-        if callable(fits):
-            mask: BoolMask = fits(self.cycle, self.members[member], trial, room)
-            return mask
-        mask, _ = self.host.run_filters(self.cycle, self.members[member], trial, room)
-        return mask
-
-    def place(
-        self,
-        which: Sequence[int],
-        requested: ResourceMatrix,
-        actual: ResourceMatrix,
-        cost: np.ndarray[Any, np.dtype[np.int64]],
-        rows: list[int],
-    ) -> bool:
-        """Place the members `which` (indices), updating `requested` (victims removed) and
-        `actual` (victims present) in place and `rows`; False when one does not fit (the
-        arrays are then partly updated: callers pass copies). `cost` ranks the rows by the
-        victims a member would take there (lower first)."""
-        everywhere: BoolMask = np.ones(self.nodes.size, dtype=bool)
-        for i in which:
-            free = self._fits(i, actual, everywhere)
-            if free.any():
-                row = int(np.flatnonzero(free)[0])
-            else:
-                fits = np.flatnonzero(self._fits(i, requested, everywhere))
-                if fits.size == 0:
-                    return False
-                row = int(fits[np.lexsort((fits, cost[fits]))[0]])
-            requested[row] += self.vectors[i]
-            actual[row] += self.vectors[i]
-            rows[i] = row
-        return True
+CANDIDATE_LEVELS = 1
+"""Priority levels from the lowest that works whose victim sets are ranked (more cost one
+search each; the lowest level gives the lowest most-important victim, kube's first key)."""
 
 
 class GangPreemption:
@@ -187,8 +108,8 @@ class GangPreemption:
                 v = vectors[p.key] = nodes.vector(p.requests)
             return v
 
-        potential: list[_Victim] = [
-            _Victim(p, int(row), vector(p))
+        potential: list[Victim] = [
+            Victim(p, int(row), vector(p))
             for row in rows
             for p in cluster.pods_on(nodes.names[int(row)])
             if p.priority < priority
@@ -198,7 +119,7 @@ class GangPreemption:
         ]
         importance = importance_key(cycle.now)
         potential.sort(key=lambda v: importance(v.info))
-        packing = _Packing(cycle, nodes, members, vector)
+        packing = Packing(cycle, nodes, members, vector)
         plans = self._candidates(packing, potential, nodes)
         if not plans:
             return self._nothing(
@@ -207,7 +128,7 @@ class GangPreemption:
                 f"gang preemption: PodGroup {gang.key} cannot fit even if every lower-priority "
                 f"pod is preempted ({len(members)} pending member(s))",
             )
-        by_candidate: dict[int, _Plan] = {}
+        by_candidate: dict[int, Plan] = {}
         candidates: list[Candidate] = []
         for plan in plans:
             extra = self.manager.whole_gangs(plan.victims, cluster)
@@ -266,93 +187,42 @@ class GangPreemption:
         return message
 
     def _candidates(
-        self, packing: _Packing, potential: Sequence[_Victim], nodes: NodeSnapshot
-    ) -> list[_Plan]:
+        self, packing: Packing, potential: Sequence[Victim], nodes: NodeSnapshot
+    ) -> list[Plan]:
         """One plan per priority level, from the lowest whose removal lets the gang fit."""
         levels = sorted({v.info.priority for v in potential})
         if not levels:
-            plan = self._remove_then_reprieve(packing, [], nodes)
-            return [plan] if plan is not None else []
-        if self._remove_then_reprieve(packing, potential, nodes, reprieve=False) is None:
-            return []
-        lo, hi = 0, len(levels) - 1  # the lowest level that works, by bisection
+            state = remove(packing, [], nodes)
+            return [reprieve(packing, state)] if state is not None else []
+        removals: dict[int, Removal | None] = {}
+
+        def removal(index: int) -> Removal | None:
+            if index not in removals:
+                upto = [v for v in potential if v.info.priority <= levels[index]]
+                removals[index] = remove(packing, upto, nodes)
+            return removals[index]
+
+        # The lowest level that works: often the lowest of all (tried first), else by
+        # bisection up to the highest (which must work, or nothing does).
+        lo, hi = 0, len(levels) - 1
+        if removal(lo) is None:
+            if removal(hi) is None:
+                return []
+            lo += 1
+        else:
+            hi = lo
         while lo < hi:
             mid = (lo + hi) // 2
-            upto = [v for v in potential if v.info.priority <= levels[mid]]
-            if self._remove_then_reprieve(packing, upto, nodes, reprieve=False) is None:
+            if removal(mid) is None:
                 lo = mid + 1
             else:
                 hi = mid
-        plans: list[_Plan] = []
-        for level in levels[lo : lo + CANDIDATE_LEVELS]:
-            upto = [v for v in potential if v.info.priority <= level]
-            plan = self._remove_then_reprieve(packing, upto, nodes)
-            if plan is not None:
-                plans.append(plan)
+        plans: list[Plan] = []
+        for index in range(lo, min(lo + CANDIDATE_LEVELS, len(levels))):
+            upto = [v for v in potential if v.info.priority <= levels[index]]
+            # Two first placements, each reprieved: members on the rows whose victims are
+            # the least important, and members packed where each victim makes the most room.
+            for state in (removal(index), remove(packing, upto, nodes, packed=True)):
+                if state is not None:
+                    plans.append(reprieve(packing, state))
         return plans
-
-    def _remove_then_reprieve(
-        self,
-        packing: _Packing,
-        removable: Sequence[_Victim],
-        nodes: NodeSnapshot,
-        *,
-        reprieve: bool = True,
-    ) -> _Plan | None:
-        """Remove every victim of `removable` (most important first); None when the gang does
-        not fit even so. Then reprieve them in order while the whole gang still fits: only the
-        members on the victim's row move, the others' places stay valid."""
-        requested: ResourceMatrix = nodes.requested.copy()
-        actual: ResourceMatrix = nodes.requested.copy()
-        removed: list[list[_Victim]] = [[] for _ in range(nodes.size)]
-        for victim in removable:
-            requested[victim.row] -= victim.vector
-            removed[victim.row].append(victim)
-        cost = _costs(removed, nodes.size)
-        rows = [-1] * len(packing.members)
-        if not packing.place(range(len(rows)), requested, actual, cost, rows):
-            return None
-        if not reprieve:
-            return _Plan([], rows, requested)
-        victims: list[PodInfo] = []
-        for victim in removable:
-            r = victim.row
-            removed[r].remove(victim)
-            on_row = [i for i, row in enumerate(rows) if row == r]
-            if not on_row:
-                requested[r] += victim.vector  # the gang's places stay valid
-                cost[r] = _cost(removed[r])
-                continue
-            trial_requested = requested.copy()
-            trial_actual = actual.copy()
-            trial_requested[r] += victim.vector
-            for i in on_row:
-                trial_requested[r] -= packing.vectors[i]
-                trial_actual[r] -= packing.vectors[i]
-            trial_cost = cost.copy()
-            trial_cost[r] = _cost(removed[r])
-            trial_rows = list(rows)
-            if packing.place(on_row, trial_requested, trial_actual, trial_cost, trial_rows):
-                requested, actual, cost, rows = (
-                    trial_requested,
-                    trial_actual,
-                    trial_cost,
-                    trial_rows,
-                )
-            else:
-                removed[r].append(victim)  # stays a victim
-                victims.append(victim.info)
-        return _Plan(victims, rows, requested)
-
-
-def _cost(removed: Sequence[_Victim]) -> int:
-    """How costly a row is to place a member on, by the victims still removed there: the
-    priority of the most important (a member goes where it takes the least important), with
-    their count as a tie-breaker."""
-    if not removed:
-        return -(2**62)
-    return max(v.info.priority for v in removed) * 2**20 + len(removed)
-
-
-def _costs(removed: Sequence[Sequence[_Victim]], size: int) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.array([_cost(removed[r]) for r in range(size)], dtype=np.int64)
