@@ -61,7 +61,7 @@ from placement.pods.preemption import Candidate
 from plugins.pods._shared import check_fields
 from plugins.pods.gangmanager import PodGroupManager
 from plugins.pods.gangpreemption import GangPreemption
-from plugins.pods.gangs import POD_GROUP_LABEL, Gang, group_of, min_member
+from plugins.pods.gangs import POD_GROUP_LABEL, Gang, Manager, group_of, min_member
 
 __all__ = [
     "DEFAULT_PERMIT_WAITING_SECONDS",
@@ -103,7 +103,10 @@ class Coscheduling:
         self.permit_waiting = timedelta(seconds=permit_waiting_seconds)
         self.backoff = timedelta(seconds=backoff_seconds)
         self.reject_threshold = reject_percentage / 100
-        self.manager = PodGroupManager(self.permit_waiting, self.backoff, self.reject_threshold)
+        # Typed as the interface: mypy checks that PodGroupManager implements it.
+        self.manager: Manager = PodGroupManager(
+            self.permit_waiting, self.backoff, self.reject_threshold
+        )
         self._preemption = GangPreemption(self.name, self.manager)
         self._rejecting: set[str] = set()  # gangs whose waiting members are being rejected
 
