@@ -98,6 +98,15 @@ class Packing:
         mask, _ = self.host.run_filters(self.cycle, self.members[member], trial, room)
         return mask
 
+    def _stays(self, member: int, row: int, requested: ResourceMatrix, here: BoolMask) -> bool:
+        """Whether the member fits on `row` (`here` its mask): `_fits` for one row, with the
+        room checked on that row alone (most members put back on a full row do not fit)."""
+        wanted = self.vectors[member]
+        free = self.nodes.allocatable[row] - requested[row] - self.hidden[row]
+        if not ((free >= wanted) | (wanted == 0)).all():
+            return False
+        return bool(self._fits(member, requested, here)[row])
+
     def _takes(
         self,
         member: int,
@@ -143,7 +152,7 @@ class Packing:
             here[stay] = True
         requested, actual = state.requested, state.actual
         for position, i in enumerate(which):
-            if here is not None and stay is not None and self._fits(i, requested, here)[stay]:
+            if stay is not None and here is not None and self._stays(i, stay, requested, here):
                 row = stay
             else:
                 free = self._fits(i, actual, everywhere)

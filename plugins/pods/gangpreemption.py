@@ -27,7 +27,8 @@ even without every potential victim, or when the victims would leave the group's
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 import numpy as np
 
@@ -58,6 +59,14 @@ class GangPreemption:
     def __init__(self, name: str, manager: Manager) -> None:
         self.name = name
         self.manager = manager
+        self._order: tuple[datetime, Callable[[PodInfo], tuple[int, float, str]]] | None = None
+
+    def _importance(self, now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]:
+        """kube's victim order key, kept while the clock stands still: the gangs tried in one
+        engine call sort many of the same pods (each pod's start time is parsed once)."""
+        if self._order is None or self._order[0] != now:
+            self._order = (now, importance_key(now))
+        return self._order[1]
 
     def plan(
         self,
@@ -100,12 +109,14 @@ class GangPreemption:
         rows = np.flatnonzero(below[:, pods_col] > 0 if pods_col is not None else below.any(1))
         if rows.size == 0:
             return ""  # no lower-priority pod anywhere: nothing to preempt, nothing to say
-        vectors: dict[str, Vector] = {}
+        vectors: dict[tuple[tuple[str, int], ...], Vector] = {}
 
         def vector(p: PodInfo) -> Vector:
-            v = vectors.get(p.key)
+            """The pod's requests over the snapshot's columns (pods of one shape share one)."""
+            shape = tuple(p.requests.items())
+            v = vectors.get(shape)
             if v is None:
-                v = vectors[p.key] = nodes.vector(p.requests)
+                v = vectors[shape] = nodes.vector(p.requests)
             return v
 
         potential: list[Victim] = [
@@ -117,7 +128,7 @@ class GangPreemption:
             and not host.preempting(p.key)
             and group_of(p) != gang.key
         ]
-        importance = importance_key(cycle.now)
+        importance = self._importance(cycle.now)
         potential.sort(key=lambda v: importance(v.info))
         packing = Packing(cycle, nodes, members, vector)
         plans = self._candidates(packing, potential, nodes)
