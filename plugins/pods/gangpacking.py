@@ -33,7 +33,6 @@ __all__ = ["ROWS_EXAMINED", "Packing", "Plan", "Removal", "Vector", "Victim", "r
 ROWS_EXAMINED = 8
 """Rows whose victims are weighed in detail for one member (pre-ranked by their victims'
 priorities): the rest of the cluster is only filtered."""
-"""Priority levels tried from the lowest that works: each gives one candidate victim set."""
 
 
 Vector = np.ndarray[Any, np.dtype[np.int64]]
@@ -41,6 +40,8 @@ Vector = np.ndarray[Any, np.dtype[np.int64]]
 
 @dataclass(frozen=True, eq=False)  # compared by identity (a victim is one pod)
 class Victim:
+    """A potential victim: the pod, its row and its requests over the snapshot's columns."""
+
     info: PodInfo
     row: int
     vector: Vector
@@ -48,13 +49,15 @@ class Victim:
 
 @dataclass
 class Plan:
+    """A candidate: the victims kept after the reprieve and where each member goes."""
+
     victims: list[PodInfo]
     rows: list[int]  # per member, the row it goes to
     requested: ResourceMatrix  # the nodes' requests with the victims gone, members placed
 
 
 class Packing:
-    """Places the gang's members on a hypothetical cluster (see the module docstring, 2)."""
+    """Places the gang's members on a hypothetical cluster (see the module docstring)."""
 
     def __init__(
         self,
@@ -212,7 +215,7 @@ class Packing:
         asks = wanted > 0
         alloc = self.nodes.allocatable[fits]
         room = (alloc - state.requested[fits] - self.hidden[fits])[:, asks] // size_of[asks]
-        k = np.clip(room.min(axis=1), 1, left)
+        k = np.clip(room.min(axis=1), 1, left) if asks.any() else np.full(fits.size, left)
         over = state.actual[fits] + self.hidden[fits] - alloc
         after = np.ceil(np.maximum(over + k[:, None] * wanted, 0) / size_of).max(axis=1)
         held = np.isin(fits, state.rows)
@@ -283,7 +286,8 @@ def reprieve(packing: Packing, state: Removal) -> Plan:
 def _put_back(packing: Packing, state: Removal, victim: Victim) -> bool:
     """Reprieve one victim if the whole gang still fits (`state` updated); False otherwise."""
     r = victim.row
-    state.removed[r].remove(victim)
+    at = next(n for n, v in enumerate(state.removed[r]) if v is victim)
+    del state.removed[r][at]
     on_row = [i for i, row in enumerate(state.rows) if row == r]
     if not on_row:
         state.requested[r] += victim.vector  # no member there: the gang's places stay valid
@@ -302,7 +306,7 @@ def _put_back(packing: Packing, state: Removal, victim: Victim) -> bool:
         trial.actual[r] -= packing.vectors[i]
     trial.cost[r] = _cost(state.removed[r])
     if not packing.place(on_row, trial, stay=r, below=victim.info.priority):
-        state.removed[r].append(victim)  # stays a victim
+        state.removed[r].insert(at, victim)  # stays a victim, in its place in the order
         return False
     state.requested, state.actual, state.cost, state.rows = (
         trial.requested,
