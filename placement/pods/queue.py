@@ -12,6 +12,10 @@ kube-scheduler's queue, on an injected clock:
   backoff if their backoff has not expired yet, else to active, as kube moves them.
 * **gated**: pods with `spec.schedulingGates`, held until an update removes the gates.
 
+Nothing moves a pod to active before its backoff is over, not even `activate` (see there): every
+pod is tried at most once per backoff period, which bounds the attempts of a gang whose members
+keep activating and rejecting each other.
+
 A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
 it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
 deletion: an entry carries the pod's version and a stale entry is skipped when popped.
@@ -225,13 +229,20 @@ class SchedulingQueue:
         return moved
 
     def activate(self, key: str, now: datetime) -> bool:
-        """An unschedulable or backing-off pod goes to active now (kube's Activate); False
-        when it is elsewhere (active, gated, in flight) or unknown."""
+        """A plugin asks for an unschedulable pod to be tried again (kube's Activate, e.g. a
+        gang's first member at Permit for its siblings). The pod goes to active only once
+        its backoff is over: one still backing off goes to (or stays in) backoff until then.
+        Returns True when it moved to active now; False when it is still backing off, or
+        elsewhere (active, gated, in flight), or unknown.
+
+        Respecting the backoff is deliberate (kube's ForceActivate skips it): a gang whose
+        waiting member activates a sibling that fails and gets the waiter rejected would
+        otherwise go round at one instant without end (issue 27). With it, each member is
+        tried at most once per backoff period, however the plugins activate it."""
         queued = self._pods.get(key)
         if queued is None or queued.where not in ("unschedulable", "backoff"):
             return False
-        self._place(queued, "active", now)
-        return True
+        return self._move(queued, now) == "active"
 
     def move_rejected_by(self, now: datetime, plugin: str) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may
@@ -276,9 +287,12 @@ class SchedulingQueue:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _move(self, queued: QueuedPod, now: datetime) -> None:
+    def _move(self, queued: QueuedPod, now: datetime) -> Where:
+        """To backoff while its backoff runs, else to active; returns where it went."""
         until = self.backoff_until(queued)
-        self._place(queued, "backoff" if until is not None and until > now else "active", now)
+        where: Where = "backoff" if until is not None and until > now else "active"
+        self._place(queued, where, now)
+        return where
 
     def _valid_top(
         self, heap: list[tuple[datetime, int, str, int]], where: Where

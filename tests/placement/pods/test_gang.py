@@ -221,6 +221,9 @@ def test_gang_preemption_rejects_a_lower_gang_waiting_at_permit_instead_of_delet
     assert of(actions, DeletePod) == []  # held at Permit, not running: rejected, not deleted
     messages = [a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
     assert any("preempted by default/hi-m0" in m and "waiting at Permit" in m for m in messages)
+    # The preemptor failed a moment ago: it is tried again once its backoff (1 s) is over.
+    world.now += seconds(1)
+    world.step()
     assert world.engine.waiting() == {}
     assert bound_per_group(world) == Counter({"hi": 2})
     assert set(world.pods) >= {"default/low-m00", "default/low-m01", "default/low-m02"}
@@ -306,7 +309,7 @@ def test_a_gang_without_its_podgroup_is_rejected_at_prefilter_and_runs_once_it_e
     assert bound_per_group(world)["later"] == 2
 
 
-def test_first_member_at_permit_activates_its_siblings_out_of_backoff() -> None:
+def test_first_member_at_permit_activates_its_siblings_but_not_out_of_backoff() -> None:
     world = World.of()
     world.add_nodes(make_node("n1", cpu=4))
     add_group(world, pod_group("pair", 2))
@@ -316,7 +319,11 @@ def test_first_member_at_permit_activates_its_siblings_out_of_backoff() -> None:
     assert world.engine.queue_sizes()["unschedulable"] == 1
     world.add_pods(first)  # a new sibling moves it, to backoff (it failed a moment ago)
     assert world.engine.queue_sizes()["backoff"] == 1
-    world.step()  # the first member at Permit activates it: both bind in the same call
+    world.step()  # the first member waits at Permit; its sibling waits out its backoff (1 s)
+    assert sorted(world.engine.waiting()) == ["default/pair-m00"]
+    assert world.engine.queue_sizes()["backoff"] == 1
+    world.now += seconds(1)
+    world.step()  # the sibling's backoff is over: it completes the quorum, both bind
     assert bound_per_group(world)["pair"] == 2
 
 

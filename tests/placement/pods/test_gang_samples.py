@@ -102,3 +102,12 @@ def test_gang_preemption_sample(capsys: pytest.CaptureFixture[str]) -> None:
     assert got["Pending"] == [f"huge-{i}" for i in range(4)]
     for message in got["messages"].values():
         assert "gang preemption: PodGroup gang-preempt/huge cannot fit even if every " in message
+
+
+def test_a_partly_fitting_gang_does_not_spin(capsys: pytest.CaptureFixture[str]) -> None:
+    got = outcome(capsys, "partial.yaml")
+    assert got["Running"] == ["pair-0", "pair-1", "solo"]
+    assert got["Pending"] == ["stuck-0", "stuck-1", "stuck-2"]
+    assert "PodGroup gang-partial/stuck gets rejected" in " ".join(got["messages"].values())
+    [line] = [r for r in report("partial.yaml") if r.startswith("gang gang-partial/stuck")]
+    assert "minMember 3: 0 bound" in line

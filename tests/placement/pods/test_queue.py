@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from apis.core import Pod
@@ -130,3 +131,48 @@ def test_an_update_with_a_new_priority_reorders_active() -> None:
     q.add(info("b", 2), T0)
     q.update(info("a", 5), T0)
     assert drain(q) == ["a", "b"]
+
+
+def test_activation_respects_backoff() -> None:
+    q = queue()
+    for name in ("a", "b", "c"):
+        q.add(info(name), T0)
+    a, b, c = q.pop(), q.pop(), q.pop()
+    assert a is not None and b is not None and c is not None
+    q.requeue(a.info, T0, unschedulable=True, rejected_by=("Gang",))  # backoff until T0 + 1 s
+    q.requeue(b.info, T0, unschedulable=False)  # in backoff until T0 + 1 s
+    q.requeue(c.info, T0, unschedulable=True, rejected_by=("Gang",))
+    # Activated while backing off: to backoff (a) or left there (b), not to active.
+    assert not q.activate("ns/a", T0 + timedelta(milliseconds=500))
+    assert not q.activate("ns/b", T0 + timedelta(milliseconds=500))
+    assert q.sizes() == {"active": 0, "backoff": 2, "unschedulable": 1, "gated": 0}
+    assert q.pop() is None
+    assert q.next_wake() == T0 + timedelta(seconds=1)
+    # Once the backoff is over, activation moves to active at once (c), and the backoff queue
+    # releases the others at their time.
+    assert q.activate("ns/c", T0 + timedelta(seconds=1))
+    q.flush(T0 + timedelta(seconds=1))
+    assert drain(q) == ["a", "b", "c"]
+    assert not q.activate("ns/a", T0 + timedelta(seconds=1))  # in flight: nothing to do
+    assert not q.activate("ns/unknown", T0)
+
+
+def test_activation_cannot_make_a_pod_try_more_than_once_per_backoff() -> None:
+    """A pod activated again and again at one instant (a gang's members activating each other)
+    is tried once, then once per backoff period."""
+    q = queue()
+    q.add(info("a"), T0)
+    tries: list[datetime] = []
+    now = T0
+    while now < T0 + timedelta(seconds=60):
+        q.flush(now)
+        for _ in range(100):
+            q.activate("ns/a", now)
+            item = q.pop()
+            if item is None:
+                break
+            tries.append(now)
+            q.requeue(item.info, now, unschedulable=True, rejected_by=("Gang",))
+        now += timedelta(milliseconds=250)
+    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(tries)]
+    assert gaps == [1, 2, 4, 8, 10, 10, 10, 10]  # 1 s doubled per attempt, at most 10 s
