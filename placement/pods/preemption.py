@@ -316,8 +316,8 @@ class Preemptor:
         a binary search for the lowest priority level whose removal (with every level below)
         lets the pod fit."""
         rows = np.flatnonzero(fits)
-        layers = getattr(host, "layers", None)
-        if layers is None or rows.size <= 1:
+        layers = host.layers
+        if rows.size <= 1:
             return rows
         levels = [p for p in layers.priorities(nodes) if p < pod.priority]
         if len(levels) <= 1 or len(levels) > MAX_RANKED_LEVELS:

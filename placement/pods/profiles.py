@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from apis.configmodel import suggest
 from apis.pluginargs import PLUGIN_ARGS, validate_args
@@ -46,6 +46,7 @@ from placement.pods.framework import (
     QueueSortOverride,
     Reserve,
     Score,
+    declares,
     implements_point,
 )
 
@@ -389,7 +390,7 @@ def _profile(
     handlers: tuple[EventHandler, ...] = tuple(
         plugin  # type: ignore[misc]
         for name, plugin in built.items()
-        if name in used and callable(getattr(plugin, "on_event", None))
+        if name in used and implements_point(plugin, EventHandler)
     )
     return Profile(
         scheduler_name=spec.scheduler_name,
@@ -412,8 +413,10 @@ def _queue_order(profile: Profile) -> str:
     sort = profile.queue_sort.name
     plugins = (*profile.pre_filters, *profile.filters, *profile.permits, *profile.handlers)
     for plugin in plugins:
-        if getattr(plugin, "replaces_queue_sort", None) == sort:
-            return str(getattr(plugin, "name", sort))
+        if declares(plugin, QueueSortOverride):
+            override = cast(QueueSortOverride, plugin)
+            if override.replaces_queue_sort == sort:
+                return override.name
     return sort
 
 

@@ -241,10 +241,8 @@ class Coscheduling(
             cycle.waiting.allow(key, self.name)
         if verdict.wait is None:
             return PermitResult()
-        if verdict.activate:
-            activate = getattr(cycle.host, "activate", None) if cycle.host is not None else None
-            if callable(activate):
-                activate(list(verdict.activate))
+        if verdict.activate and cycle.host is not None:
+            cycle.host.activate(list(verdict.activate))
         return PermitResult(PodStatus(PodCode.WAIT, (), self.name), timeout=verdict.wait)
 
     # --- preemption hooks --------------------------------------------------------------------

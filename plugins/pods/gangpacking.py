@@ -94,11 +94,7 @@ class Packing:
         if not room.any():
             return room
         trial = dataclasses.replace(self.nodes, requested=requested)
-        fits = getattr(self.host, "fits", None)  # the engine's, without reasons
-        if callable(fits):
-            mask: BoolMask = fits(self.cycle, self.members[member], trial, room)
-            return mask
-        mask, _ = self.host.run_filters(self.cycle, self.members[member], trial, room)
+        mask: BoolMask = self.host.fits(self.cycle, self.members[member], trial, room)
         return mask
 
     def _stays(self, member: int, row: int, requested: ResourceMatrix, here: BoolMask) -> bool:
