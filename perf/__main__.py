@@ -29,7 +29,8 @@ from pathlib import Path
 
 from perf.harness import Case, Settings, Step, machine
 from perf.report import verdicts, write_report
-from perf.scenarios import SCENARIOS, plan
+from perf.scenarios import plan
+from perf.targets import SCENARIOS
 
 __all__ = ["PERF_EXTRA", "main", "missing_extra"]
 

@@ -28,9 +28,11 @@ __all__ = [
     "Settings",
     "Step",
     "cases_of",
+    "children",
     "find_case",
     "in_child",
     "machine",
+    "memory_mib",
     "ratio",
     "repeat",
     "size_names",
@@ -278,3 +280,37 @@ def machine() -> dict[str, Any]:
         "kubernetes_asyncio": version_of("kubernetes-asyncio"),
         "commit": _git_commit(),
     }
+
+
+def children(
+    case: Case,
+    module: str,
+    args: list[str],
+    settings: Settings,
+    times: int,
+    read: Callable[[Any, Case], float],
+    timeout_s: float,
+) -> Case:
+    """`case` with the value `read` takes from each of `times` runs of `module` in a fresh
+    process (`in_child`); the first failure, or a run that sets `case.error`, stops it."""
+    for _ in range(times):
+        try:
+            out = in_child(module, args, log=settings.log, timeout_s=timeout_s)
+        except ChildError as exc:
+            case.error = str(exc)
+            break
+        case.values.append(read(out, case))
+        if case.error is not None:
+            break
+    return case
+
+
+STATUS = Path("/proc/self/status")
+
+
+def memory_mib(field: str = "VmHWM") -> float:
+    """This process's resident memory (`VmRSS`) or its peak (`VmHWM`), in MiB."""
+    for line in STATUS.read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{STATUS} has no {field}")

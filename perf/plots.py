@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perf.harness import Case, cases_of, ratio
-from perf.scenarios import (
+from perf.targets import (
     COLD,
     CYCLE,
     FANOUT,

@@ -16,7 +16,7 @@ import numpy as np
 
 from perf.harness import Case, cases_of, ratio, size_names
 from perf.plots import plots
-from perf.scenarios import (
+from perf.targets import (
     COLD,
     CYCLE,
     FANOUT,

@@ -12,7 +12,7 @@ import pytest
 from perf.__main__ import main
 from perf.harness import Case, ChildError, Settings, Step, in_child, repeat
 from perf.report import fits, fmt, ratio, verdicts, write_report
-from perf.scenarios import (
+from perf.targets import (
     COLD,
     CYCLE,
     FANOUT,
@@ -294,7 +294,7 @@ def test_pod_cluster_is_seeded_and_mixed() -> None:
 
 def test_binding_check_finds_an_overcommitted_node_and_an_untolerated_taint() -> None:
     from perf import _pods_workload as w
-    from perf.child import overcommitted
+    from perf.child_pods import overcommitted
 
     node = w.full_nodes(1, cpu=8)[0]
     name = str(node.metadata.name)

@@ -75,8 +75,8 @@ def spread_placement(levels: int, n: int) -> Placement:
 
 
 def select(fleet: FleetSnapshot, total: np.ndarray[Any, Any], placement: Placement) -> list[int]:
-    candidates = np.ones(fleet.size, dtype=bool)
-    selection = EvenSpread().select(Cycle(NOW), placement, fleet, candidates, total)
+    rows = np.arange(fleet.size)  # every cluster is a candidate: `total` is aligned with them
+    selection = EvenSpread().select(Cycle(NOW), placement, fleet, rows, total)
     return [int(r) for r in selection.rows]
 
 

@@ -1,7 +1,12 @@
 """The plugin framework: what filters, prioritizers and selectors receive and return.
 
 A scheduling cycle works on boolean masks and integer score vectors over the rows of a
-`FleetSnapshot` (clusters sorted by name). Expected outcomes are values (`Status`); a plugin
+`FleetSnapshot` (clusters sorted by name). There is one `Protocol` per extension point (`Filter`,
+`Prioritizer`, `Selector`), each with one method; a plugin subclasses the ones it implements
+(`class Balance(Prioritizer)`), so mypy checks its signatures, and the registry refuses a plugin
+registered for a point it does not implement. Filters see a mask over every row; after them the
+scheduler compacts the candidates into ascending row numbers (`RowIndex`), and prioritizers and
+selectors work on those rows only. Expected outcomes are values (`Status`); a plugin
 that raises has a bug, and the `Scheduler` turns the exception into an ERROR status. The array
 types (`BoolMask`, `ScoreVector`, `RowIndex`) live in `placement.arrays`; they are re-exported
 here, with the interfaces that use them.
@@ -28,8 +33,6 @@ __all__ = [
     "FilterResult",
     "Prioritizer",
     "RowIndex",
-    "RowPrioritizer",
-    "RowSelector",
     "ScoreResult",
     "ScoreVector",
     "Selection",
@@ -104,8 +107,8 @@ class FilterResult:
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """Scores over all rows (from `score`), or aligned with the rows asked about (from
-    `score_rows`); `scored` marks the rows that have a score (None: every candidate)."""
+    """Scores aligned with the rows asked about; `scored` (aligned too) marks the rows that have
+    a score (None: every one of them)."""
 
     scores: ScoreVector
     status: Status = SUCCESS
@@ -123,8 +126,9 @@ class Selection:
 
 
 class Filter(Protocol):
-    """Removes candidates. The scheduler ANDs nothing itself: the mask returned is the new
-    candidate set, and a non-ok status stops the cycle."""
+    """Removes candidates: `candidates` is a mask over every snapshot row, and the mask returned
+    is the new candidate set (the scheduler ANDs it with the old one); a non-ok status stops
+    the cycle. Filters see masks because the first ones usually keep most of the fleet."""
 
     name: str
 
@@ -134,47 +138,28 @@ class Filter(Protocol):
 
 
 class Prioritizer(Protocol):
-    """Scores the candidates; the scheduler multiplies by the weight and adds up."""
+    """Scores the candidates; the scheduler multiplies by the weight and adds up.
+
+    `rows` are the candidates' snapshot row numbers, ascending (name order), and the result's
+    `scores` and `scored` are aligned with `rows`: a cycle never touches the rows the filters
+    removed, and what a prioritizer normalises over is the candidates, as OCM's see only the
+    filtered clusters. `placement.scoring` has the helpers (`positions`, `own_positions`)."""
 
     name: str
 
     def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult: ...
-
-
-class RowPrioritizer(Prioritizer, Protocol):
-    """A prioritizer that can also score only the candidates, which the scheduler then calls
-    instead of `score`: `rows` are the candidates' row numbers, ascending, and the result's
-    `scores` and `scored` are aligned with `rows`. A cycle then never touches the rows the
-    filters removed, and OCM's prioritizers see only the filtered clusters too."""
-
-    def score_rows(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult: ...
 
 
 class Selector(Protocol):
-    """Picks the clusters to decide on from the feasible candidates and their totals."""
+    """Picks the clusters to decide on from the candidates and their totals: `rows` are the
+    candidates' snapshot row numbers, ascending, `total` is aligned with `rows`, and the
+    selection holds snapshot rows in pick order."""
 
     name: str
 
     def select(
-        self,
-        cycle: Cycle,
-        placement: Placement,
-        fleet: FleetSnapshot,
-        candidates: BoolMask,
-        total: ScoreVector,
-    ) -> Selection: ...
-
-
-class RowSelector(Selector, Protocol):
-    """A selector that can also work on the candidates only (called instead of `select`):
-    `rows` are the candidates' row numbers, ascending, `total` is aligned with `rows`, and the
-    selection holds snapshot rows as usual."""
-
-    def select_rows(
         self,
         cycle: Cycle,
         placement: Placement,

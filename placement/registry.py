@@ -2,12 +2,19 @@
 
 The registry is passed to the `Scheduler`; `placement/` never imports `plugins/`. A name is the
 plugin's `name` attribute, never derived from a class name.
+
+A plugin registered for an extension point must implement that point's method: a factory that
+is a class (or a `functools.partial` of one) is checked when it is added, and every plugin a
+factory builds is checked when the scheduler builds it (`build_*`), so a plugin that names a
+point it does not implement is a `RegistryError`, never a method silently not called.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Filter, Prioritizer, Selector
@@ -20,7 +27,45 @@ SelectorFactory = Callable[[], Selector]
 
 
 class RegistryError(ValueError):
-    """A plugin name registered twice, or a profile naming an unknown plugin."""
+    """A plugin name registered twice, a plugin registered for a point it does not implement,
+    or a profile naming an unknown plugin."""
+
+
+# Each extension point's Protocol and the one method a plugin of that point implements.
+_POINTS: dict[str, tuple[type[Any], str]] = {
+    "filter": (Filter, "filter"),
+    "prioritizer": (Prioritizer, "score"),
+    "selector": (Selector, "select"),
+}
+
+
+def _factory_class(factory: object) -> type[Any] | None:
+    """The class a factory builds when that is known before calling it (a class, or a partial
+    of one), else None."""
+    while isinstance(factory, partial):
+        factory = factory.func
+    return factory if isinstance(factory, type) else None
+
+
+def _missing(point: str, cls: type[Any]) -> str | None:
+    """Why instances of `cls` are not plugins of `point`, or None when they are."""
+    protocol, method = _POINTS[point]
+    found = getattr(cls, method, None)
+    if not callable(found) or found is getattr(protocol, method):
+        return f"does not implement {protocol.__name__}.{method}"
+    return None
+
+
+def _check(point: str, name: str, plugin: object) -> None:
+    """Raise RegistryError unless `plugin` (a class, or a built plugin) implements `point`."""
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    problem = _missing(point, cls)
+    if problem is None and not isinstance(plugin, type):
+        built_name = getattr(plugin, "name", None)
+        if not isinstance(built_name, str):
+            problem = "has no `name`"
+    if problem is not None:
+        raise RegistryError(f"{point} plugin {name!r} ({cls.__qualname__}) {problem}")
 
 
 @dataclass
@@ -32,19 +77,41 @@ class Registry:
     selectors: dict[str, SelectorFactory] = field(default_factory=dict)
 
     @staticmethod
-    def _add(table: dict[str, object], name: str, factory: object) -> None:
+    def _add(point: str, table: dict[str, Any], name: str, factory: object) -> None:
         if name in table:
             raise RegistryError(f"plugin {name!r} is already registered")
+        cls = _factory_class(factory)
+        if cls is not None:
+            _check(point, name, cls)
         table[name] = factory
 
     def add_filter(self, name: str, factory: FilterFactory) -> None:
-        self._add(self.filters, name, factory)  # type: ignore[arg-type]
+        self._add("filter", self.filters, name, factory)
 
     def add_prioritizer(self, name: str, factory: PrioritizerFactory) -> None:
-        self._add(self.prioritizers, name, factory)  # type: ignore[arg-type]
+        self._add("prioritizer", self.prioritizers, name, factory)
 
     def add_selector(self, name: str, factory: SelectorFactory) -> None:
-        self._add(self.selectors, name, factory)  # type: ignore[arg-type]
+        self._add("selector", self.selectors, name, factory)
+
+    def build_filter(self, name: str) -> Filter:
+        """A new filter `name`; RegistryError if what its factory built is not a filter."""
+        plugin = self.filters[name]()
+        _check("filter", name, plugin)
+        return plugin
+
+    def build_prioritizer(self, name: str, coordinate: ScoreCoordinate) -> Prioritizer:
+        """A new prioritizer `name` for `coordinate`; RegistryError if what its factory built
+        is not a prioritizer."""
+        plugin = self.prioritizers[name](coordinate)
+        _check("prioritizer", name, plugin)
+        return plugin
+
+    def build_selector(self, name: str) -> Selector:
+        """A new selector `name`; RegistryError if what its factory built is not a selector."""
+        plugin = self.selectors[name]()
+        _check("selector", name, plugin)
+        return plugin
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from placement.framework import (
     Code,
     Cycle,
     Prioritizer,
-    ScoreResult,
     Selection,
     Selector,
     Status,
@@ -222,9 +221,6 @@ def _coordinate_key(item: WeightedCoordinate) -> tuple[str | None, ...]:
 
 _MAX_PRIORITIZERS = 1024  # distinct coordinates kept built; beyond that the cache starts over
 
-ScoreRows = Callable[[Cycle, Placement, FleetSnapshot, RowIndex], ScoreResult]
-SelectRows = Callable[[Cycle, Placement, FleetSnapshot, RowIndex, ScoreVector], Selection]
-
 
 class Scheduler:
     """Schedules placements with the plugins of `registry` as `profile` arranges them.
@@ -236,10 +232,9 @@ class Scheduler:
         profile.check(registry)
         self.registry = registry
         self.profile = profile
-        self.filters = [registry.filters[name]() for name in profile.filters]
-        self._prioritizers: dict[tuple[str | None, ...], tuple[Prioritizer, ScoreRows | None]]
-        self._prioritizers = {}
-        self._selectors: dict[str, tuple[Selector, SelectRows | None]] = {}
+        self.filters = [registry.build_filter(name) for name in profile.filters]
+        self._prioritizers: dict[tuple[str | None, ...], Prioritizer] = {}
+        self._selectors: dict[str, Selector] = {}
 
     @staticmethod
     def _guard(plugin: str, call: Callable[..., T], *args: Any) -> T | Status:
@@ -255,21 +250,20 @@ class Scheduler:
     def selector_name(self, placement: Placement) -> str:
         return self.profile.selector_for(placement)
 
-    def _prioritizer(self, item: WeightedCoordinate) -> tuple[Prioritizer, ScoreRows | None]:
+    def _prioritizer(self, item: WeightedCoordinate) -> Prioritizer:
         key = _coordinate_key(item)
         built = self._prioritizers.get(key)
         if built is None:
-            plugin = self.registry.prioritizers[item.plugin](item.coordinate)
+            built = self.registry.build_prioritizer(item.plugin, item.coordinate)
             if len(self._prioritizers) >= _MAX_PRIORITIZERS:
                 self._prioritizers.clear()
-            built = self._prioritizers[key] = (plugin, getattr(plugin, "score_rows", None))
+            self._prioritizers[key] = built
         return built
 
-    def _selector(self, name: str) -> tuple[Selector, SelectRows | None]:
+    def _selector(self, name: str) -> Selector:
         built = self._selectors.get(name)
         if built is None:
-            plugin = self.registry.selectors[name]()
-            built = self._selectors[name] = (plugin, getattr(plugin, "select_rows", None))
+            built = self._selectors[name] = self.registry.build_selector(name)
         return built
 
     def schedule(
@@ -314,14 +308,11 @@ class Scheduler:
         total: ScoreVector | None = None
         records = result.prioritizers
         for item in coordinates:
-            prioritizer, score_rows = self._prioritizer(item)
+            prioritizer = self._prioritizer(item)
             name = prioritizer.name
             started = clock()
             try:  # _guard, inlined in this loop
-                if score_rows is not None:
-                    scored = score_rows(cycle, placement, fleet, rows)
-                else:
-                    scored = _gathered(prioritizer, cycle, placement, fleet, candidates, rows)
+                scored = prioritizer.score(cycle, placement, fleet, rows)
             except Exception as exc:  # a plugin bug must not stop the controller
                 timings.append(("prioritizer", name, clock() - started))
                 result.status = _crashed(name, exc)
@@ -345,14 +336,10 @@ class Scheduler:
         result.rows = rows
         result.row_total = total
 
-        selector, select_rows = self._selector(self.selector_name(placement))
+        selector = self._selector(self.selector_name(placement))
         started = clock()
-        if select_rows is not None:
-            args: tuple[Any, ...] = (cycle, placement, fleet, rows, total)
-            selection = self._guard(selector.name, select_rows, *args)
-        else:
-            args = (cycle, placement, fleet, candidates, result.total)
-            selection = self._guard(selector.name, selector.select, *args)
+        args = (cycle, placement, fleet, rows, total)
+        selection = self._guard(selector.name, selector.select, *args)
         timings.append(("selector", selector.name, clock() - started))
         if isinstance(selection, Status):
             result.status = selection
@@ -371,17 +358,3 @@ class Scheduler:
 
 def _crashed(plugin: str, exc: Exception) -> Status:
     return Status(Code.ERROR, f"{type(exc).__name__}: {exc}", plugin)
-
-
-def _gathered(
-    prioritizer: Prioritizer,
-    cycle: Cycle,
-    placement: Placement,
-    fleet: FleetSnapshot,
-    candidates: BoolMask,
-    rows: RowIndex,
-) -> ScoreResult:
-    """A full-length prioritizer's result at the candidate rows."""
-    out = prioritizer.score(cycle, placement, fleet, candidates)
-    scored = None if out.scored is None else out.scored[rows]
-    return ScoreResult(out.scores[rows], out.status, scored)

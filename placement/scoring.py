@@ -1,4 +1,4 @@
-"""Helpers for prioritizers and selectors that work on the candidate rows only.
+"""Helpers for prioritizers and selectors, which work on the candidate rows only.
 
 After the filters, a cycle scores a compacted index: `rows`, the candidates' snapshot row numbers
 in ascending (that is, name) order, and vectors aligned with `rows` instead of full-length ones.
@@ -12,10 +12,10 @@ import numpy as np
 
 from apis.placements import Placement
 from placement.arrays import BoolMask, RowIndex, ScoreVector
-from placement.framework import Cycle, ScoreResult
+from placement.framework import Cycle
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["RowScored", "full_result", "own_positions", "positions", "rows_mask", "scatter"]
+__all__ = ["own_positions", "positions", "rows_mask", "scatter"]
 
 
 def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
@@ -59,26 +59,3 @@ def rows_mask(rows: RowIndex, size: int, within: BoolMask | None = None) -> Bool
     mask = np.zeros(size, dtype=bool)
     mask[rows if within is None else rows[within]] = True
     return mask
-
-
-def full_result(result: ScoreResult, rows: RowIndex, size: int) -> ScoreResult:
-    """A row-aligned `ScoreResult` (from `score_rows`) as a full-length one (for `score`), with
-    `scored` spelled out."""
-    scored = rows_mask(rows, size, result.scored)
-    return ScoreResult(scatter(rows, result.scores, size), result.status, scored)
-
-
-class RowScored:
-    """Base of prioritizers written as `score_rows`: the full-length `score` of the `Prioritizer`
-    protocol (for explain and third-party callers), derived from it, 0 outside the candidates."""
-
-    def score_rows(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
-    ) -> ScoreResult:
-        raise NotImplementedError
-
-    def score(
-        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, candidates: BoolMask
-    ) -> ScoreResult:
-        rows = np.flatnonzero(candidates)
-        return full_result(self.score_rows(cycle, placement, fleet, rows), rows, fleet.size)

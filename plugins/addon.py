@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import Code, Cycle, RowIndex, ScoreResult, Status
-from placement.scoring import RowScored
+from placement.framework import Code, Cycle, Prioritizer, RowIndex, ScoreResult, Status
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["AddOn"]
 
 
-class AddOn(RowScored):
+class AddOn(Prioritizer):
     """Reads score `scoreName` of AddOnPlacementScore `resourceName` in each cluster's namespace."""
 
     def __init__(self, coordinate: ScoreCoordinate) -> None:
@@ -23,7 +22,7 @@ class AddOn(RowScored):
         self.score_name = coordinate.add_on.score_name
         self.name = f"AddOn/{self.resource}/{self.score_name}"
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         column = fleet.addons.get(self.resource)

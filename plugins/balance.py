@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import Cycle, RowIndex, ScoreResult, ScoreVector
-from placement.scoring import RowScored, own_positions
+from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult, ScoreVector
+from placement.scoring import own_positions
 from placement.snapshot import DecisionTable, FleetSnapshot
 
 __all__ = ["Balance", "balance_scores"]
@@ -33,7 +33,7 @@ def balance_scores(counts: ScoreVector, max_count: int) -> ScoreVector:
 _FEW_COUNTS = 64
 
 
-class Balance(RowScored):
+class Balance(Prioritizer):
     """100 for clusters without decisions elsewhere, down to -100 for the busiest one."""
 
     name = "Balance"
@@ -41,7 +41,7 @@ class Balance(RowScored):
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         table = fleet.decisions

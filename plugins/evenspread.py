@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 
 from apis.placements import MAX_SPREAD_CONSTRAINTS, Placement, SpreadConstraintsTerm
-from placement.framework import BoolMask, Code, Cycle, ScoreVector, Selection, Status
+from placement.framework import (
+    BoolMask,
+    Code,
+    Cycle,
+    RowIndex,
+    ScoreVector,
+    Selection,
+    Selector,
+    Status,
+)
 from placement.snapshot import Column, FleetSnapshot
 from plugins._spread_levels import LEVEL_SCORE_MAX, IntArray, Level, Levels
 
@@ -145,7 +154,7 @@ def _topology(
     )
 
 
-class EvenSpread:
+class EvenSpread(Selector):
     """Picks clusters one at a time, balancing selected counts across topology domains."""
 
     name = "EvenSpread"
@@ -155,7 +164,7 @@ class EvenSpread:
         cycle: Cycle,
         placement: Placement,
         fleet: FleetSnapshot,
-        candidates: BoolMask,
+        rows: RowIndex,
         total: ScoreVector,
     ) -> Selection:
         spread = placement.spec.spread_policy
@@ -168,22 +177,26 @@ class EvenSpread:
         hard = [t.when_unsatisfiable == "DoNotSchedule" for t in terms]
         # A cluster needs a domain at every DoNotSchedule level (so its key, and the keys of the
         # levels above it): without one there is no way to respect maxSkew.
-        selectable = candidates.copy()
         deepest = max((k for k, is_hard in enumerate(hard) if is_hard), default=-1)
+        keep: BoolMask | None = None
         for column in columns[: deepest + 1]:
-            selectable &= column.codes >= 0
-        rows = np.flatnonzero(selectable).astype(np.int64)
+            has = column.codes.take(rows) >= 0
+            keep = has if keep is None else keep & has
+        selectable = (rows if keep is None else rows[keep]).astype(np.int64)
         wanted = placement.spec.number_of_clusters
-        n = int(candidates.sum()) if wanted is None else wanted
-        if rows.size == 0 or n == 0 or not terms:
+        n = rows.size if wanted is None else wanted
+        if selectable.size == 0 or n == 0 or not terms:
             # explain: no pick at all (a spread placement still gets its spread section)
             explained = bool(terms) and bool(cycle.scratch.get("explain"))
             empty: dict[str, Any] = {"weight": weight, "steps": []} if explained else {}
             return Selection(np.empty(0, np.intp), wanted=n, trace=empty)
-        codes = [column.codes[rows].astype(np.int64) for column in columns]
-        prio = total[rows].astype(np.int64)
-        topo = _topology(rows, codes, columns, prio)
-        picks, trace = self._pick(topo, terms, hard, weight, total, n, cycle.scratch.get("explain"))
+        codes = [column.codes.take(selectable).astype(np.int64) for column in columns]
+        prio = (total if keep is None else total[keep]).astype(np.int64)
+        topo = _topology(selectable, codes, columns, prio)
+        # Each position of `order`'s total: `ranks` index the selectable rows, as `prio` does.
+        by_position = prio.take(topo.ranks)
+        explain = cycle.scratch.get("explain")
+        picks, trace = self._pick(topo, terms, hard, weight, by_position, n, explain)
         selection_trace: dict[str, Any] = {"weight": weight}
         if trace is not None:
             named = [_named_step(step, topo, fleet, terms) for step in trace]
@@ -198,10 +211,12 @@ class EvenSpread:
         terms: list[SpreadConstraintsTerm],
         hard: list[bool],
         weight: int,
-        total: ScoreVector,
+        prio: IntArray,
         n: int,
         explain: object,
     ) -> tuple[list[int], list[dict[str, Any]] | None]:
+        """The picks (snapshot rows, in order) and, when explaining, every step; `prio` is the
+        prioritizers' total of each position of `topo.order`."""
         levels = [
             Level(
                 k,
@@ -219,7 +234,6 @@ class EvenSpread:
         picks: list[int] = []
         trace: list[dict[str, Any]] | None = [] if explain else None
         leaves = len(topo.starts)
-        prio = total[topo.order].astype(np.int64)  # per position of `order`
         # Ties go to the smallest name: fold it into one integer key per leaf, final score
         # first. The tie-break must be the rank among the candidates (0..last), not the fleet
         # row: rows skip the clusters earlier filters removed, so their spread can exceed any
@@ -250,7 +264,7 @@ class EvenSpread:
             if pool.size == 0:
                 if alive.any():
                     nothing = np.zeros(leaves, dtype=np.int64)
-                    trace.append(_step(-1, -1, ptr, reasons, raw, nothing, weight, total, topo))
+                    trace.append(_step(-1, -1, ptr, reasons, raw, nothing, weight, prio, topo))
                 break
             if weight:
                 lo, hi = pool.min(), pool.max()
@@ -266,7 +280,7 @@ class EvenSpread:
             leaf = int(key.argmax())
             position = int(ptr[leaf])
             row = int(topo.order[position])
-            trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, total, topo))
+            trace.append(_step(leaf, row, ptr, reasons, raw, normalized, weight, prio, topo))
             picks.append(row)
             for level in levels:
                 level.add(leaf)
@@ -330,7 +344,7 @@ def _step(
     raw: IntArray,
     normalized: IntArray,
     weight: int,
-    total: ScoreVector,
+    prio: IntArray,
     topo: _Topology,
 ) -> dict[str, Any]:
     """Every remaining cluster at this step (explain only: O(clusters) per step); `row` -1 is
@@ -347,7 +361,7 @@ def _step(
             if excluded:
                 record["excluded"] = excluded
             else:
-                final = weight * int(normalized[index]) + int(total[cluster])
+                final = weight * int(normalized[index]) + int(prio[position])
                 record.update(raw=int(raw[index]), normalized=int(normalized[index]), final=final)
             candidates.append(record)
     candidates.sort(key=lambda r: r["row"])

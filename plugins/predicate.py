@@ -14,7 +14,7 @@ import numpy as np
 from apis.meta import LabelSelectorRequirement
 from apis.placements import ClusterPredicate, Placement
 from placement.cel import CelCompileError, CelSelector, compile_selector
-from placement.framework import BoolMask, Code, Cycle, FilterResult, Status
+from placement.framework import BoolMask, Code, Cycle, Filter, FilterResult, Status
 from placement.selectors import (
     CelTimer,
     SelectorError,
@@ -70,7 +70,7 @@ def cel_score_names(placement: Placement) -> frozenset[str] | None:
     return frozenset(names)
 
 
-class Predicate:
+class Predicate(Filter):
     """Keeps the candidates matching at least one of the placement's predicates."""
 
     name = "Predicate"

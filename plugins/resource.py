@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import Cycle, RowIndex, ScoreResult
-from placement.scoring import RowScored
+from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["RATIO_PRIORITIZERS", "RESOURCE_PRIORITIZERS", "ResourceAllocatable", "ResourceRatio"]
@@ -34,7 +33,7 @@ RATIO_PRIORITIZERS = {
 }
 
 
-class _ResourcePrioritizer(RowScored):
+class _ResourcePrioritizer(Prioritizer):
     """One resource's prioritizer, named after the resource it reads (`NAMES`)."""
 
     NAMES: dict[str, str] = {}
@@ -51,7 +50,7 @@ class ResourceAllocatable(_ResourcePrioritizer):
 
     NAMES = RESOURCE_PRIORITIZERS
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         values = fleet.allocatable[self.resource].take(rows)
@@ -95,7 +94,7 @@ class ResourceRatio(_ResourcePrioritizer):
 
     NAMES = RATIO_PRIORITIZERS
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         allocatable = fleet.allocatable[self.resource].take(rows)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
-from placement.framework import Cycle, RowIndex, ScoreResult
-from placement.scoring import RowScored, own_positions
+from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult
+from placement.scoring import own_positions
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["Steady"]
 
 
-class Steady(RowScored):
+class Steady(Prioritizer):
     """100 for clusters in this placement's current decisions, 0 otherwise."""
 
     name = "Steady"
@@ -20,7 +20,7 @@ class Steady(RowScored):
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         scores = np.zeros(rows.size, dtype=np.int64)

@@ -16,12 +16,14 @@ from placement.framework import (
     BoolMask,
     Code,
     Cycle,
+    Filter,
     FilterResult,
+    Prioritizer,
     RowIndex,
     ScoreResult,
     Status,
 )
-from placement.scoring import RowScored, positions
+from placement.scoring import positions
 from placement.snapshot import FleetSnapshot, TaintRow
 
 __all__ = [
@@ -169,7 +171,7 @@ def _matching(kind: tuple[str, str, str], tolerations: Sequence[T]) -> list[T]:
     return [t for t in tolerations if _kind_matches(kind, t)]
 
 
-class TaintToleration:
+class TaintToleration(Filter):
     """Removes candidates carrying a taint the placement does not tolerate."""
 
     name = "TaintToleration"
@@ -266,7 +268,7 @@ class TaintToleration:
         return tolerance(fleet.taints[first], tolerations, True, cycle.now)[1]
 
 
-class TaintTolerationPrioritizer(RowScored):
+class TaintTolerationPrioritizer(Prioritizer):
     """Scores -100 for candidates with a PreferNoSelect taint the placement does not tolerate."""
 
     name = "TaintToleration"
@@ -274,7 +276,7 @@ class TaintTolerationPrioritizer(RowScored):
     def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
         self.coordinate = coordinate
 
-    def score_rows(
+    def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
         scores = np.zeros(rows.size, dtype=np.int64)

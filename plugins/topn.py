@@ -4,29 +4,19 @@ name ascending; all feasible clusters when `numberOfClusters` is unset."""
 from __future__ import annotations
 
 from apis.placements import Placement
-from placement.framework import BoolMask, Cycle, RowIndex, ScoreVector, Selection
-from placement.scheduler import rank, rank_rows
+from placement.framework import Cycle, RowIndex, ScoreVector, Selection, Selector
+from placement.scheduler import rank_rows
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["TopN"]
 
 
-class TopN:
+class TopN(Selector):
     """Takes the best `numberOfClusters` candidates."""
 
     name = "TopN"
 
     def select(
-        self,
-        cycle: Cycle,
-        placement: Placement,
-        fleet: FleetSnapshot,
-        candidates: BoolMask,
-        total: ScoreVector,
-    ) -> Selection:
-        return Selection(rank(candidates, total, placement.spec.number_of_clusters))
-
-    def select_rows(
         self,
         cycle: Cycle,
         placement: Placement,

@@ -28,11 +28,12 @@ from controllers.cli.manifests import load_paths
 from controllers.embedded.audit import Audit
 from controllers.embedded.faults import Faults
 from controllers.embedded.handlers import Handlers
+from controllers.embedded.history import DROP, END, Watcher
 from controllers.embedded.kubelet import Kubelet, KubeletOptions
 from controllers.embedded.patch import copy_json
 from controllers.embedded.pods import SYSTEM_PRIORITY_CLASSES
 from controllers.embedded.resources import load_resources
-from controllers.embedded.store import Store, Watcher
+from controllers.embedded.store import Store
 
 __all__ = ["SYSTEM_NAMESPACES", "EmbeddedApiServer", "SnapshotError"]
 
@@ -132,7 +133,7 @@ class EmbeddedApiServer:
         watchers = [*self.store.watchers, *self._stalled]
         self._stalled.clear()
         for watcher in watchers:
-            watcher.queue.put_nowait("drop" if abrupt else "end")
+            watcher.queue.put_nowait(DROP if abrupt else END)
         return len(watchers)
 
     def stall_watches(self) -> int:

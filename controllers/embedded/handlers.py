@@ -1,7 +1,8 @@
 """HTTP handlers of the embedded API server: URL routing to resources, the verbs (with their
 `fieldValidation`, `dryRun` and Table answers), subresources (`/status`, `pods/binding`,
-`pods/eviction`), the audit log and fault injection; watches are served by `watches`. Every
-error is answered as a `metav1.Status`."""
+`pods/eviction`), the audit log and fault injection; watches are served by `watches`, and
+reading bodies and query integers is `requests`'. Every error is answered as a
+`metav1.Status`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
-import yaml
 from aiohttp import web
 
 from controllers.embedded.audit import Audit, AuditEntry
@@ -25,6 +25,12 @@ from controllers.embedded.pods import (
     grace_period,
     is_pod,
 )
+from controllers.embedded.requests import (
+    check_type_meta,
+    json_response,
+    query_int,
+    read_body,
+)
 from controllers.embedded.resources import (
     SERVER_VERSION,
     Resource,
@@ -37,94 +43,12 @@ from controllers.embedded.store import Propagation, Store
 from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
 from controllers.embedded.webhooks import MutatingWebhooks
-from controllers.embedded.writes import checked_fields, warning_header, write_options
+from controllers.embedded.writes import checked_fields, write_options
 
 __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
-MAX_REQUEST_BODY = 3 * 1024 * 1024
-"""kube-apiserver's request body limit (`--max-request-body-bytes`, etcd's 3 MiB value limit)."""
-MAX_BODY_DEPTH = 100
-"""How deep a request body may nest. kube-apiserver's decoder allows 10,000 levels; every walk
-of a body here (pruning, defaults, unknown fields) recurses, within Python's 1,000 frames, and
-no kind served nests more than a few dozen levels."""
-
-
-def _query_int(query: Any, name: str) -> int | None:
-    """The integer query parameter `name`, or None when absent; 400 with Go's ParseInt words
-    when it is no integer, as kube-apiserver answers `?limit=abc`."""
-    text = query.get(name)
-    if not text:
-        return None
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
-    if not -(2**63) <= value < 2**63:  # the fields are int64
-        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": value out of range')
-    return value
-
-
-def _shape_problem(data: Any) -> str | None:
-    """What makes a decoded body unfit to walk: nesting deeper than MAX_BODY_DEPTH, or more
-    values than a body of MAX_REQUEST_BODY bytes can hold in JSON (YAML aliases repeat a node
-    without repeating its text: a few KiB can stand for billions of values, or for a cycle)."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    seen = 0
-    while stack:
-        value, depth = stack.pop()
-        seen += 1
-        if seen > MAX_REQUEST_BODY:
-            return f"the request body expands to more than {MAX_REQUEST_BODY} values"
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
-            continue
-        if depth >= MAX_BODY_DEPTH:
-            return f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
-        stack.extend((child, depth + 1) for child in children)
-    return None
-
-
-def _apply_yaml(raw: bytes) -> Any:
-    """An apply patch sent as YAML, decoded; 400 when it is not YAML or nests too deep for
-    the decoder (its shape is checked after)."""
-    try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError:
-        raise StatusError(400, "the apply patch is not valid YAML") from None
-    except RecursionError:
-        message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
-        raise StatusError(400, message) from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise StatusError(400, "the apply patch is not valid YAML") from None
-
-
-def _check_type_meta(res: Resource, body: dict[str, Any]) -> None:
-    """kube-apiserver's check of a created or replaced object's type against the URL: another
-    group/version is 400, another kind of the same one 422 (an empty field takes the URL's)."""
-    api_version, kind = body.get("apiVersion"), body.get("kind")
-    if api_version and api_version != res.api_version:
-        raise StatusError(
-            400,
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({res.api_version})",
-        )
-    if kind and kind != res.kind:
-        meta = body.get("metadata")
-        name = meta.get("name", "") if isinstance(meta, dict) else ""
-        qualified = f"{kind}.{res.group}" if res.group else str(kind)
-        message = f'Invalid value: "{kind}": must be {res.kind}'
-        cause = {"reason": "FieldValueInvalid", "field": "kind", "message": message}
-        raise StatusError(
-            422,
-            f'{qualified} "{name}" is invalid: kind: {message}',
-            "Invalid",
-            {"name": name, "group": res.group, "kind": kind, "causes": [cause]},
-        )
 
 
 @dataclass(frozen=True)
@@ -135,13 +59,6 @@ class Target:
     namespace: str
     name: str = ""
     sub: str = ""
-
-
-def _json(doc: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    response = web.Response(body=json.dumps(doc), status=status, content_type="application/json")
-    for warning in warnings or ():
-        response.headers.add("Warning", warning_header(warning))
-    return response
 
 
 class Handlers:
@@ -170,7 +87,7 @@ class Handlers:
         try:
             return await self._route(request)
         except StatusError as exc:
-            return _json(exc.doc, exc.code)
+            return json_response(exc.doc, exc.code)
 
     # --- routing -----------------------------------------------------------------------------
 
@@ -179,11 +96,11 @@ class Handlers:
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return web.Response(text="ok")
         if parts == ["version"]:
-            return _json(SERVER_VERSION)
+            return json_response(SERVER_VERSION)
         if parts == ["api"]:
-            return _json({"kind": "APIVersions", "versions": ["v1"]})
+            return json_response({"kind": "APIVersions", "versions": ["v1"]})
         if parts == ["apis"]:
-            return _json(api_group_list(self.store.resources))
+            return json_response(api_group_list(self.store.resources))
         if parts[:2] == ["openapi", "v3"]:
             doc = (
                 openapi_index(self.store.resources)
@@ -192,7 +109,7 @@ class Handlers:
             )
             if doc is None:
                 raise StatusError(404, f"no OpenAPI document for {'/'.join(parts[2:])}")
-            return _json(doc)
+            return json_response(doc)
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 2:
@@ -208,14 +125,14 @@ class Handlers:
             if not served:
                 raise StatusError(404, f"{group}/{version} is not served")
             gv = f"{group}/{version}" if group else version
-            return _json(api_resource_list(gv, served))
+            return json_response(api_resource_list(gv, served))
         target = self._target(group, version, rest)
         return await self._serve(request, target)
 
     def _group(self, group: str) -> web.Response:
         for entry in api_group_list(self.store.resources)["groups"]:
             if entry["name"] == group:
-                return _json({"kind": "APIGroup", "apiVersion": "v1", **entry})
+                return json_response({"kind": "APIGroup", "apiVersion": "v1", **entry})
         raise StatusError(404, f"group {group} is not served")
 
     def _resource(self, group: str, version: str, plural: str) -> Resource:
@@ -237,35 +154,6 @@ class Handlers:
             raise StatusError(404, "the server could not find the requested resource")
         return Target(res, "", *rest[1:3])
 
-    async def _body(self, request: web.Request) -> Any:
-        too_large = StatusError(
-            413, f"Request entity too large: limit is {MAX_REQUEST_BODY}", "RequestEntityTooLarge"
-        )
-        if (request.content_length or 0) > MAX_REQUEST_BODY:
-            raise too_large
-        chunks, size = [], 0
-        while chunk := await request.content.read(64 * 1024):  # a chunked body has no length
-            size += len(chunk)
-            if size > MAX_REQUEST_BODY:
-                raise too_large
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw:
-            return None
-        try:
-            data = json.loads(raw)
-        except RecursionError:
-            message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
-            raise StatusError(400, message) from None
-        except ValueError:
-            if request.content_type != APPLY_PATCH:  # kubectl sends JSON, YAML is allowed too
-                raise StatusError(400, "the request body is not valid JSON") from None
-            data = _apply_yaml(raw)
-        problem = _shape_problem(data)
-        if problem is not None:
-            raise StatusError(400, problem)
-        return data
-
     def _check_fault(self, verb: str) -> None:
         code = self.faults.error_for(verb)
         if code is not None:
@@ -280,7 +168,7 @@ class Handlers:
             if method == "GET" and query.get("watch", "").lower() in _TRUE:
                 self.audit[AuditEntry("watch", res.group, res.plural, "", t.namespace)] += 1
                 self._check_fault("watch")
-                _query_int(query, "timeoutSeconds")  # 400 before the stream starts
+                query_int(query, "timeoutSeconds")  # 400 before the stream starts
                 view = table_view(res, request.headers.get("Accept", ""), query)
                 return await self.watches.serve(request, res, t.namespace, view)
             verb = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}.get(method)
@@ -302,10 +190,10 @@ class Handlers:
                 return self._list(request, t)
             if verb == "create":
                 options = write_options(query)
-                body = await self._body(request)
+                body = await read_body(request)
                 if not isinstance(body, dict):
                     raise StatusError(400, "the request body must be an object")
-                _check_type_meta(res, body)
+                check_type_meta(res, body)
                 warnings = checked_fields(res, body, options.validation)
                 keep = self._admit(res, body)
                 body = await self.webhooks.mutate(
@@ -314,18 +202,20 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return _json(created, 201, warnings)
+                return json_response(created, 201, warnings)
             return self._delete_collection(t, query)
         if verb == "get":
             obj = store.get(res, t.namespace, t.name)
             view = table_view(res, request.headers.get("Accept", ""), query)
             if view is None:
-                return _json(obj)
-            return _json(view.table([obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}))
+                return json_response(obj)
+            return json_response(
+                view.table([obj], {"resourceVersion": obj["metadata"]["resourceVersion"]})
+            )
         if verb == "delete":
             return await self._delete(request, t)
         options = write_options(query)
-        body = sent = await self._body(request)
+        body = sent = await read_body(request)
         if verb == "patch":
             current = self._patched(request.content_type, t)
             body = apply_patch(request.content_type, current or {}, sent)
@@ -338,16 +228,16 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return _json(created, 201, warnings)
+                return json_response(created, 201, warnings)
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
-        _check_type_meta(res, body)
+        check_type_meta(res, body)
         patch = sent if verb == "patch" else None
         warnings = checked_fields(res, body, options.validation, name=t.name, patch=patch)
         obj = store.update(
             res, t.namespace, t.name, body, status=t.sub == "status", dry_run=options.dry_run
         )
-        return _json(obj, 200, warnings)
+        return json_response(obj, 200, warnings)
 
     def _admit(self, res: Resource, body: dict[str, Any]) -> bool:
         """The admission of a real server beyond validation, on create: pods get their defaults
@@ -371,7 +261,7 @@ class Handlers:
             return 0
         sent = options.get("gracePeriodSeconds")
         if sent is None:
-            sent = _query_int(query, "gracePeriodSeconds")
+            sent = query_int(query, "gracePeriodSeconds")
         elif isinstance(sent, bool) or not isinstance(sent, int) or not -(2**63) <= sent < 2**63:
             raise StatusError(400, "gracePeriodSeconds must be an integer (int64)")
         pod = self.store.get(t.resource, t.namespace, t.name)
@@ -398,8 +288,8 @@ class Handlers:
                 raise StatusError(400, "invalid continue token") from None
         out: list[dict[str, Any]] = []
         meta: dict[str, Any] = {"resourceVersion": rv}
-        limit = _query_int(query, "limit") or 0
-        _query_int(query, "timeoutSeconds")  # a ListOptions field: checked on a list too
+        limit = query_int(query, "limit") or 0
+        query_int(query, "timeoutSeconds")  # a ListOptions field: checked on a list too
         for obj in items:
             key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
             if start is not None and key <= start:
@@ -413,12 +303,12 @@ class Handlers:
         res = t.resource
         view = table_view(res, request.headers.get("Accept", ""), query)
         if view is not None:
-            return _json(view.table(out, meta))
+            return json_response(view.table(out, meta))
         doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
-        return _json({**doc, "items": out})
+        return json_response({**doc, "items": out})
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
-        options = await self._body(request) or {}
+        options = await read_body(request) or {}
         if not isinstance(options, dict) or not isinstance(
             options.get("preconditions") or {}, dict
         ):
@@ -438,7 +328,7 @@ class Handlers:
             grace=self._grace(t, options, request.query),
             precondition_uid=preconditions.get("uid"),
         )
-        return _json(obj)
+        return json_response(obj)
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
         predicate, dry_run = query_predicate(query), write_options(query).dry_run
@@ -452,14 +342,14 @@ class Handlers:
                 dry_run=dry_run,
                 grace=self._grace(one, {}, query),
             )
-        return _json(status_doc(200, "deleted"))
+        return json_response(status_doc(200, "deleted"))
 
     async def _pod_subresource(self, request: web.Request, t: Target) -> web.Response:
         if t.resource.kind != "Pod" or t.resource.group or t.sub not in ("binding", "eviction"):
             raise StatusError(404, f"{t.resource.plural}/{t.sub} is not served")
         if request.method != "POST":
             raise StatusError(405, f"pods/{t.sub} only accepts POST")
-        body = await self._body(request)
+        body = await read_body(request)
         if body is not None and not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
         pod = self.store.get(t.resource, t.namespace, t.name)
@@ -476,10 +366,10 @@ class Handlers:
                 grace=self._grace(t, options, {}),
                 precondition_uid=preconditions.get("uid"),
             )
-            return _json(status_doc(201, f"pod {t.name} evicted"), 201)
+            return json_response(status_doc(201, f"pod {t.name} evicted"), 201)
         bound = bind_pod(pod, t.name, body)
         if write_options(request.query).dry_run:
-            return _json(status_doc(201, "bound (dry run)"), 201)
+            return json_response(status_doc(201, "bound (dry run)"), 201)
         self.store.update(t.resource, t.namespace, t.name, bound, internal=True)
         node = bound["spec"]["nodeName"]
-        return _json(status_doc(201, f"pod {t.name} bound to {node}"), 201)
+        return json_response(status_doc(201, f"pod {t.name} bound to {node}"), 201)

@@ -34,11 +34,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apis.meta import format_time
+from controllers.embedded.history import StoredEvent
 from controllers.embedded.patch import copy_json
 from controllers.embedded.pods import set_condition
 from controllers.embedded.resources import SERVER_VERSION, Resource
 from controllers.embedded.status import StatusError
-from controllers.embedded.store import Store, StoredEvent
+from controllers.embedded.store import Store
 
 __all__ = ["Kubelet", "KubeletOptions"]
 

@@ -3,86 +3,35 @@ event history that watches replay, and the writes' rules (admission, optimistic 
 status isolation, finalizers, garbage collection of dependents and of namespaces' contents).
 
 Stored objects are never mutated: every write stores a new dict, so events and list results can
-share them safely. Everything runs on the event loop's thread, so no locks are needed.
+share them safely. The events themselves and the open watches they are offered to are in
+`history`. Everything runs on the event loop's thread, so no locks are needed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import json
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from apis.meta import format_time
 from controllers.embedded.admission import admit, invalid_name, valid_name
 from controllers.embedded.eventviews import to_core, to_events
+from controllers.embedded.history import StoredEvent, Watcher
 from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
 from controllers.embedded.selectors import Predicate
 from controllers.embedded.status import StatusError
 
-__all__ = ["Propagation", "Store", "StoredEvent", "Watcher"]
+__all__ = ["Propagation", "Store"]
 
 Propagation = Literal["Background", "Foreground", "Orphan"]
 ObjKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 JsonObj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generateName suffixes
 _GENERATE_ATTEMPTS = 8  # names tried for one generateName create, as kube-apiserver
-
-
-@dataclass
-class StoredEvent:
-    """A change at `rv`; `old` is the object before it (None for ADDED)."""
-
-    rv: int
-    resource: Resource
-    type: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None = None
-    _line: bytes | None = field(default=None, repr=False)
-
-    def line(self, type_: str | None = None) -> bytes:
-        """The event as one JSON line of a watch stream (encoded once, shared by watchers)."""
-        if type_ is not None and type_ != self.type:
-            return json.dumps({"type": type_, "object": self.obj}).encode() + b"\n"
-        if self._line is None:
-            self._line = json.dumps({"type": self.type, "object": self.obj}).encode() + b"\n"
-        return self._line
-
-
-END, DROP = "end", "drop"
-
-
-class Watcher:
-    """One open watch: the events it should see, queued for its HTTP stream."""
-
-    def __init__(self, resource: Resource, namespace: str, predicate: Predicate | None) -> None:
-        self.resource = resource
-        self.namespace = namespace
-        self.predicate = predicate
-        self.queue: asyncio.Queue[bytes | str] = asyncio.Queue()
-
-    def _sees(self, obj: dict[str, Any] | None) -> bool:
-        if obj is None:
-            return False
-        if self.namespace and obj["metadata"].get("namespace") != self.namespace:
-            return False
-        return self.predicate is None or self.predicate(obj)
-
-    def offer(self, event: StoredEvent) -> None:
-        """Queue the event as this watch sees it: leaving its selector reads as DELETED."""
-        if event.resource is not self.resource:
-            return
-        now, before = self._sees(event.obj), self._sees(event.old)
-        if event.type == "MODIFIED" and now != before:
-            self.queue.put_nowait(event.line("ADDED" if now else "DELETED"))
-        elif now:
-            self.queue.put_nowait(event.line())
 
 
 def _now() -> str:

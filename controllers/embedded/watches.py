@@ -11,10 +11,11 @@ import json
 from aiohttp import web
 
 from controllers.embedded.faults import Faults
+from controllers.embedded.history import DROP, StoredEvent
 from controllers.embedded.resources import Resource
 from controllers.embedded.selectors import query_predicate
 from controllers.embedded.status import StatusError
-from controllers.embedded.store import Store, StoredEvent
+from controllers.embedded.store import Store
 from controllers.embedded.tables import TableView
 
 __all__ = ["Watches"]
@@ -95,7 +96,7 @@ class Watches:
                 if isinstance(item, str):
                     if batch:
                         await response.write(b"".join(batch))
-                    if item == "drop" and request.transport is not None:
+                    if item == DROP and request.transport is not None:
                         request.transport.abort()  # a broken connection, not a clean end
                     return
                 if view is not None:

@@ -26,6 +26,7 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
+from placement.cel.overloads import Function, Meter
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
 
 __all__ = [
@@ -68,13 +69,13 @@ class _Runtime:
     """The environment and the state of the evaluation in progress."""
 
     def __init__(self) -> None:
-        self.meter = k8s.Meter()
+        self.meter = Meter()
         self.scores: ScoreLookup = lambda cluster, name: None
         functions = list(k8s.build(self.meter))
         functions.append(
-            k8s.Function("scores", "cluster_scores", ("dyn", "string"), "list", self._scores, True)
+            Function("scores", "cluster_scores", ("dyn", "string"), "list", self._scores, True)
         )
-        functions.append(k8s.Function(METER, "ocm_cost_meter", ("int",), "bool", self._tick))
+        functions.append(Function(METER, "ocm_cost_meter", ("int",), "bool", self._tick))
         by_name: dict[str, list[cel.Overload]] = {}
         for f in functions:
             by_name.setdefault(f.name, []).append(

@@ -3,13 +3,12 @@
 The engine brings CEL's standard library, the strings extension and optional types. What
 Kubernetes adds (`k8s.io/apiserver/pkg/cel/library`: lists, regex, URLs, quantity, IP, CIDR,
 format, semver) and what OCM adds (`parseJSON`) is written here in Python, following the
-Kubernetes CEL documentation's semantics.
+Kubernetes CEL documentation's semantics; `build(meter)` returns every overload.
 
-The engine cannot carry an opaque Python object between calls, so the values of the
-Kubernetes types (Quantity, URL, IP, CIDR, Semver, Format) travel as small maps tagged with
-`OPAQUE`; each member function checks the tag and fails with cel-go's "no such overload"
-when it is handed something else. Every function also charges the evaluation's meter with
-cel-go's cost for it (string traversals at 0.1 per character, list walks per element).
+The values of the Kubernetes types travel as tagged maps (`placement.cel.overloads`); the rules
+behind them are in `placement.cel.k8s_values` and the format validators in
+`placement.cel.formats`. Every function also charges the evaluation's meter with cel-go's cost
+for it (string traversals at 0.1 per character, list walks per element).
 """
 
 from __future__ import annotations
@@ -17,75 +16,26 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from apis.quantity import Quantity, QuantityError
+from placement.cel.formats import FORMATS
+from placement.cel.k8s_values import (
+    SEMVER,
+    canonical,
+    link_local_multicast,
+    regex,
+    semver_key,
+    structure_cost,
+)
+from placement.cel.overloads import Function, Meter, NoOverloadError, kind_of, opaque, unwrap
 
-__all__ = ["FUNCTIONS", "OPAQUE", "Function", "Meter"]
-
-OPAQUE = "@kubernetes"
-"""The tag key of a Kubernetes-typed value (its type name is the tag's value)."""
+__all__ = ["FUNCTIONS", "build"]
 
 _TRAVERSAL = 0.1  # cel-go's StringTraversalCostFactor
-
-
-class Meter:
-    """The cost an evaluation has spent; `charge` raises once `limit` is passed, which makes
-    the call an error inside the engine and stops the work (see `source.instrument`)."""
-
-    __slots__ = ("cost", "limit")
-
-    def __init__(self) -> None:
-        self.cost = 0
-        self.limit = 0
-
-    def reset(self, limit: int, base: int) -> None:
-        self.cost = base
-        self.limit = limit
-
-    def charge(self, amount: float) -> None:
-        self.cost += math.ceil(amount)
-        if self.cost > self.limit:
-            raise OverflowError("operation cancelled: actual cost limit exceeded")
-
-
-@dataclass(frozen=True)
-class Function:
-    """One overload: name, id, parameter kinds (`receiver` first for member functions),
-    result kind and implementation; kinds are 'string', 'int', 'bool', 'list', 'map', 'dyn'."""
-
-    name: str
-    overload: str
-    params: tuple[str, ...]
-    result: str
-    impl: Callable[..., Any]
-    member: bool = False
-
-
-class _NoOverloadError(TypeError):
-    """cel-go's words for a function applied to a value of the wrong type."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no such overload: {name}")
-
-
-def _opaque(kind: str, value: Any) -> dict[str, Any]:
-    return {OPAQUE: kind, "value": value}
-
-
-def _unwrap(value: Any, kind: str, function: str) -> Any:
-    if isinstance(value, dict) and value.get(OPAQUE) == kind:
-        return value["value"]
-    raise _NoOverloadError(function)
-
-
-def _kind(value: Any) -> str | None:
-    return value.get(OPAQUE) if isinstance(value, dict) else None
 
 
 def build(meter: Meter) -> list[Function]:
@@ -99,7 +49,7 @@ def build(meter: Meter) -> list[Function]:
     def comparable(items: Sequence[Any], function: str) -> list[Any]:
         meter.charge(len(items) + 1)
         if any(isinstance(i, bool) for i in items) and not all(isinstance(i, bool) for i in items):
-            raise _NoOverloadError(function)
+            raise NoOverloadError(function)
         return list(items)
 
     def is_sorted(items: list[Any]) -> bool:
@@ -107,12 +57,12 @@ def build(meter: Meter) -> list[Function]:
         try:
             return all(a <= b for a, b in itertools.pairwise(values))
         except TypeError as exc:
-            raise _NoOverloadError("isSorted") from exc
+            raise NoOverloadError("isSorted") from exc
 
     def list_sum(items: list[Any]) -> Any:
         values = comparable(items, "sum")
         if not all(isinstance(v, int | float) for v in values):
-            raise _NoOverloadError("sum")
+            raise NoOverloadError("sum")
         return sum(values) if values else 0
 
     def list_min(items: list[Any]) -> Any:
@@ -146,7 +96,7 @@ def build(meter: Meter) -> list[Function]:
     def compiled(pattern: str) -> re.Pattern[str]:
         traverse(pattern)
         try:
-            return _regex(pattern)
+            return regex(pattern)
         except re.error as exc:
             raise ValueError(f"error parsing regexp: {exc}") from exc
 
@@ -173,7 +123,7 @@ def build(meter: Meter) -> list[Function]:
 
     def url(text: str) -> dict[str, Any]:
         parse_url(text)
-        return _opaque("URL", text)
+        return opaque("URL", text)
 
     def is_url(text: str) -> bool:
         try:
@@ -184,7 +134,7 @@ def build(meter: Meter) -> list[Function]:
 
     def url_part(function: str) -> Callable[[Any], Any]:
         def part(value: Any) -> Any:
-            parts = urlsplit(_unwrap(value, "URL", function))
+            parts = urlsplit(unwrap(value, "URL", function))
             if function == "getScheme":
                 return parts.scheme
             if function == "getHost":
@@ -216,7 +166,7 @@ def build(meter: Meter) -> list[Function]:
 
     def quantity(text: str) -> dict[str, Any]:
         # Kept as its exact value in canonical text, so that == compares amounts.
-        return _opaque("Quantity", _canonical(parse_quantity(text).value))
+        return opaque("Quantity", canonical(parse_quantity(text).value))
 
     def is_quantity(text: str) -> bool:
         try:
@@ -228,7 +178,7 @@ def build(meter: Meter) -> list[Function]:
     def amount(value: Any, function: str) -> Quantity:
         if isinstance(value, int) and not isinstance(value, bool):
             return Quantity(value)
-        return Quantity(_unwrap(value, "Quantity", function))
+        return Quantity(unwrap(value, "Quantity", function))
 
     def q_sign(value: Any) -> int:
         exact = amount(value, "sign").value
@@ -250,7 +200,7 @@ def build(meter: Meter) -> list[Function]:
     def q_arith(sign: int, function: str) -> Callable[[Any, Any], Any]:
         def apply(a: Any, b: Any) -> Any:
             total = amount(a, function).value + sign * amount(b, function).value
-            return _opaque("Quantity", _canonical(total))
+            return opaque("Quantity", canonical(total))
 
         return apply
 
@@ -258,13 +208,13 @@ def build(meter: Meter) -> list[Function]:
 
     def compare(function: str) -> Callable[[Any, Any], int]:
         def order(a: Any, b: Any) -> int:
-            kind = _kind(a)
-            if kind == "Quantity" and _kind(b) == "Quantity":
+            kind = kind_of(a)
+            if kind == "Quantity" and kind_of(b) == "Quantity":
                 x, y = amount(a, function).value, amount(b, function).value
-            elif kind == "Semver" and _kind(b) == "Semver":
-                x, y = _semver_key(a["value"]), _semver_key(b["value"])  # type: ignore[assignment]
+            elif kind == "Semver" and kind_of(b) == "Semver":
+                x, y = semver_key(a["value"]), semver_key(b["value"])  # type: ignore[assignment]
             else:
-                raise _NoOverloadError(function)
+                raise NoOverloadError(function)
             return (x > y) - (x < y)
 
         return order
@@ -289,7 +239,7 @@ def build(meter: Meter) -> list[Function]:
         return address
 
     def ip(text: str) -> dict[str, Any]:
-        return _opaque("IP", str(parse_ip(text)))
+        return opaque("IP", str(parse_ip(text)))
 
     def is_ip(text: str) -> bool:
         try:
@@ -302,7 +252,7 @@ def build(meter: Meter) -> list[Function]:
         return str(parse_ip(text)) == text
 
     def address(value: Any, function: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-        return ipaddress.ip_address(_unwrap(value, "IP", function))
+        return ipaddress.ip_address(unwrap(value, "IP", function))
 
     def ip_test(function: str, test: Callable[[Any], bool]) -> Callable[[Any], bool]:
         return lambda value: test(address(value, function))
@@ -327,7 +277,7 @@ def build(meter: Meter) -> list[Function]:
 
     def cidr(text: str) -> dict[str, Any]:
         parse_cidr(text)
-        return _opaque("CIDR", text)
+        return opaque("CIDR", text)
 
     def is_cidr(text: str) -> bool:
         try:
@@ -337,7 +287,7 @@ def build(meter: Meter) -> list[Function]:
         return True
 
     def network(value: Any, function: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-        return ipaddress.ip_network(_unwrap(value, "CIDR", function), strict=False)
+        return ipaddress.ip_network(unwrap(value, "CIDR", function), strict=False)
 
     def contains_ip(value: Any, other: Any) -> bool:
         net = network(value, "containsIP")
@@ -346,15 +296,15 @@ def build(meter: Meter) -> list[Function]:
 
     def contains_cidr(value: Any, other: Any) -> bool:
         net = network(value, "containsCIDR")
-        text = other if isinstance(other, str) else _unwrap(other, "CIDR", "containsCIDR")
+        text = other if isinstance(other, str) else unwrap(other, "CIDR", "containsCIDR")
         inner = parse_cidr(text)
         return inner.version == net.version and inner.subnet_of(net)  # type: ignore[arg-type]
 
     def cidr_ip(value: Any) -> dict[str, Any]:
-        return _opaque("IP", _unwrap(value, "CIDR", "ip").partition("/")[0])
+        return opaque("IP", unwrap(value, "CIDR", "ip").partition("/")[0])
 
     def cidr_masked(value: Any) -> dict[str, Any]:
-        return _opaque("CIDR", str(network(value, "masked")))
+        return opaque("CIDR", str(network(value, "masked")))
 
     def prefix_length(value: Any) -> int:
         return network(value, "prefixLength").prefixlen
@@ -363,26 +313,26 @@ def build(meter: Meter) -> list[Function]:
 
     def semver(text: str) -> dict[str, Any]:
         traverse(text)
-        if _SEMVER.fullmatch(text) is None:
+        if SEMVER.fullmatch(text) is None:
             raise ValueError(f"invalid semver: {text}")
-        return _opaque("Semver", text)
+        return opaque("Semver", text)
 
     def is_semver(text: str) -> bool:
         traverse(text)
-        return _SEMVER.fullmatch(text) is not None
+        return SEMVER.fullmatch(text) is not None
 
     def semver_part(index: int, function: str) -> Callable[[Any], int]:
-        return lambda value: int(_semver_key(_unwrap(value, "Semver", function))[index])
+        return lambda value: int(semver_key(unwrap(value, "Semver", function))[index])
 
     # --- format -----------------------------------------------------------------------------
 
     def format_validate(value: Any, text: str) -> list[str]:
         traverse(text)
-        return _FORMATS[_unwrap(value, "Format", "validate")](text)
+        return FORMATS[unwrap(value, "Format", "validate")](text)
 
     format_functions = [
         Function(f"format.{name}", f"format_{name}", (), "dyn", _format_of(name))
-        for name in sorted(_FORMATS)
+        for name in sorted(FORMATS)
     ]
 
     # --- OCM: parseJSON ---------------------------------------------------------------------
@@ -393,7 +343,7 @@ def build(meter: Meter) -> list[Function]:
             result = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"failed to parse json: {exc}") from exc
-        meter.charge(_structure_cost(result))
+        meter.charge(structure_cost(result))
         return result
 
     url_functions = [
@@ -412,7 +362,7 @@ def build(meter: Meter) -> list[Function]:
         for name, test in (
             ("isUnspecified", lambda a: a.is_unspecified),
             ("isLoopback", lambda a: a.is_loopback),
-            ("isLinkLocalMulticast", _link_local_multicast),
+            ("isLinkLocalMulticast", link_local_multicast),
             ("isLinkLocalUnicast", lambda a: a.is_link_local),
             ("isGlobalUnicast", global_unicast),
         )
@@ -487,146 +437,4 @@ FUNCTIONS = build
 
 
 def _format_of(name: str) -> Callable[[], dict[str, Any]]:
-    return lambda: _opaque("Format", name)
-
-
-_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _regex(pattern: str) -> re.Pattern[str]:
-    """A pattern compiled once (RE2's syntax is, for what selectors use, Python's)."""
-    found = _REGEX_CACHE.get(pattern)
-    if found is None:
-        if len(_REGEX_CACHE) > 256:
-            _REGEX_CACHE.clear()
-        found = _REGEX_CACHE[pattern] = re.compile(pattern)
-    return found
-
-
-def _canonical(value: Any) -> str:
-    return str(value.numerator) if value.denominator == 1 else _decimal(value)
-
-
-def _decimal(value: Any) -> str:
-    """A fraction with a finite decimal expansion (every quantity sum is one) as text."""
-    numerator, denominator = value.numerator, value.denominator
-    digits = 0
-    while denominator % 10**digits and digits < 30:
-        digits += 1
-    scaled = numerator * (10**digits // denominator)
-    sign = "-" if scaled < 0 else ""
-    text = str(abs(scaled)).rjust(digits + 1, "0")
-    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
-
-
-def _link_local_multicast(a: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(a, ipaddress.IPv4Address):
-        return a in ipaddress.ip_network("224.0.0.0/24")
-    return a in ipaddress.ip_network("ff02::/16")
-
-
-_SEMVER = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
-)
-
-
-def _semver_key(text: str) -> tuple[Any, ...]:
-    """Semantic Versioning 2.0.0 precedence: numbers, then a release above its pre-releases,
-    pre-release identifiers numeric (lower) before alphanumeric; build metadata ignored."""
-    match = _SEMVER.fullmatch(text)
-    if match is None:
-        raise ValueError(f"invalid semver: {text}")
-    major, minor, patch = (int(match.group(i)) for i in (1, 2, 3))
-    pre = match.group(4)
-    if pre is None:
-        return (major, minor, patch, (1,))
-    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
-    return (major, minor, patch, (0, parts))
-
-
-def _structure_cost(value: Any) -> int:
-    """OCM's parseJSON charge for its result: 1 per scalar, 30 + members per map, 10 +
-    elements per list (cel-go's creation base costs)."""
-    if isinstance(value, dict):
-        return 30 + sum(_structure_cost(v) for v in value.values())
-    if isinstance(value, list):
-        return 10 + sum(_structure_cost(v) for v in value)
-    return 1
-
-
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _pattern_check(pattern: re.Pattern[str], limit: int, what: str) -> Callable[[str], list[str]]:
-    def check(text: str) -> list[str]:
-        errors = []
-        if len(text) > limit:
-            errors.append(f"must be no more than {limit} characters")
-        if pattern.fullmatch(text) is None:
-            errors.append(what)
-        return errors
-
-    return check
-
-
-def _qualified_name(text: str) -> list[str]:
-    prefix, _, name = text.rpartition("/")
-    errors = []
-    if prefix and _DNS1123_SUBDOMAIN.fullmatch(prefix) is None:
-        errors.append("prefix part must be a DNS-1123 subdomain")
-    if not name or len(name) > 63 or _QUALIFIED.fullmatch(name) is None:
-        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.'")
-    return errors
-
-
-_LABEL_WORDS = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_FORMATS: dict[str, Callable[[str], list[str]]] = {
-    "dns1123Label": _pattern_check(_DNS1123_LABEL, 63, _LABEL_WORDS),
-    "dns1123Subdomain": _pattern_check(
-        _DNS1123_SUBDOMAIN,
-        253,
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-        "'-' or '.', and must start and end with an alphanumeric character",
-    ),
-    "dns1035Label": _pattern_check(
-        _DNS1035_LABEL,
-        63,
-        "a DNS-1035 label must consist of lower case alphanumeric characters "
-        "or '-', start with an alphabetic character, and end with an alphanumeric character",
-    ),
-    "qualifiedName": _qualified_name,
-    "labelValue": _pattern_check(
-        _LABEL_VALUE,
-        63,
-        "a valid label must be an empty string or consist of alphanumeric "
-        "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-    ),
-    "uri": lambda text: [] if urlsplit(text).scheme or text.startswith("/") else ["invalid URI"],
-    "uuid": _pattern_check(_UUID, 36, "invalid UUID"),
-    "byte": lambda text: (
-        []
-        if re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", text) and len(text) % 4 == 0
-        else ["invalid base64"]
-    ),
-    "date": lambda text: [] if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else ["invalid date"],
-    "datetime": lambda text: (
-        []
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", text)
-        else ["invalid datetime"]
-    ),
-}
-_FORMATS["dns1123LabelPrefix"] = _FORMATS["dns1123Label"]
-_FORMATS["dns1123SubdomainPrefix"] = _FORMATS["dns1123Subdomain"]
-_FORMATS["dns1035LabelPrefix"] = _FORMATS["dns1035Label"]
-_FORMATS["labelValue"] = _FORMATS["labelValue"]
-FORMAT_NAMES = frozenset(_FORMATS)
+    return lambda: opaque("Format", name)

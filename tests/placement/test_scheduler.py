@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 
 import pytest
 
 from apis.meta import KubeObject
-from apis.placements import Placement, PrioritizerConfig
-from placement.framework import BoolMask, Code, Cycle, FilterResult
-from placement.registry import Registry
+from apis.placements import Placement, PrioritizerConfig, ScoreCoordinate
+from placement.framework import (
+    BoolMask,
+    Code,
+    Cycle,
+    Filter,
+    FilterResult,
+    Prioritizer,
+    RowIndex,
+    ScoreResult,
+    Selector,
+)
+from placement.registry import Registry, RegistryError
 from placement.scheduler import Scheduler, ScheduleResult, weighted_coordinates
 from placement.snapshot import FleetSnapshot
 from placement.testing import (
@@ -229,7 +240,7 @@ def test_requeue_comes_from_the_taint_filter() -> None:
     assert schedule(p, objects).requeue_at == added + timedelta(hours=1)
 
 
-class _Broken:
+class _Broken(Filter):
     name = "Broken"
 
     def filter(
@@ -254,6 +265,74 @@ def test_registry_rejects_duplicate_names() -> None:
     registry.add_selector("TopN", default_registry().selectors["TopN"])
     with pytest.raises(ValueError, match="already registered"):
         registry.add_selector("TopN", default_registry().selectors["TopN"])
+
+
+class _Unfinished(Prioritizer):
+    """Declares the Prioritizer point and implements nothing (mypy would refuse to build it)."""
+
+    name = "Unfinished"
+
+    def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
+        self.coordinate = coordinate
+
+
+class _Structural:
+    """A prioritizer that does not subclass the Protocol: the registry checks the method."""
+
+    name = "Structural"
+
+    def __init__(self, coordinate: ScoreCoordinate | None = None) -> None:
+        self.coordinate = coordinate
+
+    def score(
+        self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
+    ) -> ScoreResult:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    ("point", "factory"),
+    [
+        pytest.param("prioritizer", _Broken, id="a-filter-as-a-prioritizer"),
+        pytest.param("selector", _Broken, id="a-filter-as-a-selector"),
+        pytest.param("filter", _Structural, id="a-prioritizer-as-a-filter"),
+        pytest.param("prioritizer", _Unfinished, id="declared-but-not-implemented"),
+        pytest.param("prioritizer", partial(partial(_Broken)), id="a-partial-of-a-filter"),
+    ],
+)
+def test_registry_refuses_a_plugin_for_a_point_it_does_not_implement(
+    point: str, factory: object
+) -> None:
+    registry = Registry()
+    with pytest.raises(RegistryError, match="does not implement"):
+        getattr(registry, f"add_{point}")("Wrong", factory)
+    assert not registry.filters and not registry.prioritizers and not registry.selectors
+
+
+def test_registry_refuses_what_a_factory_function_builds_when_it_builds_it() -> None:
+    registry = default_registry()
+    registry.add_prioritizer("Wrong", lambda coordinate: _Broken())  # type: ignore[arg-type,return-value]
+    registry.add_prioritizer("Fine", lambda coordinate: _Structural(coordinate))
+    assert registry.build_prioritizer("Fine", builtin("Fine", 1).score_coordinate).name
+    profile = DEFAULT_PROFILE.__class__(filters=(), default_weights={"Wrong": 1}, selector="TopN")
+    scheduler = Scheduler(registry, profile)
+    with pytest.raises(RegistryError, match="'Wrong' \\(_Broken\\) does not implement"):
+        scheduler.schedule(placement("apps", "p"), snapshot(global_set("apps")), NOW)
+
+
+def test_every_built_in_plugin_declares_the_points_it_is_registered_for() -> None:
+    registry = default_registry()
+    tables: list[tuple[type[object], dict[str, object]]] = [
+        (Filter, dict(registry.filters)),
+        (Prioritizer, dict(registry.prioritizers)),
+        (Selector, dict(registry.selectors)),
+    ]
+    for protocol, table in tables:
+        for name, factory in table.items():
+            while isinstance(factory, partial):
+                factory = factory.func
+            assert isinstance(factory, type), name
+            assert protocol in factory.__mro__, f"{name}: {factory.__qualname__}"
 
 
 def test_scheduler_rejects_a_profile_naming_unknown_plugins() -> None:

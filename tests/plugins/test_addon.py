@@ -18,9 +18,7 @@ COORDINATE = ScoreCoordinate.model_validate(
 
 
 def run(fleet: FleetSnapshot) -> ScoreResult:
-    return AddOn(COORDINATE).score(
-        Cycle(NOW), placement("apps", "p"), fleet, np.ones(fleet.size, bool)
-    )
+    return AddOn(COORDINATE).score(Cycle(NOW), placement("apps", "p"), fleet, np.arange(fleet.size))
 
 
 def test_addon_is_named_after_its_coordinate() -> None:
@@ -83,6 +81,6 @@ def test_addon_score_of_a_non_candidate_does_not_warn() -> None:
         [cluster("a"), score("a", "usage", {"cpu": 40}, valid_until=NOW - timedelta(hours=1))]
     )
     result = AddOn(COORDINATE).score(
-        Cycle(NOW), placement("apps", "p"), fleet, np.zeros(1, dtype=bool)
+        Cycle(NOW), placement("apps", "p"), fleet, np.empty(0, dtype=np.intp)
     )
     assert result.status.code == Code.SUCCESS

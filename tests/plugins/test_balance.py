@@ -15,8 +15,7 @@ WEB = placement("apps", "web")
 
 
 def balance_scores(fleet: FleetSnapshot) -> dict[str, int]:
-    candidates = np.ones(fleet.size, dtype=bool)
-    result = Balance().score(Cycle(NOW), WEB, fleet, candidates)
+    result = Balance().score(Cycle(NOW), WEB, fleet, np.arange(fleet.size))
     return dict(zip(fleet.names, result.scores.tolist(), strict=True))
 
 

@@ -78,7 +78,7 @@ def test_resource_ratio_scores_go_truncated_ratio_and_skips_missing_amounts() ->
         ]
     )
     rows = np.arange(fleet.size)
-    result = ResourceRatio("ResourceRatioCPU").score_rows(
+    result = ResourceRatio("ResourceRatioCPU").score(
         None,  # type: ignore[arg-type]  # the prioritizer does not read the cycle
         placement("apps", "p"),
         fleet,

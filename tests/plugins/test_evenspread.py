@@ -68,8 +68,9 @@ def run(
     candidates = np.ones(fleet.size, dtype=bool)
     for name in filtered_out:
         candidates[fleet.index[name]] = False
+    rows = np.flatnonzero(candidates)
     selection = EvenSpread().select(
-        Cycle(NOW, {"explain": explain}), placement, fleet, candidates, total
+        Cycle(NOW, {"explain": explain}), placement, fleet, rows, total[rows]
     )
     assert selection.status.ok, selection.status
     return fleet.rows_to_names(selection.rows), selection.trace

@@ -19,7 +19,7 @@ def test_steady_prefers_clusters_already_in_this_placements_decisions() -> None:
             decision("apps", "web", ["c"], index=2),
         ]
     )
-    result = Steady().score(Cycle(NOW), placement("apps", "web"), fleet, np.ones(3, bool))
+    result = Steady().score(Cycle(NOW), placement("apps", "web"), fleet, np.arange(3))
     assert result.scores.tolist() == [0, 100, 100]
 
 
@@ -32,5 +32,5 @@ def test_steady_ignores_decisions_of_other_placements_and_namespaces() -> None:
             decision("elsewhere", "web", ["b"]),
         ]
     )
-    result = Steady().score(Cycle(NOW), placement("apps", "web"), fleet, np.ones(2, bool))
+    result = Steady().score(Cycle(NOW), placement("apps", "web"), fleet, np.arange(2))
     assert result.scores.tolist() == [0, 0]

@@ -218,14 +218,14 @@ def test_prefer_no_select_is_a_score_penalty_not_a_filter(
 ) -> None:
     fleet = snapshot([cluster("a", taints=[taint("spot", "PreferNoSelect", "low")]), cluster("b")])
     web = placement("apps", "web", tolerations=tolerations)
-    result = TaintTolerationPrioritizer().score(Cycle(NOW), web, fleet, np.ones(2, bool))
+    result = TaintTolerationPrioritizer().score(Cycle(NOW), web, fleet, np.arange(2))
     assert result.scores.tolist() == [PREFER_NO_SELECT_PENALTY if penalized else 0, 0]
 
 
 def test_prefer_no_select_penalty_ignores_hard_taints() -> None:
     fleet = snapshot([cluster("a", taints=[taint("k", "NoSelect")])])
     web = placement("apps", "web")
-    result = TaintTolerationPrioritizer().score(Cycle(NOW), web, fleet, np.ones(1, bool))
+    result = TaintTolerationPrioritizer().score(Cycle(NOW), web, fleet, np.arange(1))
     assert result.scores.tolist() == [0]
 
 

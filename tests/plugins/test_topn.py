@@ -19,10 +19,10 @@ def picked(total: list[int], number: int | None, candidates: list[bool] | None =
     # totals are given in snapshot row order: 0b, a-2, a1, b, c
     assert FLEET.names == ("0b", "a-2", "a1", "b", "c")
     mask = np.ones(FLEET.size, bool) if candidates is None else np.array(candidates)
+    rows = np.flatnonzero(mask)
     spec: dict[str, Any] = {} if number is None else {"numberOfClusters": number}
-    selection = TopN().select(
-        Cycle(NOW), placement("apps", "p", **spec), FLEET, mask, np.array(total, dtype=np.int64)
-    )
+    totals = np.array(total, dtype=np.int64)[rows]  # aligned with the candidate rows
+    selection = TopN().select(Cycle(NOW), placement("apps", "p", **spec), FLEET, rows, totals)
     return FLEET.rows_to_names(selection.rows)
 
 

@@ -20,7 +20,7 @@ import pytest
 from apis.cluster import Taint
 from apis.meta import parse_time
 from controllers.embedded import EmbeddedApiServer
-from controllers.embedded.handlers import MAX_BODY_DEPTH, MAX_REQUEST_BODY
+from controllers.embedded.requests import MAX_BODY_DEPTH, MAX_REQUEST_BODY
 from placement.outcome import MAX_CONDITION_MESSAGE
 from placement.testing import binding, cluster, cluster_set, placement
 from tests.controllers.hub.controller_hub import hub as controller_hub

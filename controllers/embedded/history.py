@@ -1,0 +1,67 @@
+"""The change events of the embedded API server's store and the open watches they are offered
+to: a `StoredEvent` (one change at one resourceVersion, encoded once as a watch-stream line
+shared by every watcher) and a `Watcher` (one open watch: its resource, namespace and
+selector, and the queue its HTTP stream reads, where leaving the selector reads as DELETED)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from controllers.embedded.resources import Resource
+from controllers.embedded.selectors import Predicate
+
+__all__ = ["DROP", "END", "StoredEvent", "Watcher"]
+
+
+@dataclass
+class StoredEvent:
+    """A change at `rv`; `old` is the object before it (None for ADDED)."""
+
+    rv: int
+    resource: Resource
+    type: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None = None
+    _line: bytes | None = field(default=None, repr=False)
+
+    def line(self, type_: str | None = None) -> bytes:
+        """The event as one JSON line of a watch stream (encoded once, shared by watchers)."""
+        if type_ is not None and type_ != self.type:
+            return json.dumps({"type": type_, "object": self.obj}).encode() + b"\n"
+        if self._line is None:
+            self._line = json.dumps({"type": self.type, "object": self.obj}).encode() + b"\n"
+        return self._line
+
+
+END, DROP = "end", "drop"
+"""What closes a watch's queue: the stream ends cleanly, or its connection is dropped."""
+
+
+class Watcher:
+    """One open watch: the events it should see, queued for its HTTP stream."""
+
+    def __init__(self, resource: Resource, namespace: str, predicate: Predicate | None) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.predicate = predicate
+        self.queue: asyncio.Queue[bytes | str] = asyncio.Queue()
+
+    def _sees(self, obj: dict[str, Any] | None) -> bool:
+        if obj is None:
+            return False
+        if self.namespace and obj["metadata"].get("namespace") != self.namespace:
+            return False
+        return self.predicate is None or self.predicate(obj)
+
+    def offer(self, event: StoredEvent) -> None:
+        """Queue the event as this watch sees it: leaving its selector reads as DELETED."""
+        if event.resource is not self.resource:
+            return
+        now, before = self._sees(event.obj), self._sees(event.old)
+        if event.type == "MODIFIED" and now != before:
+            self.queue.put_nowait(event.line("ADDED" if now else "DELETED"))
+        elif now:
+            self.queue.put_nowait(event.line())

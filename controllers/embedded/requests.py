@@ -1,0 +1,149 @@
+"""Reading a request and answering in JSON, for the embedded API server's handlers: the body
+(kube-apiserver's size limit, JSON or an apply patch's YAML, a nesting and expansion bound),
+integer query parameters with Go's ParseInt words, the check of a body's type against the URL,
+and the JSON response with its `Warning` headers. Every refusal is a `StatusError`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from controllers.embedded.patch import APPLY_PATCH
+from controllers.embedded.resources import Resource
+from controllers.embedded.status import StatusError
+from controllers.embedded.writes import warning_header
+
+__all__ = [
+    "MAX_BODY_DEPTH",
+    "MAX_REQUEST_BODY",
+    "check_type_meta",
+    "json_response",
+    "query_int",
+    "read_body",
+]
+
+MAX_REQUEST_BODY = 3 * 1024 * 1024
+"""kube-apiserver's request body limit (`--max-request-body-bytes`, etcd's 3 MiB value limit)."""
+MAX_BODY_DEPTH = 100
+"""How deep a request body may nest. kube-apiserver's decoder allows 10,000 levels; every walk
+of a body here (pruning, defaults, unknown fields) recurses, within Python's 1,000 frames, and
+no kind served nests more than a few dozen levels."""
+
+
+def query_int(query: Any, name: str) -> int | None:
+    """The integer query parameter `name`, or None when absent; 400 with Go's ParseInt words
+    when it is no integer, as kube-apiserver answers `?limit=abc`."""
+    text = query.get(name)
+    if not text:
+        return None
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+    if not -(2**63) <= value < 2**63:  # the fields are int64
+        raise StatusError(400, f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def _shape_problem(data: Any) -> str | None:
+    """What makes a decoded body unfit to walk: nesting deeper than MAX_BODY_DEPTH, or more
+    values than a body of MAX_REQUEST_BODY bytes can hold in JSON (YAML aliases repeat a node
+    without repeating its text: a few KiB can stand for billions of values, or for a cycle)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_REQUEST_BODY:
+            return f"the request body expands to more than {MAX_REQUEST_BODY} values"
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth >= MAX_BODY_DEPTH:
+            return f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _apply_yaml(raw: bytes) -> Any:
+    """An apply patch sent as YAML, decoded; 400 when it is not YAML or nests too deep for
+    the decoder (its shape is checked after)."""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise StatusError(400, "the apply patch is not valid YAML") from None
+    except RecursionError:
+        message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+        raise StatusError(400, message) from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise StatusError(400, "the apply patch is not valid YAML") from None
+
+
+def check_type_meta(res: Resource, body: dict[str, Any]) -> None:
+    """kube-apiserver's check of a created or replaced object's type against the URL: another
+    group/version is 400, another kind of the same one 422 (an empty field takes the URL's)."""
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if api_version and api_version != res.api_version:
+        raise StatusError(
+            400,
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({res.api_version})",
+        )
+    if kind and kind != res.kind:
+        meta = body.get("metadata")
+        name = meta.get("name", "") if isinstance(meta, dict) else ""
+        qualified = f"{kind}.{res.group}" if res.group else str(kind)
+        message = f'Invalid value: "{kind}": must be {res.kind}'
+        cause = {"reason": "FieldValueInvalid", "field": "kind", "message": message}
+        raise StatusError(
+            422,
+            f'{qualified} "{name}" is invalid: kind: {message}',
+            "Invalid",
+            {"name": name, "group": res.group, "kind": kind, "causes": [cause]},
+        )
+
+
+async def read_body(request: web.Request) -> Any:
+    """The decoded request body (JSON, or YAML for an apply patch), None when empty; 413 past
+    MAX_REQUEST_BODY bytes, 400 when it does not decode or its shape is unfit to walk."""
+    too_large = StatusError(
+        413, f"Request entity too large: limit is {MAX_REQUEST_BODY}", "RequestEntityTooLarge"
+    )
+    if (request.content_length or 0) > MAX_REQUEST_BODY:
+        raise too_large
+    chunks, size = [], 0
+    while chunk := await request.content.read(64 * 1024):  # a chunked body has no length
+        size += len(chunk)
+        if size > MAX_REQUEST_BODY:
+            raise too_large
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        message = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
+        raise StatusError(400, message) from None
+    except ValueError:
+        if request.content_type != APPLY_PATCH:  # kubectl sends JSON, YAML is allowed too
+            raise StatusError(400, "the request body is not valid JSON") from None
+        data = _apply_yaml(raw)
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise StatusError(400, problem)
+    return data
+
+
+def json_response(doc: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    """`doc` as a JSON response, each warning a `Warning` header."""
+    response = web.Response(body=json.dumps(doc), status=status, content_type="application/json")
+    for warning in warnings or ():
+        response.headers.add("Warning", warning_header(warning))
+    return response
