@@ -55,6 +55,7 @@ from controllers.addons.scheduler_options import (
     cluster_access,
     configured,
     effective_config,
+    leader_config,
     load_scheduler_config,
     scheduler_options,
     scheduler_profiles,
@@ -336,19 +337,9 @@ async def _start(options: SchedulerOptions, opened: list[Any]) -> list[Controlle
             "no cluster: pass --kubeconfig (or set $KUBECONFIG); an embedded API server is "
             "started by the command line, which then passes its URL"
         )
-    lease = config.leader_election
-    namespace = options.lease_namespace or lease.lease_namespace
 
     def leader(suffix: str) -> LeaderConfig | None:
-        if not (options.leader_elect or lease.leader_elect):
-            return None
-        return LeaderConfig(
-            name=lease.lease_name + suffix,
-            namespace=namespace,
-            lease_duration=lease.lease_duration,
-            renew_deadline=lease.renew_deadline,
-            retry_period=lease.retry_period,
-        )
+        return leader_config(config, options, suffix)
 
     started: list[Controller] = []
     if options.status_controller != "only":

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess
+from controllers.runtime.leader import LeaderConfig
 from placement.pods.config import (
     DEFAULT_SCHEDULER_NAME,
     ConfigError,
@@ -31,6 +32,7 @@ __all__ = [
     "cluster_access",
     "configured",
     "effective_config",
+    "leader_config",
     "load_scheduler_config",
     "scheduler_options",
     "scheduler_profiles",
@@ -154,4 +156,21 @@ def configured(options: SchedulerOptions) -> bool:
         or os.environ.get("KUBERNETES_SERVICE_HOST")
         or (options.loaded is not None and options.loaded.kubeconfig)
         or DEFAULT_KUBECONFIG.expanduser().is_file()
+    )
+
+
+def leader_config(
+    config: SchedulerConfig, options: SchedulerOptions, suffix: str = ""
+) -> LeaderConfig | None:
+    """The Lease of the configuration's leader election (`suffix` for the status controller's
+    own), or None when neither the file nor `--leader-elect` asks for one."""
+    lease = config.leader_election
+    if not (options.leader_elect or lease.leader_elect):
+        return None
+    return LeaderConfig(
+        name=lease.lease_name + suffix,
+        namespace=options.lease_namespace or lease.lease_namespace,
+        lease_duration=lease.lease_duration,
+        renew_deadline=lease.renew_deadline,
+        retry_period=lease.retry_period,
     )
