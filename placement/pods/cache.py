@@ -42,6 +42,7 @@ from apis.quantity import Quantity
 from placement.pods.framework import PodCycle, PodInfo
 from placement.pods.layers import PriorityLayers
 from placement.pods.nodes import NodeSnapshot, NodeTable
+from placement.pods.pod_index import PodIndex
 from placement.pods.requests import Requests, non_zero_requests, pod_requests
 
 __all__ = ["Assumed", "PodCache"]
@@ -74,6 +75,7 @@ class PodCache:
         self._assumed: dict[str, Assumed] = {}
         self._objects: dict[str, dict[str, KubeObject]] = {}
         self.layers = PriorityLayers(self._counted_pods)
+        self.index = PodIndex()  # the counted pods by label and feature, for pod-aware plugins
         # (requests, non-zero requests) per resource shape of a pod: most pods share a few.
         self._requests: dict[Hashable, tuple[Requests, Requests]] = {}
 
@@ -170,6 +172,7 @@ class PodCache:
         self._counted[key] = node
         self._on_node.setdefault(node, {})[key] = info
         self.layers.add(node, info.priority, info.requests)
+        self.index.add(info, node)
 
     def uncount(self, key: str) -> bool:
         """Stop counting the pod; True when it was counted."""
@@ -177,6 +180,7 @@ class PodCache:
         if node is None:
             return False
         self.table.remove_pod(key)
+        self.index.remove(key)
         pods = self._on_node.get(node)
         info = pods.pop(key, None) if pods is not None else None
         if pods is not None and not pods:

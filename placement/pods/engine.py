@@ -56,16 +56,11 @@ from placement.pods.framework import (
 from placement.pods.layers import PriorityLayers
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 from placement.pods.nominator import Nominator
+from placement.pods.pod_index import PodIndex
 from placement.pods.queue import QueuedPod, SchedulingQueue
 from placement.pods.reporting import EngineStats, Reporter, go_duration, scheduled_condition
 
-__all__ = [
-    "DEFAULT_SCHEDULER",
-    "Engine",
-    "EngineStats",
-    "go_duration",
-    "scheduled_condition",
-]
+__all__ = ["DEFAULT_SCHEDULER", "Engine", "EngineStats", "go_duration", "scheduled_condition"]
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """The scheduler a pod without `spec.schedulerName` belongs to (not ours)."""
@@ -86,6 +81,10 @@ class _View:
 
     def nominated_on(self, node: str) -> Sequence[PodInfo]:
         return tuple(self._nominator.on(node).values())
+
+    @property
+    def counted(self) -> PodIndex:
+        return self._cache.index
 
     def pods_in(self, namespace: str) -> Iterable[PodInfo]:
         return tuple(self._cache.pods_in(namespace).values())

@@ -35,6 +35,7 @@ from apis.meta import KubeObject
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.events import ClusterEvent
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+from placement.pods.pod_index import PodIndex
 from placement.pods.podinfo import PodInfo, pod_key
 from placement.pods.results import (
     POD_SUCCESS,
@@ -113,6 +114,12 @@ class ClusterView(Protocol):
 
     def pods_in(self, namespace: str) -> Iterable[PodInfo]:
         """Every pod the engine knows in a namespace."""
+        ...
+
+    @property
+    def counted(self) -> PodIndex:
+        """The counted pods (bound and assumed) indexed by label, namespace and feature, with
+        their changes since a generation (`placement.pods.pod_index`)."""
         ...
 
     def objects(self, kind: str) -> Mapping[str, KubeObject]:

@@ -54,6 +54,7 @@ from placement.pods.node_arrays import (
 )
 from placement.pods.node_history import HISTORY, WriteHistory
 from placement.pods.node_labels import LabelColumns, absent_column
+from placement.pods.overlay import NO_OVERLAY, PodOverlay
 from placement.pods.requests import Requests, amount
 from placement.snapshot import Column
 
@@ -101,6 +102,7 @@ class NodeSnapshot:
     unschedulable: BoolMask
     taints: Mapping[int, tuple[Taint, ...]]  # row -> taints, tainted rows only
     labels: Mapping[str, Column]
+    overlay: PodOverlay = NO_OVERLAY  # pods gone or added in a hypothetical cluster (preemption)
     generation: int = field(default=-1, init=False, compare=False)
     """The table's count of writes when this was taken; -1 for a snapshot no table took
     (built by hand, or derived with `dataclasses.replace`: init=False fields are not copied,

@@ -110,9 +110,24 @@ class Nominator:
             if mine is not None and mine.priority >= pod.priority and row is not None:
                 extra = extra.copy()
                 extra[row] -= nodes.vector(mine.requests)
-        if extra is None:
+        added = self._added(pod, nodes)
+        if extra is None and not added:
             return nodes
-        return dataclasses.replace(nodes, requested=nodes.requested + extra)
+        requested = nodes.requested if extra is None else nodes.requested + extra
+        overlay = nodes.overlay.adding(added) if added else nodes.overlay
+        return dataclasses.replace(nodes, requested=requested, overlay=overlay)
+
+    def _added(self, pod: PodInfo, nodes: NodeSnapshot) -> list[tuple[int, PodInfo]]:
+        """The nominated pods the pod's filters count as running (`PodOverlay.added`)."""
+        added = []
+        for node, pods in self._on.items():
+            row = nodes.row_of(node)
+            if row is None:
+                continue
+            for key, other in pods.items():
+                if key != pod.key and other.priority >= pod.priority:
+                    added.append((row, other))
+        return added
 
     def _adjust(self, info: PodInfo, node: str, sign: int) -> None:
         """Add (or take away) one nominated pod in the kept sums."""

@@ -290,7 +290,10 @@ class Preemptor:
         rows_mask = potential & has_victims
         if not rows_mask.any():
             return [], failures
-        emptied = dataclasses.replace(nodes, requested=nodes.requested - below)
+        gone = np.full(nodes.size, pod.priority, dtype=np.int64)
+        emptied = dataclasses.replace(
+            nodes, requested=nodes.requested - below, overlay=nodes.overlay.below_priority(gone)
+        )
         fits, diag = host.run_filters(cycle, pod, emptied, rows_mask)
         for message, count in diag.counts.items():
             failures[message] = failures.get(message, 0) + count
@@ -335,7 +338,11 @@ class Preemptor:
             requested[rows] -= cumulative[mid, np.arange(rows.size)]
             mask = np.zeros(nodes.size, dtype=bool)
             mask[rows[open_]] = True
-            trial = dataclasses.replace(nodes, requested=requested)
+            gone = np.full(nodes.size, np.iinfo(np.int64).min, dtype=np.int64)
+            gone[rows] = np.asarray(levels, dtype=np.int64)[mid] + 1  # levels <= mid removed
+            trial = dataclasses.replace(
+                nodes, requested=requested, overlay=nodes.overlay.below_priority(gone)
+            )
             ok, _ = host.run_filters(cycle, pod, trial, mask)
             fit_rows = ok[rows]
             hi = np.where(open_ & fit_rows, mid, hi)

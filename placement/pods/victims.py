@@ -123,7 +123,9 @@ def select_victims(
             requested[row] -= vector
     mask = np.zeros(nodes.size, dtype=bool)
     mask[rows] = True
-    ok, diag = host.run_filters(cycle, pod, dataclasses.replace(nodes, requested=requested), mask)
+    every = nodes.overlay.removing(v.key for row in rows for v in lists[row])
+    trial = dataclasses.replace(nodes, requested=requested, overlay=every)
+    ok, diag = host.run_filters(cycle, pod, trial, mask)
     if failures is not None:
         for message, count in diag.counts.items():
             failures[message] = failures.get(message, 0) + count
@@ -145,7 +147,13 @@ def select_victims(
             requested[row] += vectors[row][j]
         mask = np.zeros(nodes.size, dtype=bool)
         mask[trying] = True
-        ok, _ = host.run_filters(cycle, pod, dataclasses.replace(nodes, requested=requested), mask)
+        # Gone: what each row has removed so far, but the victim tried back on its row.
+        back = {lists[row][j].key for row in trying}
+        overlay = nodes.overlay.removing(
+            v.key for row in alive for v in removed[row] if v.key not in back
+        )
+        trial = dataclasses.replace(nodes, requested=requested, overlay=overlay)
+        ok, _ = host.run_filters(cycle, pod, trial, mask)
         for row in trying:
             pod_j = lists[row][j]
             still = bool(ok[row])

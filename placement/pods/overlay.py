@@ -1,0 +1,65 @@
+"""`PodOverlay`: the pods a hypothetical `NodeSnapshot` counts differently from the cluster.
+
+Preemption asks "would the pod fit once these pods are gone?" and gang preemption "... and
+these members are placed?"; the Filter plugins that count resources read the answer from the
+snapshot's `requested` matrix, which the search adjusts. The plugins that look at *which* pods
+run where (inter-pod affinity, topology spread, host ports, volume restrictions) read it here:
+a pod counted on a node is gone from the hypothetical cluster when `gone(pod, row)` says so,
+and `added` pods run there as well (kube: the PreFilter extensions' RemovePod and AddPod).
+
+The snapshot of a real cycle has the empty overlay (`NO_OVERLAY`), and plugins take their
+fast path on it. Nominated pods are `added` when the cycle counts them (kube runs the filters
+with the nominated pods of equal or higher priority added).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from placement.pods.podinfo import PodInfo
+
+__all__ = ["NO_OVERLAY", "PodOverlay"]
+
+
+@dataclass(frozen=True)
+class PodOverlay:
+    """See the module docstring. `below[row]`: every pod counted on that row whose priority is
+    below it is gone (preemption's "remove every lower-priority pod"); `removed`: these pod
+    keys are gone wherever they run; `added`: (row, pod) placed hypothetically."""
+
+    removed: frozenset[str] = frozenset()
+    below: npt.NDArray[np.int64] | None = None
+    added: tuple[tuple[int, PodInfo], ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.removed and self.below is None and not self.added
+
+    def gone(self, pod: PodInfo, row: int) -> bool:
+        """True when `pod`, counted on `row`, is not there in the hypothetical cluster."""
+        if pod.key in self.removed:
+            return True
+        return self.below is not None and pod.priority < int(self.below[row])
+
+    def removing(self, keys: Iterable[str]) -> PodOverlay:
+        return PodOverlay(self.removed | frozenset(keys), self.below, self.added)
+
+    def below_priority(self, below: npt.NDArray[np.int64]) -> PodOverlay:
+        """Every pod on row r below priority `below[r]` gone (rows to leave as they are hold
+        the lowest int64)."""
+        if self.below is not None:
+            below = np.maximum(self.below, below)
+        return PodOverlay(self.removed, below, self.added)
+
+    def adding(self, placed: Iterable[tuple[int, PodInfo]]) -> PodOverlay:
+        return PodOverlay(self.removed, self.below, self.added + tuple(placed))
+
+    def added_on(self, row: int) -> list[PodInfo]:
+        return [pod for r, pod in self.added if r == row]
+
+
+NO_OVERLAY = PodOverlay()
