@@ -21,6 +21,7 @@ __all__ = [
     "CapacitySchedulingArgs",
     "CoschedulingArgs",
     "DefaultPreemptionArgs",
+    "InterPodAffinityArgs",
     "NoArgs",
     "NodeAffinityArgs",
     "NodeResourcesBalancedAllocationArgs",
@@ -185,6 +186,14 @@ class NodeAffinityArgs(ArgsModel):
     added_affinity: NodeAffinity | None = None
 
 
+class InterPodAffinityArgs(ArgsModel):
+    """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
+    score, and whether their preferred terms count."""
+
+    hard_pod_affinity_weight: Annotated[int, Bounds(0, 100)] = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PrioritySort": NoArgs,
     "UnsupportedFeatures": NoArgs,
@@ -197,6 +206,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "DefaultPreemption": DefaultPreemptionArgs,
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
+    "InterPodAffinity": InterPodAffinityArgs,
 }
 """The args model of each built-in pod plugin."""
 

@@ -17,6 +17,7 @@ from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
 from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.interpodaffinity import InterPodAffinity
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
 from plugins.pods.noderesourcesfit import NodeResourcesFit
@@ -31,6 +32,7 @@ __all__ = [
     "POD_PLUGINS",
     "CapacityScheduling",
     "Coscheduling",
+    "InterPodAffinity",
     "NodeAffinity",
     "NodeName",
     "NodeResourcesBalancedAllocation",
@@ -57,6 +59,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
+    "InterPodAffinity": InterPodAffinity.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -73,6 +76,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
+        "InterPodAffinity",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.
         "Coscheduling",
@@ -88,5 +92,6 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "InterPodAffinity": 2,
     }
 )

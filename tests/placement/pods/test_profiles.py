@@ -92,6 +92,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "NodeAffinity",
         "NodeResourcesFit",
+        "InterPodAffinity",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -101,6 +102,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "InterPodAffinity",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
@@ -114,8 +116,9 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("InterPodAffinity", 2),
     ]
-    assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == ["InterPodAffinity", "Coscheduling", "CapacityScheduling"]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
@@ -196,6 +199,7 @@ profiles:
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
         ("NodeResourcesBalancedAllocation", 1),
+        ("InterPodAffinity", 2),
     ]
 
 
