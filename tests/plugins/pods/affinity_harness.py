@@ -12,7 +12,7 @@ from placement.pods.events import ObjectEvent
 from placement.pods.framework import PodCycle, PodInfo, WaitingPods
 from placement.pods.results import FilterResult, PreFilterResult
 from plugins.pods.interpodaffinity import InterPodAffinity
-from tests.placement.pods.test_engine import T0, World, make_node, make_pod
+from tests.placement.pods.test_engine import T0, World, default_profile, make_node, make_pod
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -96,8 +96,17 @@ def namespace(name: str, **labels: str) -> Namespace:
     return Namespace.model_validate({"metadata": {"name": name, "labels": labels}})
 
 
-def world(*nodes: Node, namespaces: Sequence[Namespace] = (), **options: Any) -> World:
-    w = World.of(**options)
+def world(
+    *nodes: Node,
+    namespaces: Sequence[Namespace] = (),
+    args: dict[str, Any] | None = None,
+    **options: Any,
+) -> World:
+    """An engine world with these nodes and Namespaces; `args`: InterPodAffinity's."""
+    profile = None
+    if args is not None:
+        profile = default_profile(pluginArgs={"InterPodAffinity": args})
+    w = World.of(profile, **options)
     for ns in namespaces:
         w.engine.handle(ObjectEvent("Added", ns), T0)
     w.add_nodes(*nodes)
