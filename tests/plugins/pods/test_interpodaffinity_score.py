@@ -5,6 +5,8 @@ min) over the feasible nodes, truncated."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tests.placement.pods.test_engine import World
@@ -21,7 +23,7 @@ from tests.plugins.pods.affinity_harness import (
     world,
 )
 
-INCOMING_TERMS = {
+INCOMING_TERMS: dict[str, Any] = {
     "preferred": [weighted(5, term({"app": "db"}, ZONE))],
     "preferred_anti": [weighted(3, term({"app": "cache"}))],
 }
