@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from placement.arrays import BoolMask
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.pod_index import PodIndex
 from placement.pods.podinfo import PodInfo
-from placement.selectors import labels_match
 from plugins.pods._podterms import Term, terms_of
 
 __all__ = ["Carried", "Conjunction", "Counts", "Matches", "Tally", "domain_totals", "hypothetical"]
@@ -98,18 +98,40 @@ def hypothetical(tally: Tally, nodes: NodeSnapshot, accepts: Callable[[PodInfo],
     return counts
 
 
-def domain_totals(nodes: NodeSnapshot, key: str, counts: Counts) -> tuple[Counts, np.ndarray]:
+def domain_totals(nodes: NodeSnapshot, key: str, counts: Counts) -> tuple[Counts, BoolMask]:
     """Per row, the sum of `counts` over the rows sharing its value of label `key` (0 for rows
-    without the label), and the mask of rows that have it."""
-    codes = nodes.label(key).codes
-    has = codes >= 0
-    out = np.zeros(nodes.size, dtype=np.int64)
-    if not has.any():
-        return out, has
-    valid = codes[has]
-    per_domain = np.bincount(valid, weights=counts[has].astype(np.float64))
-    out[has] = per_domain[valid].astype(np.int64)
+    without the label), and the mask of rows that have it. A key whose every value names one
+    node (the hostname) needs no sum."""
+    column = nodes.label(key)
+    shape = _column_shape(column.codes, len(column.values))
+    has, unique = shape
+    if unique:
+        return np.where(has, counts, 0), has
+    shifted = column.codes + 1  # absent rows in bin 0, dropped
+    per_domain = np.bincount(shifted, weights=counts, minlength=len(column.values) + 1)
+    per_domain[0] = 0
+    out: Counts = per_domain.take(shifted).astype(np.int64)
     return out, has
+
+
+_SHAPES: dict[int, tuple[npt.NDArray[np.int32], tuple[BoolMask, bool]]] = {}
+
+
+def _column_shape(codes: npt.NDArray[np.int32], distinct: int) -> tuple[BoolMask, bool]:
+    """(rows with the label, whether each value is on one row), kept per column (columns are
+    immutable and replaced when they change)."""
+    found = _SHAPES.get(id(codes))
+    if found is not None and found[0] is codes:
+        return found[1]
+    has = codes >= 0
+    has.flags.writeable = False
+    present = codes[has]
+    unique = present.size == 0 or int(np.bincount(present, minlength=distinct).max()) <= 1
+    shape = (has, unique)
+    if len(_SHAPES) > 64:
+        _SHAPES.clear()
+    _SHAPES[id(codes)] = (codes, shape)
+    return shape
 
 
 class _Followed:
@@ -143,11 +165,9 @@ class Conjunction:
 
     def accepts(self, info: PodInfo) -> bool:
         for term, namespaces in self.terms:
-            if term.selector is None:
-                return False
             if namespaces is not None and info.namespace not in namespaces:
                 return False
-            if not labels_match(term.selector, info.labels):
+            if not term.selects(info.labels):
                 return False
         return bool(self.terms)
 

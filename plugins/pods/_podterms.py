@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.podaffinity import PodAffinityTerm, WeightedPodAffinityTerm
 from placement.pods.podinfo import PodInfo
-from placement.selectors import labels_match, selector_problems
+from placement.selectors import selector_problems
 
 __all__ = ["PodTerms", "Term", "selector_shape", "terms_of"]
 
@@ -48,6 +48,39 @@ def _empty(selector: LabelSelector) -> bool:
     return not selector.match_labels and not selector.match_expressions
 
 
+Requirement = tuple[str, str, frozenset[str]]
+
+
+def compiled(selector: LabelSelector) -> tuple[Requirement, ...]:
+    """A selector already validated as (key, operator, values) requirements, for `matching`
+    (labels_match validates every requirement at every call: too slow per pod per cycle)."""
+    reqs: list[Requirement] = [
+        (k, "In", frozenset((v,))) for k, v in (selector.match_labels or {}).items()
+    ]
+    reqs += [
+        (r.key, r.operator, frozenset(r.values or ())) for r in selector.match_expressions or ()
+    ]
+    return tuple(reqs)
+
+
+def matching(requirements: tuple[Requirement, ...], labels: Mapping[str, str]) -> bool:
+    """Whether labels satisfy every compiled requirement (apimachinery's semantics)."""
+    for key, op, values in requirements:
+        value = labels.get(key)
+        if op == "In":
+            if value is None or value not in values:
+                return False
+        elif op == "NotIn":
+            if value is not None and value in values:
+                return False
+        elif op == "Exists":
+            if value is None:
+                return False
+        elif value is not None:  # DoesNotExist
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Term:
     """One compiled term. `namespaces` are those named (the pod's own by default);
@@ -59,6 +92,12 @@ class Term:
     namespace_selector: LabelSelector | None
     topology_key: str
     shape: Hashable
+    requirements: tuple[Requirement, ...] | None = None  # the selector compiled (None: none)
+    namespace_requirements: tuple[Requirement, ...] | None = None
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """The label selector alone (None selects nothing)."""
+        return self.requirements is not None and matching(self.requirements, labels)
 
     @property
     def all_namespaces(self) -> bool:
@@ -66,13 +105,13 @@ class Term:
 
     def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
         """Whether `pod` (whose namespace carries `namespace_labels`) is one this term selects."""
-        if self.selector is None:
+        if self.requirements is None:
             return False
         in_scope = pod.namespace in self.namespaces or (
-            self.namespace_selector is not None
-            and labels_match(self.namespace_selector, namespace_labels)
+            self.namespace_requirements is not None
+            and matching(self.namespace_requirements, namespace_labels)
         )
-        return in_scope and labels_match(self.selector, pod.labels)
+        return in_scope and matching(self.requirements, pod.labels)
 
     def namespaces_among(self, labels_of: Mapping[str, Mapping[str, str]]) -> frozenset[str] | None:
         """The namespaces the term covers given the Namespace objects' labels (`labels_of`, by
@@ -81,10 +120,9 @@ class Term:
         if self.all_namespaces:
             return None
         chosen = set(self.namespaces)
-        if self.namespace_selector is not None:
-            chosen.update(
-                n for n, lbl in labels_of.items() if labels_match(self.namespace_selector, lbl)
-            )
+        wanted = self.namespace_requirements
+        if wanted is not None:
+            chosen.update(n for n, lbl in labels_of.items() if matching(wanted, lbl))
         return frozenset(chosen)
 
 
@@ -136,21 +174,44 @@ def _merged(term: PodAffinityTerm, labels: Mapping[str, str]) -> LabelSelector |
     )
 
 
-def _compiled(term: PodAffinityTerm, pod: PodInfo, path: str) -> Term | str:
-    """The term, or the first problem with it as `<path>.<field>: <error>`."""
+_PROBLEMS: dict[Hashable, str | None] = {}
+_PROBLEMS_KEPT = 4096
+
+
+def _problem(term: PodAffinityTerm, path: str) -> str | None:
+    """The term's first invalid field (cached by content: the replicas of a workload carry
+    the same terms, and apimachinery's checks are costly)."""
+    key = (
+        path,
+        term.topology_key,
+        selector_shape(term.label_selector),
+        selector_shape(term.namespace_selector),
+    )
+    if key in _PROBLEMS:
+        return _PROBLEMS[key]
+    found: str | None = None
     if not term.topology_key:
-        return f"{path}.topologyKey: Required value: can not be empty"
+        found = f"{path}.topologyKey: Required value: can not be empty"
     for field, selector in (
         ("labelSelector", term.label_selector),
         ("namespaceSelector", term.namespace_selector),
     ):
         problems = selector_problems(selector, f"{path}.{field}")
-        if problems:
-            return problems[0]
+        if found is None and problems:
+            found = problems[0]
+    if len(_PROBLEMS) >= _PROBLEMS_KEPT:
+        _PROBLEMS.clear()
+    _PROBLEMS[key] = found
+    return found
+
+
+def _compiled(term: PodAffinityTerm, pod: PodInfo, path: str) -> Term | str:
+    """The term, or the first problem with it as `<path>.<field>: <error>`. Merged
+    matchLabelKeys values are the pod's label values, valid by construction."""
+    problem = _problem(term, path)
+    if problem is not None:
+        return problem
     selector = _merged(term, pod.labels)
-    problems = selector_problems(selector, f"{path}.labelSelector")
-    if problems:  # a matchLabelKeys value that is no label value cannot happen: labels are valid
-        return problems[0]
     named = term.namespaces or []
     if not named and term.namespace_selector is None:
         named = [pod.namespace]
@@ -161,7 +222,16 @@ def _compiled(term: PodAffinityTerm, pod: PodInfo, path: str) -> Term | str:
         selector_shape(term.namespace_selector),
         term.topology_key,
     )
-    return Term(selector, namespaces, term.namespace_selector, term.topology_key, shape)
+    ns_selector = term.namespace_selector
+    return Term(
+        selector,
+        namespaces,
+        ns_selector,
+        term.topology_key,
+        shape,
+        compiled(selector) if selector is not None else None,
+        compiled(ns_selector) if ns_selector is not None else None,
+    )
 
 
 def _required(
