@@ -32,13 +32,13 @@ def term(labels: dict[str, str], **extra: Any) -> dict[str, Any]:
 
 
 def cache(i: int) -> Pod:
-    spec = {"affinity": {"podAntiAffinity": {REQ: [term({"app": "store"})]}}}
+    spec: dict[str, Any] = {"affinity": {"podAntiAffinity": {REQ: [term({"app": "store"})]}}}
     return labelled(pod(f"redis-cache-{i}", namespace="team-a", **spec), app="store")
 
 
 def web(i: int) -> Pod:
     in_team_a = {"namespaceSelector": {"matchLabels": {"team": "a"}}}
-    spec = {
+    spec: dict[str, Any] = {
         "affinity": {
             "podAffinity": {REQ: [term({"app": "store"}, **in_team_a)]},
             "podAntiAffinity": {REQ: [term({"app": "web-store"})]},
