@@ -140,7 +140,8 @@ class PodIndex:
             return None
         if behind == 0:
             return []
-        return list(self._log)[-behind:]
+        log = self._log  # index from the right end: O(behind), not O(HISTORY)
+        return [log[-k] for k in range(behind, 0, -1)]
 
     # --- internals ---------------------------------------------------------------------------
 
