@@ -30,7 +30,7 @@ victims gone, nominated pods added) adjusts the counts by the members gone and t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,14 +78,24 @@ ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
 NAMESPACE = "Namespace"
+Labels = Mapping[str, str]
 
 
-def namespace_labels(cluster: ClusterView) -> dict[str, Mapping[str, str]]:
-    """The labels of every Namespace object the engine watches, by name."""
+def namespace_labels(cluster: ClusterView, terms: Iterable[Term] = ()) -> dict[str, Labels]:
+    """The labels of every Namespace object the engine watches, by name; nothing unless one of
+    `terms` has a namespace selector (the only reader of them all)."""
+    if not any(t.namespace_requirements is not None for t in terms):
+        return {}
     return {
         obj.metadata.name or "": obj.metadata.labels or {}
         for obj in cluster.objects(NAMESPACE).values()
     }
+
+
+def own_labels(cluster: ClusterView, pod: PodInfo) -> Labels:
+    """The labels of the pod's Namespace object (none known: no labels)."""
+    found = cluster.objects(NAMESPACE).get(pod.namespace)
+    return (found.metadata.labels or {}) if found is not None else {}
 
 
 @dataclass
@@ -94,7 +104,7 @@ class _State:
 
     pod: PodInfo
     terms: PodTerms
-    own_labels: Mapping[str, str]  # the labels of the pod's namespace
+    own_labels: Labels  # the labels of the pod's namespace
     affinity: Conjunction | None
     affinity_tally: Tally | None
     anti: tuple[tuple[Conjunction, Tally], ...]
@@ -127,8 +137,8 @@ class InterPodAffinity(PreFilter, Filter, Score, EventHandler):
             return PodStatus.unresolvable(self.name, terms.problem)
         index = cycle.cluster.counted
         self._carried.update(index, nodes)
-        spaces = namespace_labels(cycle.cluster)
-        own = spaces.get(pod.namespace, {})
+        spaces = namespace_labels(cycle.cluster, (*terms.required_affinity, *terms.required_anti))
+        own = own_labels(cycle.cluster, pod)
         existing = tuple(
             (term, tally)
             for _, term, tally in self._carried.of_role("anti")
@@ -260,8 +270,9 @@ class InterPodAffinity(PreFilter, Filter, Score, EventHandler):
             return zeros
         index = cycle.cluster.counted
         self._carried.update(index, nodes)
-        spaces = namespace_labels(cycle.cluster)
-        own = spaces.get(pod.namespace, {})
+        preferred = (*terms.preferred_affinity, *terms.preferred_anti)
+        spaces = namespace_labels(cycle.cluster, (t for _, t in preferred))
+        own = own_labels(cycle.cluster, pod)
         weighted: dict[str, Counts] = {}
 
         def add(key: str, counts: Counts, weight: int) -> None:
