@@ -1,6 +1,6 @@
 """Properties of InterPodAffinity through the engine: random pods with anti-affinity on the
-hostname never share a node with a pod they (or it) repel, and a pod left pending conflicts on
-every node; an anti-affine gang is placed one member per node or not at all."""
+hostname or the zone never share a domain with a pod they (or it) repel, and a pod left pending
+conflicts on every node; an anti-affine gang is placed one member per node or not at all."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from apis.core import Pod
 from plugins.pods.coscheduling import POD_GROUP_LABEL
 from tests.placement.pods.test_engine import T0, World
 from tests.placement.pods.test_gang import add_group, pod_group
-from tests.plugins.pods.affinity_harness import HOST, apod, hnode, placed, term, world
+from tests.plugins.pods.affinity_harness import HOST, ZONE, apod, hnode, placed, term, world
 
 COLORS = ("red", "green", "blue")
 
@@ -22,23 +22,31 @@ pod_shapes = st.lists(
     st.tuples(
         st.sampled_from(COLORS),  # the pod's own color label
         st.lists(st.sampled_from(COLORS), max_size=2, unique=True),  # colors it repels
+        st.sampled_from((HOST, ZONE)),  # the domain it repels them from
     ),
     min_size=1,
     max_size=10,
 )
 
 
-def conflicts(a: Pod, b: Pod) -> bool:
-    """One of the two has a required anti-affinity term (hostname, own namespace) selecting
-    the other's color."""
+def zone_of(node: str) -> str:
+    return f"z{int(node[1:]) % 2}"
+
+
+def conflicts(a: Pod, node_a: str, b: Pod, node_b: str) -> bool:
+    """One of the two, on those nodes, has a required anti-affinity term selecting the
+    other's color in a domain they share (own namespace)."""
 
     def repels(x: Pod, y: Pod) -> bool:
         anti = x.spec.affinity.pod_anti_affinity if x.spec.affinity else None
         terms = (anti.required_during_scheduling_ignored_during_execution or []) if anti else []
         color = (y.metadata.labels or {}).get("color")
         for t in terms:
-            assert t.topology_key == HOST and t.label_selector is not None
-            if (t.label_selector.match_labels or {}).get("color") == color:
+            assert t.label_selector is not None
+            same = (
+                node_a == node_b if t.topology_key == HOST else zone_of(node_a) == zone_of(node_b)
+            )
+            if same and (t.label_selector.match_labels or {}).get("color") == color:
                 return True
         return False
 
@@ -48,12 +56,12 @@ def conflicts(a: Pod, b: Pod) -> bool:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes=pod_shapes, node_count=st.integers(min_value=1, max_value=4))
 def test_anti_affine_pods_never_share_a_domain_and_pending_ones_conflict_everywhere(
-    shapes: list[tuple[str, list[str]]], node_count: int
+    shapes: list[tuple[str, list[str], str]], node_count: int
 ) -> None:
-    w = world(*(hnode(f"n{i}") for i in range(node_count)))
+    w = world(*(hnode(f"n{i}", zone_of(f"n{i}")) for i in range(node_count)))
     pods = [
-        apod(f"p{i}", {"color": color}, anti=[term({"color": c}) for c in repelled])
-        for i, (color, repelled) in enumerate(shapes)
+        apod(f"p{i}", {"color": color}, anti=[term({"color": c}, key) for c in repelled])
+        for i, (color, repelled, key) in enumerate(shapes)
     ]
     w.add_pods(*pods)
     w.run(until=T0 + timedelta(minutes=1), steps=200)
@@ -62,14 +70,14 @@ def test_anti_affine_pods_never_share_a_domain_and_pending_ones_conflict_everywh
     bound = [(by_name[n], node) for n, node in where.items() if node is not None]
     for i, (a, node_a) in enumerate(bound):
         for b, node_b in bound[i + 1 :]:
-            if node_a == node_b:
-                assert not conflicts(a, b), (a.metadata.name, b.metadata.name, node_a)
+            assert not conflicts(a, node_a, b, node_b), (a.metadata.name, b.metadata.name)
     # Nothing is left pending that could have run (plenty of cpu on every node).
     for name, node in where.items():
         if node is None:
             for i in range(node_count):
-                there = [p for p, n in bound if n == f"n{i}"]
-                assert any(conflicts(by_name[name], p) for p in there), (name, f"n{i}")
+                here = f"n{i}"
+                blocked = any(conflicts(by_name[name], here, p, n) for p, n in bound)
+                assert blocked, (name, here)
 
 
 def anti_gang(group: str, size: int) -> list[Pod]:
