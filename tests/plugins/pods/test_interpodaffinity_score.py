@@ -14,6 +14,7 @@ from tests.plugins.pods.affinity_harness import (
     ZONE,
     apod,
     cycle_of,
+    fits,
     hnode,
     info_of,
     plugin_of,
@@ -108,3 +109,32 @@ def test_the_engine_places_by_the_score() -> None:
     w.add_pods(apod("web", {"app": "web"}, **INCOMING_TERMS))
     w.run()
     assert w.node_of("default/web") in {"n1", "n2"}
+
+
+def test_kube_docs_security_zone_example() -> None:
+    """kube's "inter-pod affinity" example: required affinity to `security In (S1)` in the
+    zone, preferred anti-affinity (weight 100) to `security In (S2)` in the zone. Zones a and
+    b hold S1 pods, zone a also an S2 pod, zone c nothing: only zones a and b fit, and zone b is
+    preferred."""
+    w = world(hnode("a1", "a"), hnode("a2", "a"), hnode("b1", "b"), hnode("c1", "c"))
+    w.add_pods(
+        apod("s1-a", {"security": "S1"}, node="a1", scheduler="other"),
+        apod("s1-b", {"security": "S1"}, node="b1", scheduler="other"),
+        apod("s2-a", {"security": "S2"}, node="a2", scheduler="other"),
+    )
+
+    def security(value: str) -> dict[str, Any]:
+        return term(
+            expressions=[{"key": "security", "operator": "In", "values": [value]}], key=ZONE
+        )
+
+    docs_pod = apod(
+        "with-pod-affinity",
+        required=[security("S1")],
+        preferred_anti=[weighted(100, security("S2"))],
+    )
+    assert fits(w, docs_pod) == ["a1", "a2", "b1"]
+    assert scores(w, docs_pod) == {"a1": 0, "a2": 0, "b1": 100, "c1": 100}
+    w.add_pods(docs_pod)
+    w.run()
+    assert w.node_of("default/with-pod-affinity") == "b1"
