@@ -132,6 +132,7 @@ class ImageLocality(Score, EventHandler):
     def __init__(self) -> None:
         self._book = _ImageBook()
         self._names: tuple[str, ...] | None = None  # the node set the caches below are for
+        self._row_of: dict[str, int] = {}
         self._version = -1
         self._rows: dict[str, tuple[RowIndex, int]] = {}  # image -> (rows, scaled size)
         self._scores: dict[tuple[str, ...], ScoreVector] = {}  # pod images -> full vector
@@ -161,7 +162,8 @@ class ImageLocality(Score, EventHandler):
         state = self._book.states.get(image)
         if state is None:
             return None
-        rows = sorted(r for r in (nodes.row_of(n) for n in state.nodes) if r is not None)
+        row_of = self._row_of
+        rows = sorted(r for r in map(row_of.get, state.nodes) if r is not None)
         if not rows:
             return None
         spread = len(rows) / nodes.size
@@ -171,8 +173,12 @@ class ImageLocality(Score, EventHandler):
         return found
 
     def _vector(self, images: Sequence[str], nodes: NodeSnapshot) -> ScoreVector:
-        if nodes.names is not self._names or self._book.version != self._version:
-            self._names, self._version = nodes.names, self._book.version
+        if nodes.names is not self._names:
+            self._names = nodes.names
+            self._row_of = {name: row for row, name in enumerate(nodes.names)}
+            self._version = -1
+        if self._book.version != self._version:
+            self._version = self._book.version
             self._rows, self._scores = {}, {}
         key = tuple(images)
         found = self._scores.get(key)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.core import Pod
 from apis.pluginargs import NoArgs
@@ -89,6 +90,15 @@ _Slot = tuple[str, int]  # (protocol, port)
 _Held = dict[str, tuple[PodInfo, tuple[str, ...]]]  # pod key -> (pod, addresses of the slot)
 
 
+class _Delta(NamedTuple):
+    """A pod's addresses of one slot counted on (+1) or uncounted from (-1) a node."""
+
+    slot: _Slot
+    node: str
+    addresses: tuple[str, ...]
+    sign: int
+
+
 class _PortBook:
     """The counted pods' host ports: (protocol, port) -> node -> the pods holding it there."""
 
@@ -97,14 +107,16 @@ class _PortBook:
         self.generation = -1
         self.slots: dict[_Slot, dict[str, _Held]] = {}
 
-    def sync(self, counted: PodIndex) -> None:
+    def sync(self, counted: PodIndex) -> list[_Delta] | None:
+        """Catch up with the index: the deltas applied, or None when the book was rebuilt."""
         if counted is self.source:
             changes = counted.changes_since(self.generation)
             if changes is not None:
+                deltas: list[_Delta] = []
                 for change in changes:
-                    self._apply(change)
+                    deltas += self._apply(change)
                 self.generation = counted.generation
-                return
+                return deltas
         self.slots = {}
         self.source = counted
         for key, info in counted.subset(SUBSET, _holds_ports).items():
@@ -112,29 +124,86 @@ class _PortBook:
             if node is not None:
                 self._apply(PodChange(info, node, 1))
         self.generation = counted.generation
+        return None
 
-    def _apply(self, change: PodChange) -> None:
+    def _apply(self, change: PodChange) -> list[_Delta]:
         ports = host_ports(change.info.pod)
         if not ports:
-            return
-        key = change.info.key
+            return []
+        key, node = change.info.key, change.node
         by_slot: dict[_Slot, list[str]] = {}
         for ip, protocol, port in ports:
             by_slot.setdefault((protocol, port), []).append(ip)
+        deltas: list[_Delta] = []
         for slot, ips in by_slot.items():
             if change.sign > 0:
-                held = self.slots.setdefault(slot, {}).setdefault(change.node, {})
+                # The index uncounts a pod before counting it again: no key is here twice.
+                held = self.slots.setdefault(slot, {}).setdefault(node, {})
                 held[key] = (change.info, tuple(ips))
+                deltas.append(_Delta(slot, node, tuple(ips), 1))
                 continue
-            nodes = self.slots.get(slot)
-            held_or_none = nodes.get(change.node) if nodes is not None else None
-            if nodes is None or held_or_none is None:
+            on_nodes = self.slots.get(slot, {})
+            held = on_nodes.get(node, {})
+            gone = held.pop(key, None)
+            if gone is None:
                 continue
-            held_or_none.pop(key, None)
-            if not held_or_none:
-                del nodes[change.node]
-                if not nodes:
+            deltas.append(_Delta(slot, node, gone[1], -1))
+            if not held:
+                del on_nodes[node]
+                if not on_nodes:
                     del self.slots[slot]
+        return deltas
+
+
+_ANY = ""  # the `_SlotCounts` key counting every address
+
+
+class _SlotCounts:
+    """Per slot, per held address (and `_ANY`), how many counted pods hold it on each row of
+    one node set: built on first use from the book, then moved by the book's deltas, so a
+    pod asking for a port pays a vector comparison whatever the number of holders."""
+
+    def __init__(self) -> None:
+        self.names: object = None
+        self.rows: dict[str, int] = {}
+        self.counts: dict[_Slot, dict[str, npt.NDArray[np.int32]]] = {}
+
+    def follow(self, deltas: list[_Delta] | None, nodes: NodeSnapshot) -> None:
+        if deltas is None or nodes.names is not self.names:
+            self.names = nodes.names
+            self.rows = {name: row for row, name in enumerate(nodes.names)}
+            self.counts = {}
+            return
+        for slot, node, addresses, sign in deltas:
+            counts = self.counts.get(slot)
+            row = self.rows.get(node)
+            if counts is not None and row is not None:
+                self._add(counts, row, addresses, sign, nodes.size)
+
+    def of(self, slot: _Slot, book: _PortBook, size: int) -> dict[str, npt.NDArray[np.int32]]:
+        counts = self.counts.get(slot)
+        if counts is None:
+            counts = self.counts[slot] = {}
+            for node, held in book.slots.get(slot, {}).items():
+                row = self.rows.get(node)
+                if row is not None:
+                    for _, addresses in held.values():
+                        self._add(counts, row, addresses, 1, size)
+        return counts
+
+    @staticmethod
+    def _add(
+        counts: dict[str, npt.NDArray[np.int32]],
+        row: int,
+        addresses: tuple[str, ...],
+        sign: int,
+        size: int,
+    ) -> None:
+        for address in (_ANY, *addresses):
+            column = counts.get(address)
+            if column is None:
+                column = counts[address] = np.zeros(size, dtype=np.int32)
+            column[row] += sign
 
 
 class NodePorts(PreFilter, Filter):
@@ -142,6 +211,7 @@ class NodePorts(PreFilter, Filter):
 
     def __init__(self) -> None:
         self._book = _PortBook()
+        self._counts = _SlotCounts()
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodePorts:
@@ -168,30 +238,55 @@ class NodePorts(PreFilter, Filter):
         wanted = self._wanted(cycle, pod)
         if not wanted:
             return FilterResult(candidates)
-        self._book.sync(cycle.cluster.counted)
+        self._counts.follow(self._book.sync(cycle.cluster.counted), nodes)
         blocked = np.zeros(nodes.size, dtype=bool)
-        overlay = nodes.overlay
-        hypothetical = not overlay.empty
-        for ip, protocol, port in wanted:
-            for node, held in self._book.slots.get((protocol, port), {}).items():
-                row = nodes.row_of(node)
-                if row is None or blocked[row] or not candidates[row]:
-                    continue
-                for key, (info, ips) in held.items():
-                    if key == pod.key or not any(conflicts(h, ip) for h in ips):
-                        continue
-                    if hypothetical and overlay.gone(info, row):
-                        continue
-                    blocked[row] = True
-                    break
-        for row, other in overlay.added:
-            if blocked[row] or not candidates[row] or other.key == pod.key:
-                continue
-            if _collide(host_ports(other.pod), wanted):
-                blocked[row] = True
+        if nodes.overlay.empty:
+            for host_port in wanted:
+                self._block_held(blocked, host_port, nodes)
+        else:
+            for host_port in wanted:
+                self._block_hypothetical(blocked, host_port, pod, nodes, candidates)
+            for row, other in nodes.overlay.added:
+                if not blocked[row] and other.key != pod.key:
+                    blocked[row] = _collide(host_ports(other.pod), wanted)
+        blocked &= candidates
         if not blocked.any():
             return FilterResult(candidates)
         return FilterResult(candidates & ~blocked, reasons=(Reason(frozen(blocked), ERR_REASON),))
+
+    def _block_held(self, blocked: BoolMask, wanted: HostPort, nodes: NodeSnapshot) -> None:
+        """Every row where a counted pod holds the port at an address colliding with it."""
+        slot = (wanted.protocol, wanted.port)
+        if slot not in self._book.slots:
+            return
+        counts = self._counts.of(slot, self._book, nodes.size)
+        addresses = (_ANY,) if wanted.ip == ALL_ADDRESSES else (ALL_ADDRESSES, wanted.ip)
+        for address in addresses:
+            column = counts.get(address)
+            if column is not None:
+                blocked |= column > 0
+
+    def _block_hypothetical(
+        self,
+        blocked: BoolMask,
+        wanted: HostPort,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        candidates: BoolMask,
+    ) -> None:
+        """`_block_held` on a hypothetical cluster: holders the overlay removed are skipped."""
+        overlay = nodes.overlay
+        rows_of = self._counts.rows  # for this node set: `follow` ran first
+        for node, held in self._book.slots.get((wanted.protocol, wanted.port), {}).items():
+            row = rows_of.get(node)
+            if row is None or blocked[row] or not candidates[row]:
+                continue
+            blocked[row] = any(
+                key != pod.key
+                and any(conflicts(h, wanted.ip) for h in ips)
+                and not overlay.gone(info, row)
+                for key, (info, ips) in held.items()
+            )
 
 
 def _collide(held: tuple[HostPort, ...], wanted: tuple[HostPort, ...]) -> bool:
