@@ -3,12 +3,14 @@ by hand below), its cache's first-reported size, node events, and a pod placed b
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from apis.core import Node, Pod
+from controllers.cli.common import EXIT_OK
 from placement.pods.events import NodeEvent
 from placement.pods.framework import ClusterView, PodInfo
 from placement.pods.nodes import NodeSnapshot
@@ -19,6 +21,7 @@ from plugins.pods.imagelocality import (
     normalized_image_name,
     pod_images,
 )
+from tests.controllers.cli.samples import run
 from tests.placement.pods.test_engine import T0, World, binds, make_pod
 from tests.plugins.pods.builders import all_rows, by_name, cycle, snapshot
 
@@ -200,3 +203,36 @@ def test_the_engine_places_a_pod_where_its_image_already_is() -> None:
     # Otherwise equal nodes tie to the first by name: the plain pod goes to a, the job to b.
     assert binds(world.step()) == {"default/job": "b", "default/plain": "a"}
     assert world.now == T0
+
+
+SIMULATED = """
+apiVersion: v1
+kind: Node
+metadata: {name: a}
+status:
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: b}
+status:
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+  images: [{names: ["trainer:v3"], sizeBytes: 943718400}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  schedulerName: ocm-pod-scheduler
+  containers: [{name: c, image: "trainer:v3", resources: {requests: {cpu: "1"}}}]
+"""
+
+
+def test_scheduler_simulate_reads_node_images(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "cluster.yaml").write_text(SIMULATED)
+    now = ["--now", "2026-01-01T00:00:00Z"]
+    code, out, _ = run(capsys, "scheduler", "simulate", "-f", str(tmp_path), "-o", "table", *now)
+    assert code == EXIT_OK
+    assert out.splitlines()[1].split()[:3] == ["default", "job", "b"]  # a would win a tie
