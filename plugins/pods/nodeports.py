@@ -8,10 +8,12 @@ are the same and either address is 0.0.0.0 or both are the same address.
 
 PreFilter computes the pod's host ports once (a pod without any skips the Filter, as kube).
 The Filter never walks every pod: the plugin keeps, per `(protocol, port)`, the nodes whose
-counted pods hold it, built once from the counted pods' "host-ports" subset and then kept up
-to date from the index's changes (`PodIndex.changes_since`), so a cycle looks only at the
-holders of the ports the pod asks for, on candidate rows. A hypothetical cluster (preemption)
-is honoured through the snapshot's overlay: a holder that is `gone` (a victim, or below the
+counted pods hold it (`_PortBook`), built once from the counted pods' "host-ports" subset and
+then kept up to date from the index's changes (`PodIndex.changes_since`). On the real cluster
+a port is answered from per-address count vectors over the rows (`_SlotCounts`, moved by the
+same changes), so a port held on every node costs a vector comparison, not a walk over its
+holders. A hypothetical cluster (preemption) walks the holders of the asked ports on candidate
+rows and honours the snapshot's overlay: a holder that is `gone` (a victim, or below the
 priority being removed on its row) frees its port, and `added` pods (nominated, or placed
 gang members) hold theirs. The reason is resolvable: evicting the holder makes room.
 """
