@@ -70,12 +70,16 @@ def host_ports(pod: Pod) -> tuple[HostPort, ...]:
     """The host ports the pod takes on its node: sidecars' first, then its containers'."""
     spec = pod.spec
     found: list[HostPort] = []
+    # The API server defaults a host-network pod's hostPort to its containerPort; a manifest
+    # given to `scheduler simulate` has not been through it.
+    host_network = bool(spec.model_extra and spec.model_extra.get("hostNetwork") is True)
     sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
     for container in (*sidecars, *spec.containers):
         for port in container.ports or ():
-            if port.host_port is not None and port.host_port > 0:
+            number = port.host_port or (port.container_port if host_network else 0)
+            if number > 0:
                 ip = port.host_ip or ALL_ADDRESSES
-                found.append(HostPort(ip, port.protocol or DEFAULT_PROTOCOL, port.host_port))
+                found.append(HostPort(ip, port.protocol or DEFAULT_PROTOCOL, number))
     return tuple(found)
 
 

@@ -145,6 +145,14 @@ def test_sidecars_hold_host_ports_and_plain_init_containers_do_not() -> None:
     assert fits(plugin, index, with_ports("y", (81, "", "")), nodes) == []
 
 
+def test_a_host_network_pod_takes_its_container_ports_as_the_api_server_defaults() -> None:
+    pod = with_ports("p", (0, "", ""), hostNetwork=True)
+    assert host_ports(pod.pod) == (HostPort("0.0.0.0", "TCP", 80),)
+    explicit = with_ports("q", (8080, "", "UDP"), hostNetwork=True)
+    assert host_ports(explicit.pod) == (HostPort("0.0.0.0", "UDP", 8080),)
+    assert host_ports(with_ports("r", (0, "", ""), hostNetwork=False).pod) == ()
+
+
 def test_only_candidate_rows_are_checked_and_reported() -> None:
     nodes = snapshot([node("a"), node("b"), node("c")])
     index = PodIndex()
