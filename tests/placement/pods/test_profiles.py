@@ -91,6 +91,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "UnsupportedFeatures",
         "NodeName",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "Coscheduling",
         "CapacityScheduling",
@@ -100,6 +101,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
@@ -114,8 +116,9 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
-    assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == ["ImageLocality", "Coscheduling", "CapacityScheduling"]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
@@ -196,6 +199,7 @@ profiles:
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
 
 
