@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from apis.meta import LabelSelector
@@ -140,8 +141,9 @@ class PodIndex:
             return None
         if behind == 0:
             return []
-        log = self._log  # index from the right end: O(behind), not O(HISTORY)
-        return [log[-k] for k in range(behind, 0, -1)]
+        recent = list(islice(reversed(self._log), behind))  # O(behind), not O(HISTORY)
+        recent.reverse()
+        return recent
 
     # --- internals ---------------------------------------------------------------------------
 

@@ -91,6 +91,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "UnsupportedFeatures",
         "NodeName",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "InterPodAffinity",
         "Coscheduling",
@@ -101,6 +102,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "InterPodAffinity",
     ]
@@ -115,10 +117,16 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeResourcesFit", 5),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
-        ("NodeResourcesBalancedAllocation", 1),
         ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
-    assert names(profile.handlers) == ["InterPodAffinity", "Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == [
+        "InterPodAffinity",
+        "ImageLocality",
+        "Coscheduling",
+        "CapacityScheduling",
+    ]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
@@ -198,8 +206,9 @@ profiles:
         ("TaintToleration", 3),
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
-        ("NodeResourcesBalancedAllocation", 1),
         ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
 
 
