@@ -3,6 +3,7 @@ namespaces and namespaceSelector, matchLabelKeys, kube's reasons and codes, bad 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -269,3 +270,24 @@ def test_a_bad_term_through_the_engine_is_reported_and_the_engine_goes_on() -> N
     assert status is not None
     [cond] = [c for c in status.conditions or [] if c["type"] == "PodScheduled"]
     assert '"Nope" is not a valid label selector operator' in cond["message"]
+
+
+def test_pods_waiting_for_affinity_retry_when_a_pod_or_a_namespace_changes() -> None:
+    """The plugin's event handler: an assigned pod counted, or a Namespace relabelled, sends
+    the pods it rejected back to be tried (kube's cluster events for InterPodAffinity)."""
+    w = world(hnode("n1"), hnode("n2"), namespaces=[namespace("x")])
+    in_team_a = {"matchLabels": {"team": "a"}}
+    web = apod(
+        "web", {"app": "web"}, required=[term({"app": "store"}, namespace_selector=in_team_a)]
+    )
+    w.add_pods(web)
+    w.run(until=T0 + timedelta(seconds=30))
+    assert placed(w) == {"web": None}
+    # A store pod appears in namespace x, which the term does not select yet.
+    w.add_pods(apod("store", {"app": "store"}, node="n2", namespace="x", scheduler="other"))
+    w.run(until=T0 + timedelta(seconds=60))
+    assert placed(w)["web"] is None
+    w.now = T0 + timedelta(seconds=61)
+    w.engine.handle(ObjectEvent("Modified", namespace("x", team="a")), w.now)
+    w.run(until=w.now + timedelta(seconds=30))
+    assert placed(w)["web"] == "n2"
