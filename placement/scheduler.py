@@ -26,10 +26,11 @@ from placement.framework import (
     worst,
 )
 from placement.registry import Profile, Registry
-from placement.scoring import rows_mask, scatter
+from placement.scoring import own_positions, rows_mask, scatter
 from placement.snapshot import FleetSnapshot
 
 __all__ = [
+    "KEEP_BONUS",
     "FilterRecord",
     "PrioritizerRecord",
     "ScheduleResult",
@@ -219,6 +220,10 @@ def _coordinate_key(item: WeightedCoordinate) -> tuple[str | None, ...]:
     )
 
 
+KEEP_BONUS = 2**40
+"""Added to the current decisions' totals by `schedule(keep=True)`: more than any spread of
+weighted scores (a prioritizer scores within -100..100, weights within -10..10)."""
+
 _MAX_PRIORITIZERS = 1024  # distinct coordinates kept built; beyond that the cache starts over
 
 
@@ -267,9 +272,19 @@ class Scheduler:
         return built
 
     def schedule(
-        self, placement: Placement, fleet: FleetSnapshot, now: datetime, explain: bool = False
+        self,
+        placement: Placement,
+        fleet: FleetSnapshot,
+        now: datetime,
+        explain: bool = False,
+        keep: bool = False,
     ) -> ScheduleResult:
-        """One cycle. `explain` asks plugins for the extra trace `placement explain` shows."""
+        """One cycle. `explain` asks plugins for the extra trace `placement explain` shows.
+        `keep` ranks the placement's current decisions above every other feasible cluster
+        (KEEP_BONUS added to their totals for the selector only; the scores reported stay the
+        prioritizers'): the result is the current decision whenever the filters, the number
+        of clusters and the selector's rules still allow it (the hub controller's restart
+        and resync use it, README "Differences from OCM")."""
         cycle = Cycle(now=now, scratch={"explain": explain})
         result = ScheduleResult(placement=placement, size=fleet.size)
         avail = availability(placement, fleet)
@@ -338,7 +353,11 @@ class Scheduler:
 
         selector = self._selector(self.selector_name(placement))
         started = clock()
-        args = (cycle, placement, fleet, rows, total)
+        ranked = total
+        if keep:
+            ranked = total.copy()
+            ranked[own_positions(cycle, placement, fleet, rows)] += KEEP_BONUS
+        args = (cycle, placement, fleet, rows, ranked)
         selection = self._guard(selector.name, selector.select, *args)
         timings.append(("selector", selector.name, clock() - started))
         if isinstance(selection, Status):

@@ -160,7 +160,12 @@ class Manager(Controller):
     # --- the runtime's hooks -------------------------------------------------------------------
 
     def keys(self) -> Iterable[str]:
-        return self.fanout.all()
+        """Every placement, for the start and the resync: queued without a cause, so each
+        keeps a decision the scheduler may still make (`Reconciler.causeless`) until an event
+        gives it one."""
+        keys = self.fanout.all()
+        self.reconciler.causeless.update(keys)
+        return keys
 
     @property
     def handler(self) -> Handler:
@@ -231,7 +236,9 @@ class Manager(Controller):
         `placement simulate` schedules them)."""
         if not self.working:
             return
+        causeless = self.reconciler.causeless
         for key in keys():
+            causeless.discard(key)
             self.queue.add(key)
 
     def _requeue(
@@ -243,7 +250,9 @@ class Manager(Controller):
             return
         placements = keys()
         if not self.echoes.hold(kind, key, version, placements):
+            causeless = self.reconciler.causeless
             for placement in placements:
+                causeless.discard(placement)
                 self.queue.add(placement)
 
     def _cluster_added(self, cluster: ClusterRow) -> None:

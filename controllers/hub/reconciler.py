@@ -16,6 +16,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from apis.errors import ModelError
 from apis.placements import (
     PLACEMENT_MISCONFIGURED,
@@ -31,12 +33,14 @@ from controllers.hub.writer import DecisionWriter, WritePlan
 from controllers.runtime.logs import reconcile_context
 from controllers.runtime.queue import Retry, WorkQueue
 from controllers.runtime.views import Latest
+from placement.arrays import RowIndex
 from placement.explain import explain_json
 from placement.framework import Code
 from placement.index import FleetIndex
 from placement.outcome import outcome, score_note
 from placement.rows import DecisionRow
-from placement.scheduler import Scheduler
+from placement.scheduler import Scheduler, ScheduleResult
+from placement.snapshot import FleetSnapshot
 
 __all__ = [
     "LOG_SUBJECT",
@@ -126,6 +130,9 @@ class Reconciler:
         self.queue = queue
         self.metrics = metrics
         self.wall = wall
+        self.causeless: set[str] = set()
+        """Keys queued by the start or the periodic resync and by nothing since: their
+        reconcile keeps the current decision when it is still one the scheduler may make."""
         self.history: deque[str] = deque(maxlen=HISTORY)
         """The latest keys reconciled, in order (tests read which placements ran)."""
         # The labelled series every reconcile observes, looked up once (`labels()` costs a few
@@ -151,6 +158,8 @@ class Reconciler:
 
     async def reconcile(self, key: str) -> None:
         self.history.append(key)
+        causeless = key in self.causeless
+        self.causeless.discard(key)
         placement = self.placements.get(key)
         if placement is None or is_disabled(placement):
             return  # gone (its decisions go with it, by owner reference) or left alone
@@ -158,6 +167,8 @@ class Reconciler:
         fleet = self.index.snapshot()
         started = time.perf_counter()
         result = self.scheduler.schedule(placement, fleet, now)
+        if causeless:
+            result = self._unmoved(placement, fleet, now, result)
         done = outcome(result, fleet, placement.status, now)
         plan = WritePlan(
             placement=placement,
@@ -204,6 +215,23 @@ class Reconciler:
             # OCM keeps Warning, Misconfigured and Error placements in rate-limited retry.
             raise Retry(str(done.status))
 
+    def _unmoved(
+        self, placement: Placement, fleet: FleetSnapshot, now: datetime, result: ScheduleResult
+    ) -> ScheduleResult:
+        """For a reconcile nothing asked for (the start, the resync): the result that keeps
+        the current decision when the scheduler may still make it, else `result`. Nothing the
+        placement reads changed, only what Balance counts of the other placements' decisions,
+        and a restart or a resync must not move workloads for that (README, "Differences
+        from OCM"); a schedule the placement's own inputs call for is OCM's."""
+        current = fleet.decisions.rows_of(placement.namespace, placement.name)
+        chosen = result.selection.rows if result.selection is not None else None
+        if chosen is None or not result.status.ok or _same(chosen, current):
+            return result
+        kept = self.scheduler.schedule(placement, fleet, now, keep=True)
+        if kept.selection is not None and kept.status.ok and _same(kept.selection.rows, current):
+            return kept
+        return result
+
     # --- the debug endpoint -------------------------------------------------------------------
 
     def explain(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -225,3 +253,8 @@ class Reconciler:
         fleet = self.index.snapshot()
         result = self.scheduler.schedule(placement, fleet, self.wall(), explain=True)
         return explain_json(result, fleet)
+
+
+def _same(rows: RowIndex, current: RowIndex) -> bool:
+    """The same clusters (rows of one snapshot), in any order."""
+    return rows.size == current.size and bool(np.array_equal(np.sort(rows), np.sort(current)))
