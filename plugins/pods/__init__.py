@@ -21,6 +21,7 @@ from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
 from plugins.pods.noderesourcesfit import NodeResourcesFit
 from plugins.pods.nodeunschedulable import NodeUnschedulable
+from plugins.pods.podtopologyspread import PodTopologySpread
 from plugins.pods.prioritysort import PrioritySort
 from plugins.pods.tainttoleration import TaintToleration
 from plugins.pods.unsupportedfeatures import UnsupportedFeatures
@@ -37,6 +38,7 @@ __all__ = [
     "NodeResourcesFit",
     "NodeUnschedulable",
     "PluginFactory",
+    "PodTopologySpread",
     "PrioritySort",
     "TaintToleration",
     "UnsupportedFeatures",
@@ -53,6 +55,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "TaintToleration": TaintToleration.from_args,
     "NodeAffinity": NodeAffinity.from_args,
     "NodeResourcesFit": NodeResourcesFit.from_args,
+    "PodTopologySpread": PodTopologySpread.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
@@ -72,6 +75,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "NodeResourcesBalancedAllocation",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.
@@ -88,5 +92,6 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "PodTopologySpread": 2,
     }
 )

@@ -1,7 +1,7 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Inter-pod affinity and anti-affinity, topology spread constraints, and volumes whose node
+Inter-pod affinity and anti-affinity, and volumes whose node
 affinity the scheduler would have to honour (a PersistentVolumeClaim, whose volume may be
 zonal or bound late; a generic ephemeral volume, which creates one). The check is on the pod
 alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
@@ -42,8 +42,6 @@ def unsupported(pod: Pod) -> list[str]:
             found.append("inter-pod affinity (spec.affinity.podAffinity)")
         if _has_terms(spec.affinity.pod_anti_affinity):
             found.append("inter-pod anti-affinity (spec.affinity.podAntiAffinity)")
-    if spec.topology_spread_constraints:
-        found.append("topology spread constraints (spec.topologySpreadConstraints)")
     for i, volume in enumerate(spec.volumes or ()):
         for kind in _TOPOLOGY_VOLUMES:
             if volume.get(kind) is not None:

@@ -92,6 +92,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -101,6 +102,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
@@ -113,6 +115,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeResourcesFit", 5),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
     assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
@@ -195,6 +198,7 @@ profiles:
         ("TaintToleration", 3),
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
 
@@ -315,11 +319,11 @@ def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows(
 
 
 def test_args_of_a_kube_default_we_lack_are_accepted_only_when_it_is_disabled() -> None:
-    args = "  pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List}\n"
-    disabled = "    multiPoint:\n      disabled: [{name: PodTopologySpread}]\n"
+    args = "  pluginConfig:\n  - name: ImageLocality\n    args: {anything: 1}\n"
+    disabled = "    multiPoint:\n      disabled: [{name: ImageLocality}]\n"
     (profile,) = profiles(profile_with(disabled) + args)
     assert profile.scheduler_name == "a"
-    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"PodTopologySpread\""):
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"ImageLocality\""):
         profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
 
 

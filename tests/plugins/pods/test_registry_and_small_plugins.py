@@ -26,6 +26,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "PodTopologySpread": 2,
     }
 
 
@@ -105,16 +106,6 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
         ),
         pytest.param(
             {
-                "topologySpreadConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-                ]
-            },
-            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
-            ", which ocm-pod-scheduler does not implement",
-            id="spread",
-        ),
-        pytest.param(
-            {
                 "volumes": [
                     {"name": "cfg", "configMap": {"name": "c"}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
@@ -129,9 +120,11 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
                 "volumes": [
                     {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
                 ],
-                "topologySpreadConstraints": [{"maxSkew": 1}],
+                "affinity": {
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
+                },
             },
-            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
+            "pod uses inter-pod affinity (spec.affinity.podAffinity)"
             " and volume topology (spec.volumes[0].ephemeral)"
             ", which ocm-pod-scheduler does not implement",
             id="two",

@@ -1,0 +1,288 @@
+"""`PodTopologySpread`: `spec.topologySpreadConstraints` (and the default constraints for pods
+without any), as kube-scheduler's plugin of the same name.
+
+**PreFilter** builds the DoNotSchedule constraints (SKIP without any) and their state: per
+constraint, the matching pods per node (`MatchCounts`, kept across cycles) and the eligible
+nodes: those carrying every topology key of the pod's hard constraints and passing the
+constraint's nodeAffinityPolicy (Honor: the pod's nodeSelector and required node affinity)
+and nodeTaintsPolicy (Honor: no untolerated NoSchedule/NoExecute taint). An invalid
+constraint makes the pod unresolvable with the field named.
+
+**Filter** is mask arithmetic: per constraint, the counts summed per domain over the eligible
+nodes (`np.bincount` on the label column's codes), the global minimum over those domains (0
+when there are fewer than minDomains), and a node fails when its domain's count, plus one if
+the pod matches its own selector, minus the minimum exceeds maxSkew. A node without a
+topology key is unresolvable. On a hypothetical snapshot (preemption) the counts follow
+`nodes.overlay`: a victim leaving a crowded domain helps, nominated pods count.
+
+**Score** uses the ScheduleAnyway constraints only: a node's raw score is the sum over the
+constraints of `count(domain) * log(domains + 2) + maxSkew - 1` (for kubernetes.io/hostname
+the node's own matching pods, the domains being the scored nodes), rounded; then inverted to
+0..100 as `100 * (max + min - s) // max` (all 100 when max is 0). Nodes missing a key get 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from apis.pluginargs import PodTopologySpreadArgs
+from apis.topologyspread import TopologySpreadConstraint
+from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.pods.affinity import node_selector_mask, selector_terms_mask
+from placement.pods.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    Filter,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    PodStatus,
+    PreFilter,
+    PreFilterResult,
+    Reason,
+    Score,
+)
+from placement.pods.nodes import NodeSnapshot
+from plugins.pods._shared import args_of
+from plugins.pods._spread import (
+    HOSTNAME,
+    SYSTEM_DEFAULTS,
+    Counts,
+    MatchCounts,
+    SelectorError,
+    Spread,
+    overlaid,
+    self_match,
+    spread_constraints,
+)
+from plugins.pods.tainttoleration import HARD_EFFECTS
+from plugins.pods.tolerations import cycle_tolerations, tolerated
+
+__all__ = ["ERR_REASON_CONSTRAINTS", "ERR_REASON_LABEL", "PodTopologySpread"]
+
+ERR_REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_LABEL = ERR_REASON_CONSTRAINTS + " (missing required label)"
+
+
+class _State(NamedTuple):
+    """PreFilter's answer for one pod on one snapshot's nodes."""
+
+    pod: PodInfo
+    names: tuple[str, ...]
+    constraints: tuple[Spread, ...]
+    counts: tuple[Counts, ...]  # per constraint: matching pods per row (no overlay)
+    eligible: tuple[BoolMask, ...]  # per constraint: rows whose pods and domain count
+
+
+def affinity_mask(pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
+    """Rows matching the pod's nodeSelector and required node affinity (kube's
+    RequiredNodeAffinity); an invalid selector matches nothing (kube ignores the error)."""
+    spec = pod.pod.spec
+    node = spec.affinity.node_affinity if spec.affinity else None
+    required = node.required_during_scheduling_ignored_during_execution if node else None
+    try:
+        mask = node_selector_mask(spec.node_selector, nodes)
+        if required is not None:
+            mask &= selector_terms_mask(required, nodes)
+    except SelectorError:
+        return np.zeros(nodes.size, dtype=bool)
+    return mask
+
+
+def _taint_mask(cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
+    """Rows without a NoSchedule/NoExecute taint the pod does not tolerate."""
+    ok = np.ones(nodes.size, dtype=bool)
+    if not nodes.taints:
+        return ok
+    tols = cycle_tolerations(cycle, pod)
+    for row, taints in nodes.taints.items():
+        if any(t.effect in HARD_EFFECTS and not tolerated(tols, t) for t in taints):
+            ok[row] = False
+    return ok
+
+
+def _inclusion(
+    cycle: PodCycle,
+    pod: PodInfo,
+    nodes: NodeSnapshot,
+    constraints: Sequence[Spread],
+    base: BoolMask,
+) -> tuple[BoolMask, ...]:
+    """Per constraint, `base` narrowed by its node inclusion policies."""
+    affinity = taints = None
+    masks: list[BoolMask] = []
+    for c in constraints:
+        mask = base
+        if c.honor_affinity:
+            if affinity is None:
+                affinity = affinity_mask(pod, nodes)
+            mask = mask & affinity
+        if c.honor_taints:
+            if taints is None:
+                taints = _taint_mask(cycle, pod, nodes)
+            mask = mask & taints
+        masks.append(mask)
+    return tuple(masks)
+
+
+def _all_keys(nodes: NodeSnapshot, constraints: Sequence[Spread]) -> BoolMask:
+    mask = np.ones(nodes.size, dtype=bool)
+    for c in constraints:
+        mask &= nodes.label(c.key).codes >= 0
+    return mask
+
+
+def _domain_counts(
+    codes: np.ndarray[Any, Any], counts: Counts, eligible: BoolMask, domains: int
+) -> tuple[Counts, BoolMask]:
+    """Matching pods per domain code over the eligible rows, and which domains have one."""
+    rows = eligible & (codes >= 0)
+    chosen = codes[rows]
+    summed = np.bincount(chosen, weights=counts[rows], minlength=domains)
+    present = np.bincount(chosen, minlength=domains) > 0
+    return np.rint(summed).astype(np.int64), present
+
+
+class PodTopologySpread(PreFilter, Filter, Score):
+    name = "PodTopologySpread"
+
+    def __init__(
+        self,
+        defaults: Sequence[TopologySpreadConstraint] = SYSTEM_DEFAULTS,
+        system_defaulted: bool = True,
+    ) -> None:
+        self.defaults = tuple(defaults)
+        self.system_defaulted = system_defaulted
+        self._counts = MatchCounts()
+
+    @classmethod
+    def from_args(
+        cls, args: PodTopologySpreadArgs | Mapping[str, Any] | None = None
+    ) -> PodTopologySpread:
+        parsed = args_of(PodTopologySpreadArgs, args)
+        if parsed.defaulting_type == "System":
+            return cls(SYSTEM_DEFAULTS, True)
+        return cls(parsed.default_constraints, False)
+
+    # --- PreFilter / Filter ------------------------------------------------------------------
+
+    def _state(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> _State | str:
+        kept = cycle.scratch.get(self.name)
+        if kept is not None and kept.pod is pod and kept.names is nodes.names:
+            state: _State = kept
+            return state
+        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=True)
+        if isinstance(found, str):
+            return found
+        try:
+            counts = tuple(
+                self._counts.per_row(cycle.cluster.counted, nodes, pod.namespace, c.selector)
+                for c in found
+            )
+            for c in found:
+                self_match(c.selector, pod)
+        except SelectorError as err:
+            return f"spec.topologySpreadConstraints: {err}"
+        eligible = _inclusion(cycle, pod, nodes, found, _all_keys(nodes, found))
+        state = _State(pod, nodes.names, tuple(found), counts, eligible)
+        cycle.scratch[self.name] = state
+        return state
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if not pod.pod.spec.topology_spread_constraints and not any(c.hard for c in self.defaults):
+            return PreFilterResult(SKIP)  # the usual pod: no constraint of its own, soft defaults
+        state = self._state(cycle, pod, nodes)
+        if isinstance(state, str):
+            return PreFilterResult(PodStatus.unresolvable(self.name, state))
+        if not state.constraints:
+            return PreFilterResult(SKIP)
+        return PreFilterResult()
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        state = self._state(cycle, pod, nodes)
+        if isinstance(state, str):
+            none = np.zeros(nodes.size, dtype=bool)
+            return FilterResult(none, (Reason(candidates, state, resolvable=False),))
+        if not state.constraints:
+            return FilterResult(candidates)
+        index = cycle.cluster.counted
+        mask = candidates
+        missing = np.zeros(nodes.size, dtype=bool)
+        skewed = np.zeros(nodes.size, dtype=bool)
+        for c, base, eligible in zip(state.constraints, state.counts, state.eligible, strict=True):
+            counts = overlaid(base, nodes, index, pod.namespace, c.selector)
+            column = nodes.label(c.key)
+            codes = column.codes
+            has = codes >= 0
+            per_domain, present = _domain_counts(codes, counts, eligible, len(column.values))
+            domains = int(np.count_nonzero(present))
+            minimum = int(per_domain[present].min()) if domains >= max(c.min_domains, 1) else 0
+            mine = np.where(has, per_domain.take(np.maximum(codes, 0)) if per_domain.size else 0, 0)
+            too_many = has & (mine + self_match(c.selector, pod) - minimum > c.max_skew)
+            missing |= mask & ~has
+            mask = mask & has
+            skewed |= mask & too_many
+            mask = mask & ~too_many
+        if not missing.any() and not skewed.any():
+            return FilterResult(candidates)
+        reasons = []
+        if missing.any():
+            reasons.append(Reason(missing, ERR_REASON_LABEL, resolvable=False))
+        if skewed.any():
+            reasons.append(Reason(skewed, ERR_REASON_CONSTRAINTS, resolvable=True))
+        return FilterResult(mask, tuple(reasons))
+
+    # --- Score -------------------------------------------------------------------------------
+
+    def score(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
+    ) -> ScoreVector:
+        zeros = np.zeros(len(rows), dtype=np.int64)
+        if len(rows) == 0:
+            return zeros
+        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=False)
+        if isinstance(found, str) or not found:
+            return zeros  # kube's PreScore says Skip: the plugin adds nothing
+        require_all = bool(pod.pod.spec.topology_spread_constraints) or not self.system_defaulted
+        index = cycle.cluster.counted
+        try:
+            counts = [self._counts.per_row(index, nodes, pod.namespace, c.selector) for c in found]
+        except SelectorError:
+            return zeros
+        keyed = _all_keys(nodes, found)
+        scored = keyed[rows] if require_all else np.ones(len(rows), dtype=bool)
+        considered = rows[scored]
+        eligible = _inclusion(
+            cycle, pod, nodes, found, keyed if require_all else np.ones(nodes.size, dtype=bool)
+        )
+        raw = np.zeros(len(rows), dtype=np.float64)
+        for c, per_row, included in zip(found, counts, eligible, strict=True):
+            column = nodes.label(c.key)
+            codes = column.codes
+            if c.key == HOSTNAME:
+                size = len(considered)
+                mine = per_row.take(rows).astype(np.float64)
+            else:
+                size = len(np.unique(codes.take(considered)))  # absent counts as "", as kube
+                per_domain, _ = _domain_counts(codes, per_row, included, len(column.values))
+                picked = codes.take(rows)
+                mine = np.where(
+                    picked >= 0, per_domain.take(np.maximum(picked, 0)) if per_domain.size else 0, 0
+                ).astype(np.float64)
+            weight = float(np.log(size + 2))
+            has = codes.take(rows) >= 0
+            raw += np.where(has, mine * weight + float(c.max_skew - 1), 0.0)
+        rounded = np.floor(raw + 0.5).astype(np.int64)  # Go's math.Round (non-negative)
+        if not scored.any():
+            return zeros
+        kept = rounded[scored]
+        top, low = int(kept.max()), int(kept.min())
+        if top == 0:
+            return np.where(scored, MAX_NODE_SCORE, 0).astype(np.int64)
+        normalized = MAX_NODE_SCORE * (top + low - rounded) // top
+        return np.where(scored, normalized, 0).astype(np.int64)
