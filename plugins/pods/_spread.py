@@ -20,7 +20,7 @@ selector check, not a recount), and hands out a vector over a snapshot's rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -217,12 +217,41 @@ def matches(spread_selector: LabelSelector | None, namespace: str, pod: PodInfo)
     deleted (kube skips terminating pods), labels matching."""
     if spread_selector is None or pod.namespace != namespace or pod.terminating:
         return False
-    return labels_match(spread_selector, pod.labels)
+    return _matcher(spread_selector)(pod.labels)
+
+
+_MATCHERS: dict[tuple[Any, ...], Callable[[Mapping[str, str]], bool]] = {}
+
+
+def _matcher(selector: LabelSelector) -> Callable[[Mapping[str, str]], bool]:
+    """`labels_match` for one selector, checked once: a selector of matchLabels alone is a
+    comparison of items (pods are checked per bind, against every cached selector)."""
+    key = selector_key(selector)
+    found = _MATCHERS.get(key)
+    if found is None:
+        problem = selector_error(selector)
+        if problem is not None:
+            raise SelectorError(problem)
+        wanted = tuple((selector.match_labels or {}).items())
+        if selector.match_expressions:
+            chosen = selector
+
+            def found(labels: Mapping[str, str]) -> bool:
+                return labels_match(chosen, labels)
+        else:
+
+            def found(labels: Mapping[str, str]) -> bool:
+                return all(labels.get(k) == v for k, v in wanted)
+
+        if len(_MATCHERS) >= _ENTRIES:
+            _MATCHERS.clear()
+        _MATCHERS[key] = found
+    return found
 
 
 def self_match(selector: LabelSelector | None, pod: PodInfo) -> int:
     """1 when the incoming pod matches its own constraint's selector (kube's selfMatch)."""
-    return int(selector is not None and labels_match(selector, pod.labels))
+    return int(selector is not None and _matcher(selector)(pod.labels))
 
 
 class _Entry:

@@ -74,7 +74,8 @@ class _State(NamedTuple):
     names: tuple[str, ...]
     constraints: tuple[Spread, ...]
     counts: tuple[Counts, ...]  # per constraint: matching pods per row (no overlay)
-    eligible: tuple[BoolMask, ...]  # per constraint: rows whose pods and domain count
+    eligible: tuple[BoolMask | None, ...]  # per constraint: rows counted (None: every row)
+    present: tuple[BoolMask, ...]  # per constraint: the domains of eligible rows
 
 
 def affinity_mask(pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
@@ -136,14 +137,25 @@ def _all_keys(nodes: NodeSnapshot, constraints: Sequence[Spread]) -> BoolMask:
 
 
 def _domain_counts(
-    codes: np.ndarray[Any, Any], counts: Counts, eligible: BoolMask, domains: int
-) -> tuple[Counts, BoolMask]:
-    """Matching pods per domain code over the eligible rows, and which domains have one."""
-    rows = eligible & (codes >= 0)
-    chosen = codes[rows]
-    summed = np.bincount(chosen, weights=counts[rows], minlength=domains)
-    present = np.bincount(chosen, minlength=domains) > 0
-    return np.rint(summed).astype(np.int64), present
+    codes: np.ndarray[Any, Any], counts: Counts, eligible: BoolMask | None, domains: int
+) -> Counts:
+    """Matching pods per domain code over the eligible rows (None: every row has the key
+    and is eligible), with one more cell, 0, that absent codes (-1) read."""
+    if eligible is None:
+        summed = np.bincount(codes, weights=counts, minlength=domains)
+    else:
+        rows = eligible & (codes >= 0)
+        summed = np.bincount(codes[rows], weights=counts[rows], minlength=domains)
+    out = np.zeros(domains + 1, dtype=np.int64)
+    out[:domains] = np.rint(summed)
+    return out
+
+
+def _present(codes: np.ndarray[Any, Any], eligible: BoolMask | None, domains: int) -> BoolMask:
+    """Which domain codes hold at least one eligible row."""
+    chosen = codes if eligible is None else codes[eligible & (codes >= 0)]
+    found: BoolMask = np.bincount(chosen, minlength=domains) > 0
+    return found
 
 
 class PodTopologySpread(PreFilter, Filter, Score):
@@ -167,6 +179,17 @@ class PodTopologySpread(PreFilter, Filter, Score):
             return cls(SYSTEM_DEFAULTS, True)
         return cls(parsed.default_constraints, False)
 
+    def _constraints(self, cycle: PodCycle, pod: PodInfo, hard: bool) -> list[Spread] | str:
+        """`spread_constraints`, built once per cycle and kind."""
+        key = f"{self.name}.{'hard' if hard else 'soft'}"
+        kept = cycle.scratch.get(key)
+        if kept is not None and kept[0] is pod:
+            found: list[Spread] | str = kept[1]
+            return found
+        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=hard)
+        cycle.scratch[key] = (pod, found)
+        return found
+
     # --- PreFilter / Filter ------------------------------------------------------------------
 
     def _state(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> _State | str:
@@ -174,7 +197,7 @@ class PodTopologySpread(PreFilter, Filter, Score):
         if kept is not None and kept.pod is pod and kept.names is nodes.names:
             state: _State = kept
             return state
-        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=True)
+        found = self._constraints(cycle, pod, hard=True)
         if isinstance(found, str):
             return found
         try:
@@ -186,8 +209,13 @@ class PodTopologySpread(PreFilter, Filter, Score):
                 self_match(c.selector, pod)
         except SelectorError as err:
             return f"spec.topologySpreadConstraints: {err}"
-        eligible = _inclusion(cycle, pod, nodes, found, _all_keys(nodes, found))
-        state = _State(pod, nodes.names, tuple(found), counts, eligible)
+        masks = _inclusion(cycle, pod, nodes, found, _all_keys(nodes, found))
+        eligible = tuple(None if bool(m.all()) else m for m in masks)
+        present = tuple(
+            _present(nodes.label(c.key).codes, e, len(nodes.label(c.key).values))
+            for c, e in zip(found, eligible, strict=True)
+        )
+        state = _State(pod, nodes.names, tuple(found), counts, eligible, present)
         cycle.scratch[self.name] = state
         return state
 
@@ -214,16 +242,20 @@ class PodTopologySpread(PreFilter, Filter, Score):
         mask = candidates
         missing = np.zeros(nodes.size, dtype=bool)
         skewed = np.zeros(nodes.size, dtype=bool)
-        for c, base, eligible in zip(state.constraints, state.counts, state.eligible, strict=True):
-            counts = overlaid(base, nodes, index, pod.namespace, c.selector)
-            column = nodes.label(c.key)
-            codes = column.codes
+        for i, c in enumerate(state.constraints):
+            counts = overlaid(state.counts[i], nodes, index, pod.namespace, c.selector)
+            codes = nodes.label(c.key).codes
+            domains = len(nodes.label(c.key).values)
+            eligible = state.eligible[i]
+            per_domain = _domain_counts(codes, counts, eligible, domains)
+            present = state.present[i]
+            found = int(np.count_nonzero(present))
+            minimum = int(per_domain[:domains][present].min()) if found >= c.min_domains else 0
+            # Per domain, then per row: the last cell (absent codes) is never too full.
+            full = per_domain + self_match(c.selector, pod) - minimum > c.max_skew
+            full[domains] = False
+            too_many = full.take(codes)
             has = codes >= 0
-            per_domain, present = _domain_counts(codes, counts, eligible, len(column.values))
-            domains = int(np.count_nonzero(present))
-            minimum = int(per_domain[present].min()) if domains >= max(c.min_domains, 1) else 0
-            mine = np.where(has, per_domain.take(np.maximum(codes, 0)) if per_domain.size else 0, 0)
-            too_many = has & (mine + self_match(c.selector, pod) - minimum > c.max_skew)
             missing |= mask & ~has
             mask = mask & has
             skewed |= mask & too_many
@@ -245,7 +277,7 @@ class PodTopologySpread(PreFilter, Filter, Score):
         zeros = np.zeros(len(rows), dtype=np.int64)
         if len(rows) == 0:
             return zeros
-        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=False)
+        found = self._constraints(cycle, pod, hard=False)
         if isinstance(found, str) or not found:
             return zeros  # kube's PreScore says Skip: the plugin adds nothing
         require_all = bool(pod.pod.spec.topology_spread_constraints) or not self.system_defaulted
@@ -269,11 +301,8 @@ class PodTopologySpread(PreFilter, Filter, Score):
                 mine = per_row.take(rows).astype(np.float64)
             else:
                 size = len(np.unique(codes.take(considered)))  # absent counts as "", as kube
-                per_domain, _ = _domain_counts(codes, per_row, included, len(column.values))
-                picked = codes.take(rows)
-                mine = np.where(
-                    picked >= 0, per_domain.take(np.maximum(picked, 0)) if per_domain.size else 0, 0
-                ).astype(np.float64)
+                per_domain = _domain_counts(codes, per_row, included, len(column.values))
+                mine = per_domain.take(codes.take(rows)).astype(np.float64)
             weight = float(np.log(size + 2))
             has = codes.take(rows) >= 0
             raw += np.where(has, mine * weight + float(c.max_skew - 1), 0.0)
