@@ -151,7 +151,7 @@ def spread_constraints(
             return problems[0]
         found: list[Spread] = []
         for index, c in enumerate(own):
-            problem = selector_error(c.label_selector)
+            problem = _selector_problem(c.label_selector)
             if problem is not None:
                 return f"{FIELD}[{index}].labelSelector: {problem}"
             if c.when_unsatisfiable == action:
@@ -164,6 +164,19 @@ def spread_constraints(
     if selector is None:
         return []
     return [_spread(c, _merged(selector, pod, c.match_label_keys or ())) for c in chosen]
+
+
+_PROBLEMS: dict[tuple[Any, ...], str | None] = {}
+
+
+def _selector_problem(selector: LabelSelector | None) -> str | None:
+    """`selector_error`, remembered per selector (pods of a workload share theirs)."""
+    key = selector_key(selector)
+    if key not in _PROBLEMS:
+        if len(_PROBLEMS) >= _ENTRIES:
+            _PROBLEMS.clear()
+        _PROBLEMS[key] = selector_error(selector)
+    return _PROBLEMS[key]
 
 
 def _wire(obj: object) -> Mapping[str, Any]:
@@ -229,7 +242,7 @@ def _matcher(selector: LabelSelector) -> Callable[[Mapping[str, str]], bool]:
     key = selector_key(selector)
     found = _MATCHERS.get(key)
     if found is None:
-        problem = selector_error(selector)
+        problem = _selector_problem(selector)
         if problem is not None:
             raise SelectorError(problem)
         wanted = tuple((selector.match_labels or {}).items())
