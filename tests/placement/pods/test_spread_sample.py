@@ -1,4 +1,4 @@
-"""config/samples/pods/spread-zones.yaml, run alone with `placement scheduler simulate -f`:
+"""config/samples/pods/spread/zones.yaml, run alone with `placement scheduler simulate -f`:
 the Deployment's pods spread 3 + 3 + 2 over the zones, no node holds more than two (the soft
 hostname constraint), and the ninth pod waits because the full zone holds the minimum."""
 
@@ -14,7 +14,7 @@ import yaml
 from controllers.cli.common import EXIT_OK
 from tests.controllers.cli.samples import run
 
-SAMPLE = Path(__file__).resolve().parents[3] / "config" / "samples" / "pods" / "spread-zones.yaml"
+SAMPLE = Path(__file__).resolve().parents[3] / "config" / "samples" / "pods" / "spread" / "zones.yaml"
 
 
 def test_the_spread_sample_fills_zones_within_max_skew(capsys: pytest.CaptureFixture[str]) -> None:
