@@ -14,7 +14,8 @@ import yaml
 from controllers.cli.common import EXIT_OK
 from tests.controllers.cli.samples import run
 
-SAMPLE = Path(__file__).resolve().parents[3] / "config" / "samples" / "pods" / "spread" / "zones.yaml"
+SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples" / "pods"
+SAMPLE = SAMPLES / "spread" / "zones.yaml"
 
 
 def test_the_spread_sample_fills_zones_within_max_skew(capsys: pytest.CaptureFixture[str]) -> None:
