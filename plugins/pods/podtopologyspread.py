@@ -15,6 +15,8 @@ the pod matches its own selector, minus the minimum exceeds maxSkew. A node with
 topology key is unresolvable. On a hypothetical snapshot (preemption) the counts follow
 `nodes.overlay`: a victim leaving a crowded domain helps, nominated pods count.
 
+Pods it rejected are retried when a pod event changes the counted pods (`on_event`).
+
 **Score** uses the ScheduleAnyway constraints only: a node's raw score is the sum over the
 constraints of `count(domain) * log(domains + 2) + maxSkew - 1` (for kubernetes.io/hostname
 the node's own matching pods, the domains being the scored nodes), rounded; then inverted to
@@ -32,9 +34,12 @@ from apis.pluginargs import PodTopologySpreadArgs
 from apis.topologyspread import TopologySpreadConstraint
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import node_selector_mask, selector_terms_mask
+from placement.pods.events import ClusterEvent, PodEvent
 from placement.pods.framework import (
     MAX_NODE_SCORE,
     SKIP,
+    ClusterView,
+    EventHandler,
     Filter,
     FilterResult,
     PodCycle,
@@ -158,7 +163,7 @@ def _present(codes: np.ndarray[Any, Any], eligible: BoolMask | None, domains: in
     return found
 
 
-class PodTopologySpread(PreFilter, Filter, Score):
+class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
     name = "PodTopologySpread"
 
     def __init__(
@@ -169,6 +174,16 @@ class PodTopologySpread(PreFilter, Filter, Score):
         self.defaults = tuple(defaults)
         self.system_defaulted = system_defaulted
         self._counts = MatchCounts()
+        self._seen = -1  # the counted pods' generation at the last event
+
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
+        """Pods this plugin rejected are retried when the counted pods changed (kube: any
+        assigned pod added, updated or deleted may help; node events retry every pod)."""
+        generation = cluster.counted.generation
+        if generation == self._seen:
+            return False
+        self._seen = generation
+        return isinstance(event, PodEvent)
 
     @classmethod
     def from_args(

@@ -118,7 +118,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
-    assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == ["PodTopologySpread", "Coscheduling", "CapacityScheduling"]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:

@@ -123,3 +123,22 @@ def test_an_invalid_constraint_is_reported_and_other_pods_still_schedule() -> No
         "0/1 nodes are available: spec.topologySpreadConstraints[0].maxSkew: must be greater "
         "than zero (got 0)."
     )
+
+
+def test_a_matching_pod_bound_elsewhere_retries_the_pods_spread_held_back() -> None:
+    # Zone a holds two web pods, zone b's only node is full: zone b's 0 is the minimum and a
+    # third web pod fits nowhere. Two web pods another scheduler binds in zone b raise the
+    # minimum to 2: the waiting pod is retried at once (not after the 5-minute flush).
+    world = World.of()
+    world.add_nodes(zoned("a", "a"), zoned("b", "b", cpu=1))
+    world.add_pods(
+        web("w1", node="a", priority=100),
+        web("w2", node="a", priority=100),
+        make_pod("full", node="b", priority=100, scheduler="other"),
+    )
+    world.add_pods(web("new"))
+    assert binds(world.run(until=T0 + timedelta(seconds=30))) == {}
+    world.now = T0 + timedelta(seconds=30)
+    world.add_pods(web("x1", node="b", cpu=0), web("x2", node="b", cpu=0))
+    later = world.run(until=T0 + timedelta(seconds=60))
+    assert binds(later) == {"default/new": "a"}
