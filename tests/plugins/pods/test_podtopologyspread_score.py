@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from apis.meta import KubeObject
+from placement.pods.profiles import ConfigError
 from plugins.pods.podtopologyspread import PodTopologySpread
+from tests.placement.pods.test_profiles import HEAD, profiles
 from tests.plugins.pods.builders import all_rows, by_name, everything, names
 from tests.plugins.pods.spread_harness import (
     HOST,
@@ -169,3 +171,17 @@ def test_list_defaults_can_filter() -> None:
     ]  # fmt: skip
     # The system defaults never filter.
     assert PodTopologySpread().pre_filter(cycle, pod, nodes).status.code.name == "SKIP"
+
+
+def test_a_kube_scheduler_configuration_sets_list_defaults_and_refuses_bad_ones() -> None:
+    args = (
+        "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n"
+        "      defaultConstraints:\n      - {maxSkew: 2, topologyKey: zone, "
+        "whenUnsatisfiable: DoNotSchedule}\n"
+    )
+    (profile,) = profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
+    [plugin] = [p for p in profile.filters if isinstance(p, PodTopologySpread)]
+    assert not plugin.system_defaulted
+    assert [(c.max_skew, c.topology_key) for c in plugin.defaults] == [(2, "zone")]
+    with pytest.raises(ConfigError, match=r"defaultConstraints: when \.defaultingType is"):
+        profiles(HEAD + "profiles:\n- schedulerName: a\n" + args.replace("List", "System"))
