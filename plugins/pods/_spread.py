@@ -139,19 +139,21 @@ def spread_constraints(
     defaults: Sequence[TopologySpreadConstraint],
     cluster: ClusterView,
     hard: bool,
+    checked: bool = False,
 ) -> list[Spread] | str:
     """The pod's DoNotSchedule (`hard`) or ScheduleAnyway constraints; without any of its own,
     the default constraints of that kind with the selector from its owners (none when no
-    selector can be derived). A string: the first problem, naming the field."""
+    selector can be derived). A string: the first problem, naming the field (`checked`: the
+    pod's constraints were found valid already, for the other kind)."""
     own = pod.pod.spec.topology_spread_constraints or []
     action = DO_NOT_SCHEDULE if hard else SCHEDULE_ANYWAY
     if own:
-        problems = constraints_problems(own, FIELD)
+        problems = [] if checked else constraints_problems(own, FIELD)
         if problems:
             return problems[0]
         found: list[Spread] = []
         for index, c in enumerate(own):
-            problem = _selector_problem(c.label_selector)
+            problem = None if checked else _selector_problem(c.label_selector)
             if problem is not None:
                 return f"{FIELD}[{index}].labelSelector: {problem}"
             if c.when_unsatisfiable == action:

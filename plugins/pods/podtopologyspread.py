@@ -51,7 +51,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
-from plugins.pods._shared import args_of
+from plugins.pods._shared import args_of, frozen
 from plugins.pods._spread import (
     HOSTNAME,
     SYSTEM_DEFAULTS,
@@ -175,6 +175,7 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         self.system_defaulted = system_defaulted
         self._counts = MatchCounts()
         self._seen = -1  # the counted pods' generation at the last event
+        self._columns: dict[str, tuple[object, BoolMask]] = {}  # key -> (column, present)
 
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         """Pods this plugin rejected are retried when the counted pods changed (kube: any
@@ -201,9 +202,24 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         if kept is not None and kept[0] is pod:
             found: list[Spread] | str = kept[1]
             return found
-        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=hard)
+        other = cycle.scratch.get(f"{self.name}.{'soft' if hard else 'hard'}")
+        if other is not None and other[0] is pod and isinstance(other[1], str):
+            return str(other[1])
+        checked = other is not None and other[0] is pod
+        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=hard, checked=checked)
         cycle.scratch[key] = (pod, found)
         return found
+
+    def _present(self, nodes: NodeSnapshot, key: str, eligible: BoolMask | None) -> BoolMask:
+        """`_present`, kept per label column while every row is eligible (the usual case)."""
+        column = nodes.label(key)
+        if eligible is not None:
+            return _present(column.codes, eligible, len(column.values))
+        kept = self._columns.get(key)
+        if kept is None or kept[0] is not column:
+            kept = (column, frozen(_present(column.codes, None, len(column.values))))
+            self._columns[key] = kept
+        return kept[1]
 
     # --- PreFilter / Filter ------------------------------------------------------------------
 
@@ -227,8 +243,7 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         masks = _inclusion(cycle, pod, nodes, found, _all_keys(nodes, found))
         eligible = tuple(None if bool(m.all()) else m for m in masks)
         present = tuple(
-            _present(nodes.label(c.key).codes, e, len(nodes.label(c.key).values))
-            for c, e in zip(found, eligible, strict=True)
+            self._present(nodes, c.key, e) for c, e in zip(found, eligible, strict=True)
         )
         state = _State(pod, nodes.names, tuple(found), counts, eligible, present)
         cycle.scratch[self.name] = state
@@ -270,9 +285,10 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
             full = per_domain + self_match(c.selector, pod) - minimum > c.max_skew
             full[domains] = False
             too_many = full.take(codes)
-            has = codes >= 0
-            missing |= mask & ~has
-            mask = mask & has
+            if eligible is not None:  # else every row has the key
+                has = codes >= 0
+                missing |= mask & ~has
+                mask = mask & has
             skewed |= mask & too_many
             mask = mask & ~too_many
         if not missing.any() and not skewed.any():
