@@ -75,7 +75,7 @@ def _events(nodes: int, running: int, pending: int) -> list[ClusterEvent]:
 
 
 def test_topology_spreading_throughput(benchmark: BenchmarkFixture, benchmarking: bool) -> None:
-    sizes = (5_000, 1_000, 5_000) if benchmarking else (60, 30, 90)
+    sizes = (5_000, 1_000, 10_000) if benchmarking else (60, 30, 90)
 
     def setup() -> tuple[tuple[Engine], dict[str, Any]]:
         engine = Engine(_profile())
