@@ -97,19 +97,12 @@ def constraint_problems(constraint: TopologySpreadConstraint, path: str) -> list
                 f"{path}.{name}: Unsupported value: {_quoted(value)}: "
                 f'supported values: "{HONOR}", "{IGNORE}"'
             )
-    selected = set((c.label_selector.match_labels or {}) if c.label_selector else {})
-    selected |= (
-        {r.key for r in (c.label_selector.match_expressions or ())} if c.label_selector else set()
-    )
+    # A key also in labelSelector is not refused: API servers that merge matchLabelKeys into
+    # the selector at creation (1.34+) store pods with both.
     seen: set[str] = set()
     for index, key in enumerate(c.match_label_keys or ()):
         if key in seen:
             problems.append(f"{path}.matchLabelKeys[{index}]: Duplicate value: {_quoted(key)}")
-        elif key in selected:
-            problems.append(
-                f"{path}.matchLabelKeys[{index}]: Invalid value: {_quoted(key)}: exists in "
-                "both matchLabelKeys and labelSelector"
-            )
         seen.add(key)
     return problems
 

@@ -165,7 +165,7 @@ def spread_constraints(
     selector = default_selector(pod, cluster)
     if selector is None:
         return []
-    return [_spread(c, _merged(selector, pod, c.match_label_keys or ())) for c in chosen]
+    return [_spread(c, selector) for c in chosen]  # kube: the derived selector replaces all
 
 
 _PROBLEMS: dict[tuple[Any, ...], str | None] = {}

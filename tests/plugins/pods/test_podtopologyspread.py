@@ -243,3 +243,15 @@ def test_the_overlay_removes_victims_and_adds_nominated_pods() -> None:
     assert names(added, plugin.filter(cycle, pod, added, everything(nodes)).mask) == [
         "node1", "node2"
     ]  # fmt: skip
+
+
+def test_match_label_keys_already_merged_by_the_api_server_are_accepted() -> None:
+    # kube 1.34+ API servers copy matchLabelKeys into the selector at creation: both at once
+    # is a valid pod, not an error.
+    new = {"foo": "bar", "rev": "2"}
+    placed = [(labelled("o1", {"foo": "bar", "rev": "1"}), "node1"), (labelled("n1", new), "node3")]
+    cycle, nodes = world(four_nodes(), placed)
+    merged = {"matchLabels": {"foo": "bar"}, "matchExpressions": [
+        {"key": "rev", "operator": "In", "values": ["2"]}]}  # fmt: skip
+    pod = labelled("mypod", new, spread=[constraint(ZONE, selector=merged, matchLabelKeys=["rev"])])
+    assert passing(PodTopologySpread(), cycle, pod, nodes) == ["node1", "node2"]
