@@ -20,6 +20,8 @@ __all__ = [
     "Binding",
     "ConfigMap",
     "Container",
+    "ContainerImage",
+    "ContainerPort",
     "CoreEvent",
     "Event",
     "EventSeries",
@@ -97,12 +99,23 @@ class ResourceRequirements(KubeModel):
     limits: ResourceList | None = None
 
 
+class ContainerPort(KubeModel):
+    """A port a container exposes; a `hostPort` above 0 takes that port on the node (the
+    NodePorts plugin). `hostIP` defaults to 0.0.0.0 (every address), `protocol` to TCP."""
+
+    container_port: Int32
+    host_port: Int32 | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+    protocol: str | None = None
+    name: str | None = None
+
+
 class Container(KubeModel):
-    """A container of a pod; only its name and resources matter for scheduling."""
+    """A container of a pod: its name, image, resources and ports matter for scheduling."""
 
     UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
-            *("command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy"),
+            *("command", "args", "workingDir", "envFrom", "env", "resizePolicy"),
             *("volumeMounts", "volumeDevices", "livenessProbe"),
             *("readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath"),
             *("terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin"),
@@ -113,6 +126,7 @@ class Container(KubeModel):
     name: str
     image: str | None = None
     resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
     # "Always" on an init container makes it a sidecar, which changes the pod's requests.
     restart_policy: str | None = None
 
@@ -256,8 +270,15 @@ class NodeSpec(KubeModel):
     unschedulable: bool | None = None
 
 
+class ContainerImage(KubeModel):
+    """An image present on a node (`status.images`): its names and size."""
+
+    names: list[str] | None = None
+    size_bytes: Int64 | None = None
+
+
 class NodeStatus(KubeModel):
-    """Node resources and conditions."""
+    """Node resources, conditions and the images it holds."""
 
     # Written by the kubelet; its many fields change with the Kubernetes version.
     ALL_FIELDS_KNOWN: ClassVar[bool] = False
@@ -265,6 +286,7 @@ class NodeStatus(KubeModel):
     capacity: ResourceList | None = None
     allocatable: ResourceList | None = None
     conditions: list[dict[str, Any]] | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(KubeObject):

@@ -17,8 +17,10 @@ from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
 from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.imagelocality import ImageLocality
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
+from plugins.pods.nodeports import NodePorts
 from plugins.pods.noderesourcesfit import NodeResourcesFit
 from plugins.pods.nodeunschedulable import NodeUnschedulable
 from plugins.pods.podtopologyspread import PodTopologySpread
@@ -32,8 +34,10 @@ __all__ = [
     "POD_PLUGINS",
     "CapacityScheduling",
     "Coscheduling",
+    "ImageLocality",
     "NodeAffinity",
     "NodeName",
+    "NodePorts",
     "NodeResourcesBalancedAllocation",
     "NodeResourcesFit",
     "NodeUnschedulable",
@@ -54,9 +58,11 @@ _FACTORIES: dict[str, PluginFactory] = {
     "UnsupportedFeatures": UnsupportedFeatures.from_args,
     "TaintToleration": TaintToleration.from_args,
     "NodeAffinity": NodeAffinity.from_args,
+    "NodePorts": NodePorts.from_args,
     "NodeResourcesFit": NodeResourcesFit.from_args,
     "PodTopologySpread": PodTopologySpread.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
+    "ImageLocality": ImageLocality.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
@@ -74,9 +80,11 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
         "NodeResourcesBalancedAllocation",
+        "ImageLocality",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.
         "Coscheduling",
@@ -93,5 +101,6 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
         "PodTopologySpread": 2,
+        "ImageLocality": 1,
     }
 )

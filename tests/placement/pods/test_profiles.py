@@ -91,6 +91,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "UnsupportedFeatures",
         "NodeName",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
         "Coscheduling",
@@ -101,6 +102,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
     ]
@@ -117,8 +119,14 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeAffinity", 2),
         ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
-    assert names(profile.handlers) == ["PodTopologySpread", "Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == [
+        "PodTopologySpread",
+        "ImageLocality",
+        "Coscheduling",
+        "CapacityScheduling",
+    ]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
@@ -200,6 +208,7 @@ profiles:
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
 
 
@@ -319,11 +328,11 @@ def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows(
 
 
 def test_args_of_a_kube_default_we_lack_are_accepted_only_when_it_is_disabled() -> None:
-    args = "  pluginConfig:\n  - name: ImageLocality\n    args: {anything: 1}\n"
-    disabled = "    multiPoint:\n      disabled: [{name: ImageLocality}]\n"
+    args = "  pluginConfig:\n  - name: DynamicResources\n    args: {filterTimeout: 10s}\n"
+    disabled = "    multiPoint:\n      disabled: [{name: DynamicResources}]\n"
     (profile,) = profiles(profile_with(disabled) + args)
     assert profile.scheduler_name == "a"
-    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"ImageLocality\""):
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"DynamicResources\""):
         profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
 
 

@@ -27,6 +27,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
         "PodTopologySpread": 2,
+        "ImageLocality": 1,
     }
 
 
