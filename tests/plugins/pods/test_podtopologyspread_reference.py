@@ -1,0 +1,250 @@
+"""PodTopologySpread's vectorized Filter and Score against a plain transcription of kube's
+algorithm (a loop over nodes and pods per constraint, as filtering.go and scoring.go read), on
+random clusters: nodes with and without zone labels, taints, a disk label the pod may select;
+pods in two namespaces, some terminating; constraints on zone and hostname with random skews,
+minDomains and node inclusion policies."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apis.core import Node
+from placement.pods.framework import PodInfo
+from plugins.pods.podtopologyspread import (
+    ERR_REASON_CONSTRAINTS,
+    ERR_REASON_LABEL,
+    PodTopologySpread,
+)
+from tests.plugins.pods.builders import all_rows, everything, names, node
+from tests.plugins.pods.spread_harness import HOST, ZONE, labelled, world
+
+KEYS = {"zone": ZONE, "host": HOST}
+
+
+def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) in values for k, values in selector.items())
+
+
+def _included(c: dict[str, Any], n: dict[str, Any], pod: dict[str, Any]) -> bool:
+    if c.get("nodeAffinityPolicy", "Honor") == "Honor" and pod["disk"] is not None:
+        if n["labels"].get("disk") != pod["disk"]:
+            return False
+    if c.get("nodeTaintsPolicy", "Ignore") == "Honor" and n["tainted"] and not pod["tolerates"]:
+        return False
+    return True
+
+
+def _count_on(name: str, c: dict[str, Any], pods: list[dict[str, Any]]) -> int:
+    return sum(
+        1
+        for p in pods
+        if p["node"] == name
+        and p["ns"] == "default"
+        and not p["deleting"]
+        and _matches(c["selector"], p["labels"])
+    )
+
+
+def reference_filter(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], pod: dict[str, Any]
+) -> dict[str, str]:
+    """Node name -> "ok", "missing" or "skew", as kube's PreFilter and Filter decide."""
+    hard = [c for c in pod["constraints"] if c["hard"]]
+    counts: list[dict[str, int]] = [defaultdict(int) for _ in hard]
+    for n in nodes:
+        if not all(c["key"] in n["labels"] for c in hard):
+            continue
+        for i, c in enumerate(hard):
+            if _included(c, n, pod):
+                counts[i][n["labels"][c["key"]]] += _count_on(n["name"], c, pods)
+    verdict = {}
+    for n in nodes:
+        verdict[n["name"]] = "ok"
+        for i, c in enumerate(hard):
+            if c["key"] not in n["labels"]:
+                verdict[n["name"]] = "missing"
+                break
+            least = min(counts[i].values()) if len(counts[i]) >= c.get("minDomains", 1) else 0
+            mine = counts[i].get(n["labels"][c["key"]], 0)
+            if mine + int(_matches(c["selector"], pod["labels"])) - least > c["maxSkew"]:
+                verdict[n["name"]] = "skew"
+                break
+    return verdict
+
+
+def reference_score(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], pod: dict[str, Any]
+) -> dict[str, int]:
+    """kube's PreScore, Score and NormalizeScore over every node as the feasible ones."""
+    soft = [c for c in pod["constraints"] if not c["hard"]]
+    if not soft:
+        return {n["name"]: 0 for n in nodes}
+    keyed = [n for n in nodes if all(c["key"] in n["labels"] for c in soft)]
+    ignored = {n["name"] for n in nodes} - {n["name"] for n in keyed}
+    weights, per_domain = [], []
+    for c in soft:
+        domains = {n["labels"][c["key"]] for n in keyed}
+        size = len(keyed) if c["key"] == HOST else len(domains)
+        weights.append(math.log(size + 2))
+        found: dict[str, int] = {}
+        for n in keyed:
+            value = n["labels"][c["key"]]
+            if c["key"] != HOST and value in domains and _included(c, n, pod):
+                found[value] = found.get(value, 0) + _count_on(n["name"], c, pods)
+        per_domain.append(found)
+    raw = {}
+    for n in keyed:
+        total = 0.0
+        for i, c in enumerate(soft):
+            value = n["labels"][c["key"]]
+            cnt = _count_on(n["name"], c, pods) if c["key"] == HOST else per_domain[i].get(value, 0)
+            total += cnt * weights[i] + (c["maxSkew"] - 1)
+        raw[n["name"]] = math.floor(total + 0.5)
+    out = {}
+    low = min(raw.values(), default=0)
+    top = max(raw.values(), default=0)
+    for n in nodes:
+        name = n["name"]
+        if name in ignored:
+            out[name] = 0
+        elif top == 0:
+            out[name] = 100
+        else:
+            out[name] = 100 * (top + low - raw[name]) // top
+    return out
+
+
+# --- random clusters -------------------------------------------------------------------------
+
+nodes_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "zone": st.sampled_from(["z0", "z1", "z2", None]),
+            "host": st.booleans(),
+            "disk": st.sampled_from(["ssd", "hdd"]),
+            "tainted": st.booleans(),
+        }
+    ),
+    min_size=1,
+    max_size=7,
+)
+selector_st = st.sampled_from([{"app": ["a"]}, {"app": ["a", "b"]}, {"app": ["b"]}])
+constraint_st = st.fixed_dictionaries(
+    {
+        "key": st.sampled_from([ZONE, HOST]),
+        "hard": st.booleans(),
+        "maxSkew": st.sampled_from([1, 1, 1, 2, 3]),
+        "selector": selector_st,
+    },
+    optional={
+        "minDomains": st.integers(1, 3),
+        "nodeAffinityPolicy": st.sampled_from(["Honor", "Ignore"]),
+        "nodeTaintsPolicy": st.sampled_from(["Honor", "Ignore"]),
+    },
+)
+
+
+def _unique(constraints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen, out = set(), []
+    for c in constraints:
+        if (c["key"], c["hard"]) not in seen:
+            seen.add((c["key"], c["hard"]))
+            if not c["hard"]:
+                c.pop("minDomains", None)
+            out.append(c)
+    return out
+
+
+def _wire(c: dict[str, Any]) -> dict[str, Any]:
+    values = c["selector"]["app"]
+    wire = {
+        "maxSkew": c["maxSkew"],
+        "topologyKey": c["key"],
+        "whenUnsatisfiable": "DoNotSchedule" if c["hard"] else "ScheduleAnyway",
+        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": values}]},
+    }
+    for extra in ("minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy"):
+        if extra in c:
+            wire[extra] = c[extra]
+    return wire
+
+
+def _build(raw_nodes: list[dict[str, Any]], data: Any) -> tuple[Any, ...]:
+    nodes = []
+    for i, n in enumerate(raw_nodes):
+        labels = {"disk": n["disk"]}
+        if n["zone"] is not None:
+            labels[ZONE] = n["zone"]
+        if n["host"]:
+            labels[HOST] = f"n{i}"
+        nodes.append({"name": f"n{i}", "labels": labels, "tainted": n["tainted"]})
+    pods = data.draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "node": st.sampled_from([n["name"] for n in nodes]),
+                    "labels": st.sampled_from([{"app": "a"}, {"app": "a"}, {"app": "b"}, {}]),
+                    "ns": st.sampled_from(["default", "default", "other"]),
+                    "deleting": st.booleans(),
+                }
+            ),
+            max_size=24,
+        )
+    )
+    pod = {
+        "labels": data.draw(st.sampled_from([{"app": "a"}, {"app": "b"}])),
+        "constraints": _unique(data.draw(st.lists(constraint_st, min_size=1, max_size=3))),
+        "disk": data.draw(st.sampled_from([None, "ssd"])),
+        "tolerates": data.draw(st.booleans()),
+    }
+    return nodes, pods, pod
+
+
+def _objects(
+    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], pod: dict[str, Any]
+) -> tuple[list[Node], list[tuple[PodInfo, str]], PodInfo]:
+    taint = [{"key": "t", "value": "", "effect": "NoSchedule"}]
+    made = [
+        node(n["name"], labels=n["labels"], taints=taint if n["tainted"] else None) for n in nodes
+    ]
+    placed = [
+        (labelled(f"p{i}", p["labels"], namespace=p["ns"], deleting=p["deleting"]), p["node"])
+        for i, p in enumerate(pods)
+    ]
+    spec: dict[str, Any] = {}
+    if pod["disk"] is not None:
+        spec["nodeSelector"] = {"disk": pod["disk"]}
+    if pod["tolerates"]:
+        spec["tolerations"] = [{"key": "t", "operator": "Exists"}]
+    incoming = labelled(
+        "incoming", pod["labels"], spread=[_wire(c) for c in pod["constraints"]], **spec
+    )
+    return made, placed, incoming
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw_nodes=nodes_st, data=st.data())
+def test_filter_and_score_agree_with_kube_transcribed(raw_nodes: list[Any], data: Any) -> None:
+    nodes, pods, pod = _build(raw_nodes, data)
+    made, placed, incoming = _objects(nodes, pods, pod)
+    cycle, snapshot = world(made, placed)
+    plugin = PodTopologySpread()
+    expected = reference_filter(nodes, pods, pod)
+    status = plugin.pre_filter(cycle, incoming, snapshot).status
+    if status.code.name == "SKIP":
+        assert set(expected.values()) == {"ok"}
+    else:
+        result = plugin.filter(cycle, incoming, snapshot, everything(snapshot))
+        got = dict.fromkeys(names(snapshot, result.mask), "ok")
+        for reason in result.all_reasons():
+            kind = {ERR_REASON_LABEL: "missing", ERR_REASON_CONSTRAINTS: "skew"}[reason.message]
+            got.update(dict.fromkeys(names(snapshot, reason.rows), kind))
+        assert got == expected
+    rows = all_rows(snapshot)
+    scored = dict(zip(snapshot.names, plugin.score(cycle, incoming, snapshot, rows), strict=True))
+    assert {k: int(v) for k, v in scored.items()} == reference_score(nodes, pods, pod)
