@@ -31,12 +31,11 @@ def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 
 def _included(c: dict[str, Any], n: dict[str, Any], pod: dict[str, Any]) -> bool:
-    if c.get("nodeAffinityPolicy", "Honor") == "Honor" and pod["disk"] is not None:
-        if n["labels"].get("disk") != pod["disk"]:
-            return False
-    if c.get("nodeTaintsPolicy", "Ignore") == "Honor" and n["tainted"] and not pod["tolerates"]:
+    honor_affinity = c.get("nodeAffinityPolicy", "Honor") == "Honor"
+    if honor_affinity and pod["disk"] is not None and n["labels"].get("disk") != pod["disk"]:
         return False
-    return True
+    honor_taints = c.get("nodeTaintsPolicy", "Ignore") == "Honor"
+    return not (honor_taints and n["tainted"] and not pod["tolerates"])
 
 
 def _count_on(name: str, c: dict[str, Any], pods: list[dict[str, Any]]) -> int:
