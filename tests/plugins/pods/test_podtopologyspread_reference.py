@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Node
 from placement.pods.framework import PodInfo
+from placement.pods.overlay import PodOverlay
 from plugins.pods.podtopologyspread import (
     ERR_REASON_CONSTRAINTS,
     ERR_REASON_LABEL,
@@ -247,3 +250,69 @@ def test_filter_and_score_agree_with_kube_transcribed(raw_nodes: list[Any], data
     rows = all_rows(snapshot)
     scored = dict(zip(snapshot.names, plugin.score(cycle, incoming, snapshot, rows), strict=True))
     assert {k: int(v) for k, v in scored.items()} == reference_score(nodes, pods, pod)
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw_nodes=nodes_st, data=st.data())
+def test_filter_on_a_hypothetical_cluster_agrees_with_kube_transcribed(
+    raw_nodes: list[Any], data: Any
+) -> None:
+    """Preemption's view: some counted pods gone (by key, or every pod below a priority on
+    some nodes) and nominated pods added; kube's RemovePod/AddPod amount to running the
+    transcription on the cluster as it would be."""
+    nodes, pods, pod = _build(raw_nodes, data)
+    for i, p in enumerate(pods):
+        p["priority"] = data.draw(st.integers(0, 2), label=f"priority {i}")
+    made, placed, incoming = _objects(nodes, pods, pod)
+    placed = [
+        (replace_priority(info, p["priority"]), where)
+        for (info, where), p in zip(placed, pods, strict=True)
+    ]
+    cycle, snapshot = world(made, placed)
+    gone = data.draw(st.sets(st.integers(0, max(len(pods) - 1, 0))) if pods else st.just(set()))
+    below = {n["name"]: data.draw(st.sampled_from([None, 1, 2])) for n in nodes}
+    extra = data.draw(
+        st.lists(
+            st.tuples(st.sampled_from([n["name"] for n in nodes]), st.sampled_from(["a", "b"])),
+            max_size=3,
+        )
+    )
+    floor = np.full(snapshot.size, np.iinfo(np.int64).min, dtype=np.int64)
+    for name, value in below.items():
+        if value is not None:
+            floor[snapshot.row_of(name)] = value
+    added = [
+        (snapshot.row_of(where), labelled(f"x{i}", {"app": app}))
+        for i, (where, app) in enumerate(extra)
+    ]
+    overlay = (
+        PodOverlay()
+        .removing(f"default/p{i}" if pods[i]["ns"] == "default" else f"other/p{i}" for i in gone)
+        .below_priority(floor)
+        .adding((row, info) for row, info in added if row is not None)
+    )
+    hypothetical = replace(snapshot, overlay=overlay)
+    remaining = [
+        p
+        for i, p in enumerate(pods)
+        if i not in gone and not (below[p["node"]] is not None and p["priority"] < below[p["node"]])
+    ]
+    remaining += [
+        {"node": where, "labels": {"app": app}, "ns": "default", "deleting": False}
+        for where, app in extra
+    ]
+    expected = reference_filter(nodes, remaining, pod)
+    plugin = PodTopologySpread()
+    status = plugin.pre_filter(cycle, incoming, snapshot).status
+    if status.code.name == "SKIP":
+        return
+    result = plugin.filter(cycle, incoming, hypothetical, everything(snapshot))
+    got = dict.fromkeys(names(snapshot, result.mask), "ok")
+    for reason in result.all_reasons():
+        kind = {ERR_REASON_LABEL: "missing", ERR_REASON_CONSTRAINTS: "skew"}[reason.message]
+        got.update(dict.fromkeys(names(snapshot, reason.rows), kind))
+    assert got == expected
+
+
+def replace_priority(info: PodInfo, priority: int) -> PodInfo:
+    return PodInfo.of(info.pod, priority=priority)
