@@ -69,6 +69,36 @@ def test_pods_placed_one_by_one_never_exceed_max_skew(
         assert max(counts.values()) - min(counts.values()) <= skew, counts
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    nodes=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3)), min_size=2, max_size=6),
+    pods=st.lists(st.booleans(), min_size=1, max_size=16),
+    skew=st.integers(1, 2),
+)
+def test_with_full_nodes_and_other_pods_the_skew_still_holds(
+    nodes: list[tuple[int, int]], pods: list[bool], skew: int
+) -> None:
+    """Nodes of 1 to 3 cpus (a full zone holds the others back, so some pods wait) and pods
+    that do not match the selector (they count nowhere) mixed in: after every step the
+    matching pods' zones stay within maxSkew, and a pod that waits says why."""
+    zones = {f"n{i}": f"z{zone}" for i, (zone, _) in enumerate(nodes)}
+    world = World.of()
+    world.add_nodes(*(zoned(f"n{i}", f"z{z}", cpu=cpu) for i, (z, cpu) in enumerate(nodes)))
+    for i, matching in enumerate(pods):
+        made = web(f"w{i}", skew=skew)
+        if not matching:
+            meta = made.metadata.model_copy(update={"labels": {"app": "other"}})
+            made = made.model_copy(update={"metadata": meta})
+        world.add_pods(made)
+        actions = world.run()
+        counts = per_zone(world, zones)
+        assert max(counts.values()) - min(counts.values()) <= skew, counts
+        if world.node_of(f"default/w{i}") is None:
+            [patch] = [a for a in of(actions, PatchPodStatus) if a.key == f"default/w{i}"]
+            assert patch.condition is not None
+            assert patch.condition["message"].startswith(f"0/{len(nodes)} nodes are available:")
+
+
 def test_preemption_evicts_the_pod_whose_departure_brings_the_skew_down() -> None:
     # Zone a: node a (room) holds two low-priority web pods; zone b: node b is full with an
     # important pod that is not web. Zone a has 2, zone b 0: a third web pod would make the
