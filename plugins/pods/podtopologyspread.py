@@ -83,12 +83,15 @@ class _State(NamedTuple):
     present: tuple[BoolMask, ...]  # per constraint: the domains of eligible rows
 
 
-def affinity_mask(pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
+def affinity_mask(pod: PodInfo, nodes: NodeSnapshot) -> BoolMask | None:
     """Rows matching the pod's nodeSelector and required node affinity (kube's
-    RequiredNodeAffinity); an invalid selector matches nothing (kube ignores the error)."""
+    RequiredNodeAffinity; None: the pod has neither); an invalid selector matches nothing
+    (kube ignores the error)."""
     spec = pod.pod.spec
     node = spec.affinity.node_affinity if spec.affinity else None
     required = node.required_during_scheduling_ignored_during_execution if node else None
+    if not spec.node_selector and required is None:
+        return None
     try:
         mask = node_selector_mask(spec.node_selector, nodes)
         if required is not None:
@@ -98,11 +101,11 @@ def affinity_mask(pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
     return mask
 
 
-def _taint_mask(cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
-    """Rows without a NoSchedule/NoExecute taint the pod does not tolerate."""
-    ok = np.ones(nodes.size, dtype=bool)
+def _taint_mask(cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> BoolMask | None:
+    """Rows without a NoSchedule/NoExecute taint the pod does not tolerate (None: every row)."""
     if not nodes.taints:
-        return ok
+        return None
+    ok = np.ones(nodes.size, dtype=bool)
     tols = cycle_tolerations(cycle, pod)
     for row, taints in nodes.taints.items():
         if any(t.effect in HARD_EFFECTS and not tolerated(tols, t) for t in taints):
@@ -110,26 +113,33 @@ def _taint_mask(cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> BoolMask:
     return ok
 
 
+def _narrowed(mask: BoolMask | None, by: BoolMask | None) -> BoolMask | None:
+    if by is None:
+        return mask
+    return by if mask is None else mask & by
+
+
 def _inclusion(
     cycle: PodCycle,
     pod: PodInfo,
     nodes: NodeSnapshot,
     constraints: Sequence[Spread],
-    base: BoolMask,
-) -> tuple[BoolMask, ...]:
-    """Per constraint, `base` narrowed by its node inclusion policies."""
-    affinity = taints = None
-    masks: list[BoolMask] = []
+    base: BoolMask | None,
+) -> tuple[BoolMask | None, ...]:
+    """Per constraint, `base` narrowed by its node inclusion policies (None: every row)."""
+    masks: list[BoolMask | None] = []
+    affinity: tuple[BoolMask | None] | None = None
+    taints: tuple[BoolMask | None] | None = None
     for c in constraints:
         mask = base
         if c.honor_affinity:
             if affinity is None:
-                affinity = affinity_mask(pod, nodes)
-            mask = mask & affinity
+                affinity = (affinity_mask(pod, nodes),)
+            mask = _narrowed(mask, affinity[0])
         if c.honor_taints:
             if taints is None:
-                taints = _taint_mask(cycle, pod, nodes)
-            mask = mask & taints
+                taints = (_taint_mask(cycle, pod, nodes),)
+            mask = _narrowed(mask, taints[0])
         masks.append(mask)
     return tuple(masks)
 
@@ -144,12 +154,12 @@ def _all_keys(nodes: NodeSnapshot, constraints: Sequence[Spread]) -> BoolMask:
 def _domain_counts(
     codes: np.ndarray[Any, Any], counts: Counts, eligible: BoolMask | None, domains: int
 ) -> Counts:
-    """Matching pods per domain code over the eligible rows (None: every row has the key
-    and is eligible), with one more cell, 0, that absent codes (-1) read."""
-    if eligible is None:
+    """Matching pods per domain code over the eligible rows (None: every row with the key),
+    with one more cell, 0, that absent codes (-1) read."""
+    if eligible is None and (codes.size == 0 or int(codes.min()) >= 0):
         summed = np.bincount(codes, weights=counts, minlength=domains)
     else:
-        rows = eligible & (codes >= 0)
+        rows = codes >= 0 if eligible is None else eligible & (codes >= 0)
         summed = np.bincount(codes[rows], weights=counts[rows], minlength=domains)
     out = np.zeros(domains + 1, dtype=np.int64)
     out[:domains] = np.rint(summed)
@@ -158,7 +168,7 @@ def _domain_counts(
 
 def _present(codes: np.ndarray[Any, Any], eligible: BoolMask | None, domains: int) -> BoolMask:
     """Which domain codes hold at least one eligible row."""
-    chosen = codes if eligible is None else codes[eligible & (codes >= 0)]
+    chosen = codes[codes >= 0] if eligible is None else codes[eligible & (codes >= 0)]
     found: BoolMask = np.bincount(chosen, minlength=domains) > 0
     return found
 
@@ -176,6 +186,7 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         self._counts = MatchCounts()
         self._seen = -1  # the counted pods' generation at the last event
         self._columns: dict[str, tuple[object, BoolMask]] = {}  # key -> (column, present)
+        self._sizes: dict[str, tuple[object, int]] = {}  # key -> (column, distinct values)
 
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         """Pods this plugin rejected are retried when the counted pods changed (kube: any
@@ -241,7 +252,7 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         except SelectorError as err:
             return f"spec.topologySpreadConstraints: {err}"
         masks = _inclusion(cycle, pod, nodes, found, _all_keys(nodes, found))
-        eligible = tuple(None if bool(m.all()) else m for m in masks)
+        eligible = tuple(None if m is None or bool(m.all()) else m for m in masks)
         present = tuple(
             self._present(nodes, c.key, e) for c, e in zip(found, eligible, strict=True)
         )
@@ -302,6 +313,20 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
 
     # --- Score -------------------------------------------------------------------------------
 
+    def _distinct(self, nodes: NodeSnapshot, key: str, rows: RowIndex | None) -> int:
+        """How many topology values the rows hold (absent counting as one more, as kube's
+        empty value does); kept per label column for every row."""
+        column = nodes.label(key)
+        if rows is not None:
+            picked = column.codes.take(rows) + 1
+            return int(np.count_nonzero(np.bincount(picked, minlength=len(column.values) + 1)))
+        kept = self._sizes.get(key)
+        if kept is None or kept[0] is not column:
+            codes = column.codes + 1
+            size = int(np.count_nonzero(np.bincount(codes, minlength=len(column.values) + 1)))
+            kept = self._sizes[key] = (column, size)
+        return kept[1]
+
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
@@ -317,32 +342,40 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
             counts = [self._counts.per_row(index, nodes, pod.namespace, c.selector) for c in found]
         except SelectorError:
             return zeros
-        keyed = _all_keys(nodes, found)
-        scored = keyed[rows] if require_all else np.ones(len(rows), dtype=bool)
-        considered = rows[scored]
-        eligible = _inclusion(
-            cycle, pod, nodes, found, keyed if require_all else np.ones(nodes.size, dtype=bool)
+        every = len(rows) == nodes.size  # the engine's rows are ascending: then every row
+        keyed = _all_keys(nodes, found) if require_all else None
+        scored = None if keyed is None else (keyed if every else keyed.take(rows))
+        if scored is not None and bool(scored.all()):
+            scored = None
+        if scored is not None and not scored.any():
+            return zeros
+        considered = (
+            None if scored is None and every else (rows if scored is None else rows[scored])
         )
+        eligible = _inclusion(cycle, pod, nodes, found, keyed)
         raw = np.zeros(len(rows), dtype=np.float64)
         for c, per_row, included in zip(found, counts, eligible, strict=True):
             column = nodes.label(c.key)
-            codes = column.codes
+            codes = column.codes if every else column.codes.take(rows)
             if c.key == HOSTNAME:
-                size = len(considered)
-                mine = per_row.take(rows).astype(np.float64)
+                size = nodes.size if considered is None else len(considered)
+                mine = per_row if every else per_row.take(rows)
+                part = mine * float(np.log(size + 2)) + float(c.max_skew - 1)
+                part[codes < 0] = 0.0
             else:
-                size = len(np.unique(codes.take(considered)))  # absent counts as "", as kube
-                per_domain = _domain_counts(codes, per_row, included, len(column.values))
-                mine = per_domain.take(codes.take(rows)).astype(np.float64)
-            weight = float(np.log(size + 2))
-            has = codes.take(rows) >= 0
-            raw += np.where(has, mine * weight + float(c.max_skew - 1), 0.0)
+                weight = float(np.log(self._distinct(nodes, c.key, considered) + 2))
+                per_domain = _domain_counts(column.codes, per_row, included, len(column.values))
+                table = per_domain * weight + float(c.max_skew - 1)
+                table[-1] = 0.0  # absent codes (-1) read the last cell: no term
+                part = table.take(codes)
+            raw += part
         rounded = np.floor(raw + 0.5).astype(np.int64)  # Go's math.Round (non-negative)
-        if not scored.any():
-            return zeros
-        kept = rounded[scored]
+        kept = rounded if scored is None else rounded[scored]
         top, low = int(kept.max()), int(kept.min())
         if top == 0:
-            return np.where(scored, MAX_NODE_SCORE, 0).astype(np.int64)
-        normalized = MAX_NODE_SCORE * (top + low - rounded) // top
-        return np.where(scored, normalized, 0).astype(np.int64)
+            normalized = np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+        else:
+            normalized = MAX_NODE_SCORE * (top + low - rounded) // top
+        if scored is not None:
+            normalized[~scored] = 0
+        return normalized

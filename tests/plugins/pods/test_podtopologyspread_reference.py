@@ -80,29 +80,42 @@ def reference_filter(
 
 
 def reference_score(
-    nodes: list[dict[str, Any]], pods: list[dict[str, Any]], pod: dict[str, Any]
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    pod: dict[str, Any],
+    require_all: bool = True,
+    feasible: list[str] | None = None,
 ) -> dict[str, int]:
-    """kube's PreScore, Score and NormalizeScore over every node as the feasible ones."""
+    """kube's PreScore, Score and NormalizeScore over every node as the feasible ones
+    (`require_all` False: the system defaults, where a node missing a key is still scored
+    and its missing value is the domain "")."""
     soft = [c for c in pod["constraints"] if not c["hard"]]
+    chosen = [n for n in nodes if feasible is None or n["name"] in feasible]
     if not soft:
-        return {n["name"]: 0 for n in nodes}
-    keyed = [n for n in nodes if all(c["key"] in n["labels"] for c in soft)]
-    ignored = {n["name"] for n in nodes} - {n["name"] for n in keyed}
+        return {n["name"]: 0 for n in chosen}
+
+    def has_keys(n: dict[str, Any]) -> bool:
+        return not require_all or all(c["key"] in n["labels"] for c in soft)
+
+    keyed = [n for n in chosen if has_keys(n)]
+    ignored = {n["name"] for n in chosen} - {n["name"] for n in keyed}
     weights, per_domain = [], []
     for c in soft:
-        domains = {n["labels"][c["key"]] for n in keyed}
+        domains = {n["labels"].get(c["key"], "") for n in keyed}
         size = len(keyed) if c["key"] == HOST else len(domains)
         weights.append(math.log(size + 2))
         found: dict[str, int] = {}
-        for n in keyed:
-            value = n["labels"][c["key"]]
-            if c["key"] != HOST and value in domains and _included(c, n, pod):
+        for n in nodes:  # every node counts, the feasible ones name the domains
+            value = n["labels"].get(c["key"], "")
+            if c["key"] != HOST and has_keys(n) and value in domains and _included(c, n, pod):
                 found[value] = found.get(value, 0) + _count_on(n["name"], c, pods)
         per_domain.append(found)
     raw = {}
     for n in keyed:
         total = 0.0
         for i, c in enumerate(soft):
+            if c["key"] not in n["labels"]:
+                continue
             value = n["labels"][c["key"]]
             cnt = _count_on(n["name"], c, pods) if c["key"] == HOST else per_domain[i].get(value, 0)
             total += cnt * weights[i] + (c["maxSkew"] - 1)
@@ -110,7 +123,7 @@ def reference_score(
     out = {}
     low = min(raw.values(), default=0)
     top = max(raw.values(), default=0)
-    for n in nodes:
+    for n in chosen:
         name = n["name"]
         if name in ignored:
             out[name] = 0
@@ -247,9 +260,11 @@ def test_filter_and_score_agree_with_kube_transcribed(raw_nodes: list[Any], data
             kind = {ERR_REASON_LABEL: "missing", ERR_REASON_CONSTRAINTS: "skew"}[reason.message]
             got.update(dict.fromkeys(names(snapshot, reason.rows), kind))
         assert got == expected
-    rows = all_rows(snapshot)
-    scored = dict(zip(snapshot.names, plugin.score(cycle, incoming, snapshot, rows), strict=True))
-    assert {k: int(v) for k, v in scored.items()} == reference_score(nodes, pods, pod)
+    rows = _feasible(snapshot, data)
+    scores = plugin.score(cycle, incoming, snapshot, rows)
+    scored = {snapshot.names[r]: int(v) for r, v in zip(rows, scores, strict=True)}
+    feasible = [snapshot.names[r] for r in rows]
+    assert scored == reference_score(nodes, pods, pod, feasible=feasible)
 
 
 @settings(max_examples=150, deadline=None)
@@ -316,3 +331,44 @@ def test_filter_on_a_hypothetical_cluster_agrees_with_kube_transcribed(
 
 def replace_priority(info: PodInfo, priority: int) -> PodInfo:
     return PodInfo.of(info.pod, priority=priority)
+
+
+OWNER = {
+    "apiVersion": "apps/v1",
+    "kind": "ReplicaSet",
+    "name": "rs",
+    "uid": "u",
+    "controller": True,
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw_nodes=nodes_st, data=st.data())
+def test_system_default_scores_agree_with_kube_transcribed(raw_nodes: list[Any], data: Any) -> None:
+    """A pod of a ReplicaSet without constraints of its own: kube's system defaults
+    (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) with the pod's labels as selector,
+    nodes missing a key still scored."""
+    nodes, pods, pod = _build(raw_nodes, data)
+    app = pod["labels"]["app"]
+    pod["constraints"] = [
+        {"key": HOST, "hard": False, "maxSkew": 3, "selector": {"app": [app]}},
+        {"key": ZONE, "hard": False, "maxSkew": 5, "selector": {"app": [app]}},
+    ]
+    made, placed, _ = _objects(nodes, pods, {**pod, "constraints": []})
+    spec: dict[str, Any] = {"nodeSelector": {"disk": pod["disk"]}} if pod["disk"] else {}
+    incoming = labelled("incoming", pod["labels"], owner=OWNER, **spec)
+    cycle, snapshot = world(made, placed)
+    rows = _feasible(snapshot, data)
+    scored = PodTopologySpread().score(cycle, incoming, snapshot, rows)
+    got = {snapshot.names[r]: int(v) for r, v in zip(rows, scored, strict=True)}
+    feasible = [snapshot.names[r] for r in rows]
+    assert got == reference_score(nodes, pods, pod, require_all=False, feasible=feasible)
+
+
+def _feasible(snapshot: Any, data: Any) -> Any:
+    """Every row (the engine's usual call) or an ascending subset, as the filters leave."""
+    rows = all_rows(snapshot)
+    if data.draw(st.booleans(), label="subset"):
+        kept = data.draw(st.sets(st.sampled_from(list(rows)), min_size=1), label="rows")
+        rows = np.array(sorted(kept), dtype=np.intp)
+    return rows
