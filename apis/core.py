@@ -12,6 +12,7 @@ from pydantic import Field
 
 from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
 from apis.names import NameRule
+from apis.podaffinity import PodAffinity, PodAntiAffinity
 from apis.quantity import ResourceList
 from apis.topologyspread import TopologySpreadConstraint
 
@@ -169,12 +170,11 @@ class NodeAffinity(KubeModel):
 
 
 class Affinity(KubeModel):
-    """Pod affinity; only node affinity is typed."""
+    """Node affinity, inter-pod affinity and anti-affinity."""
 
     node_affinity: NodeAffinity | None = None
-    # Kept as they came: the pod scheduler does not implement them and says so when set.
-    pod_affinity: dict[str, Any] | None = None
-    pod_anti_affinity: dict[str, Any] | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
 
 
 class PodToleration(KubeModel):

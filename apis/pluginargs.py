@@ -22,6 +22,7 @@ __all__ = [
     "CapacitySchedulingArgs",
     "CoschedulingArgs",
     "DefaultPreemptionArgs",
+    "InterPodAffinityArgs",
     "NoArgs",
     "NodeAffinityArgs",
     "NodeResourcesBalancedAllocationArgs",
@@ -224,6 +225,14 @@ class PodTopologySpreadArgs(ArgsModel):
         return self
 
 
+class InterPodAffinityArgs(ArgsModel):
+    """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
+    score, and whether their preferred terms count."""
+
+    hard_pod_affinity_weight: Annotated[int, Bounds(0, 100)] = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PrioritySort": NoArgs,
     "UnsupportedFeatures": NoArgs,
@@ -239,6 +248,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
     "PodTopologySpread": PodTopologySpreadArgs,
+    "InterPodAffinity": InterPodAffinityArgs,
 }
 """The args model of each built-in pod plugin."""
 

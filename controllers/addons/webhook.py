@@ -32,6 +32,7 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from controllers.addons.webhook_certs import ReloadingContext
+from controllers.addons.webhook_input import MAX_DEPTH, parse_review, pod_problems
 from controllers.addons.webhook_state import LeaseReservations, WorkloadSource
 from controllers.kube.errors import ApiError
 from controllers.runtime.http import MAX_BODY_BYTES, parse_address
@@ -115,15 +116,20 @@ class SpotWebhook:
         self._locks: dict[str, asyncio.Lock] = {}
         self._settled: dict[str, bool] = {}
 
-    async def review(self, doc: Any) -> dict[str, Any]:
-        """The AdmissionReview answering `doc`; ValueError if `doc` is not one."""
+    async def review(self, doc: Any, *, refuse: str | None = None) -> dict[str, Any]:
+        """The AdmissionReview answering `doc`; ValueError if `doc` is not one. `refuse`: a
+        problem found before (the body nested too deep): allowed unchanged, with it as the
+        warning."""
         started = time.perf_counter()
         request = doc.get("request") if isinstance(doc, dict) else None
         if not isinstance(request, dict) or not isinstance(request.get("uid"), str):
             self.metrics.admissions.labels("invalid").inc()
             raise ValueError("expected an AdmissionReview with request.uid")
         response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
-        outcome = await self._outcome(request)
+        if refuse is not None:
+            outcome = _Outcome(None, [f"pod not placed: {refuse}"])
+        else:
+            outcome = await self._safe_outcome(request)
         if outcome.capacity is not None:
             pod = request["object"]
             ops = patch(pod, outcome.capacity, self.config, reservation=outcome.token)
@@ -141,8 +147,18 @@ class SpotWebhook:
             "response": response,
         }
 
+    async def _safe_outcome(self, request: dict[str, Any]) -> _Outcome:
+        """`_outcome`, with a pod that is not one (wrong types) placed nowhere and named in a
+        warning, and any other failure answered the same way rather than with a 500."""
+        try:
+            return await self._outcome(request)
+        except Exception as exc:  # a well-formed answer whatever the review held
+            log.exception("admission review %s: pod not placed", request.get("uid"))
+            return _Outcome(None, [f"pod not placed: {type(exc).__name__}: {exc}"[:500]])
+
     async def _outcome(self, request: dict[str, Any]) -> _Outcome:
-        resource = request.get("resource") or {}
+        resource = request.get("resource")
+        resource = resource if isinstance(resource, dict) else {}
         pod = request.get("object")
         if (
             request.get("operation") != "CREATE"
@@ -152,6 +168,10 @@ class SpotWebhook:
             or not isinstance(pod, dict)
         ):
             return _Outcome(None)
+        problems = pod_problems(pod)
+        if problems:
+            shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+            return _Outcome(None, [f"pod not placed: {shown}"])
         pod = _with_identity(pod, request)
         ref = workload_of(pod, self.workloads.replica_set_owner)
         workload = self.workloads.workload(ref) if ref is not None else None
@@ -300,8 +320,9 @@ class WebhookServer:
 
     async def _mutate(self, request: web.Request) -> web.Response:
         try:
-            doc = await request.json()
-            answer = await self.webhook.review(doc)
+            doc, truncated = parse_review(await request.text())
+            deep = f"the review is nested deeper than {MAX_DEPTH} levels" if truncated else None
+            answer = await self.webhook.review(doc, refuse=deep)
         except ValueError as exc:  # JSONDecodeError too
             return web.Response(status=400, text=f"bad admission review: {exc}")
         return web.json_response(answer)

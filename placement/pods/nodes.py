@@ -341,7 +341,7 @@ class NodeTable:
     def _remember(self, node: Node, name: str) -> Requests:
         """Record a node's allocatable amounts (returned), cordon and taints by name."""
         quantities = (node.status.allocatable if node.status else None) or {}
-        amounts = {resource: amount(resource, q) for resource, q in quantities.items()}
+        amounts = {r: amount(r, q, capacity=True) for r, q in quantities.items()}
         self._allocatable_of[name] = amounts
         self._cordoned[name] = bool(node.spec.unschedulable)
         taints = tuple(Taint.of(t) for t in node.spec.taints or ())

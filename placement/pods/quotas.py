@@ -75,7 +75,7 @@ def format_resources(resources: Mapping[str, int]) -> str:
 
 
 def _amounts(resources: Mapping[str, Quantity] | None) -> dict[str, int]:
-    return {name: amount(name, q) for name, q in (resources or {}).items()}
+    return {name: amount(name, q, capacity=True) for name, q in (resources or {}).items()}
 
 
 def _counts(pod: Pod) -> bool:

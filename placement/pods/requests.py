@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "EPHEMERAL_STORAGE",
+    "LIMIT",
     "MEMORY",
     "PODS",
     "Requests",
@@ -51,11 +52,23 @@ Requests = dict[str, int]
 """Resource name -> amount in the scheduler's units; a missing name requests nothing."""
 
 
-def amount(resource: str, quantity: Quantity | Fraction) -> int:
+LIMIT = 2**50
+"""The largest amount the scheduler holds exactly (in its unit: 2^50 bytes is 1 PiB, 2^50
+milli-cpu a trillion cores). The numeric columns are int64 and sums of amounts must never wrap,
+so every amount is bounded: a capacity above LIMIT (a node's allocatable, a quota) is taken as
+LIMIT, more than anything a pod may ask; a request above LIMIT becomes LIMIT + 1, more than any
+capacity, so the pod fits nowhere and a node that counts such a pod is full. Sums of up to
+8,192 such amounts stay inside int64."""
+
+
+def amount(resource: str, quantity: Quantity | Fraction, *, capacity: bool = False) -> int:
     """One quantity in the scheduler's unit for `resource` (`MilliValue` for cpu, `Value`
-    otherwise; both round up)."""
+    otherwise; both round up), bounded by LIMIT: `capacity` for what nodes and quotas offer,
+    otherwise a request (see LIMIT)."""
     value = quantity.value if isinstance(quantity, Quantity) else quantity
-    return math.ceil(value * 1000) if resource == CPU else math.ceil(value)
+    exact = math.ceil(value * 1000) if resource == CPU else math.ceil(value)
+    bound = LIMIT if capacity else LIMIT + 1
+    return max(-bound, min(exact, bound))
 
 
 # Kubernetes adds and compares the quantities exactly and converts the pod's total once, so

@@ -18,6 +18,7 @@ from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
 from plugins.pods.imagelocality import ImageLocality
+from plugins.pods.interpodaffinity import InterPodAffinity
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
 from plugins.pods.nodeports import NodePorts
@@ -35,6 +36,7 @@ __all__ = [
     "CapacityScheduling",
     "Coscheduling",
     "ImageLocality",
+    "InterPodAffinity",
     "NodeAffinity",
     "NodeName",
     "NodePorts",
@@ -66,6 +68,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
+    "InterPodAffinity": InterPodAffinity.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -83,6 +86,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
+        "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
@@ -102,5 +106,6 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeResourcesBalancedAllocation": 1,
         "PodTopologySpread": 2,
         "ImageLocality": 1,
+        "InterPodAffinity": 2,
     }
 )

@@ -58,7 +58,9 @@ def uid_of(pod: PodInfo) -> str:
 
 def _amounts(resources: ResourceList | None) -> dict[str, int]:
     return {
-        name: amount(name, quantity) for name, quantity in (resources or {}).items() if name != PODS
+        name: amount(name, quantity, capacity=True)
+        for name, quantity in (resources or {}).items()
+        if name != PODS
     }
 
 

@@ -1,10 +1,10 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Inter-pod affinity and anti-affinity, and volumes whose node
-affinity the scheduler would have to honour (a PersistentVolumeClaim, whose volume may be
-zonal or bound late; a generic ephemeral volume, which creates one). The check is on the pod
-alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
+Volumes whose node affinity the scheduler would have to honour (a PersistentVolumeClaim, whose
+volume may be zonal or bound late; a generic ephemeral volume, which creates one). The check is
+on the pod alone, so it runs at PreFilter and the pod is unresolvable: no node event or
+preemption helps.
 """
 
 from __future__ import annotations
@@ -22,26 +22,12 @@ __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 
 SCHEDULER = "ocm-pod-scheduler"
 _TOPOLOGY_VOLUMES = ("persistentVolumeClaim", "ephemeral")
-_AFFINITY_TERMS = (
-    "requiredDuringSchedulingIgnoredDuringExecution",
-    "preferredDuringSchedulingIgnoredDuringExecution",
-)
-
-
-def _has_terms(affinity: Mapping[str, Any] | None) -> bool:
-    """An affinity with at least one term (an empty `podAffinity: {}` constrains nothing)."""
-    return bool(affinity) and any(affinity.get(k) for k in _AFFINITY_TERMS)  # type: ignore[union-attr]
 
 
 def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
     spec = pod.spec
     found: list[str] = []
-    if spec.affinity is not None:
-        if _has_terms(spec.affinity.pod_affinity):
-            found.append("inter-pod affinity (spec.affinity.podAffinity)")
-        if _has_terms(spec.affinity.pod_anti_affinity):
-            found.append("inter-pod anti-affinity (spec.affinity.podAntiAffinity)")
     for i, volume in enumerate(spec.volumes or ()):
         for kind in _TOPOLOGY_VOLUMES:
             if volume.get(kind) is not None:

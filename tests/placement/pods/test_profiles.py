@@ -94,6 +94,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
+        "InterPodAffinity",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -105,6 +106,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodePorts",
         "NodeResourcesFit",
         "PodTopologySpread",
+        "InterPodAffinity",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
@@ -118,11 +120,13 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert names(profile.handlers) == [
         "PodTopologySpread",
+        "InterPodAffinity",
         "ImageLocality",
         "Coscheduling",
         "CapacityScheduling",
@@ -207,6 +211,7 @@ profiles:
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]

@@ -28,6 +28,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeResourcesBalancedAllocation": 1,
         "PodTopologySpread": 2,
         "ImageLocality": 1,
+        "InterPodAffinity": 2,
     }
 
 
@@ -83,30 +84,6 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
     [
         pytest.param(
             {
-                "affinity": {
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
-                }
-            },
-            "pod uses inter-pod affinity (spec.affinity.podAffinity)"
-            ", which ocm-pod-scheduler does not implement",
-            id="pod-affinity",
-        ),
-        pytest.param(
-            {
-                "affinity": {
-                    "podAntiAffinity": {
-                        "preferredDuringSchedulingIgnoredDuringExecution": [
-                            {"weight": 1, "podAffinityTerm": TERM}
-                        ]
-                    }
-                }
-            },
-            "pod uses inter-pod anti-affinity (spec.affinity.podAntiAffinity)"
-            ", which ocm-pod-scheduler does not implement",
-            id="anti-affinity",
-        ),
-        pytest.param(
-            {
                 "volumes": [
                     {"name": "cfg", "configMap": {"name": "c"}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
@@ -119,14 +96,12 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
         pytest.param(
             {
                 "volumes": [
-                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
                 ],
-                "affinity": {
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
-                },
             },
-            "pod uses inter-pod affinity (spec.affinity.podAffinity)"
-            " and volume topology (spec.volumes[0].ephemeral)"
+            "pod uses volume topology (spec.volumes[0].persistentVolumeClaim)"
+            " and volume topology (spec.volumes[1].ephemeral)"
             ", which ocm-pod-scheduler does not implement",
             id="two",
         ),
@@ -142,7 +117,17 @@ def test_unsupported_features_are_unresolvable_naming_the_feature(
 
 def test_supported_pods_pass_unsupported_features() -> None:
     spec: dict[str, Any] = {
-        "affinity": {"podAffinity": {}},
+        "affinity": {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]},
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": TERM}
+                ]
+            },
+        },
         "volumes": [{"name": "cfg", "configMap": {"name": "c"}}],
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
     }
     assert UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status.ok
