@@ -41,13 +41,19 @@ from plugins.pods._shared import frozen
 
 __all__ = [
     "APPROXIMATED_OWNER_LABELS",
+    "FIELD",
     "HOSTNAME",
     "SYSTEM_DEFAULTS",
     "ZONE",
     "Counts",
     "MatchCounts",
+    "SelectorError",
     "Spread",
     "default_selector",
+    "matches",
+    "overlaid",
+    "selector_key",
+    "self_match",
     "spread_constraints",
 ]
 
@@ -358,6 +364,3 @@ def overlaid(
         if matches(selector, namespace, info):
             out[row] += 1
     return out
-
-
-__all__ += ["FIELD", "SelectorError", "matches", "overlaid", "selector_key", "self_match"]

@@ -20,7 +20,10 @@ Pods it rejected are retried when a pod event changes the counted pods (`on_even
 **Score** uses the ScheduleAnyway constraints only: a node's raw score is the sum over the
 constraints of `count(domain) * log(domains + 2) + maxSkew - 1` (for kubernetes.io/hostname
 the node's own matching pods, the domains being the scored nodes), rounded; then inverted to
-0..100 as `100 * (max + min - s) // max` (all 100 when max is 0). Nodes missing a key get 0.
+0..100 as `100 * (max + min - s) // max` (all 100 when max is 0). Nodes missing a key get 0
+(under the system defaults a node missing a key is still scored on the others, as kube). Each
+constraint's term is computed once per domain and read back per row through one `take`; what
+depends only on the nodes (domains present, number of domains) is kept per label column.
 """
 
 from __future__ import annotations
