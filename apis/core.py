@@ -14,6 +14,7 @@ from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
 from apis.names import NameRule
 from apis.podaffinity import PodAffinity, PodAntiAffinity
 from apis.quantity import ResourceList
+from apis.topologyspread import TopologySpreadConstraint
 
 __all__ = [
     "Affinity",
@@ -221,8 +222,8 @@ class PodSpec(KubeModel):
     preemption_policy: Literal["Never", "PreemptLowerPriority"] | None = None
     scheduling_gates: list[PodSchedulingGate] | None = None
     termination_grace_period_seconds: Int64 | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     # Kept as they came: read only to tell whether the pod uses them (see plugins/pods).
-    topology_spread_constraints: list[dict[str, Any]] | None = None
     volumes: list[dict[str, Any]] | None = None
 
 

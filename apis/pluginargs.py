@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from apis.configmodel import Bounds, ConfigModel, field_problems, located, shown
 from apis.core import NodeAffinity
+from apis.topologyspread import TopologySpreadConstraint, constraints_problems
 
 __all__ = [
     "MAX_WEIGHT",
@@ -26,6 +27,7 @@ __all__ = [
     "NodeAffinityArgs",
     "NodeResourcesBalancedAllocationArgs",
     "NodeResourcesFitArgs",
+    "PodTopologySpreadArgs",
     "RequestedToCapacityRatioParam",
     "ResourceSpecArg",
     "ScoringStrategy",
@@ -186,6 +188,43 @@ class NodeAffinityArgs(ArgsModel):
     added_affinity: NodeAffinity | None = None
 
 
+class PodTopologySpreadArgs(ArgsModel):
+    """kube's PodTopologySpreadArgs: with `defaultingType: System` (the default) the system
+    defaults apply to pods without constraints and `defaultConstraints` must be empty; with
+    `List`, `defaultConstraints` (no labelSelector: it is derived from the pod's owners)."""
+
+    default_constraints: list[TopologySpreadConstraint] = []
+    defaulting_type: Literal["System", "List"] = "System"
+
+    @model_validator(mode="after")
+    def _constraints(self) -> PodTopologySpreadArgs:
+        constraints = self.default_constraints
+        if self.defaulting_type == "System" and constraints:
+            raise located(
+                "defaultConstraints",
+                "forbidden",
+                'when .defaultingType is "System"',
+                [c.to_wire() for c in constraints],
+            )
+        for index, constraint in enumerate(constraints):
+            if constraint.label_selector is not None:
+                raise located(
+                    ("defaultConstraints", index, "labelSelector"),
+                    "forbidden",
+                    "constraint must not define a selector, as they deduced for each pod",
+                    constraint.label_selector.to_wire(),
+                )
+        problems = constraints_problems(constraints, "defaultConstraints")
+        if problems:
+            path, _, message = problems[0].partition(": ")
+            loc = tuple(
+                int(p) if p.isdigit() else p
+                for p in path.replace("[", ".").replace("]", "").split(".")
+            )
+            raise located(loc, "invalid", message, None)
+        return self
+
+
 class InterPodAffinityArgs(ArgsModel):
     """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
     score, and whether their preferred terms count."""
@@ -208,6 +247,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "DefaultPreemption": DefaultPreemptionArgs,
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
+    "PodTopologySpread": PodTopologySpreadArgs,
     "InterPodAffinity": InterPodAffinityArgs,
 }
 """The args model of each built-in pod plugin."""

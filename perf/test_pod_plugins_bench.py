@@ -23,6 +23,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.core import Node, Pod
 from placement.pods.framework import ClusterView, PodCycle, PodInfo, WaitingPods
 from placement.pods.nodes import NodeSnapshot, NodeTable
+from placement.pods.pod_index import PodIndex
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 from tests.plugins.pods.builders import NOW
 
@@ -103,6 +104,15 @@ POD = _pod(
 )
 
 
+class _Cluster:
+    """What the default chain reads of the cluster: no counted pods, no watched objects."""
+
+    counted = PodIndex()
+
+    def objects(self, kind: str) -> dict[str, Any]:
+        return {}
+
+
 def _chain() -> Any:
     plugins: list[Any] = [POD_PLUGINS[name]({}) for name in DEFAULT_PLUGINS]
     pre = [p for p in plugins if hasattr(p, "pre_filter")]
@@ -110,7 +120,7 @@ def _chain() -> Any:
     scores = [(p, DEFAULT_SCORE_WEIGHTS.get(p.name, 1)) for p in plugins if hasattr(p, "score")]
 
     def one(nodes: NodeSnapshot, pod: PodInfo) -> str:
-        cycle = PodCycle(NOW, cast(ClusterView, None), cast(WaitingPods, None))
+        cycle = PodCycle(NOW, cast(ClusterView, _Cluster()), cast(WaitingPods, None))
         candidates = np.ones(nodes.size, dtype=bool)
         for plugin in pre:
             result = plugin.pre_filter(cycle, pod, nodes)

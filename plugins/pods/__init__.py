@@ -24,6 +24,7 @@ from plugins.pods.nodename import NodeName
 from plugins.pods.nodeports import NodePorts
 from plugins.pods.noderesourcesfit import NodeResourcesFit
 from plugins.pods.nodeunschedulable import NodeUnschedulable
+from plugins.pods.podtopologyspread import PodTopologySpread
 from plugins.pods.prioritysort import PrioritySort
 from plugins.pods.tainttoleration import TaintToleration
 from plugins.pods.unsupportedfeatures import UnsupportedFeatures
@@ -43,6 +44,7 @@ __all__ = [
     "NodeResourcesFit",
     "NodeUnschedulable",
     "PluginFactory",
+    "PodTopologySpread",
     "PrioritySort",
     "TaintToleration",
     "UnsupportedFeatures",
@@ -60,6 +62,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "NodeAffinity": NodeAffinity.from_args,
     "NodePorts": NodePorts.from_args,
     "NodeResourcesFit": NodeResourcesFit.from_args,
+    "PodTopologySpread": PodTopologySpread.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
     "ImageLocality": ImageLocality.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
@@ -82,6 +85,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
@@ -100,6 +104,7 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "PodTopologySpread": 2,
         "ImageLocality": 1,
         "InterPodAffinity": 2,
     }

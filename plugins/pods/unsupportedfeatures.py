@@ -1,10 +1,10 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Topology spread constraints, and volumes whose node
-affinity the scheduler would have to honour (a PersistentVolumeClaim, whose volume may be
-zonal or bound late; a generic ephemeral volume, which creates one). The check is on the pod
-alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
+Volumes whose node affinity the scheduler would have to honour (a PersistentVolumeClaim, whose
+volume may be zonal or bound late; a generic ephemeral volume, which creates one). The check is
+on the pod alone, so it runs at PreFilter and the pod is unresolvable: no node event or
+preemption helps.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
     spec = pod.spec
     found: list[str] = []
-    if spec.topology_spread_constraints:
-        found.append("topology spread constraints (spec.topologySpreadConstraints)")
     for i, volume in enumerate(spec.volumes or ()):
         for kind in _TOPOLOGY_VOLUMES:
             if volume.get(kind) is not None:

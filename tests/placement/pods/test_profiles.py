@@ -93,6 +93,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
         "Coscheduling",
         "CapacityScheduling",
@@ -104,6 +105,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
@@ -117,11 +119,13 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeResourcesFit", 5),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert names(profile.handlers) == [
+        "PodTopologySpread",
         "InterPodAffinity",
         "ImageLocality",
         "Coscheduling",
@@ -206,6 +210,7 @@ profiles:
         ("TaintToleration", 3),
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
@@ -328,11 +333,11 @@ def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows(
 
 
 def test_args_of_a_kube_default_we_lack_are_accepted_only_when_it_is_disabled() -> None:
-    args = "  pluginConfig:\n  - name: PodTopologySpread\n    args: {defaultingType: List}\n"
-    disabled = "    multiPoint:\n      disabled: [{name: PodTopologySpread}]\n"
+    args = "  pluginConfig:\n  - name: DynamicResources\n    args: {filterTimeout: 10s}\n"
+    disabled = "    multiPoint:\n      disabled: [{name: DynamicResources}]\n"
     (profile,) = profiles(profile_with(disabled) + args)
     assert profile.scheduler_name == "a"
-    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"PodTopologySpread\""):
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"DynamicResources\""):
         profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
 
 

@@ -26,6 +26,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "PodTopologySpread": 2,
         "ImageLocality": 1,
         "InterPodAffinity": 2,
     }
@@ -83,16 +84,6 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
     [
         pytest.param(
             {
-                "topologySpreadConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-                ]
-            },
-            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
-            ", which ocm-pod-scheduler does not implement",
-            id="spread",
-        ),
-        pytest.param(
-            {
                 "volumes": [
                     {"name": "cfg", "configMap": {"name": "c"}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
@@ -105,12 +96,12 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
         pytest.param(
             {
                 "volumes": [
-                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
                 ],
-                "topologySpreadConstraints": [{"maxSkew": 1}],
             },
-            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
-            " and volume topology (spec.volumes[0].ephemeral)"
+            "pod uses volume topology (spec.volumes[0].persistentVolumeClaim)"
+            " and volume topology (spec.volumes[1].ephemeral)"
             ", which ocm-pod-scheduler does not implement",
             id="two",
         ),
@@ -135,5 +126,8 @@ def test_supported_pods_pass_unsupported_features() -> None:
             },
         },
         "volumes": [{"name": "cfg", "configMap": {"name": "c"}}],
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
     }
     assert UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status.ok
