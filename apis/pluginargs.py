@@ -29,6 +29,7 @@ __all__ = [
     "ResourceSpecArg",
     "ScoringStrategy",
     "UtilizationShapePoint",
+    "VolumeBindingArgs",
     "validate_args",
 ]
 
@@ -185,6 +186,15 @@ class NodeAffinityArgs(ArgsModel):
     added_affinity: NodeAffinity | None = None
 
 
+class VolumeBindingArgs(ArgsModel):
+    """kube's VolumeBindingArgs. `shape` (storage capacity scoring) is accepted and checked;
+    the scheduler does not score by it (nor wait `bindTimeoutSeconds`: its PreBind writes the
+    bindings and does not wait for the PV controller)."""
+
+    bind_timeout_seconds: Annotated[int, Bounds(0)] = 600
+    shape: list[UtilizationShapePoint] | None = None
+
+
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PrioritySort": NoArgs,
     "UnsupportedFeatures": NoArgs,
@@ -197,6 +207,9 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "DefaultPreemption": DefaultPreemptionArgs,
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
+    "VolumeRestrictions": NoArgs,
+    "VolumeBinding": VolumeBindingArgs,
+    "VolumeZone": NoArgs,
 }
 """The args model of each built-in pod plugin."""
 

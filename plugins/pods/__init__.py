@@ -24,6 +24,9 @@ from plugins.pods.nodeunschedulable import NodeUnschedulable
 from plugins.pods.prioritysort import PrioritySort
 from plugins.pods.tainttoleration import TaintToleration
 from plugins.pods.unsupportedfeatures import UnsupportedFeatures
+from plugins.pods.volumebinding import VolumeBinding
+from plugins.pods.volumerestrictions import VolumeRestrictions
+from plugins.pods.volumezone import VolumeZone
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -40,6 +43,9 @@ __all__ = [
     "PrioritySort",
     "TaintToleration",
     "UnsupportedFeatures",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
 ]
 
 PluginFactory = Callable[[Any], object]
@@ -57,6 +63,9 @@ _FACTORIES: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
+    "VolumeRestrictions": VolumeRestrictions.from_args,
+    "VolumeBinding": VolumeBinding.from_args,
+    "VolumeZone": VolumeZone.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -72,6 +81,10 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        # kube's volume plugins, in its order (VolumeBinding's PreBind binds the claims).
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
         "NodeResourcesBalancedAllocation",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.

@@ -1,10 +1,10 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Inter-pod affinity and anti-affinity, topology spread constraints, and volumes whose node
-affinity the scheduler would have to honour (a PersistentVolumeClaim, whose volume may be
-zonal or bound late; a generic ephemeral volume, which creates one). The check is on the pod
-alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
+Inter-pod affinity and anti-affinity, and topology spread constraints (volumes are the
+Volume* plugins' business; what they do not do, dynamic provisioning, they refuse with their own
+message). The check is on the pod alone, so it runs at PreFilter and the pod is unresolvable: no
+node event or preemption helps.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from plugins.pods._shared import args_of
 __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 
 SCHEDULER = "ocm-pod-scheduler"
-_TOPOLOGY_VOLUMES = ("persistentVolumeClaim", "ephemeral")
 _AFFINITY_TERMS = (
     "requiredDuringSchedulingIgnoredDuringExecution",
     "preferredDuringSchedulingIgnoredDuringExecution",
@@ -44,10 +43,6 @@ def unsupported(pod: Pod) -> list[str]:
             found.append("inter-pod anti-affinity (spec.affinity.podAntiAffinity)")
     if spec.topology_spread_constraints:
         found.append("topology spread constraints (spec.topologySpreadConstraints)")
-    for i, volume in enumerate(spec.volumes or ()):
-        for kind in _TOPOLOGY_VOLUMES:
-            if volume.get(kind) is not None:
-                found.append(f"volume topology (spec.volumes[{i}].{kind})")
     return found
 
 

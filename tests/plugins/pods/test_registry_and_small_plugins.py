@@ -113,29 +113,6 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
             ", which ocm-pod-scheduler does not implement",
             id="spread",
         ),
-        pytest.param(
-            {
-                "volumes": [
-                    {"name": "cfg", "configMap": {"name": "c"}},
-                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
-                ]
-            },
-            "pod uses volume topology (spec.volumes[1].persistentVolumeClaim)"
-            ", which ocm-pod-scheduler does not implement",
-            id="pvc",
-        ),
-        pytest.param(
-            {
-                "volumes": [
-                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
-                ],
-                "topologySpreadConstraints": [{"maxSkew": 1}],
-            },
-            "pod uses topology spread constraints (spec.topologySpreadConstraints)"
-            " and volume topology (spec.volumes[0].ephemeral)"
-            ", which ocm-pod-scheduler does not implement",
-            id="two",
-        ),
     ],
 )
 def test_unsupported_features_are_unresolvable_naming_the_feature(
@@ -149,6 +126,10 @@ def test_unsupported_features_are_unresolvable_naming_the_feature(
 def test_supported_pods_pass_unsupported_features() -> None:
     spec: dict[str, Any] = {
         "affinity": {"podAffinity": {}},
-        "volumes": [{"name": "cfg", "configMap": {"name": "c"}}],
+        "volumes": [
+            {"name": "cfg", "configMap": {"name": "c"}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+        ],
     }
     assert UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status.ok

@@ -1,0 +1,139 @@
+"""`VolumeRestrictions`: a ReadWriteOncePod claim is used by one pod at a time.
+
+As kube's plugin: PreFilter reads the pod's `persistentVolumeClaim` volumes (a missing claim:
+unresolvable, kube's message) and keeps those whose access modes include ReadWriteOncePod;
+when some counted pod (bound or assumed, of the same namespace) already uses one of them, every
+node fails with kube's reason, resolvably: preemption may help, on the node where the user
+runs, once it is a victim (`nodes.overlay`: a user gone from the hypothetical node no longer
+conflicts there; a nominated pod added on a node conflicts there). Otherwise the pod skips
+Filter. The pods using claims are a subset of the pod index, kept up to date by the cache.
+
+The inline-disk conflicts of kube's plugin (GCE PD, AWS EBS, RBD, iSCSI volumes written inline
+in the pod) are not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from apis.pluginargs import NoArgs
+from apis.storage import PersistentVolumeClaim
+from placement.arrays import BoolMask
+from placement.pods.framework import (
+    SKIP,
+    Filter,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    PodStatus,
+    PreFilter,
+    PreFilterResult,
+    Reason,
+)
+from placement.pods.nodes import NodeSnapshot
+from placement.pods.volumes import READ_WRITE_ONCE_POD
+from plugins.pods._shared import args_of
+from plugins.pods._volumes import claims_of
+
+__all__ = ["ERR_REASON_RWOP_CONFLICT", "USERS_SUBSET", "VolumeRestrictions", "named_claims"]
+
+ERR_REASON_RWOP_CONFLICT = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+)
+USERS_SUBSET = "VolumeRestrictions/claim-users"
+
+
+def named_claims(pod: PodInfo) -> set[str]:
+    """The claims the pod's `persistentVolumeClaim` volumes name."""
+    return {
+        v.persistent_volume_claim.claim_name
+        for v in pod.pod.spec.volumes or ()
+        if v.persistent_volume_claim is not None
+    }
+
+
+def _uses_claims(pod: PodInfo) -> bool:
+    return any(v.persistent_volume_claim is not None for v in pod.pod.spec.volumes or ())
+
+
+class VolumeRestrictions(PreFilter, Filter):
+    name = "VolumeRestrictions"
+
+    @classmethod
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> VolumeRestrictions:
+        args_of(NoArgs, args)
+        return cls()
+
+    def _rwop(self, cycle: PodCycle, pod: PodInfo) -> set[str] | PodStatus:
+        claims = claims_of(cycle.cluster)
+        found: set[str] = set()
+        for name in sorted(named_claims(pod)):
+            claim = claims.get(f"{pod.namespace}/{name}")
+            if not isinstance(claim, PersistentVolumeClaim):
+                message = f'persistentvolumeclaim "{name}" not found'
+                return PodStatus.unresolvable(self.name, message)
+            if READ_WRITE_ONCE_POD in (claim.spec.access_modes or () if claim.spec else ()):
+                found.add(name)
+        return found
+
+    def _users(self, cycle: PodCycle, pod: PodInfo, rwop: set[str]) -> list[PodInfo]:
+        users = cycle.cluster.counted.subset(USERS_SUBSET, _uses_claims)
+        return [
+            other
+            for other in users.values()
+            if other.namespace == pod.namespace
+            and other.key != pod.key
+            and not rwop.isdisjoint(named_claims(other))
+        ]
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        rwop = self._rwop(cycle, pod)
+        if isinstance(rwop, PodStatus):
+            return PreFilterResult(rwop)
+        if not rwop:
+            return PreFilterResult(SKIP)
+        cycle.scratch[self.name] = rwop
+        if not self._users(cycle, pod, rwop) and not any(
+            not rwop.isdisjoint(named_claims(p)) for _, p in nodes.overlay.added
+        ):
+            return PreFilterResult(SKIP)
+        return PreFilterResult()
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        rwop = cycle.scratch.get(self.name)
+        if rwop is None:
+            found = self._rwop(cycle, pod)
+            if isinstance(found, PodStatus):
+                nothing = np.zeros(nodes.size, dtype=bool)
+                return FilterResult(nothing, (Reason(candidates, found.message, False),))
+            rwop = found
+        if not rwop:
+            return FilterResult(candidates)
+        conflict = np.zeros(nodes.size, dtype=bool)
+        overlay = nodes.overlay
+        for user in self._users(cycle, pod, rwop):
+            if overlay.empty:
+                conflict[:] = True
+                break
+            if user.key in overlay.removed:
+                continue  # a victim: gone wherever it ran
+            where = cycle.cluster.counted.node_of(user.key)
+            row = nodes.row_of(where) if where is not None else None
+            if row is not None and overlay.gone(user, row):
+                conflict[:row] = True  # gone from its own node only
+                conflict[row + 1 :] = True
+            else:
+                conflict[:] = True
+        for row, added in overlay.added:
+            mine = added.key != pod.key and added.namespace == pod.namespace
+            if mine and not rwop.isdisjoint(named_claims(added)):
+                conflict[row] = True
+        removed = candidates & conflict
+        if not removed.any():
+            return FilterResult(candidates)
+        return FilterResult(candidates & ~removed, (Reason(removed, ERR_REASON_RWOP_CONFLICT),))
