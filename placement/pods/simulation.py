@@ -44,6 +44,7 @@ from placement.pods.mutation import (
     SPOT_TAINT_TOLERATION,
     MutationConfig,
 )
+from placement.pods.volumes import initial_phase
 from placement.pods.workloads import WORKLOAD_KINDS, expand, object_uid
 from placement.pods.world import (
     DISRUPTION_TARGET,
@@ -73,7 +74,14 @@ the samples' spot taint (`placement webhook run --spot-toleration spot=true:NoSc
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server writes into a pod that names no scheduler."""
-OBJECT_KINDS = ("PriorityClass", "PodGroup", "ElasticQuota")
+OBJECT_KINDS = (
+    "PriorityClass",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "PodGroup",
+    "ElasticQuota",
+)
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
@@ -160,20 +168,25 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
     nodes: list[Node] = []
     pods: list[Pod] = []
     others: dict[str, list[KubeObject]] = defaultdict(list)
+    claims: list[KubeObject] = []  # made by workloads, unless the input has them already
     for obj in _sorted_input(objects):
         if isinstance(obj, Node):
             nodes.append(Node.model_validate(_with_defaults(obj, now)))
         elif isinstance(obj, Pod):
             pods.append(_input_pod(obj, now))
         elif obj.KIND in OBJECT_KINDS:
-            others[obj.KIND].append(type(obj).model_validate(_with_defaults(obj, now)))
+            made = type(obj).model_validate(_with_defaults(obj, now))
+            others[obj.KIND].append(initial_phase(made))
         elif obj.KIND in WORKLOAD_KINDS:
             workload = type(obj).model_validate(_with_defaults(obj, now))
             expansion = expand(workload, now)
             members = [_input_pod(p, now) for p in expansion.pods]
             owner = Owner(expansion, workload=workload_of(workload))
             for made in expansion.objects:
-                world.objects[(made.KIND, made.key)] = made
+                if made.KIND in OBJECT_KINDS:  # a StatefulSet's claims, fed to the engine
+                    claims.append(initial_phase(made))
+                else:
+                    world.objects[(made.KIND, made.key)] = made
             if members:
                 uid = world._controller_uid(members[0]) or ""
                 world.owners[uid] = owner
@@ -183,8 +196,13 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
             pods.extend(members)
         else:
             raise SimulationError(f"{obj.KIND} {obj.key}: not a kind the scheduler reads")
-    # Priority classes first (pods' priorities resolve against them), then the nodes, the
-    # groups and quotas, and the pods bound before pending ones, each in a fixed order.
+    given = {(o.KIND, o.key) for kind in others for o in others[kind]}
+    for claim in claims:
+        if (claim.KIND, claim.key) not in given:
+            others[claim.KIND].append(claim)
+            given.add((claim.KIND, claim.key))
+    # Priority classes first (pods' priorities resolve against them), then the storage objects,
+    # the nodes, the groups and quotas, and the pods bound before pending ones, in a fixed order.
     for kind in OBJECT_KINDS:
         for obj in others[kind]:
             world.objects[(obj.KIND, obj.key)] = obj

@@ -10,9 +10,11 @@ world, the embedded API server) also mark both Bound.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apis.core import Pod
+from apis.meta import KubeObject
 from apis.quantity import Quantity
 from apis.storage import (
     BIND_COMPLETED_ANNOTATION,
@@ -21,6 +23,7 @@ from apis.storage import (
     claim_class,
     volume_class,
 )
+from placement.pods.events import BindVolumes
 from placement.selectors import SelectorError, labels_match
 
 __all__ = [
@@ -29,10 +32,12 @@ __all__ = [
     "READ_WRITE_ONCE_POD",
     "VOLUME_KIND",
     "PodClaim",
+    "apply_bindings",
     "bound_claim",
     "bound_volume",
     "claim_request",
     "claim_uses",
+    "initial_phase",
     "is_bound_to",
     "pod_claims",
     "static_match",
@@ -156,3 +161,44 @@ def bound_claim(claim: PersistentVolumeClaim, volume: PersistentVolume) -> Persi
             status[field] = pv[field]
     wire["status"] = status
     return PersistentVolumeClaim.model_validate(wire)
+
+
+def apply_bindings(
+    claims: Mapping[str, KubeObject], volumes: Mapping[str, KubeObject], action: BindVolumes
+) -> list[KubeObject] | str:
+    """What a `BindVolumes` action writes, as an API server and PV controller leave it: the
+    updated volumes and claims (bound both ways, phases Bound), or why it cannot be done (a
+    claim or volume gone, a claim replaced, a volume claimed by another claim)."""
+    changed: list[KubeObject] = []
+    for claim_key, uid, name in action.claims:
+        claim, pv = claims.get(claim_key), volumes.get(name)
+        if not isinstance(claim, PersistentVolumeClaim):
+            return f'persistentvolumeclaim "{claim_key}" not found'
+        if not isinstance(pv, PersistentVolume):
+            return f'persistentvolume "{name}" not found'
+        if uid and claim.metadata.uid != uid:
+            return f'persistentvolumeclaim "{claim_key}" was replaced'
+        if volume_claimed_by(pv) is not None and not is_bound_to(pv, claim):
+            return f'persistentvolume "{name}" is bound to another claim'
+        bound_to = claim.spec.volume_name if claim.spec else None
+        if bound_to and bound_to != name:
+            return f'persistentvolumeclaim "{claim_key}" is bound to volume "{bound_to}"'
+        changed += [bound_volume(pv, claim), bound_claim(claim, pv)]
+    return changed
+
+
+def initial_phase(obj: KubeObject) -> KubeObject:
+    """A volume or claim as the PV controller shows it before any binding: a volume Available
+    (Bound with a claimRef), a claim Pending (Bound with a volumeName); other objects, and
+    those with a phase already, as they are."""
+    if isinstance(obj, PersistentVolume):
+        phase = "Bound" if volume_claimed_by(obj) else "Available"
+    elif isinstance(obj, PersistentVolumeClaim):
+        phase = "Bound" if obj.spec and obj.spec.volume_name else "Pending"
+    else:
+        return obj
+    if obj.status is not None and obj.status.phase:
+        return obj
+    wire = obj.to_wire()
+    wire["status"] = {**(wire.get("status") or {}), "phase": phase}
+    return type(obj).model_validate(wire)
