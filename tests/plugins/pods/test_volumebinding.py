@@ -54,7 +54,8 @@ def run(cluster: Cluster, info: object) -> tuple[VolumeBinding, object, object]:
         (
             [],
             pod("p", volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}]),
-            'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"',
+            "waiting for ephemeral volume controller to create the persistentvolumeclaim"
+            ' "p-scratch"',
         ),
         (
             [claim("data", cls="fast"), storage_class("fast", mode="Immediate")],

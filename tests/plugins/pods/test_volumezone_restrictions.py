@@ -114,7 +114,8 @@ def test_a_read_write_once_pod_claim_in_use_fails_every_node_resolvably() -> Non
     (reason,) = result.reasons  # type: ignore[attr-defined]
     assert reason.message == ERR_REASON_RWOP_CONFLICT and reason.resolvable
     assert ERR_REASON_RWOP_CONFLICT == (
-        "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+        "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod"
+        " access mode"
     )
 
 
