@@ -18,6 +18,7 @@ __all__ = [
     "BETA_STORAGE_CLASS_ANNOTATION",
     "BIND_COMPLETED_ANNOTATION",
     "NO_PROVISIONER",
+    "STORAGE_KINDS",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "PersistentVolumeClaimSpec",
@@ -153,3 +154,11 @@ def volume_class(volume: PersistentVolume) -> str:
     if annotated is not None:
         return annotated
     return (volume.spec.storage_class_name if volume.spec else None) or ""
+
+
+STORAGE_KINDS: tuple[type[KubeObject], ...] = (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+"""What volume scheduling watches."""
