@@ -86,7 +86,8 @@ def test_a_statefulset_runs_each_member_where_its_local_volume_is() -> None:
         pv = bound_volumes[pvc.spec.volume_name]
         assert pv.spec.claim_ref.name == f"data-db-{ordinal}" and pv.status.phase == "Bound"
         assert pod.spec.node_name == pv.name.removeprefix("pv-")
-        assert pod.spec.volumes[0].persistent_volume_claim.claim_name == f"data-db-{ordinal}"
+        source = pod.spec.volumes[0].persistent_volume_claim if pod.spec.volumes else None
+        assert source is not None and source.claim_name == f"data-db-{ordinal}"
         used.add(pv.name)
     assert len(used) == 3
     assert bound_volumes["pv-small"].status.phase == "Available"
