@@ -26,7 +26,7 @@ from placement.pods.workloads import expand
 from tests.controllers.cli.test_scheduler_run import ROOT, _env
 from tests.controllers.embedded.hub import eventually, kubectl
 
-SAMPLE = SAMPLES_DIR / "pods" / "statefulset-local-pvs.yaml"
+SAMPLE = SAMPLES_DIR / "pods" / "volumes" / "statefulset-local-pvs.yaml"
 
 
 def as_created(wire: dict[str, object]) -> dict[str, object]:

@@ -12,7 +12,7 @@ from controllers.cli.common import EXIT_OK
 from controllers.cli.crds import SAMPLES_DIR
 from tests.controllers.cli.samples import run
 
-SAMPLE = SAMPLES_DIR / "pods" / "statefulset-local-pvs.yaml"
+SAMPLE = SAMPLES_DIR / "pods" / "volumes" / "statefulset-local-pvs.yaml"
 
 
 def test_the_statefulset_sample_binds_each_member_to_a_local_volume(

@@ -92,6 +92,9 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "NodeAffinity",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -101,12 +104,16 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
     assert names(profile.post_filters) == ["DefaultPreemption"]
-    assert names(profile.reserves) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.reserves) == ["VolumeBinding", "Coscheduling", "CapacityScheduling"]
     assert names(profile.permits) == ["Coscheduling"]
+    assert names(profile.pre_binds) == ["VolumeBinding"]
     # An explicit score entry comes first (it re-configures a multiPoint plugin) and its
     # weight wins over the default.
     assert [(p.name, w) for p, w in profile.scores] == [
@@ -115,7 +122,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
     ]
-    assert names(profile.handlers) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == ["VolumeBinding", "Coscheduling", "CapacityScheduling"]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
