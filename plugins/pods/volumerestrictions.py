@@ -22,8 +22,11 @@ import numpy as np
 from apis.pluginargs import NoArgs
 from apis.storage import PersistentVolumeClaim
 from placement.arrays import BoolMask
+from placement.pods.events import ClusterEvent, ObjectEvent
 from placement.pods.framework import (
     SKIP,
+    ClusterView,
+    EventHandler,
     Filter,
     FilterResult,
     PodCycle,
@@ -34,7 +37,7 @@ from placement.pods.framework import (
     Reason,
 )
 from placement.pods.nodes import NodeSnapshot
-from placement.pods.volumes import READ_WRITE_ONCE_POD
+from placement.pods.volumes import CLAIM_KIND, READ_WRITE_ONCE_POD
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import claims_of
 
@@ -59,7 +62,7 @@ def _uses_claims(pod: PodInfo) -> bool:
     return any(v.persistent_volume_claim is not None for v in pod.pod.spec.volumes or ())
 
 
-class VolumeRestrictions(PreFilter, Filter):
+class VolumeRestrictions(PreFilter, Filter, EventHandler):
     name = "VolumeRestrictions"
 
     @classmethod
@@ -88,6 +91,11 @@ class VolumeRestrictions(PreFilter, Filter):
             and other.key != pod.key
             and not rwop.isdisjoint(named_claims(other))
         ]
+
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
+        """True when a claim was created or changed (the pods it rejected may fit now; a pod
+        deleted makes the engine retry them anyway)."""
+        return isinstance(event, ObjectEvent) and event.obj.KIND == CLAIM_KIND
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
         rwop = self._rwop(cycle, pod)

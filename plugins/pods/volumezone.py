@@ -21,8 +21,11 @@ import numpy as np
 from apis.pluginargs import NoArgs
 from apis.storage import PersistentVolumeClaim, claim_class
 from placement.arrays import BoolMask
+from placement.pods.events import ClusterEvent, ObjectEvent
 from placement.pods.framework import (
     SKIP,
+    ClusterView,
+    EventHandler,
     Filter,
     FilterResult,
     PodCycle,
@@ -33,6 +36,7 @@ from placement.pods.framework import (
     Reason,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import claims_of, storage_class, volume
 
@@ -45,6 +49,7 @@ ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 TOPOLOGY_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
 _GA = {BETA_ZONE: ZONE, BETA_REGION: REGION}
+_WATCHED = (VOLUME_KIND, CLAIM_KIND, CLASS_KIND)
 
 _Topology = tuple[str, frozenset[str]]  # (label key, the values the volume allows)
 
@@ -53,7 +58,7 @@ def _zones(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split("__") if part.strip())
 
 
-class VolumeZone(PreFilter, Filter):
+class VolumeZone(PreFilter, Filter, EventHandler):
     name = "VolumeZone"
 
     @classmethod
@@ -96,6 +101,14 @@ class VolumeZone(PreFilter, Filter):
                 if key in labels:
                     found.append((key, _zones(labels[key])))
         return found
+
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
+        """True when a claim, volume or class added or changed may make the pods it rejected fit."""
+        return isinstance(event, ObjectEvent) and event.obj.KIND in (
+            VOLUME_KIND,
+            CLAIM_KIND,
+            CLASS_KIND,
+        )
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
         found = self._topologies(cycle, pod)

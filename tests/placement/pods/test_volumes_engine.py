@@ -139,3 +139,17 @@ def test_an_equal_priority_pod_waits_for_the_claim() -> None:
         "0/2 nodes are available: 2 node has pod using PersistentVolumeClaim with the same name"
         " and ReadWriteOncePod access mode."
     )
+
+
+def test_a_pod_waiting_for_its_claim_is_retried_when_the_claim_appears() -> None:
+    engine = Engine(default_profile())
+    engine.handle(NodeEvent("Added", host("a")), T0)
+    engine.handle(PodEvent("Added", make_pod("p", volumes=volumes("data"))), T0)
+    assert not [a for a in engine.schedule(T0) if isinstance(a, BindPod)]
+    assert engine.queue_sizes()["unschedulable"] == 1
+    later = T0 + timedelta(seconds=30)  # far before the 5 minutes' flush of unschedulable pods
+    engine.handle(ObjectEvent("Added", claim("data", volume="pv")), later)
+    engine.handle(ObjectEvent("Added", local_pv("pv", "a", claim_ref="default/data")), later)
+    assert engine.queue_sizes()["unschedulable"] == 0
+    binds = [a for a in engine.schedule(later) if isinstance(a, BindPod)]
+    assert binds == [BindPod("default/p", "uid-p", "a")]
