@@ -2,7 +2,7 @@
 an embedded API server with simulated kubelets), the StatefulSet-on-local-volumes sample applied
 with kubectl, the StatefulSet's claims and pods created as its controller would: each claim is
 bound by the scheduler's PreBind to a local volume, each pod runs on its volume's node, and
-`kubectl get pv,pvc,storageclass` shows them Bound."""
+`kubectl get pv`, `pvc` and `storageclass` show them as kubectl prints them."""
 
 from __future__ import annotations
 
@@ -104,10 +104,32 @@ async def test_scheduler_run_binds_each_statefulset_claim_to_a_local_volume() ->
             assert volume.status is not None and volume.status.phase == "Bound"
             assert member.spec.node_name == volume.name.rsplit("-", 1)[0]  # disk-N-...
         assert len({p.spec.node_name for p in pods}) == 3
-        code, out, err = await kubectl(config, "get", "pv,pvc,storageclass", "-A")
+        code, out, err = await kubectl(config, "get", "pv")
         assert code == 0, err
-        for name in ("disk-3-spare", "data-kv-0", "local-ssd"):
-            assert name in out, out
+        rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+        assert out.split()[:7] == [
+            *("NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS"),
+        ]
+        on_disk_3 = rows["disk-3-spare"][5]  # the member on disk-3 took its smallest volume
+        assert rows["disk-3-spare"][1:5] == ["10Gi", "RWO", "Retain", "Bound"]
+        assert on_disk_3.startswith("storage/data-kv-"), on_disk_3
+        assert rows["disk-1-tiny"][4] == "Available" and rows["disk-3-ssd"][4] == "Available"
+        code, out, err = await kubectl(config, "get", "pvc", "-n", "storage")
+        assert code == 0, err
+        claim_rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+        assert claim_rows[on_disk_3.split("/")[1]][1:6] == [
+            *("Bound", "disk-3-spare", "10Gi", "RWO", "local-ssd"),
+        ]
+        code, out, err = await kubectl(config, "get", "storageclass")
+        assert code == 0, err
+        (row,) = [line.split() for line in out.splitlines()[1:]]
+        assert row[:5] == [
+            "local-ssd",
+            "kubernetes.io/no-provisioner",
+            "Retain",
+            "WaitForFirstConsumer",
+            "false",
+        ]
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(20):
             assert await process.wait() == 0
