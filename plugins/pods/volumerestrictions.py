@@ -8,13 +8,15 @@ runs, once it is a victim (`nodes.overlay`: a user gone from the hypothetical no
 conflicts there; a nominated pod added on a node conflicts there). Otherwise the pod skips
 Filter. The pods using claims are a subset of the pod index, kept up to date by the cache.
 
-The inline-disk conflicts of kube's plugin (GCE PD, AWS EBS, RBD, iSCSI volumes written inline
-in the pod) are not checked.
+Inline disks (GCE PD, AWS EBS, iSCSI, Ceph RBD volumes written in the pod) conflict per node
+as kube's rules say (`plugins.pods._disks`): a node running a pod with a conflicting disk fails
+with kube's reason, resolvably (the pods with inline disks are another subset of the index).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,15 +40,30 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.volumes import CLAIM_KIND, READ_WRITE_ONCE_POD
+from plugins.pods._disks import Disk, conflict, inline_disks
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import claims_of
 
-__all__ = ["ERR_REASON_RWOP_CONFLICT", "USERS_SUBSET", "VolumeRestrictions", "named_claims"]
+__all__ = [
+    "ERR_REASON_DISK_CONFLICT",
+    "ERR_REASON_RWOP_CONFLICT",
+    "USERS_SUBSET",
+    "VolumeRestrictions",
+    "named_claims",
+]
 
 ERR_REASON_RWOP_CONFLICT = (
     "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 )
+ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 USERS_SUBSET = "VolumeRestrictions/claim-users"
+DISKS_SUBSET = "VolumeRestrictions/inline-disks"
+
+
+@dataclass(frozen=True)
+class _State:
+    rwop: set[str]
+    disks: list[Disk]
 
 
 def named_claims(pod: PodInfo) -> set[str]:
@@ -101,47 +118,87 @@ class VolumeRestrictions(PreFilter, Filter, EventHandler):
         rwop = self._rwop(cycle, pod)
         if isinstance(rwop, PodStatus):
             return PreFilterResult(rwop)
-        if not rwop:
-            return PreFilterResult(SKIP)
-        cycle.scratch[self.name] = rwop
-        if not self._users(cycle, pod, rwop) and not any(
-            not rwop.isdisjoint(named_claims(p)) for _, p in nodes.overlay.added
+        disks = inline_disks(pod)
+        cycle.scratch[self.name] = _State(rwop, disks)
+        if disks:
+            return PreFilterResult()
+        if rwop and (
+            self._users(cycle, pod, rwop)
+            or any(not rwop.isdisjoint(named_claims(p)) for _, p in nodes.overlay.added)
         ):
-            return PreFilterResult(SKIP)
-        return PreFilterResult()
+            return PreFilterResult()
+        return PreFilterResult(SKIP)
 
     def filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
-        rwop = cycle.scratch.get(self.name)
-        if rwop is None:
+        state = cycle.scratch.get(self.name)
+        if not isinstance(state, _State):
             found = self._rwop(cycle, pod)
             if isinstance(found, PodStatus):
                 nothing = np.zeros(nodes.size, dtype=bool)
                 return FilterResult(nothing, (Reason(candidates, found.message, False),))
-            rwop = found
-        if not rwop:
-            return FilterResult(candidates)
-        conflict = np.zeros(nodes.size, dtype=bool)
+            state = _State(found, inline_disks(pod))
+        reasons: list[Reason] = []
+        mask = candidates
+        if state.disks:
+            busy = self._disk_rows(cycle, pod, nodes, state.disks) & mask
+            if busy.any():
+                reasons.append(Reason(busy, ERR_REASON_DISK_CONFLICT))
+                mask = mask & ~busy
+        if state.rwop:
+            taken = self._rwop_rows(cycle, pod, nodes, state.rwop) & mask
+            if taken.any():
+                reasons.append(Reason(taken, ERR_REASON_RWOP_CONFLICT))
+                mask = mask & ~taken
+        return FilterResult(mask, tuple(reasons))
+
+    def _disk_rows(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, disks: list[Disk]
+    ) -> BoolMask:
+        """The rows running a pod whose inline disk conflicts with one of the pod's."""
+        rows = np.zeros(nodes.size, dtype=bool)
+        counted = cycle.cluster.counted
+        overlay = nodes.overlay
+
+        def clashes(other: PodInfo) -> bool:
+            mine = inline_disks(other)
+            return other.key != pod.key and any(conflict(a, b) for a in disks for b in mine)
+
+        for other in counted.subset(DISKS_SUBSET, lambda p: bool(inline_disks(p))).values():
+            where = counted.node_of(other.key)
+            row = nodes.row_of(where) if where is not None else None
+            if row is None or rows[row] or not clashes(other):
+                continue
+            if overlay.empty or not overlay.gone(other, row):
+                rows[row] = True
+        for row, added in overlay.added:
+            if clashes(added):
+                rows[row] = True
+        return rows
+
+    def _rwop_rows(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rwop: set[str]
+    ) -> BoolMask:
+        """The rows where a pod using one of the ReadWriteOncePod claims is still there: every
+        row while its user runs, but the user's own row once the overlay removed it there."""
+        conflict_rows = np.zeros(nodes.size, dtype=bool)
         overlay = nodes.overlay
         for user in self._users(cycle, pod, rwop):
             if overlay.empty:
-                conflict[:] = True
+                conflict_rows[:] = True
                 break
             if user.key in overlay.removed:
                 continue  # a victim: gone wherever it ran
             where = cycle.cluster.counted.node_of(user.key)
             row = nodes.row_of(where) if where is not None else None
             if row is not None and overlay.gone(user, row):
-                conflict[:row] = True  # gone from its own node only
-                conflict[row + 1 :] = True
+                conflict_rows[:row] = True  # gone from its own node only
+                conflict_rows[row + 1 :] = True
             else:
-                conflict[:] = True
+                conflict_rows[:] = True
         for row, added in overlay.added:
             mine = added.key != pod.key and added.namespace == pod.namespace
             if mine and not rwop.isdisjoint(named_claims(added)):
-                conflict[row] = True
-        removed = candidates & conflict
-        if not removed.any():
-            return FilterResult(candidates)
-        return FilterResult(candidates & ~removed, (Reason(removed, ERR_REASON_RWOP_CONFLICT),))
+                conflict_rows[row] = True
+        return conflict_rows

@@ -5,15 +5,20 @@ snapshot's overlay)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
 
-from placement.pods.framework import PodCode
+from placement.pods.framework import PodCode, PodInfo
 from placement.pods.overlay import PodOverlay
-from plugins.pods.volumerestrictions import ERR_REASON_RWOP_CONFLICT, VolumeRestrictions
+from plugins.pods.volumerestrictions import (
+    ERR_REASON_DISK_CONFLICT,
+    ERR_REASON_RWOP_CONFLICT,
+    VolumeRestrictions,
+)
 from plugins.pods.volumezone import ERR_REASON_CONFLICT, VolumeZone
-from tests.plugins.pods.builders import everything, names, node, snapshot
+from tests.plugins.pods.builders import everything, names, node, pod, snapshot
 from tests.plugins.pods.volume_builders import (
     Cluster,
     claim,
@@ -147,3 +152,59 @@ def test_preemption_overlay_frees_the_claim_only_on_the_users_node() -> None:
     nominated = with_claims("nominee", "db")
     overlay = PodOverlay(removed=frozenset({user.key})).adding([(2, nominated)])
     assert restricted(cluster, overlay)[0] == ["a", "b"]
+
+
+def with_disk(name: str, source: dict[str, object], **spec: Any) -> PodInfo:
+    return pod(name, volumes=[{"name": "disk", **source}], **spec)
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "conflicts"),
+    [
+        ({"gcePersistentDisk": {"pdName": "d"}}, {"gcePersistentDisk": {"pdName": "d"}}, True),
+        (
+            {"gcePersistentDisk": {"pdName": "d", "readOnly": True}},
+            {"gcePersistentDisk": {"pdName": "d", "readOnly": True}},
+            False,
+        ),
+        ({"gcePersistentDisk": {"pdName": "d"}}, {"gcePersistentDisk": {"pdName": "e"}}, False),
+        (
+            {"awsElasticBlockStore": {"volumeID": "v", "readOnly": True}},
+            {"awsElasticBlockStore": {"volumeID": "v", "readOnly": True}},
+            True,
+        ),
+        (
+            {"iscsi": {"iqn": "q", "targetPortal": "t", "lun": 0, "readOnly": True}},
+            {"iscsi": {"iqn": "q", "targetPortal": "t", "lun": 0}},
+            True,
+        ),
+        (
+            {"rbd": {"monitors": ["m1", "m2"], "image": "i"}},
+            {"rbd": {"monitors": ["m2"], "image": "i", "pool": "rbd"}},
+            True,
+        ),
+        (
+            {"rbd": {"monitors": ["m1"], "image": "i"}},
+            {"rbd": {"monitors": ["m2"], "image": "i"}},
+            False,
+        ),
+    ],
+    ids=["gce", "gce-read-only", "gce-other", "ebs", "iscsi", "rbd", "rbd-other-monitors"],
+)
+def test_inline_disks_conflict_on_the_node_that_runs_them(
+    mine: dict[str, object], theirs: dict[str, object], conflicts: bool
+) -> None:
+    other = with_disk("old", theirs, priority=0)
+    cluster = Cluster([], [(other, "b")])
+    plugin, cycle, info = VolumeRestrictions(), cycle_on(cluster), with_disk("new", mine)
+    assert plugin.pre_filter(cycle, info, NODES).status.ok
+    result = plugin.filter(cycle, info, NODES, everything(NODES))
+    assert names(NODES, result.mask) == (["a", "c"] if conflicts else ["a", "b", "c"])
+    if conflicts:
+        (reason,) = result.reasons
+        assert (reason.message, reason.resolvable) == (ERR_REASON_DISK_CONFLICT, True)
+        assert ERR_REASON_DISK_CONFLICT == "node(s) had no available disk"
+        below = np.full(3, 10, dtype=np.int64)  # preemption: the user gone from its node
+        gone = dataclasses.replace(NODES, overlay=PodOverlay().below_priority(below))
+        freed = plugin.filter(cycle, info, gone, everything(NODES))
+        assert names(NODES, freed.mask) == ["a", "b", "c"]
