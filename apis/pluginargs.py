@@ -187,12 +187,24 @@ class NodeAffinityArgs(ArgsModel):
 
 
 class VolumeBindingArgs(ArgsModel):
-    """kube's VolumeBindingArgs. `shape` (storage capacity scoring) is accepted and checked;
-    the scheduler does not score by it (nor wait `bindTimeoutSeconds`: its PreBind writes the
-    bindings and does not wait for the PV controller)."""
+    """kube's VolumeBindingArgs. `shape` turns on storage capacity scoring (kube's
+    StorageCapacityScoring): the score of a node follows the shape at the utilization of the
+    volumes the pod would be bound to there. `bindTimeoutSeconds` is accepted; PreBind writes
+    the bindings and does not wait for the PV controller."""
 
     bind_timeout_seconds: Annotated[int, Bounds(0)] = 600
     shape: list[UtilizationShapePoint] | None = None
+
+    @field_validator("shape")
+    @classmethod
+    def _shape(
+        cls, value: list[UtilizationShapePoint] | None
+    ) -> list[UtilizationShapePoint] | None:
+        if value is None:
+            return None
+        if not value:
+            raise located((), "empty", "must have at least one point", value)
+        return RequestedToCapacityRatioParam._increasing(value)
 
 
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {

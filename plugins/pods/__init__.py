@@ -101,5 +101,6 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "VolumeBinding": 1,
     }
 )

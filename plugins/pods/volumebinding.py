@@ -13,15 +13,19 @@ second pod of the same batch cannot take them); PreBind asks the shell to bind t
 (`BindVolumes`: the volume's claimRef, the claim's volumeName) before the pod is bound;
 Unreserve forgets the assumption. An assumption ends when the volume is seen claimed.
 
+Score (kube's StorageCapacityScoring, on when the args give a `shape`): per node, the volumes
+the pod would be bound to there, grouped by class, their requested/capacity utilization through
+the shape, averaged over the classes; 0 without a shape or without volumes to bind, as kube's.
+
 Dynamic provisioning is not implemented: a claim without a fitting volume whose class has a
 provisioner is refused with kube's reason and a note saying so, never placed and left pending.
-Capacity scoring (kube's StorageCapacityScoring) is not implemented either. A claim counts as
-bound once its `volumeName` is set (kube also waits for the PV controller's bind-completed
-annotation; a claim pre-bound by hand is bound here).
+A claim counts as bound once its `volumeName` is set (kube also waits for the PV controller's
+bind-completed annotation; a claim pre-bound by hand is bound here).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +34,14 @@ import numpy as np
 import numpy.typing as npt
 
 from apis.pluginargs import VolumeBindingArgs
-from apis.storage import NO_PROVISIONER, PersistentVolume, PersistentVolumeClaim, claim_class
-from placement.arrays import BoolMask
+from apis.storage import (
+    NO_PROVISIONER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    claim_class,
+    volume_class,
+)
+from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.events import BindVolumes, ClusterEvent, ObjectEvent, PodEvent
 from placement.pods.framework import (
     POD_SUCCESS,
@@ -49,6 +59,7 @@ from placement.pods.framework import (
     PreFilterResult,
     Reason,
     Reserve,
+    Score,
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.podinfo import pod_key
@@ -64,6 +75,7 @@ from placement.pods.volumes import (
 )
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import VolumeMasks, claims_or_problem, storage_class, volume, volumes
+from plugins.pods.noderesourcesfit import ShapePoint, _broken_linear
 from plugins.pods.unsupportedfeatures import SCHEDULER
 
 __all__ = [
@@ -83,6 +95,7 @@ ERR_REASON_PV_NOT_EXIST = (
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 DYNAMIC_PROVISIONING = f" (dynamic provisioning is not implemented by {SCHEDULER})"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+MAX_UTILIZATION = 100
 
 
 def _key(claim: PersistentVolumeClaim) -> str:
@@ -113,11 +126,13 @@ class _State:
     nodes: NodeSnapshot
 
 
-class VolumeBinding(PreFilter, Filter, Reserve, PreBind, EventHandler):
+class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
     name = "VolumeBinding"
 
     def __init__(self, args: VolumeBindingArgs | None = None) -> None:
         self.args = args or VolumeBindingArgs()
+        shape = self.args.shape
+        self._shape = [ShapePoint(p.utilization, p.score) for p in shape] if shape else None
         self._masks = VolumeMasks()
         self._assumed: dict[str, str] = {}  # volume name -> claim key it is assumed bound to
         self._by_pod: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what Reserve chose
@@ -230,6 +245,37 @@ class VolumeBinding(PreFilter, Filter, Reserve, PreBind, EventHandler):
                     plain[row] = True
         fail(dynamic, ERR_REASON_BIND_CONFLICT + DYNAMIC_PROVISIONING)
         fail(plain & ~dynamic, ERR_REASON_BIND_CONFLICT)
+
+    # --- Score -------------------------------------------------------------------------------
+
+    def score(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
+    ) -> ScoreVector:
+        out = np.zeros(len(rows), dtype=np.int64)
+        state = cycle.scratch.get(self.name)
+        if self._shape is None or not isinstance(state, _State) or not state.unbound:
+            return out
+        for i, row in enumerate(rows):
+            picks = _choose(state.unbound, int(row))
+            if picks:
+                out[i] = self._capacity_score(picks)
+        return out
+
+    def _capacity_score(self, picks: list[tuple[_Unbound, PersistentVolume]]) -> int:
+        assert self._shape is not None
+        by_class: dict[str, list[int]] = {}
+        for unbound, pv in picks:
+            used = by_class.setdefault(volume_class(pv), [0, 0])
+            used[0] += claim_request(unbound.claim)
+            used[1] += volume_capacity(pv)
+        utilization = [
+            MAX_UTILIZATION
+            if capacity == 0 or requested > capacity
+            else requested * MAX_UTILIZATION // capacity
+            for requested, capacity in by_class.values()
+        ]
+        scores = _broken_linear(self._shape, np.array(utilization, dtype=np.int64))
+        return math.floor(int(scores.sum()) / len(utilization) + 0.5)  # Go's math.Round
 
     # --- Reserve, PreBind --------------------------------------------------------------------
 

@@ -120,9 +120,13 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("NodeResourcesFit", 5),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("VolumeBinding", 1),
         ("NodeResourcesBalancedAllocation", 1),
     ]
-    assert names(profile.handlers) == ["VolumeBinding", "Coscheduling", "CapacityScheduling"]
+    assert names(profile.handlers) == [
+        *("VolumeRestrictions", "VolumeBinding", "VolumeZone"),
+        *("Coscheduling", "CapacityScheduling"),
+    ]
 
 
 def test_plugin_config_args_reach_the_plugins_as_their_models() -> None:
@@ -202,6 +206,7 @@ profiles:
         ("TaintToleration", 3),
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("NodeResourcesBalancedAllocation", 1),
     ]
 

@@ -26,6 +26,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "VolumeBinding": 1,
     }
 
 

@@ -205,3 +205,35 @@ def test_pods_reserved_one_after_another_never_share_a_volume(
             assert len(new) == 1
             taken[new.pop()] = info.key
     assert len(set(plugin.assumed())) == len(taken)
+
+
+def test_capacity_scoring_follows_the_shape_only_when_configured() -> None:
+    cluster = Cluster(
+        [
+            storage_class(),
+            storage_class("other"),
+            claim("data", size="5Gi"),
+            claim("logs", size="1Gi", cls="other"),
+            local_pv("a-data", "a", size="10Gi"),
+            local_pv("a-logs", "a", size="3Gi", cls="other"),
+            local_pv("b-data", "b", size="5Gi"),
+            local_pv("b-logs", "b", size="4Gi", cls="other"),
+        ]
+    )
+    info = with_claims("p", "data", "logs")
+    rows = np.array([0, 1], dtype=np.intp)
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    packing = VolumeBinding.from_args({"shape": shape})
+    cycle = cycle_on(cluster)
+    packing.pre_filter(cycle, info, NODES)
+    # a: data 50%, logs 33% -> (50 + 33) / 2 = 41.5 -> 42 (Go's round); b: 100%, 25% -> 62.5 -> 63
+    assert packing.score(cycle, info, NODES, rows).tolist() == [42, 63]
+    plain = VolumeBinding()
+    cycle = cycle_on(cluster)
+    plain.pre_filter(cycle, info, NODES)
+    assert plain.score(cycle, info, NODES, rows).tolist() == [0, 0]
+
+
+def test_a_shape_must_be_sorted() -> None:
+    with pytest.raises(ValueError, match="sorted in increasing order"):
+        VolumeBinding.from_args({"shape": [{"utilization": 50}, {"utilization": 10}]})
