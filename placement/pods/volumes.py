@@ -10,7 +10,7 @@ world, the embedded API server) also mark both Bound.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from apis.core import Pod
@@ -164,14 +164,15 @@ def bound_claim(claim: PersistentVolumeClaim, volume: PersistentVolume) -> Persi
 
 
 def apply_bindings(
-    claims: Mapping[str, KubeObject], volumes: Mapping[str, KubeObject], action: BindVolumes
+    get: Callable[[str, str], KubeObject | None], action: BindVolumes
 ) -> list[KubeObject] | str:
     """What a `BindVolumes` action writes, as an API server and PV controller leave it: the
     updated volumes and claims (bound both ways, phases Bound), or why it cannot be done (a
-    claim or volume gone, a claim replaced, a volume claimed by another claim)."""
+    claim or volume gone, a claim replaced, a volume claimed by another claim). `get(kind, key)`
+    finds the stored objects."""
     changed: list[KubeObject] = []
     for claim_key, uid, name in action.claims:
-        claim, pv = claims.get(claim_key), volumes.get(name)
+        claim, pv = get(CLAIM_KIND, claim_key), get(VOLUME_KIND, name)
         if not isinstance(claim, PersistentVolumeClaim):
             return f'persistentvolumeclaim "{claim_key}" not found'
         if not isinstance(pv, PersistentVolume):

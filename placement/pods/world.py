@@ -45,7 +45,7 @@ from placement.pods.mutation import (
 )
 from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
-from placement.pods.volumes import CLAIM_KIND, VOLUME_KIND, apply_bindings
+from placement.pods.volumes import apply_bindings
 from placement.pods.workloads import Expansion
 
 __all__ = [
@@ -205,7 +205,7 @@ class World:
     def _bind_volumes(self, action: BindVolumes) -> None:
         """PreBind's writes, completed at once as the PV controller would; when one cannot be
         made, the pod's binding fails instead of being sent."""
-        changed = apply_bindings(self.objects_of(CLAIM_KIND), self.objects_of(VOLUME_KIND), action)
+        changed = apply_bindings(lambda kind, key: self.objects.get((kind, key)), action)
         if isinstance(changed, str):
             self.volume_failures.add((action.key, action.uid))
             self.feed(BindResult(action.key, action.uid, action.node, False, False, changed))

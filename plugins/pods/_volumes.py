@@ -15,7 +15,7 @@ from placement.pods.framework import ClusterView, PodInfo
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND, pod_claims
 from placement.selectors import SelectorError
-from plugins.pods._shared import PerSnapshot, frozen
+from plugins.pods._shared import frozen
 
 __all__ = [
     "VolumeMasks",
@@ -89,30 +89,33 @@ def claims_or_problem(
 
 
 class VolumeMasks:
-    """The rows a volume's `nodeAffinity.required` admits, kept per snapshot for each volume
-    version (a volume without node affinity admits every node; an invalid one none)."""
+    """The rows a volume's `nodeAffinity.required` admits, kept for each volume object while the
+    snapshot's nodes stay the same objects (a volume without node affinity admits every node;
+    an invalid one none)."""
 
     def __init__(self) -> None:
-        self._cache: PerSnapshot[BoolMask] = PerSnapshot(
-            lambda nodes: nodes.labels, lambda nodes: frozen(np.ones(nodes.size, dtype=bool))
-        )
+        self._nodes: tuple[object, object] | None = None  # strong references: identity holds
+        self._every: BoolMask | None = None
+        self._memo: dict[str, tuple[PersistentVolume, BoolMask]] = {}
 
     def of(self, pv: PersistentVolume, nodes: NodeSnapshot) -> BoolMask:
-        every = self._cache.get(nodes)
+        key = self._nodes
+        if key is None or key[0] is not nodes.labels or key[1] is not nodes.names:
+            self._nodes = (nodes.labels, nodes.names)
+            self._every = frozen(np.ones(nodes.size, dtype=bool))
+            self._memo = {}
+        assert self._every is not None
         affinity = pv.spec.node_affinity if pv.spec else None
         required = affinity.required if affinity else None
         if required is None:
-            return every
-        version = pv.metadata.resource_version
-        key = (pv.metadata.name, version) if version else None
-        memo = self._cache.memo
-        if key is not None and key in memo:
-            cached: BoolMask = memo[key]
-            return cached
+            return self._every
+        name = pv.metadata.name or ""
+        known = self._memo.get(name)
+        if known is not None and known[0] is pv:  # the same object: the same affinity
+            return known[1]
         try:
             mask = frozen(selector_terms_mask(required, nodes))
         except SelectorError:
             mask = frozen(np.zeros(nodes.size, dtype=bool))
-        if key is not None:
-            memo[key] = mask
+        self._memo[name] = (pv, mask)
         return mask

@@ -69,12 +69,17 @@ from placement.pods.volumes import (
     VOLUME_KIND,
     claim_request,
     is_bound_to,
-    static_match,
     volume_capacity,
     volume_claimed_by,
 )
 from plugins.pods._shared import args_of
-from plugins.pods._volumes import VolumeMasks, claims_or_problem, storage_class, volume, volumes
+from plugins.pods._volume_index import VolumeIndex
+from plugins.pods._volumes import (
+    VolumeMasks,
+    claims_or_problem,
+    storage_class,
+    volume,
+)
 from plugins.pods.noderesourcesfit import ShapePoint, _broken_linear
 from plugins.pods.unsupportedfeatures import SCHEDULER
 
@@ -134,6 +139,7 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         shape = self.args.shape
         self._shape = [ShapePoint(p.utilization, p.score) for p in shape] if shape else None
         self._masks = VolumeMasks()
+        self._index = VolumeIndex()
         self._assumed: dict[str, str] = {}  # volume name -> claim key it is assumed bound to
         self._by_pod: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what Reserve chose
 
@@ -174,22 +180,22 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         self, cluster: ClusterView, claim: PersistentVolumeClaim, nodes: NodeSnapshot
     ) -> _Unbound:
         key = _key(claim)
-        own: list[PersistentVolume] = []
-        free: list[PersistentVolume] = []
-        for obj in volumes(cluster).values():
-            if not isinstance(obj, PersistentVolume):
-                continue
-            assumed = self._assumed.get(obj.metadata.name or "")
-            if assumed == key or is_bound_to(obj, claim):
-                own.append(obj)  # pre-bound (or assumed) to this claim: the only choice
-            elif assumed is None and static_match(obj, claim):
-                free.append(obj)
-        picked = own[:1] or sorted(free, key=lambda v: (volume_capacity(v), v.metadata.name))
-        masks = np.zeros((len(picked), nodes.size), dtype=bool)
-        for i, pv in enumerate(picked):
-            masks[i] = self._masks.of(pv, nodes)
-        cls = storage_class(cluster, claim_class(claim))
-        provisioner = (cls.provisioner if cls else None) or ""
+        cls = claim_class(claim)
+        own = [pv for pv in self._index.claimed_by(cluster, key) if is_bound_to(pv, claim)]
+        pool = self._index.pool(cluster, cls)
+        for name, claimed in self._assumed.items():  # assumed for it by an earlier cycle's pod
+            row = pool.row_of.get(name)
+            if claimed == key and row is not None:
+                own.append(pool.volumes[row])
+        if own:  # a volume bound (or assumed) to the claim is its only choice
+            picked = own[:1]
+            masks = self._masks.of(picked[0], nodes)[np.newaxis, :]
+        else:
+            rows = pool.matching(claim, set(self._assumed))
+            picked = [pool.volumes[i] for i in rows]
+            masks = pool.masks(nodes, self._masks)[rows]
+        sc = storage_class(cluster, cls)
+        provisioner = (sc.provisioner if sc else None) or ""
         return _Unbound(claim, picked, masks, provisioner not in ("", NO_PROVISIONER))
 
     # --- Filter ------------------------------------------------------------------------------
@@ -320,6 +326,7 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         kind = obj.KIND
         if kind == VOLUME_KIND and isinstance(obj, PersistentVolume):
             name = obj.metadata.name or ""
+            self._index.update(name, None if event.type == "Deleted" else obj)
             if name in self._assumed and (
                 event.type == "Deleted" or volume_claimed_by(obj) is not None
             ):

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from placement.pods.events import BindVolumes
 from placement.pods.framework import PodCode
+from placement.pods.volumes import static_match, volume_capacity
+from plugins.pods._volume_index import Pool
 from plugins.pods.volumebinding import (
     DYNAMIC_PROVISIONING,
     ERR_REASON_BIND_CONFLICT,
@@ -237,3 +239,47 @@ def test_capacity_scoring_follows_the_shape_only_when_configured() -> None:
 def test_a_shape_must_be_sorted() -> None:
     with pytest.raises(ValueError, match="sorted in increasing order"):
         VolumeBinding.from_args({"shape": [{"utilization": 50}, {"utilization": 10}]})
+
+
+MODES = [("ReadWriteOnce",), ("ReadWriteOnce", "ReadOnlyMany"), ("ReadOnlyMany",)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 6),  # capacity, Gi
+            st.sampled_from(
+                [("ReadWriteOnce",), ("ReadWriteOnce", "ReadOnlyMany"), ("ReadOnlyMany",)]
+            ),
+            st.booleans(),  # labelled fast
+        ),
+        max_size=8,
+    ),
+    st.integers(1, 6),
+    st.sampled_from(MODES),
+    st.booleans(),  # the claim selects fast volumes
+)
+def test_the_index_finds_what_the_static_match_would(
+    specs: list[tuple[int, tuple[str, ...], bool]],
+    request: int,
+    modes: tuple[str, ...],
+    select: bool,
+) -> None:
+    volumes = [
+        local_pv(f"pv{i}", "a", size=f"{size}Gi", modes=m, labels={"speed": "fast"} if fast else {})
+        for i, (size, m, fast) in enumerate(specs)
+    ]
+    extra = {"selector": {"matchLabels": {"speed": "fast"}}} if select else {}
+    wanted = claim("data", size=f"{request}Gi", modes=modes)
+    if extra:
+        wanted = type(wanted).model_validate(
+            {**wanted.to_wire(), "spec": {**wanted.to_wire()["spec"], **extra}}
+        )
+    pool = Pool(volumes)
+    found = [pool.volumes[i].name for i in pool.matching(wanted, excluded={"pv0"})]
+    expected = sorted(
+        (v for v in volumes if v.name != "pv0" and static_match(v, wanted)),
+        key=lambda v: (volume_capacity(v), v.name),
+    )
+    assert found == [v.name for v in expected]
