@@ -57,9 +57,12 @@ def claims_or_problem(
     """The pod's claims in volume order, or the first problem as kube words it (the claim is
     missing, lost, being deleted, or an ephemeral one the pod does not own). `ephemeral=False`
     leaves the ephemeral volumes out (VolumeRestrictions reads only named claims)."""
-    known = claims_of(cluster)
+    wanted_claims = pod_claims(pod.pod)
     found: list[PersistentVolumeClaim] = []
-    for wanted in pod_claims(pod.pod):
+    if not wanted_claims:
+        return found, None  # nothing to look up: the cluster is not read
+    known = claims_of(cluster)
+    for wanted in wanted_claims:
         if wanted.ephemeral and not ephemeral:
             continue
         claim = known.get(f"{pod.namespace}/{wanted.name}")

@@ -154,6 +154,9 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
     # --- PreFilter ---------------------------------------------------------------------------
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if not pod.pod.spec.volumes:
+            cycle.scratch.pop(self.name, None)
+            return PreFilterResult(SKIP)  # most pods: nothing to read
         claims, problem = claims_or_problem(cycle.cluster, pod)
         if problem is not None:
             return PreFilterResult(PodStatus.unresolvable(self.name, problem))
@@ -203,6 +206,8 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
     def filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
+        if not pod.pod.spec.volumes:
+            return FilterResult(candidates)
         state = cycle.scratch.get(self.name)
         if not isinstance(state, _State) or state.nodes.size != nodes.size:
             found = self.pre_filter(cycle, pod, nodes)

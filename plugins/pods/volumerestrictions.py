@@ -88,9 +88,12 @@ class VolumeRestrictions(PreFilter, Filter, EventHandler):
         return cls()
 
     def _rwop(self, cycle: PodCycle, pod: PodInfo) -> set[str] | PodStatus:
-        claims = claims_of(cycle.cluster)
         found: set[str] = set()
-        for name in sorted(named_claims(pod)):
+        names = named_claims(pod)
+        if not names:
+            return found  # no claim: the cluster is not read
+        claims = claims_of(cycle.cluster)
+        for name in sorted(names):
             claim = claims.get(f"{pod.namespace}/{name}")
             if not isinstance(claim, PersistentVolumeClaim):
                 message = f'persistentvolumeclaim "{name}" not found'
@@ -115,6 +118,9 @@ class VolumeRestrictions(PreFilter, Filter, EventHandler):
         return isinstance(event, ObjectEvent) and event.obj.KIND == CLAIM_KIND
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if not pod.pod.spec.volumes:
+            cycle.scratch.pop(self.name, None)
+            return PreFilterResult(SKIP)  # most pods: nothing to read
         rwop = self._rwop(cycle, pod)
         if isinstance(rwop, PodStatus):
             return PreFilterResult(rwop)
@@ -132,6 +138,8 @@ class VolumeRestrictions(PreFilter, Filter, EventHandler):
     def filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
+        if not pod.pod.spec.volumes:
+            return FilterResult(candidates)
         state = cycle.scratch.get(self.name)
         if not isinstance(state, _State):
             found = self._rwop(cycle, pod)

@@ -68,6 +68,8 @@ class VolumeZone(PreFilter, Filter, EventHandler):
 
     def _topologies(self, cycle: PodCycle, pod: PodInfo) -> list[_Topology] | PodStatus:
         found: list[_Topology] = []
+        if not any(v.persistent_volume_claim for v in pod.pod.spec.volumes or ()):
+            return found  # no claim: the cluster is not read
         claims = claims_of(cycle.cluster)
         for source in pod.pod.spec.volumes or ():
             ref = source.persistent_volume_claim
@@ -111,6 +113,9 @@ class VolumeZone(PreFilter, Filter, EventHandler):
         )
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if not pod.pod.spec.volumes:
+            cycle.scratch.pop(self.name, None)
+            return PreFilterResult(SKIP)  # most pods: nothing to read
         found = self._topologies(cycle, pod)
         if isinstance(found, PodStatus):
             return PreFilterResult(found)
@@ -123,6 +128,8 @@ class VolumeZone(PreFilter, Filter, EventHandler):
     def filter(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
     ) -> FilterResult:
+        if not pod.pod.spec.volumes:
+            return FilterResult(candidates)
         found = cycle.scratch.get(self.name)
         if found is None:
             found = self._topologies(cycle, pod)
