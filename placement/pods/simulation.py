@@ -44,7 +44,8 @@ from placement.pods.mutation import (
     SPOT_TAINT_TOLERATION,
     MutationConfig,
 )
-from placement.pods.volumes import initial_phase
+from placement.pods.volumes import CLAIM_KIND as CLAIMS
+from placement.pods.volumes import initial_phase, with_default_class
 from placement.pods.workloads import WORKLOAD_KINDS, expand, object_uid
 from placement.pods.world import (
     DISRUPTION_TARGET,
@@ -201,6 +202,8 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
         if (claim.KIND, claim.key) not in given:
             others[claim.KIND].append(claim)
             given.add((claim.KIND, claim.key))
+    classes = [c.to_wire() for c in others["StorageClass"]]
+    others[CLAIMS] = [_admitted_claim(c, classes) for c in others[CLAIMS]]
     # Priority classes first (pods' priorities resolve against them), then the storage objects,
     # the nodes, the groups and quotas, and the pods bound before pending ones, in a fixed order.
     for kind in OBJECT_KINDS:
@@ -212,6 +215,13 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
         world.feed(NodeEvent("Added", node))
     for pod in sorted(pods, key=lambda p: (not p.spec.node_name, *_pod_order(p))):
         world.add_pod(pod)
+
+
+def _admitted_claim(claim: KubeObject, classes: list[dict[str, Any]]) -> KubeObject:
+    """The claim as the API server admits it: the default StorageClass when it names none."""
+    wire = claim.to_wire()
+    with_default_class(wire, classes)
+    return claim if wire == claim.to_wire() else type(claim).model_validate(wire)
 
 
 def _core_event(record: EventRecord, scheduler_name: str, index: int) -> CoreEvent:

@@ -10,13 +10,15 @@ world, the embedded API server) also mark both Bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from apis.core import Pod
 from apis.meta import KubeObject
 from apis.quantity import Quantity
 from apis.storage import (
+    BETA_STORAGE_CLASS_ANNOTATION,
     BIND_COMPLETED_ANNOTATION,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -37,12 +39,14 @@ __all__ = [
     "bound_volume",
     "claim_request",
     "claim_uses",
+    "default_class",
     "initial_phase",
     "is_bound_to",
     "pod_claims",
     "static_match",
     "volume_capacity",
     "volume_claimed_by",
+    "with_default_class",
 ]
 
 CLAIM_KIND = "PersistentVolumeClaim"
@@ -203,3 +207,46 @@ def initial_phase(obj: KubeObject) -> KubeObject:
     wire = obj.to_wire()
     wire["status"] = {**(wire.get("status") or {}), "phase": phase}
     return type(obj).model_validate(wire)
+
+
+DEFAULT_CLASS_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+
+
+def default_class(classes: Iterable[Mapping[str, Any]]) -> str | None:
+    """The cluster's default StorageClass (wire form): the newest of those annotated default
+    (then by name), as kube's DefaultStorageClass admission picks it; None without one."""
+    marked = [
+        c
+        for c in classes
+        if any(
+            ((c.get("metadata") or {}).get("annotations") or {}).get(k) == "true"
+            for k in DEFAULT_CLASS_ANNOTATIONS
+        )
+    ]
+    if not marked:
+        return None
+    newest = max(
+        marked,
+        key=lambda c: (
+            str(c["metadata"].get("creationTimestamp") or ""),
+            c["metadata"].get("name", ""),
+        ),
+    )
+    return str(newest["metadata"]["name"])
+
+
+def with_default_class(claim: dict[str, Any], classes: Iterable[Mapping[str, Any]]) -> None:
+    """kube's DefaultStorageClass admission on a new claim (wire form): a claim that names no
+    class (`storageClassName` absent, not "") gets the default class, when there is one."""
+    spec = claim.setdefault("spec", {})
+    if "storageClassName" in spec and spec["storageClassName"] is not None:
+        return
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
+        return
+    name = default_class(classes)
+    if name is not None:
+        spec["storageClassName"] = name

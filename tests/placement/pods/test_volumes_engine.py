@@ -153,3 +153,20 @@ def test_a_pod_waiting_for_its_claim_is_retried_when_the_claim_appears() -> None
     assert engine.queue_sizes()["unschedulable"] == 0
     binds = [a for a in engine.schedule(later) if isinstance(a, BindPod)]
     assert binds == [BindPod("default/p", "uid-p", "a")]
+
+
+def test_a_claim_naming_no_class_gets_the_default_one() -> None:
+    default = storage_class("local")
+    marked = default.to_wire()
+    marked["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    objects: list[KubeObject] = [type(default).model_validate(marked), storage_class("other")]
+    objects += [host("a"), host("b"), claim("data", cls=None), claim("plain", cls="")]
+    objects += [local_pv("pv-b", "b"), local_pv("pv-a", "a", cls="")]
+    objects += [make_pod("p", volumes=volumes("data")), make_pod("q", volumes=volumes("plain"))]
+    result = run(objects)
+    claims = stored(result, PersistentVolumeClaim)
+    assert claims["default/data"].spec.storage_class_name == "local"
+    assert claims["default/plain"].spec.storage_class_name == ""  # "" asks for no class
+    placed = {k: p.spec.node_name for k, p in pods_by_key(result).items()}
+    assert placed["default/p"] == "b"
+    assert placed["default/q"] is None  # no class: binds Immediately, which nothing does here
