@@ -1,10 +1,13 @@
-"""The part of kube-controller-manager's PV controller the embedded server plays: the phases of
-PersistentVolumes and PersistentVolumeClaims.
+"""The parts of kube-controller-manager's volume controllers the embedded server plays: the PV
+controller's phases of PersistentVolumes and PersistentVolumeClaims, and the ephemeral volume
+controller's claims.
 
 A volume is `Available` until its `claimRef` names a claim, a claim `Pending` until its
 `volumeName` names a volume; once both name each other (a scheduler's PreBind writes both) they
 are `Bound`, and the claim's status shows the volume's access modes and capacity. A volume
 whose claim is gone is `Released`. Nothing is provisioned: dynamic provisioning is not played.
+A new pod with generic ephemeral volumes gets their claims (`<pod>-<volume>`, owned by the pod,
+the default class when they name none), as the ephemeral volume controller makes them.
 
 Runs on the server's loop: the store's listener only schedules the writes (`call_soon`), as
 the store asks of its listeners.
@@ -16,11 +19,14 @@ import asyncio
 import contextlib
 from typing import Any
 
+from apis.core import Pod
+from apis.storage import StorageClass
 from controllers.embedded.history import StoredEvent
 from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
 from controllers.embedded.status import StatusError
 from controllers.embedded.store import Store
+from placement.pods.volumes import ephemeral_claims
 
 __all__ = ["VolumePhases"]
 
@@ -33,6 +39,8 @@ class VolumePhases:
         by_key = {res.key: res for res in store.resources}
         self._volumes: Resource | None = by_key.get(("", "persistentvolumes"))
         self._claims: Resource | None = by_key.get(("", "persistentvolumeclaims"))
+        self._pods: Resource | None = by_key.get(("", "pods"))
+        self._classes: Resource | None = by_key.get(("storage.k8s.io", "storageclasses"))
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def attach(self) -> None:
@@ -48,8 +56,27 @@ class VolumePhases:
         self._loop = None
 
     def _on_event(self, event: StoredEvent) -> None:
-        if event.resource in (self._volumes, self._claims) and self._loop is not None:
+        if self._loop is None:
+            return
+        if event.resource in (self._volumes, self._claims):
             self._loop.call_soon(self.sync)
+        elif event.resource is self._pods and event.type == "ADDED":
+            self._loop.call_soon(self._ephemeral, event.obj)
+
+    def _ephemeral(self, pod: dict[str, Any]) -> None:
+        """Create the claims of the pod's generic ephemeral volumes that do not exist yet."""
+        if self._claims is None or not any(
+            "ephemeral" in v for v in (pod.get("spec") or {}).get("volumes") or ()
+        ):
+            return
+        classes = []
+        if self._classes is not None:
+            classes = [
+                StorageClass.model_validate(c) for c in self.store.list(self._classes, "", None)
+            ]
+        for claim in ephemeral_claims(Pod.model_validate(pod), classes):
+            with contextlib.suppress(StatusError):  # exists already, or the namespace is gone
+                self.store.create(self._claims, claim.to_wire(), claim.namespace or "")
 
     def sync(self) -> None:
         """Write the phase each volume and claim should show (no write when it shows it)."""

@@ -40,6 +40,7 @@ __all__ = [
     "claim_request",
     "claim_uses",
     "default_class",
+    "ephemeral_claims",
     "initial_phase",
     "is_bound_to",
     "pod_claims",
@@ -250,3 +251,39 @@ def with_default_class(claim: dict[str, Any], classes: Iterable[Mapping[str, Any
     name = default_class(classes)
     if name is not None:
         spec["storageClassName"] = name
+
+
+def ephemeral_claims(pod: Pod, classes: Iterable[KubeObject] = ()) -> list[PersistentVolumeClaim]:
+    """The claims kube's ephemeral volume controller creates for the pod's generic ephemeral
+    volumes: `<pod>-<volume>` in the pod's namespace, from the volume's `volumeClaimTemplate`,
+    owned by the pod (so VolumeBinding accepts them as the pod's), admitted with the default
+    class among `classes` when they name none."""
+    defaults = [c.to_wire() for c in classes]
+    meta = pod.metadata
+    found = []
+    for volume in pod.spec.volumes or ():
+        if volume.ephemeral is None:
+            continue
+        template = volume.ephemeral.get("volumeClaimTemplate") or {}
+        tmeta = template.get("metadata") or {}
+        claim_meta: dict[str, Any] = {
+            "name": f"{meta.name}-{volume.name}",
+            "namespace": meta.namespace or "default",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.name,
+                    "uid": meta.uid or "",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        for field in ("labels", "annotations"):
+            if tmeta.get(field):
+                claim_meta[field] = dict(tmeta[field])
+        wire = {"metadata": claim_meta, "spec": dict(template.get("spec") or {})}
+        with_default_class(wire, defaults)
+        found.append(PersistentVolumeClaim.model_validate(wire))
+    return found

@@ -45,7 +45,7 @@ from placement.pods.mutation import (
 )
 from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
-from placement.pods.volumes import apply_bindings
+from placement.pods.volumes import apply_bindings, ephemeral_claims, initial_phase
 from placement.pods.workloads import Expansion
 
 __all__ = [
@@ -152,6 +152,8 @@ class World:
         pod = self._admitted(pod)
         self.pods[pod.key] = pod
         self.feed(PodEvent("Added", pod, queued_at=pod.metadata.creation_timestamp))
+        for claim in ephemeral_claims(pod, self.objects_of("StorageClass").values()):
+            self.add_object(claim)  # as the ephemeral volume controller creates it
 
     def _admitted(self, pod: Pod) -> Pod:
         """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is
@@ -172,6 +174,12 @@ class World:
             return pod
         ops = patch(wire, verdict.capacity, config)
         return Pod.model_validate(applied(wire, ops)) if ops else pod
+
+    def add_object(self, obj: KubeObject) -> None:
+        """An object created during the run (kept if one of that name exists already)."""
+        if (obj.KIND, obj.key) not in self.objects:
+            self.objects[(obj.KIND, obj.key)] = initial_phase(obj)
+            self.feed(ObjectEvent("Added", self.objects[(obj.KIND, obj.key)]))
 
     def update_pod(self, wire: dict[str, Any]) -> None:
         pod = Pod.model_validate(wire)

@@ -170,3 +170,23 @@ def test_a_claim_naming_no_class_gets_the_default_one() -> None:
     placed = {k: p.spec.node_name for k, p in pods_by_key(result).items()}
     assert placed["default/p"] == "b"
     assert placed["default/q"] is None  # no class: binds Immediately, which nothing does here
+
+
+def test_a_generic_ephemeral_volume_gets_its_claim_and_a_local_volume() -> None:
+    template = {
+        "metadata": {"labels": {"scratch": "yes"}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    scratch = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}]
+    objects: list[KubeObject] = [storage_class(), host("a"), host("b"), local_pv("pv-a", "a")]
+    result = run([*objects, make_pod("job", volumes=scratch)])
+    pvc = stored(result, PersistentVolumeClaim)["default/job-scratch"]
+    assert pvc.status.phase == "Bound" and pvc.spec.volume_name == "pv-a"
+    assert pvc.metadata.labels == {"scratch": "yes"}
+    (owner,) = pvc.metadata.owner_references
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == ("Pod", "job", "uid-job", True)
+    assert pods_by_key(result)["default/job"].spec.node_name == "a"
