@@ -12,6 +12,7 @@ from pydantic import Field
 
 from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
 from apis.names import NameRule
+from apis.podaffinity import PodAffinity, PodAntiAffinity
 from apis.quantity import ResourceList
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "Binding",
     "ConfigMap",
     "Container",
+    "ContainerImage",
+    "ContainerPort",
     "CoreEvent",
     "Event",
     "EventSeries",
@@ -98,12 +101,23 @@ class ResourceRequirements(KubeModel):
     limits: ResourceList | None = None
 
 
+class ContainerPort(KubeModel):
+    """A port a container exposes; a `hostPort` above 0 takes that port on the node (the
+    NodePorts plugin). `hostIP` defaults to 0.0.0.0 (every address), `protocol` to TCP."""
+
+    container_port: Int32
+    host_port: Int32 | None = None
+    host_ip: str | None = Field(default=None, alias="hostIP")
+    protocol: str | None = None
+    name: str | None = None
+
+
 class Container(KubeModel):
-    """A container of a pod; only its name and resources matter for scheduling."""
+    """A container of a pod: its name, image, resources and ports matter for scheduling."""
 
     UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {
-            *("command", "args", "workingDir", "ports", "envFrom", "env", "resizePolicy"),
+            *("command", "args", "workingDir", "envFrom", "env", "resizePolicy"),
             *("volumeMounts", "volumeDevices", "livenessProbe"),
             *("readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath"),
             *("terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin"),
@@ -114,6 +128,7 @@ class Container(KubeModel):
     name: str
     image: str | None = None
     resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
     # "Always" on an init container makes it a sidecar, which changes the pod's requests.
     restart_policy: str | None = None
 
@@ -156,12 +171,11 @@ class NodeAffinity(KubeModel):
 
 
 class Affinity(KubeModel):
-    """Pod affinity; only node affinity is typed."""
+    """Node affinity, inter-pod affinity and anti-affinity."""
 
     node_affinity: NodeAffinity | None = None
-    # Kept as they came: the pod scheduler does not implement them and says so when set.
-    pod_affinity: dict[str, Any] | None = None
-    pod_anti_affinity: dict[str, Any] | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
 
 
 class PodToleration(KubeModel):
@@ -276,8 +290,15 @@ class NodeSpec(KubeModel):
     unschedulable: bool | None = None
 
 
+class ContainerImage(KubeModel):
+    """An image present on a node (`status.images`): its names and size."""
+
+    names: list[str] | None = None
+    size_bytes: Int64 | None = None
+
+
 class NodeStatus(KubeModel):
-    """Node resources and conditions."""
+    """Node resources, conditions and the images it holds."""
 
     # Written by the kubelet; its many fields change with the Kubernetes version.
     ALL_FIELDS_KNOWN: ClassVar[bool] = False
@@ -285,6 +306,7 @@ class NodeStatus(KubeModel):
     capacity: ResourceList | None = None
     allocatable: ResourceList | None = None
     conditions: list[dict[str, Any]] | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(KubeObject):

@@ -21,6 +21,7 @@ __all__ = [
     "CapacitySchedulingArgs",
     "CoschedulingArgs",
     "DefaultPreemptionArgs",
+    "InterPodAffinityArgs",
     "NoArgs",
     "NodeAffinityArgs",
     "NodeResourcesBalancedAllocationArgs",
@@ -207,6 +208,14 @@ class VolumeBindingArgs(ArgsModel):
         return RequestedToCapacityRatioParam._increasing(value)
 
 
+class InterPodAffinityArgs(ArgsModel):
+    """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
+    score, and whether their preferred terms count."""
+
+    hard_pod_affinity_weight: Annotated[int, Bounds(0, 100)] = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PrioritySort": NoArgs,
     "UnsupportedFeatures": NoArgs,
@@ -214,14 +223,17 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "NodeName": NoArgs,
     "TaintToleration": NoArgs,
     "NodeAffinity": NodeAffinityArgs,
+    "NodePorts": NoArgs,
     "NodeResourcesFit": NodeResourcesFitArgs,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs,
+    "ImageLocality": NoArgs,
     "DefaultPreemption": DefaultPreemptionArgs,
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
     "VolumeRestrictions": NoArgs,
     "VolumeBinding": VolumeBindingArgs,
     "VolumeZone": NoArgs,
+    "InterPodAffinity": InterPodAffinityArgs,
 }
 """The args model of each built-in pod plugin."""
 

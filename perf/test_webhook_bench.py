@@ -194,7 +194,9 @@ def test_creates_through_the_embedded_admission_chain_at_500_concurrent(
 
     async def setup() -> dict[str, Any]:
         replica = await cluster.start_replica(shared=False)
-        await cluster.configure(replica.port)  # excludes kube-system, spot-webhook
+        # excludes kube-system, spot-webhook; the API's longest timeout: 500 reviews at once on
+        # a busy 2-core machine can queue past 5 s, and Ignore would then admit pods unlabelled
+        await cluster.configure(replica.port, timeout=30)
         rs = await deployment(gw)
         await known(cluster, "Deployment", "web")
         pod: dict[str, Any] = rs_pod(rs).to_wire()

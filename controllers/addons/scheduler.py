@@ -1,18 +1,18 @@
 """`placement scheduler run`: the pod scheduler as a real secondary Kubernetes scheduler, the I/O
 shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
 
-Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that
-name one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
+Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
+one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
 `placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
-PriorityClasses, the storage objects (PersistentVolumes, claims, StorageClasses) and PodGroups
-and ElasticQuotas when they are served. One worker runs
-scheduling passes: one cycle per ready pod, the actions decided handed at once to the executor
-(`controllers.addons.executor`), whose binding cycles run concurrently with the next pods'
-scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass yields to the
-event loop every `batch_seconds` so watch events and bind results are not held up by a long
-queue, and waits when `8 x bind_concurrency` writes are queued (the pace the API server binds
-at). When the engine has nothing ready, the next pass is at its `next_wake` (a backoff expiry, a
-Permit timeout) or at the next event.
+Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, the storage objects
+(PersistentVolumes, claims, StorageClasses), and PodGroups and ElasticQuotas when they are
+served. One worker runs scheduling passes: one cycle per ready pod, the actions decided handed at
+once to the executor (`controllers.addons.executor`), whose binding cycles run concurrently with
+the next pods' scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass
+yields to the event loop every `batch_seconds` so watch events and bind results are not held up
+by a long queue, and waits when `8 x bind_concurrency` writes are queued (the pace the API
+server binds at). When the engine has nothing ready, the next pass is at its `next_wake` (a
+backoff expiry, a Permit timeout) or at the next event.
 
 The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
 leader election over a Lease (a standby's engine follows the cluster, only the leader schedules
@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from apis.core import Node, Pod
+from apis.core import Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
 from apis.storage import STORAGE_KINDS
@@ -189,7 +189,7 @@ class PodScheduler(Controller):
             for name in self.scheduler_names
         )
         self._objects = {}
-        watched: list[type[KubeObject]] = [PriorityClass, *kinds]
+        watched: list[type[KubeObject]] = [Namespace, PriorityClass, *kinds]
         for cls in watched:
             informer: Informer[Any, Any] = Informer(
                 gw, cls, on_add=o_add, on_update=o_upd, on_delete=o_del

@@ -2,10 +2,12 @@
 
 An embedded API server with its kubelet simulation (bound pods go Running) gets a mixed node
 pool, three on-demand nodes and three tainted spot nodes, and the pods of a few workloads: a web
-Deployment, an API StatefulSet, batch Job pods that tolerate spot, spot workers that select it,
-and one pod asking for a GPU no node has. The scheduler runs (`controllers.addons.scheduler`,
-as `placement scheduler run` runs it) until every pod is bound or reported Unschedulable; then
-a table of the pods: node, capacity type, phase, and the scheduler's condition.
+Deployment, an API StatefulSet of four replicas anti-affine on the hostname (one per node: three
+bind, the fourth is reported waiting for a node), batch Job pods that tolerate spot, spot
+workers that select it, and one pod asking for a GPU no node has. The scheduler runs
+(`controllers.addons.scheduler`, as `placement scheduler run` runs it) until every pod is bound
+or reported Unschedulable; then a table of the pods: node, capacity type, phase, and the
+scheduler's condition.
 """
 
 from __future__ import annotations
@@ -23,8 +25,16 @@ from placement.pods.config import DEFAULT_SCHEDULER_NAME
 
 __all__ = ["demo_nodes", "demo_pods", "run_local_demo"]
 
+HOSTNAME = "kubernetes.io/hostname"
 SPOT_TAINT = {"key": "spot", "value": "true", "effect": "NoSchedule"}
 TOLERATE_SPOT = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+ONE_API_PER_NODE = {  # the StatefulSet's replicas never share a node (inter-pod anti-affinity)
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "api"}}, "topologyKey": HOSTNAME}
+        ]
+    }
+}
 
 
 def _node(name: str, capacity: str, cpu: str, memory: str, zone: str) -> Node:
@@ -87,7 +97,10 @@ def demo_pods() -> list[Pod]:
     spot = {"node.kubernetes.io/capacity": "spot"}
     return [
         *(_pod(f"web-5d8f7c-{s}", "web", "500m", "512Mi") for s in ("2xk9p", "7qwlz", "m4rtb")),
-        *(_pod(f"api-{i}", "api", "1", "2Gi", nodeSelector=on_demand) for i in range(3)),
+        *(
+            _pod(f"api-{i}", "api", "1", "2Gi", nodeSelector=on_demand, affinity=ONE_API_PER_NODE)
+            for i in range(4)  # three on-demand nodes: the fourth replica waits for one
+        ),
         *(_pod(f"batch-{i}", "batch", "2", "1Gi", tolerations=[TOLERATE_SPOT]) for i in range(4)),
         *(
             _pod(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from apis.meta import LabelSelector
@@ -140,7 +141,9 @@ class PodIndex:
             return None
         if behind == 0:
             return []
-        return list(self._log)[-behind:]
+        recent = list(islice(reversed(self._log), behind))  # O(behind), not O(HISTORY)
+        recent.reverse()
+        return recent
 
     # --- internals ---------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The offline shell of the pod scheduler: an in-memory cluster driving the Engine on a virtual
 clock (`placement scheduler simulate`, DESIGN §8: one engine, two shells).
 
-The world holds nodes, pods, PodGroups, ElasticQuotas and PriorityClasses, and plays the parts
+The world holds nodes, pods, Namespaces, PodGroups, ElasticQuotas and PriorityClasses, and plays
 of the API server, the workload controllers and the kubelet that the real shell gets from a
 cluster: workloads are expanded into their pods (`placement.pods.workloads`); a bind sets
 `spec.nodeName` and `PodScheduled=True`, and the pod starts at once (phase Running); a
@@ -76,6 +76,7 @@ the samples' spot taint (`placement webhook run --spot-toleration spot=true:NoSc
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server writes into a pod that names no scheduler."""
 OBJECT_KINDS = (
+    "Namespace",
     "PriorityClass",
     "StorageClass",
     "PersistentVolume",
@@ -83,6 +84,8 @@ OBJECT_KINDS = (
     "PodGroup",
     "ElasticQuota",
 )
+"""The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
+affinity's namespaceSelector reads their labels; storage: VolumeBinding's)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
@@ -120,6 +123,8 @@ def _sorted_input(objects: Iterable[KubeObject]) -> list[KubeObject]:
         ident = (obj.KIND, obj.key if obj.NAMESPACED and obj.namespace else obj.name)
         if obj.NAMESPACED and not obj.namespace:
             ident = (obj.KIND, f"default/{obj.name}")
+        if ident in seen and obj.KIND == "Namespace":
+            continue  # samples run together may each ship the same Namespace
         if ident in seen:
             raise SimulationError(f"{obj.KIND} {ident[1]}: defined twice in the input")
         seen[ident] = obj
@@ -316,7 +321,7 @@ def simulate(
         scheduler_name=scheduler_name,
         pods=tuple(world.pods[key] for key in sorted(world.pods)),
         evicted=tuple(world.evicted),
-        objects=tuple(o for o in others if o.KIND != "PriorityClass"),
+        objects=tuple(o for o in others if o.KIND not in ("PriorityClass", "Namespace")),
         events=tuple(_core_event(r, scheduler_name, i) for i, r in enumerate(records)),
         timed_out=timed_out,
         reports=tuple(_reports(engine)),

@@ -9,7 +9,7 @@ preemption.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -123,7 +123,7 @@ def select_victims(
             requested[row] -= vector
     mask = np.zeros(nodes.size, dtype=bool)
     mask[rows] = True
-    every = nodes.overlay.removing(v.key for row in rows for v in lists[row])
+    every = nodes.overlay.removing_lazily(lambda: (v.key for row in rows for v in lists[row]))
     trial = dataclasses.replace(nodes, requested=requested, overlay=every)
     ok, diag = host.run_filters(cycle, pod, trial, mask)
     if failures is not None:
@@ -147,11 +147,13 @@ def select_victims(
             requested[row] += vectors[row][j]
         mask = np.zeros(nodes.size, dtype=bool)
         mask[trying] = True
+
         # Gone: what each row has removed so far, but the victim tried back on its row.
-        back = {lists[row][j].key for row in trying}
-        overlay = nodes.overlay.removing(
-            v.key for row in alive for v in removed[row] if v.key not in back
-        )
+        def gone(trying: list[int] = trying, j: int = j) -> Iterable[str]:
+            back = {lists[row][j].key for row in trying}
+            return (v.key for row in alive for v in removed[row] if v.key not in back)
+
+        overlay = nodes.overlay.removing_lazily(gone)
         trial = dataclasses.replace(nodes, requested=requested, overlay=overlay)
         ok, _ = host.run_filters(cycle, pod, trial, mask)
         for row in trying:

@@ -17,8 +17,11 @@ from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
 from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.imagelocality import ImageLocality
+from plugins.pods.interpodaffinity import InterPodAffinity
 from plugins.pods.nodeaffinity import NodeAffinity
 from plugins.pods.nodename import NodeName
+from plugins.pods.nodeports import NodePorts
 from plugins.pods.noderesourcesfit import NodeResourcesFit
 from plugins.pods.nodeunschedulable import NodeUnschedulable
 from plugins.pods.prioritysort import PrioritySort
@@ -34,8 +37,11 @@ __all__ = [
     "POD_PLUGINS",
     "CapacityScheduling",
     "Coscheduling",
+    "ImageLocality",
+    "InterPodAffinity",
     "NodeAffinity",
     "NodeName",
+    "NodePorts",
     "NodeResourcesBalancedAllocation",
     "NodeResourcesFit",
     "NodeUnschedulable",
@@ -58,14 +64,17 @@ _FACTORIES: dict[str, PluginFactory] = {
     "UnsupportedFeatures": UnsupportedFeatures.from_args,
     "TaintToleration": TaintToleration.from_args,
     "NodeAffinity": NodeAffinity.from_args,
+    "NodePorts": NodePorts.from_args,
     "NodeResourcesFit": NodeResourcesFit.from_args,
     "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocation.from_args,
+    "ImageLocality": ImageLocality.from_args,
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
     "VolumeRestrictions": VolumeRestrictions.from_args,
     "VolumeBinding": VolumeBinding.from_args,
     "VolumeZone": VolumeZone.from_args,
+    "InterPodAffinity": InterPodAffinity.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -80,12 +89,15 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         # kube's volume plugins, in its order (VolumeBinding's PreBind binds the claims).
         "VolumeRestrictions",
         "VolumeBinding",
         "VolumeZone",
+        "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
+        "ImageLocality",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.
         "Coscheduling",
@@ -102,5 +114,7 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
         "VolumeBinding": 1,
+        "ImageLocality": 1,
+        "InterPodAffinity": 2,
     }
 )

@@ -1,10 +1,9 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Inter-pod affinity and anti-affinity, and topology spread constraints (volumes are the
-Volume* plugins' business; what they do not do, dynamic provisioning, they refuse with their own
-message). The check is on the pod alone, so it runs at PreFilter and the pod is unresolvable: no
-node event or preemption helps.
+Topology spread constraints (volumes are the Volume* plugins' business; what they do not do,
+dynamic provisioning, they refuse with their own message). The check is on the pod alone, so it
+runs at PreFilter and the pod is unresolvable: no node event or preemption helps.
 """
 
 from __future__ import annotations
@@ -21,26 +20,12 @@ from plugins.pods._shared import args_of
 __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 
 SCHEDULER = "ocm-pod-scheduler"
-_AFFINITY_TERMS = (
-    "requiredDuringSchedulingIgnoredDuringExecution",
-    "preferredDuringSchedulingIgnoredDuringExecution",
-)
-
-
-def _has_terms(affinity: Mapping[str, Any] | None) -> bool:
-    """An affinity with at least one term (an empty `podAffinity: {}` constrains nothing)."""
-    return bool(affinity) and any(affinity.get(k) for k in _AFFINITY_TERMS)  # type: ignore[union-attr]
 
 
 def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
     spec = pod.spec
     found: list[str] = []
-    if spec.affinity is not None:
-        if _has_terms(spec.affinity.pod_affinity):
-            found.append("inter-pod affinity (spec.affinity.podAffinity)")
-        if _has_terms(spec.affinity.pod_anti_affinity):
-            found.append("inter-pod anti-affinity (spec.affinity.podAntiAffinity)")
     if spec.topology_spread_constraints:
         found.append("topology spread constraints (spec.topologySpreadConstraints)")
     return found

@@ -16,22 +16,37 @@ async def test_local_demo_binds_every_pod_that_fits_and_explains_the_one_that_do
     out = io.StringIO()
     assert await run_local_demo(out, timeout=20) == 0
     lines = out.getvalue().splitlines()
-    rows = {line.split()[0]: line.split() for line in lines[2:] if line.split()}
+    names = {pod.name for pod in demo_pods()}
+    table_rows = [
+        line.split() for line in lines[2:] if line.split()[:1] and line.split()[0] in names
+    ]
+    rows = {row[0]: row for row in table_rows}
     for pod in demo_pods():
         assert pod.name in rows
     for name, row in rows.items():
         if name.startswith(("spot-worker-", "batch-")):
             assert row[2] == "spot", row
-        if name.startswith(("api-", "web-")):
+        if name.startswith(("api-", "web-")) and row[1] != "-":
             assert row[2] == "on-demand", row
+    # The API StatefulSet's replicas are anti-affine on the hostname: one per on-demand node.
+    api_nodes = [row[1] for name, row in rows.items() if name.startswith("api-") and row[1] != "-"]
+    assert sorted(api_nodes) == ["ondemand-0", "ondemand-1", "ondemand-2"]
     # The GPU pod needs more than any node has: preemption cannot help (kube's PostFilter text).
     assert (
         "trainer-0: Unschedulable: 0/6 nodes are available: 3 Insufficient nvidia.com/gpu, "
         "3 node(s) had untolerated taint {spot: true}. preemption: 0/6 nodes are available: "
         "6 Preemption is not helpful for scheduling." in lines
     )
-    assert lines[-1].startswith("14/15 pods bound by ocm-pod-scheduler in ")
-    assert lines[-1].endswith(", 14 running, 1 unschedulable")  # the kubelets started them
+    # The fourth API replica finds no node without one (kube's reasons, preemption cannot help:
+    # the replicas in the way have its priority).
+    assert (
+        "api-3: Unschedulable: 0/6 nodes are available: 3 node(s) didn't match pod anti-affinity "
+        "rules, 3 node(s) had untolerated taint {spot: true}. preemption: 0/6 nodes are "
+        "available: 3 No preemption victims found for incoming pod, 3 Preemption is not helpful "
+        "for scheduling." in lines
+    )
+    assert lines[-1].startswith("14/16 pods bound by ocm-pod-scheduler in ")
+    assert lines[-1].endswith(", 14 running, 2 unschedulable")  # the kubelets started them
 
 
 def test_demo_has_the_local_flag() -> None:

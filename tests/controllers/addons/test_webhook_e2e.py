@@ -111,7 +111,7 @@ class Cluster:
         return port
 
     async def configure(
-        self, port: int, *, policy: str = "Ignore", ca: bytes | None = None
+        self, port: int, *, policy: str = "Ignore", ca: bytes | None = None, timeout: int = 5
     ) -> None:
         doc = {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -123,7 +123,7 @@ class Cluster:
                     "admissionReviewVersions": ["v1"],
                     "sideEffects": "NoneOnDryRun",
                     "failurePolicy": policy,
-                    "timeoutSeconds": 5,
+                    "timeoutSeconds": timeout,
                     "reinvocationPolicy": "IfNeeded",
                     "rules": [
                         {

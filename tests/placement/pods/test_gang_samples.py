@@ -111,3 +111,36 @@ def test_a_partly_fitting_gang_does_not_spin(capsys: pytest.CaptureFixture[str])
     assert "PodGroup gang-partial/stuck gets rejected" in " ".join(got["messages"].values())
     [line] = [r for r in report("partial.yaml") if r.startswith("gang gang-partial/stuck")]
     assert "minMember 3: 0 bound" in line
+
+
+def test_an_anti_affine_gang_runs_one_member_per_node_or_not_at_all(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    got = outcome(capsys, "anti-affine.yaml")
+    assert got["Running"] == ["replicas-0", "replicas-1", "replicas-2"]
+    assert got["Pending"] == [f"crowd-{i}" for i in range(4)]
+    assert got["Evicted"] == []
+    assert any(
+        m.startswith("0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")
+        for m in got["messages"].values()
+    )
+    for message in got["messages"].values():
+        assert "PodGroup gang-anti/crowd gets rejected due to Pod crowd-" in message
+    code, out, err = run(
+        capsys,
+        *("scheduler", "simulate", "-f", str(SAMPLES / "anti-affine.yaml")),
+        *("-o", "json", "--now", NOW),
+    )
+    assert (code, err) == (EXIT_OK, "")
+    nodes = {
+        p["metadata"]["name"]: p["spec"].get("nodeName")
+        for p in json.loads(out)["items"]
+        if p["kind"] == "Pod"
+    }
+    assert sorted(nodes[f"replicas-{i}"] for i in range(3)) == [
+        "gang-anti-node-1", "gang-anti-node-2", "gang-anti-node-3",
+    ]  # fmt: skip
+    assert report("anti-affine.yaml")[1] == (
+        "gang gang-anti/replicas: phase Running, minMember 3: 3 bound, 0 binding, "
+        "0 waiting at Permit, 0 pending"
+    )

@@ -91,10 +91,12 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "UnsupportedFeatures",
         "NodeName",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "VolumeRestrictions",
         "VolumeBinding",
         "VolumeZone",
+        "InterPodAffinity",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -103,10 +105,12 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
         "VolumeRestrictions",
         "VolumeBinding",
         "VolumeZone",
+        "InterPodAffinity",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
@@ -121,11 +125,16 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("VolumeBinding", 1),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
     assert names(profile.handlers) == [
         *("VolumeRestrictions", "VolumeBinding", "VolumeZone"),
-        *("Coscheduling", "CapacityScheduling"),
+        "InterPodAffinity",
+        "ImageLocality",
+        "Coscheduling",
+        "CapacityScheduling",
     ]
 
 
@@ -207,7 +216,9 @@ profiles:
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
         ("VolumeBinding", 1),
+        ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
     ]
 
 

@@ -27,6 +27,8 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
         "VolumeBinding": 1,
+        "ImageLocality": 1,
+        "InterPodAffinity": 2,
     }
 
 
@@ -82,30 +84,6 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
     [
         pytest.param(
             {
-                "affinity": {
-                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}
-                }
-            },
-            "pod uses inter-pod affinity (spec.affinity.podAffinity)"
-            ", which ocm-pod-scheduler does not implement",
-            id="pod-affinity",
-        ),
-        pytest.param(
-            {
-                "affinity": {
-                    "podAntiAffinity": {
-                        "preferredDuringSchedulingIgnoredDuringExecution": [
-                            {"weight": 1, "podAffinityTerm": TERM}
-                        ]
-                    }
-                }
-            },
-            "pod uses inter-pod anti-affinity (spec.affinity.podAntiAffinity)"
-            ", which ocm-pod-scheduler does not implement",
-            id="anti-affinity",
-        ),
-        pytest.param(
-            {
                 "topologySpreadConstraints": [
                     {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
                 ]
@@ -126,7 +104,14 @@ def test_unsupported_features_are_unresolvable_naming_the_feature(
 
 def test_supported_pods_pass_unsupported_features() -> None:
     spec: dict[str, Any] = {
-        "affinity": {"podAffinity": {}},
+        "affinity": {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]},
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": TERM}
+                ]
+            },
+        },
         "volumes": [
             {"name": "cfg", "configMap": {"name": "c"}},
             {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
