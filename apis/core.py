@@ -39,6 +39,7 @@ __all__ = [
     "NodeStatus",
     "NodeTaint",
     "ObjectReference",
+    "PersistentVolumeClaimVolumeSource",
     "Pod",
     "PodSchedulingGate",
     "PodSpec",
@@ -46,6 +47,7 @@ __all__ = [
     "PodToleration",
     "PreferredSchedulingTerm",
     "ResourceRequirements",
+    "Volume",
 ]
 
 
@@ -193,6 +195,25 @@ class PodSchedulingGate(KubeModel):
     name: str
 
 
+class PersistentVolumeClaimVolumeSource(KubeModel):
+    """A pod volume naming a claim of the pod's namespace."""
+
+    claim_name: str
+    read_only: bool | None = None
+
+
+class Volume(KubeModel):
+    """A pod volume: only the claims (`persistentVolumeClaim`, and `ephemeral`, whose claim
+    `<pod>-<volume>` the ephemeral volume controller creates) are typed; every other source is
+    kept as it came."""
+
+    ALL_FIELDS_KNOWN: ClassVar[bool] = False
+
+    name: str
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: dict[str, Any] | None = None
+
+
 class PodSpec(KubeModel):
     """The scheduling-relevant part of a pod spec."""
 
@@ -223,8 +244,7 @@ class PodSpec(KubeModel):
     scheduling_gates: list[PodSchedulingGate] | None = None
     termination_grace_period_seconds: Int64 | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
-    # Kept as they came: read only to tell whether the pod uses them (see plugins/pods).
-    volumes: list[dict[str, Any]] | None = None
+    volumes: list[Volume] | None = None
 
 
 class PodStatus(KubeModel):

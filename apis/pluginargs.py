@@ -32,6 +32,7 @@ __all__ = [
     "ResourceSpecArg",
     "ScoringStrategy",
     "UtilizationShapePoint",
+    "VolumeBindingArgs",
     "validate_args",
 ]
 
@@ -225,6 +226,27 @@ class PodTopologySpreadArgs(ArgsModel):
         return self
 
 
+class VolumeBindingArgs(ArgsModel):
+    """kube's VolumeBindingArgs. `shape` turns on storage capacity scoring (kube's
+    StorageCapacityScoring): the score of a node follows the shape at the utilization of the
+    volumes the pod would be bound to there. `bindTimeoutSeconds` is accepted; PreBind writes
+    the bindings and does not wait for the PV controller."""
+
+    bind_timeout_seconds: Annotated[int, Bounds(0)] = 600
+    shape: list[UtilizationShapePoint] | None = None
+
+    @field_validator("shape")
+    @classmethod
+    def _shape(
+        cls, value: list[UtilizationShapePoint] | None
+    ) -> list[UtilizationShapePoint] | None:
+        if value is None:
+            return None
+        if not value:
+            raise located((), "empty", "must have at least one point", value)
+        return RequestedToCapacityRatioParam._increasing(value)
+
+
 class InterPodAffinityArgs(ArgsModel):
     """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
     score, and whether their preferred terms count."""
@@ -248,6 +270,9 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "CapacityScheduling": CapacitySchedulingArgs,
     "Coscheduling": CoschedulingArgs,
     "PodTopologySpread": PodTopologySpreadArgs,
+    "VolumeRestrictions": NoArgs,
+    "VolumeBinding": VolumeBindingArgs,
+    "VolumeZone": NoArgs,
     "InterPodAffinity": InterPodAffinityArgs,
 }
 """The args model of each built-in pod plugin."""

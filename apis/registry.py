@@ -34,6 +34,7 @@ from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
+from apis.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
 from apis.workloads import Deployment, Job, ReplicaSet, StatefulSet
 
 __all__ = [
@@ -73,6 +74,9 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     AdmissionReview,
     MutatingWebhookConfiguration,
     PriorityClass,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
     Deployment,
     ReplicaSet,
     StatefulSet,

@@ -6,6 +6,10 @@ The engine decides; this module only writes. Each action becomes one request:
   default binder sends it: a real API server refuses to bind a pod recreated under the same
   name. 409 (bound by someone else, or a stale uid) and 404 (gone) are a `conflict` result
   (forget the pod, no retry); any other failure is a plain failure (backoff and retry).
+* `BindVolumes` -> merge patches: each volume's `spec.claimRef`, then its claim's
+  `spec.volumeName` (the PV controller completes the binding), queued behind the pod's earlier
+  writes and ahead of its binding. A failed write fails the pod's binding instead (a failed
+  `BindResult`; the `BindPod` that follows is not sent).
 * `DeletePod` -> DELETE with a uid precondition, so that a victim replaced by a new pod of the
   same name is not deleted in its place. 404 and 409 mean the victim is gone already.
 * `PatchPodStatus` -> a merge patch of `pods/status`. A merge patch replaces lists whole, so the
@@ -41,6 +45,7 @@ from typing import Any
 from apis.core import Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
+from apis.storage import PersistentVolume, PersistentVolumeClaim
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import (
@@ -53,6 +58,7 @@ from placement.pods.events import (
     Action,
     BindPod,
     BindResult,
+    BindVolumes,
     DeletePod,
     EmitEvent,
     PatchObjectStatus,
@@ -157,6 +163,7 @@ class ActionExecutor:
         self._room.set()
         self.max_pending = concurrency * 8
         self.counts = ExecutorCounts()
+        self._volumes_failed: set[tuple[str, str]] = set()  # pods whose BindVolumes failed
 
     @property
     def pending(self) -> int:
@@ -200,7 +207,7 @@ class ActionExecutor:
     def _target(action: Action) -> str:
         if isinstance(action, PatchObjectStatus):
             return f"{action.kind}:{action.key}"
-        assert isinstance(action, BindPod | DeletePod | PatchPodStatus)
+        assert isinstance(action, BindPod | BindVolumes | DeletePod | PatchPodStatus)
         return f"Pod:{action.key}"
 
     def _spawn(self, target: str, action: Action) -> None:
@@ -225,6 +232,8 @@ class ActionExecutor:
             try:
                 if isinstance(action, BindPod):
                     await self._bind(action)
+                elif isinstance(action, BindVolumes):
+                    await self._bind_volumes(action)
                 elif isinstance(action, DeletePod):
                     await self._delete(action)
                 elif isinstance(action, PatchPodStatus):
@@ -234,11 +243,37 @@ class ActionExecutor:
             except NotLeaderError as exc:
                 self.counts.fenced += 1
                 log.info("%s %s: %s", type(action).__name__, self._target(action), exc)
-                if isinstance(action, BindPod):
-                    result = BindResult(action.key, action.uid, action.node, False, False, str(exc))
-                    self._deliver(result)
+                if isinstance(action, BindPod | BindVolumes):
+                    self._fail_binding(action, str(exc))
+
+    def _fail_binding(self, action: BindPod | BindVolumes, message: str) -> None:
+        """The pod's binding failed (once: after failed volume writes, its bind is dropped)."""
+        if isinstance(action, BindVolumes):
+            self._volumes_failed.add((action.key, action.uid))
+        self._deliver(BindResult(action.key, action.uid, action.node, False, False, message))
+
+    async def _bind_volumes(self, action: BindVolumes) -> None:
+        for claim_key, claim_uid, volume in action.claims:
+            namespace, claim = split_key(claim_key)
+            ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": claim}
+            ref |= {"namespace": namespace, **({"uid": claim_uid} if claim_uid else {})}
+            try:
+                await self._gateway.merge_patch(
+                    PersistentVolume, volume, {"spec": {"claimRef": ref}}
+                )
+                await self._gateway.merge_patch(
+                    PersistentVolumeClaim, claim, {"spec": {"volumeName": volume}}, namespace
+                )
+            except ApiError as exc:
+                self.counts.bind_failures += 1
+                log.warning("binding %s to volume %s failed: %s", claim_key, volume, exc)
+                self._fail_binding(action, f"binding volumes: {exc}")
+                return
 
     async def _bind(self, action: BindPod) -> None:
+        if (action.key, action.uid) in self._volumes_failed:
+            self._volumes_failed.discard((action.key, action.uid))
+            return  # its volumes are not bound: the failed result went out already
         namespace, name = split_key(action.key)
         try:
             await self._gateway.bind_pod(namespace, name, action.uid, action.node)

@@ -4,14 +4,15 @@ shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
 one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
 `placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
-Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, and PodGroups and
-ElasticQuotas when their CRDs are served. One worker runs scheduling passes: one cycle per ready
-pod, the actions decided handed at once to the executor (`controllers.addons.executor`), whose
-binding cycles run concurrently with the next pods' scheduling; a bind's outcome comes back to the
-engine as a `BindResult`. A pass yields to the event loop every `batch_seconds` so watch events and
-bind results are not held up by a long queue, and waits when `8 x bind_concurrency` writes are
-queued (the pace the API server binds at). When the engine has nothing ready, the next pass is at
-its `next_wake` (a backoff expiry, a Permit timeout) or at the next event.
+Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, the storage objects
+(PersistentVolumes, claims, StorageClasses), and PodGroups and ElasticQuotas when they are
+served. One worker runs scheduling passes: one cycle per ready pod, the actions decided handed at
+once to the executor (`controllers.addons.executor`), whose binding cycles run concurrently with
+the next pods' scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass
+yields to the event loop every `batch_seconds` so watch events and bind results are not held up
+by a long queue, and waits when `8 x bind_concurrency` writes are queued (the pace the API
+server binds at). When the engine has nothing ready, the next pass is at its `next_wake` (a
+backoff expiry, a Permit timeout) or at the next event.
 
 The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
 leader election over a Lease (a standby's engine follows the cluster, only the leader schedules
@@ -37,6 +38,7 @@ from typing import Any
 from apis.core import Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
+from apis.storage import STORAGE_KINDS
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.executor import ActionExecutor
 from controllers.addons.gateway import PodGateway
@@ -107,7 +109,7 @@ class PodScheduler(Controller):
         bind_concurrency: int = 32,
         batch_seconds: float = 0.05,
         stop_timeout: float = 10.0,
-        optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota),
+        optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota, *STORAGE_KINDS),
         profile: Profile | None = None,
         clock: Clock | None = None,
         profiles: Sequence[Profile] | None = None,

@@ -34,6 +34,7 @@ from controllers.embedded.patch import copy_json
 from controllers.embedded.pods import SYSTEM_PRIORITY_CLASSES
 from controllers.embedded.resources import load_resources
 from controllers.embedded.store import Store
+from controllers.embedded.volumes import VolumePhases
 
 __all__ = ["SYSTEM_NAMESPACES", "EmbeddedApiServer", "SnapshotError"]
 
@@ -83,6 +84,7 @@ class EmbeddedApiServer:
         # kubelet simulation (pods run, nodes are Ready). See `controllers.embedded.kubelet`.
         self.kubelet = Kubelet(self.store, kubelet)
         self._handlers.pod_grace_from_spec = kubelet is not None
+        self.volume_phases = VolumePhases(self.store)  # the PV controller's phases
 
     @property
     def url(self) -> str:
@@ -100,6 +102,7 @@ class EmbeddedApiServer:
         if self.snapshot is not None:
             self.load(self.snapshot)
         self.kubelet.attach()
+        self.volume_phases.attach()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handlers.dispatch)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -115,6 +118,7 @@ class EmbeddedApiServer:
         """End every watch stream, then close the listener and the connections."""
         self.drop_watches(abrupt=False)
         self.kubelet.close()
+        self.volume_phases.close()
         await self._handlers.webhooks.close()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -44,11 +44,13 @@ from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
 from controllers.embedded.webhooks import MutatingWebhooks
 from controllers.embedded.writes import checked_fields, write_options
+from placement.pods.volumes import with_default_class
 
 __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
+STORAGE_CLASSES = ("storage.k8s.io", "storageclasses")
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,9 @@ class Handlers:
         self.pod_grace_from_spec = False
         self._priority_classes = next(
             (r for r in store.resources if (r.group, r.plural) == PRIORITY_CLASSES), None
+        )
+        self._storage_classes = next(
+            (r for r in store.resources if (r.group, r.plural) == STORAGE_CLASSES), None
         )
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -242,7 +247,11 @@ class Handlers:
     def _admit(self, res: Resource, body: dict[str, Any]) -> bool:
         """The admission of a real server beyond validation, on create: pods get their defaults
         and priority, PriorityClasses theirs and the user-class limits. True when the status
-        it wrote is to be kept (a new pod's phase and QoS class)."""
+        it wrote is to be kept (a new pod's phase and QoS class). A claim naming no class gets
+        the default StorageClass (kube's DefaultStorageClass admission)."""
+        if res.kind == "PersistentVolumeClaim" and self._storage_classes is not None:
+            with_default_class(body, self.store.list(self._storage_classes, "", None))
+            return False
         if is_pod(res.group, res.kind) or res is self._priority_classes:
             classes: dict[str, dict[str, Any]] = {}
             if self._priority_classes is not None:

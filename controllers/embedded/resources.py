@@ -2,7 +2,8 @@
 
 The custom kinds come from the CRDs in `config/crds` (their names, scope, schema, status
 subresource); the built-in ones (Namespace, Pod, Node, ConfigMap, Event, Lease, events.k8s.io Event,
-PriorityClass, apps/v1 Deployment, ReplicaSet, StatefulSet, batch/v1 Job) from the models' class
+PriorityClass, PersistentVolume, PersistentVolumeClaim, storage.k8s.io StorageClass, apps/v1
+Deployment, ReplicaSet, StatefulSet, batch/v1 Job) from the models' class
 data. The workloads are stored only: no controller creates their pods. Each resource is paired
 with the `apis` model that validates its objects.
 """
@@ -20,6 +21,7 @@ from apis.core import ConfigMap, CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
+from apis.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
 from apis.workloads import WORKLOAD_MODELS
 from controllers.cli.crds import CRD_DIR
 
@@ -34,6 +36,7 @@ __all__ = [
 
 CORE_KINDS: tuple[type[KubeObject], ...] = (
     *(Namespace, Pod, Node, ConfigMap, CoreEvent, Event, Lease, PriorityClass),
+    *(PersistentVolume, PersistentVolumeClaim, StorageClass),
     *WORKLOAD_MODELS,
     MutatingWebhookConfiguration,
 )

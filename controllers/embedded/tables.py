@@ -24,6 +24,7 @@ from controllers.embedded.jsonpath import cell
 from controllers.embedded.printers import PRINTERS, column
 from controllers.embedded.resources import Resource
 from controllers.embedded.status import StatusError
+from controllers.embedded.storage_printers import STORAGE_PRINTERS
 
 __all__ = ["TableView", "table_view"]
 
@@ -77,7 +78,7 @@ class TableView:
         if res.group == "events.k8s.io" and res.kind == "Event":
             core = PRINTERS[("", "Event")]
             return core.columns, lambda obj, now: core.row(to_core(obj), now)
-        printer = PRINTERS.get((res.group, res.kind))
+        printer = PRINTERS.get((res.group, res.kind)) or STORAGE_PRINTERS.get((res.group, res.kind))
         if printer is not None:
             return printer.columns, printer.row
         columns, paths = _crd_columns(res)

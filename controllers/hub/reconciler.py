@@ -16,8 +16,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from apis.errors import ModelError
 from apis.placements import (
     PLACEMENT_MISCONFIGURED,
@@ -257,4 +255,4 @@ class Reconciler:
 
 def _same(rows: RowIndex, current: RowIndex) -> bool:
     """The same clusters (rows of one snapshot), in any order."""
-    return rows.size == current.size and bool(np.array_equal(np.sort(rows), np.sort(current)))
+    return rows.size == current.size and sorted(rows.tolist()) == sorted(current.tolist())

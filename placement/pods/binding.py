@@ -1,14 +1,14 @@
 """The binding cycle: Reserve, Permit (and its waits), Bind, PostBind; Unreserve on failure.
 
-Once the scheduling cycle has chosen a node, `BindingCycle.place` assumes the pod there (the
-pod cache counts it at once), runs Reserve, then Permit. A Permit that says WAIT holds the pod
-in memory on its node until every waiting plugin allows it (`allow`, a gang reaching quorum),
-one rejects it (`reject`), or the shortest timeout passes (`expire`); kube-scheduler's message
-for the timeout is kept word for word. Then Bind: a Bind plugin may take the pod, else a
-`BindPod` action goes out. The binding is confirmed by a successful `BindResult` or by the pod
-event showing it bound (`confirm`: PostBind, the `Scheduled` event, once). Any failure after
-Reserve runs Unreserve in reverse order and forgets the assumption, and the room it held is
-offered to the pods waiting for room (`retry_all`).
+Once the scheduling cycle has chosen a node, `BindingCycle.place` assumes the pod there (the pod
+cache counts it at once), runs Reserve, then Permit. A Permit that says WAIT holds the pod in
+memory on its node until every waiting plugin allows it (`allow`, a gang reaching quorum), one
+rejects it (`reject`), or the shortest timeout passes (`expire`); kube-scheduler's message for
+the timeout is kept word for word. Then Bind: a Bind plugin may take the pod, else a `BindPod`
+action goes out, after the writes PreBind asked for (volume bindings). The binding is confirmed
+by a successful `BindResult` or by the pod event showing it bound (`confirm`: PostBind, the
+`Scheduled` event, once). Any failure after Reserve runs Unreserve in reverse order and forgets
+the assumption, and the room it held is offered to the pods waiting for room (`retry_all`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from datetime import datetime, timedelta
 from placement.pods.cache import Assumed, PodCache
 from placement.pods.calls import PluginError, call, named
 from placement.pods.events import BindPod, EmitEvent
-from placement.pods.framework import PodCode, PodCycle, PodInfo, PodStatus, Profile
+from placement.pods.framework import (
+    PodCode,
+    PodCycle,
+    PodInfo,
+    PodStatus,
+    PreBindResult,
+    Profile,
+)
 from placement.pods.nominator import Nominator
 from placement.pods.reporting import Reporter, go_duration
 
@@ -129,6 +136,15 @@ class BindingCycle:
         if assumed is None:
             return
         assumed.binding = True
+        for pre in self.profile.pre_binds:
+            try:
+                prepared: PreBindResult = call(pre.name, pre.pre_bind, cycle, info, node)
+            except PluginError as failure:
+                prepared = PreBindResult(failure.status)
+            if not prepared.status.ok:
+                self.fail(cycle, info, node, named(prepared.status, pre.name), assumed.attempts)
+                return
+            self.reporter.out.extend(prepared.actions)  # sent before the pod's binding
         for plugin in self.profile.binds:
             try:
                 status = call(plugin.name, plugin.bind, cycle, info, node)

@@ -435,6 +435,7 @@ def _profile_plugins(profile: Profile) -> Iterator[object]:
         yield plugin
     yield from profile.reserves
     yield from profile.permits
+    yield from profile.pre_binds
     yield from profile.binds
     yield from profile.post_binds
     yield from profile.handlers

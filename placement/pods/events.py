@@ -24,6 +24,7 @@ __all__ = [
     "Action",
     "BindPod",
     "BindResult",
+    "BindVolumes",
     "ClusterEvent",
     "DeletePod",
     "EmitEvent",
@@ -93,6 +94,20 @@ class BindPod:
 
 
 @dataclass(frozen=True)
+class BindVolumes:
+    """Before the pod `key` (uid, chosen `node`) is bound: bind each claim to the volume chosen
+    for it, `(claim namespace/name, claim uid, volume name)`: the volume's `spec.claimRef` names
+    the claim and the claim's `spec.volumeName` the volume (the PV controller of a real cluster
+    completes the binding). When a write fails, the shell sends a failed `BindResult` for the
+    pod instead of binding it."""
+
+    key: str
+    uid: str
+    node: str
+    claims: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
 class DeletePod:
     """DELETE a preemption victim (uid precondition); `reason` says for whom."""
 
@@ -144,7 +159,7 @@ class WakeAt:
     at: datetime
 
 
-Action = BindPod | DeletePod | PatchPodStatus | PatchObjectStatus | EmitEvent | WakeAt
+Action = BindPod | BindVolumes | DeletePod | PatchPodStatus | PatchObjectStatus | EmitEvent | WakeAt
 
 
 @dataclass

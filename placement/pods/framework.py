@@ -4,9 +4,9 @@ A scheduling cycle for one pod runs QueueSort (which pod next), PreFilter (check
 alone, may narrow the nodes), Filter (boolean masks over the rows of a `NodeSnapshot`), then,
 when no node is left, PostFilter (preemption); otherwise Score (a vector over the feasible rows,
 already normalized to 0..100 by the plugin, weighted and summed by the engine), Reserve, Permit
-(allow / wait with a timeout / reject). The binding cycle then binds (an action the shell
-performs) and runs PostBind once the binding is confirmed. A failure after Reserve runs
-Unreserve in reverse order.
+(allow / wait with a timeout / reject). The binding cycle then sends PreBind's writes (volume
+bindings) and binds (actions the shell performs), and runs PostBind once the binding is
+confirmed. A failure after Reserve runs Unreserve in reverse order.
 
 **Declaring extension points.** Every point is a `typing.Protocol` here. A plugin states the
 points it implements by subclassing them (`class NodeResourcesFit(PreFilter, Filter, Score)`),
@@ -46,6 +46,7 @@ from placement.pods.results import (
     PodCode,
     PodStatus,
     PostFilterResult,
+    PreBindResult,
     PreFilterResult,
     Reason,
 )
@@ -75,6 +76,8 @@ __all__ = [
     "PostBind",
     "PostFilter",
     "PostFilterResult",
+    "PreBind",
+    "PreBindResult",
     "PreFilter",
     "PreFilterResult",
     "PreemptionHooks",
@@ -269,6 +272,15 @@ class Permit(Protocol):
     def permit(self, cycle: PodCycle, pod: PodInfo, node: str) -> PermitResult: ...
 
 
+class PreBind(Protocol):
+    """Runs before Bind (kube: volume binding): the writes it returns go out before the pod's
+    binding; a status that is not ok unreserves the pod and retries it."""
+
+    name: str
+
+    def pre_bind(self, cycle: PodCycle, pod: PodInfo, node: str) -> PreBindResult: ...
+
+
 class Bind(Protocol):
     """Decides how a pod is bound: SKIP lets the next binder (finally the default binding
     action) do it; SUCCESS means the plugin emitted its own actions."""
@@ -371,6 +383,7 @@ POINTS: Mapping[type, tuple[str, ...]] = {
     Score: ("score",),
     Reserve: ("reserve", "unreserve"),
     Permit: ("permit",),
+    PreBind: ("pre_bind",),
     Bind: ("bind",),
     PostBind: ("post_bind",),
     EventHandler: ("on_event",),
@@ -426,6 +439,7 @@ class Profile:
     scores: tuple[tuple[Score, int], ...] = ()
     reserves: tuple[Reserve, ...] = ()
     permits: tuple[Permit, ...] = ()
+    pre_binds: tuple[PreBind, ...] = ()
     binds: tuple[Bind, ...] = ()
     post_binds: tuple[PostBind, ...] = ()
     handlers: tuple[EventHandler, ...] = ()

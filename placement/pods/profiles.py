@@ -40,6 +40,7 @@ from placement.pods.framework import (
     PodInfo,
     PostBind,
     PostFilter,
+    PreBind,
     PreFilter,
     Profile,
     QueueSort,
@@ -80,8 +81,7 @@ class ConfigError(ValueError):
 
 
 # Which Protocol makes a plugin implement each extension point (the methods listed are the
-# ones the point calls). PreScore is part of our Score; nothing implements PreEnqueue
-# or PreBind.
+# ones the point calls). PreScore is part of our Score; nothing implements PreEnqueue.
 _POINTS: dict[str, tuple[str, type | None, tuple[str, ...]]] = {
     "preEnqueue": ("PreEnqueue", None, ()),
     "queueSort": ("QueueSort", QueueSort, ("sort_key",)),
@@ -92,7 +92,7 @@ _POINTS: dict[str, tuple[str, type | None, tuple[str, ...]]] = {
     "score": ("Score", Score, ("score",)),
     "reserve": ("Reserve", Reserve, ("reserve", "unreserve")),
     "permit": ("Permit", Permit, ("permit",)),
-    "preBind": ("PreBind", None, ()),
+    "preBind": ("PreBind", PreBind, ("pre_bind",)),
     "bind": ("Bind", Bind, ("bind",)),
     "postBind": ("PostBind", PostBind, ("post_bind",)),
 }
@@ -401,6 +401,7 @@ def _profile(
         scores=tuple((built[e.name], weights.get(e.name, 1)) for e in placed["score"]),  # type: ignore[misc]
         reserves=at("reserve"),
         permits=at("permit"),
+        pre_binds=at("preBind"),
         binds=at("bind"),
         post_binds=at("postBind"),
         handlers=handlers,

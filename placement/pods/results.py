@@ -12,6 +12,7 @@ from datetime import timedelta
 from enum import IntEnum
 
 from placement.arrays import BoolMask
+from placement.pods.events import Action
 from placement.pods.podinfo import PodInfo
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "PodCode",
     "PodStatus",
     "PostFilterResult",
+    "PreBindResult",
     "PreFilterResult",
     "Reason",
 ]
@@ -134,6 +136,15 @@ class PostFilterResult:
 class PermitResult:
     status: PodStatus = POD_SUCCESS  # SUCCESS, WAIT (with timeout) or UNSCHEDULABLE
     timeout: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True)
+class PreBindResult:
+    """What PreBind decided: a status (not ok: the pod is unreserved and retried) and the API
+    writes the shell must perform before the pod's binding (volume bindings)."""
+
+    status: PodStatus = POD_SUCCESS
+    actions: tuple[Action, ...] = ()
 
 
 @dataclass(frozen=True)

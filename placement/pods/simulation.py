@@ -44,6 +44,8 @@ from placement.pods.mutation import (
     SPOT_TAINT_TOLERATION,
     MutationConfig,
 )
+from placement.pods.volumes import CLAIM_KIND as CLAIMS
+from placement.pods.volumes import initial_phase, with_default_class
 from placement.pods.workloads import WORKLOAD_KINDS, expand, object_uid
 from placement.pods.world import (
     DISRUPTION_TARGET,
@@ -73,9 +75,17 @@ the samples' spot taint (`placement webhook run --spot-toleration spot=true:NoSc
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server writes into a pod that names no scheduler."""
-OBJECT_KINDS = ("Namespace", "PriorityClass", "PodGroup", "ElasticQuota")
+OBJECT_KINDS = (
+    "Namespace",
+    "PriorityClass",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "PodGroup",
+    "ElasticQuota",
+)
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
-affinity's namespaceSelector reads their labels)."""
+affinity's namespaceSelector reads their labels; storage: VolumeBinding's)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
@@ -164,20 +174,25 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
     nodes: list[Node] = []
     pods: list[Pod] = []
     others: dict[str, list[KubeObject]] = defaultdict(list)
+    claims: list[KubeObject] = []  # made by workloads, unless the input has them already
     for obj in _sorted_input(objects):
         if isinstance(obj, Node):
             nodes.append(Node.model_validate(_with_defaults(obj, now)))
         elif isinstance(obj, Pod):
             pods.append(_input_pod(obj, now))
         elif obj.KIND in OBJECT_KINDS:
-            others[obj.KIND].append(type(obj).model_validate(_with_defaults(obj, now)))
+            made = type(obj).model_validate(_with_defaults(obj, now))
+            others[obj.KIND].append(initial_phase(made))
         elif obj.KIND in WORKLOAD_KINDS:
             workload = type(obj).model_validate(_with_defaults(obj, now))
             expansion = expand(workload, now)
             members = [_input_pod(p, now) for p in expansion.pods]
             owner = Owner(expansion, workload=workload_of(workload))
             for made in expansion.objects:
-                world.objects[(made.KIND, made.key)] = made
+                if made.KIND in OBJECT_KINDS:  # a StatefulSet's claims, fed to the engine
+                    claims.append(initial_phase(made))
+                else:
+                    world.objects[(made.KIND, made.key)] = made
             if members:
                 uid = world._controller_uid(members[0]) or ""
                 world.owners[uid] = owner
@@ -187,8 +202,15 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
             pods.extend(members)
         else:
             raise SimulationError(f"{obj.KIND} {obj.key}: not a kind the scheduler reads")
-    # Priority classes first (pods' priorities resolve against them), then the nodes, the
-    # groups and quotas, and the pods bound before pending ones, each in a fixed order.
+    given = {(o.KIND, o.key) for kind in others for o in others[kind]}
+    for claim in claims:
+        if (claim.KIND, claim.key) not in given:
+            others[claim.KIND].append(claim)
+            given.add((claim.KIND, claim.key))
+    classes = [c.to_wire() for c in others["StorageClass"]]
+    others[CLAIMS] = [_admitted_claim(c, classes) for c in others[CLAIMS]]
+    # Priority classes first (pods' priorities resolve against them), then the storage objects,
+    # the nodes, the groups and quotas, and the pods bound before pending ones, in a fixed order.
     for kind in OBJECT_KINDS:
         for obj in others[kind]:
             world.objects[(obj.KIND, obj.key)] = obj
@@ -198,6 +220,13 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
         world.feed(NodeEvent("Added", node))
     for pod in sorted(pods, key=lambda p: (not p.spec.node_name, *_pod_order(p))):
         world.add_pod(pod)
+
+
+def _admitted_claim(claim: KubeObject, classes: list[dict[str, Any]]) -> KubeObject:
+    """The claim as the API server admits it: the default StorageClass when it names none."""
+    wire = claim.to_wire()
+    with_default_class(wire, classes)
+    return claim if wire == claim.to_wire() else type(claim).model_validate(wire)
 
 
 def _core_event(record: EventRecord, scheduler_name: str, index: int) -> CoreEvent:

@@ -4,8 +4,9 @@
 writes them, but the scheduler only ever sees pods. This module plays the part of the
 Deployment, ReplicaSet, StatefulSet and Job controllers at their first sync, so the pods look as
 they would on a cluster: names (`<deploy>-<template hash>-<5 chars>`, `<statefulset>-<ordinal>`,
-`<job>-<5 chars>`), the labels those controllers add, owner references with `controller: true`,
-the namespace, the creation time.
+`<job>-<5 chars>`), a StatefulSet's claims from its volumeClaimTemplates
+(`<template>-<set>-<ordinal>`), the labels those controllers add, owner references with
+`controller: true`, the namespace, the creation time.
 
 Everything is derived from the input, never drawn at random: the uids are name-based UUIDs and
 the 5-character suffixes a hash of the owner and the pod's index, in kube's alphabet (no vowels,
@@ -268,6 +269,8 @@ def _stateful_set(wire: dict[str, Any], now: datetime) -> Expansion:
         pod_spec: dict[str, Any] = {"hostname": pod_name}
         if spec.get("serviceName"):
             pod_spec["subdomain"] = spec["serviceName"]
+        if templates:
+            pod_spec["volumes"] = _claim_volumes(spec, name, ordinal)
         return _pod(wire, uid, pod_name, at, labels, spec=pod_spec, serial=serial)
 
     def recreate(gone: Pod, serial: int, at: datetime) -> Pod:
@@ -275,9 +278,60 @@ def _stateful_set(wire: dict[str, Any], now: datetime) -> Expansion:
         ordinal = int((gone.metadata.labels or {})[STATEFULSET_POD_INDEX_LABEL])
         return member(ordinal, at, serial + 1)
 
-    pods = tuple(member(ordinal, now) for ordinal in range(start, start + _replicas(wire)))
+    templates = spec.get("volumeClaimTemplates") or []
+    ordinals = range(start, start + _replicas(wire))
+    pods = tuple(member(ordinal, now) for ordinal in ordinals)
     ordered = spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady"
-    return Expansion((), pods, ordered=ordered, recreate=recreate)
+    claims = tuple(_claim(wire, t, o, now) for o in ordinals for t in templates)
+    return Expansion(claims, pods, ordered=ordered, recreate=recreate)
+
+
+def _claim_volumes(spec: dict[str, Any], name: str, ordinal: int) -> list[dict[str, Any]]:
+    """The pod template's volumes with one per claim template, naming the member's claim
+    `<template>-<set>-<ordinal>` (replacing a template volume of the same name)."""
+    templates = spec.get("volumeClaimTemplates") or []
+    names = {t.get("metadata", {}).get("name") for t in templates}
+    volumes = [
+        v
+        for v in (spec.get("template", {}).get("spec") or {}).get("volumes") or []
+        if v.get("name") not in names
+    ]
+    for t in templates:
+        claim = f"{t['metadata']['name']}-{name}-{ordinal}"
+        volumes.append(
+            {"name": t["metadata"]["name"], "persistentVolumeClaim": {"claimName": claim}}
+        )
+    return volumes
+
+
+def _claim(
+    wire: dict[str, Any], template: dict[str, Any], ordinal: int, now: datetime
+) -> KubeObject:
+    """The claim the StatefulSet controller creates for a member from a claim template:
+    labelled with the template's labels and the set's selector labels."""
+    set_meta = wire["metadata"]
+    namespace = set_meta.get("namespace") or "default"
+    meta = template.get("metadata") or {}
+    name = f"{meta['name']}-{set_meta['name']}-{ordinal}"
+    selector = (wire.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+    labels = {**(meta.get("labels") or {}), **selector}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": object_uid("PersistentVolumeClaim", namespace, name),
+        "creationTimestamp": format_time(now),
+    }
+    if labels:
+        metadata["labels"] = labels
+    if meta.get("annotations"):
+        metadata["annotations"] = meta["annotations"]
+    doc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata,
+        "spec": template.get("spec") or {},
+    }
+    return parse_object(doc)
 
 
 def _job(wire: dict[str, Any], now: datetime) -> Expansion:

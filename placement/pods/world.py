@@ -25,6 +25,7 @@ from placement.pods.events import (
     Action,
     BindPod,
     BindResult,
+    BindVolumes,
     ClusterEvent,
     DeletePod,
     EmitEvent,
@@ -44,6 +45,7 @@ from placement.pods.mutation import (
 )
 from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
+from placement.pods.volumes import apply_bindings, ephemeral_claims, initial_phase
 from placement.pods.workloads import Expansion
 
 __all__ = [
@@ -138,6 +140,7 @@ class World:
         self.noticed: set[tuple[str, str, str, str]] = set()  # (kind, key, uid, reason)
         self.status_wake: datetime | None = None  # the earliest requeue_at of the status rules
         self.moved = False
+        self.volume_failures: set[tuple[str, str]] = set()  # pods whose PreBind writes failed
 
     # --- feeding the engine -------------------------------------------------------------------
 
@@ -149,6 +152,8 @@ class World:
         pod = self._admitted(pod)
         self.pods[pod.key] = pod
         self.feed(PodEvent("Added", pod, queued_at=pod.metadata.creation_timestamp))
+        for claim in ephemeral_claims(pod, self.objects_of("StorageClass").values()):
+            self.add_object(claim)  # as the ephemeral volume controller creates it
 
     def _admitted(self, pod: Pod) -> Pod:
         """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is
@@ -170,6 +175,12 @@ class World:
         ops = patch(wire, verdict.capacity, config)
         return Pod.model_validate(applied(wire, ops)) if ops else pod
 
+    def add_object(self, obj: KubeObject) -> None:
+        """An object created during the run (kept if one of that name exists already)."""
+        if (obj.KIND, obj.key) not in self.objects:
+            self.objects[(obj.KIND, obj.key)] = initial_phase(obj)
+            self.feed(ObjectEvent("Added", self.objects[(obj.KIND, obj.key)]))
+
     def update_pod(self, wire: dict[str, Any]) -> None:
         pod = Pod.model_validate(wire)
         if pod.to_wire() == self.pods[pod.key].to_wire():
@@ -183,6 +194,8 @@ class World:
         for action in actions:
             if isinstance(action, BindPod):
                 self._bind(action)
+            elif isinstance(action, BindVolumes):
+                self._bind_volumes(action)
             elif isinstance(action, DeletePod):
                 self._delete(action)
             elif isinstance(action, PatchPodStatus):
@@ -197,7 +210,22 @@ class World:
         pod = self.pods.get(key)
         return pod if pod is not None and (pod.metadata.uid or "") == uid else None
 
+    def _bind_volumes(self, action: BindVolumes) -> None:
+        """PreBind's writes, completed at once as the PV controller would; when one cannot be
+        made, the pod's binding fails instead of being sent."""
+        changed = apply_bindings(lambda kind, key: self.objects.get((kind, key)), action)
+        if isinstance(changed, str):
+            self.volume_failures.add((action.key, action.uid))
+            self.feed(BindResult(action.key, action.uid, action.node, False, False, changed))
+            return
+        for obj in changed:
+            self.objects[(obj.KIND, obj.key)] = obj
+            self.feed(ObjectEvent("Modified", obj))
+
     def _bind(self, action: BindPod) -> None:
+        if (action.key, action.uid) in self.volume_failures:
+            self.volume_failures.discard((action.key, action.uid))
+            return  # its volumes could not be bound: reported as a failed binding already
         pod = self._current(action.key, action.uid)
         if pod is None or pod.spec.node_name or action.node not in self._nodes():
             # The API server's 404 / 409: someone else decided.

@@ -28,6 +28,9 @@ from plugins.pods.podtopologyspread import PodTopologySpread
 from plugins.pods.prioritysort import PrioritySort
 from plugins.pods.tainttoleration import TaintToleration
 from plugins.pods.unsupportedfeatures import UnsupportedFeatures
+from plugins.pods.volumebinding import VolumeBinding
+from plugins.pods.volumerestrictions import VolumeRestrictions
+from plugins.pods.volumezone import VolumeZone
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -48,6 +51,9 @@ __all__ = [
     "PrioritySort",
     "TaintToleration",
     "UnsupportedFeatures",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
 ]
 
 PluginFactory = Callable[[Any], object]
@@ -68,6 +74,9 @@ _FACTORIES: dict[str, PluginFactory] = {
     "DefaultPreemption": DefaultPreemption.from_args,
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
+    "VolumeRestrictions": VolumeRestrictions.from_args,
+    "VolumeBinding": VolumeBinding.from_args,
+    "VolumeZone": VolumeZone.from_args,
     "InterPodAffinity": InterPodAffinity.from_args,
 }
 
@@ -85,6 +94,10 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        # kube's volume plugins, in its order (VolumeBinding's PreBind binds the claims).
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
@@ -105,6 +118,7 @@ DEFAULT_SCORE_WEIGHTS: Mapping[str, int] = MappingProxyType(
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
         "PodTopologySpread": 2,
+        "VolumeBinding": 1,
         "ImageLocality": 1,
         "InterPodAffinity": 2,
     }

@@ -1,10 +1,12 @@
 """`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
 refused with a message naming the feature, never placed as if the constraint were not there.
 
-Volumes whose node affinity the scheduler would have to honour (a PersistentVolumeClaim, whose
-volume may be zonal or bound late; a generic ephemeral volume, which creates one). The check is
-on the pod alone, so it runs at PreFilter and the pod is unresolvable: no node event or
-preemption helps.
+Dynamic resource allocation (`spec.resourceClaims`, kube's DynamicResources plugin): a pod
+that claims a device must not land on a node without it. Everything else kube-scheduler's
+default profile places is implemented by a plugin of the same name; what those do not do (a
+volume needing dynamic provisioning) they refuse with their own message. The check is on the
+pod alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption
+helps.
 """
 
 from __future__ import annotations
@@ -21,17 +23,15 @@ from plugins.pods._shared import args_of
 __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 
 SCHEDULER = "ocm-pod-scheduler"
-_TOPOLOGY_VOLUMES = ("persistentVolumeClaim", "ephemeral")
 
 
 def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
     spec = pod.spec
     found: list[str] = []
-    for i, volume in enumerate(spec.volumes or ()):
-        for kind in _TOPOLOGY_VOLUMES:
-            if volume.get(kind) is not None:
-                found.append(f"volume topology (spec.volumes[{i}].{kind})")
+    extra = spec.model_extra or {}
+    if extra.get("resourceClaims"):
+        found.append("dynamic resource allocation (spec.resourceClaims)")
     return found
 
 

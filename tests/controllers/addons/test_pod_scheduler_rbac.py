@@ -1,6 +1,7 @@
 """The RBAC of config/addons/pod-scheduler is what the scheduler and its status controller use,
 measured on the embedded server's audit log, not listed by hand: a run with leader election, a
-gang preempting lower-priority pods, an unschedulable pod and an ElasticQuota."""
+gang preempting lower-priority pods, an unschedulable pod, an ElasticQuota and a pod whose
+WaitForFirstConsumer claim the scheduler binds to a local volume."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from controllers.kube.config import ClusterAccess, new_api_client
 from tests.controllers.addons.cluster import node, pod
 from tests.controllers.addons.test_gang_e2e import create_priorities, group, member
 from tests.controllers.embedded.hub import eventually
+from tests.placement.pods.test_volumes_engine import volumes as claim_volumes
+from tests.plugins.pods.volume_builders import claim, local_pv, storage_class
 
 RBAC = SOURCE_CONFIG / "addons" / "pod-scheduler" / "rbac.yaml"
 LEASES = "ocm-pod-scheduler"
@@ -31,6 +34,9 @@ TEST_WRITES = {
     ("", "pods", "create"),
     ("scheduling.x-k8s.io", "podgroups", "create"),
     ("scheduling.x-k8s.io", "elasticquotas", "create"),
+    ("", "persistentvolumes", "create"),
+    ("", "persistentvolumeclaims", "create"),
+    ("storage.k8s.io", "storageclasses", "create"),
 }
 
 
@@ -56,6 +62,9 @@ async def test_the_rbac_grants_exactly_what_the_scheduler_and_status_controller_
         await create_priorities(gw)
         for i in range(2):
             await gw.create(node(f"n{i}", cpu="4"))
+        await gw.create(
+            node("small", cpu="500m")
+        )  # the local volume's node: too small for the rest
         quota = {"metadata": {"name": "q", "namespace": "default"}}
         spec = {"min": {"cpu": "100"}, "max": {"cpu": "100"}}
         doc = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota"}
@@ -80,10 +89,14 @@ async def test_the_rbac_grants_exactly_what_the_scheduler_and_status_controller_
         for i in range(2):
             await gw.create(member(f"hi-m{i}", "hi", "2", priorityClassName="high"))
         await gw.create(pod("huge", "50", "64Mi"))
+        for obj in (storage_class(), local_pv("pv-small", "small"), claim("data")):
+            await gw.create(obj)
+        await gw.create(pod("stateful", "100m", "64Mi", volumes=claim_volumes("data")))
 
         async def gang_bound() -> bool:
             pods = {p.name: p for p in (await gw.list(Pod, "default")).items}
-            return all(pods[f"hi-m{i}"].spec.node_name for i in range(2))
+            gang = all(pods[f"hi-m{i}"].spec.node_name for i in range(2))
+            return gang and pods["stateful"].spec.node_name == "small"
 
         await eventually(gang_bound, timeout=60)
         await asyncio.sleep(0.5)  # the status controller's last patches and the events

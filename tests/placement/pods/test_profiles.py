@@ -93,6 +93,9 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "Coscheduling",
@@ -105,26 +108,32 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodeAffinity",
         "NodePorts",
         "NodeResourcesFit",
+        "VolumeRestrictions",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
     assert names(profile.post_filters) == ["DefaultPreemption"]
-    assert names(profile.reserves) == ["Coscheduling", "CapacityScheduling"]
+    assert names(profile.reserves) == ["VolumeBinding", "Coscheduling", "CapacityScheduling"]
     assert names(profile.permits) == ["Coscheduling"]
+    assert names(profile.pre_binds) == ["VolumeBinding"]
     # An explicit score entry comes first (it re-configures a multiPoint plugin) and its
     # weight wins over the default.
     assert [(p.name, w) for p, w in profile.scores] == [
         ("NodeResourcesFit", 5),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
     assert names(profile.handlers) == [
+        *("VolumeRestrictions", "VolumeBinding", "VolumeZone"),
         "PodTopologySpread",
         "InterPodAffinity",
         "ImageLocality",
@@ -210,6 +219,7 @@ profiles:
         ("TaintToleration", 3),
         ("NodeAffinity", 9),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),

@@ -26,6 +26,7 @@ def test_every_plugin_is_registered_under_its_kube_name() -> None:
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
         "NodeResourcesBalancedAllocation": 1,
+        "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "ImageLocality": 1,
         "InterPodAffinity": 2,
@@ -83,27 +84,10 @@ TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
     ("spec", "message"),
     [
         pytest.param(
-            {
-                "volumes": [
-                    {"name": "cfg", "configMap": {"name": "c"}},
-                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
-                ]
-            },
-            "pod uses volume topology (spec.volumes[1].persistentVolumeClaim)"
+            {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]},
+            "pod uses dynamic resource allocation (spec.resourceClaims)"
             ", which ocm-pod-scheduler does not implement",
-            id="pvc",
-        ),
-        pytest.param(
-            {
-                "volumes": [
-                    {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
-                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
-                ],
-            },
-            "pod uses volume topology (spec.volumes[0].persistentVolumeClaim)"
-            " and volume topology (spec.volumes[1].ephemeral)"
-            ", which ocm-pod-scheduler does not implement",
-            id="two",
+            id="dra",
         ),
     ],
 )
@@ -125,7 +109,11 @@ def test_supported_pods_pass_unsupported_features() -> None:
                 ]
             },
         },
-        "volumes": [{"name": "cfg", "configMap": {"name": "c"}}],
+        "volumes": [
+            {"name": "cfg", "configMap": {"name": "c"}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "d"}},
+            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+        ],
         "topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
         ],
