@@ -51,6 +51,7 @@ _KINDS = {
     "string": cel.Type.STRING,
     "int": cel.Type.INT,
     "bool": cel.Type.BOOL,
+    "double": cel.Type.DOUBLE,
     "dyn": cel.Type.DYN,
     "list": cel.Type.List(cel.Type.DYN),
     "map": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),

@@ -21,17 +21,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from apis.quantity import Quantity, QuantityError
+from placement.cel import quantity
 from placement.cel.formats import FORMATS
 from placement.cel.k8s_values import (
     SEMVER,
-    canonical,
     link_local_multicast,
     regex,
     semver_key,
     structure_cost,
 )
 from placement.cel.overloads import Function, Meter, NoOverloadError, kind_of, opaque, unwrap
+from placement.cel.quantity import compare_quantities
 
 __all__ = ["FUNCTIONS", "build"]
 
@@ -155,67 +155,17 @@ def build(meter: Meter) -> list[Function]:
 
         return part
 
-    # --- quantity ---------------------------------------------------------------------------
-
-    def parse_quantity(text: str) -> Quantity:
-        traverse(text)
-        try:
-            return Quantity(text)
-        except QuantityError as exc:
-            raise ValueError(f"quantities must match the regular expression: {exc}") from exc
-
-    def quantity(text: str) -> dict[str, Any]:
-        # Kept as its exact value in canonical text, so that == compares amounts.
-        return opaque("Quantity", canonical(parse_quantity(text).value))
-
-    def is_quantity(text: str) -> bool:
-        try:
-            parse_quantity(text)
-        except ValueError:
-            return False
-        return True
-
-    def amount(value: Any, function: str) -> Quantity:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Quantity(value)
-        return Quantity(unwrap(value, "Quantity", function))
-
-    def q_sign(value: Any) -> int:
-        exact = amount(value, "sign").value
-        return (exact > 0) - (exact < 0)
-
-    def q_is_integer(value: Any) -> bool:
-        exact = amount(value, "isInteger").value
-        return exact.denominator == 1 and -(2**63) <= exact <= 2**63 - 1
-
-    def q_as_integer(value: Any) -> int:
-        exact = amount(value, "asInteger").value
-        if exact.denominator != 1 or not -(2**63) <= exact <= 2**63 - 1:
-            raise ValueError("cannot convert value to integer")
-        return int(exact)
-
-    def q_as_float(value: Any) -> float:
-        return amount(value, "asApproximateFloat").approximate()
-
-    def q_arith(sign: int, function: str) -> Callable[[Any, Any], Any]:
-        def apply(a: Any, b: Any) -> Any:
-            total = amount(a, function).value + sign * amount(b, function).value
-            return opaque("Quantity", canonical(total))
-
-        return apply
-
     # --- comparisons shared by quantity and semver -------------------------------------------
 
     def compare(function: str) -> Callable[[Any, Any], int]:
         def order(a: Any, b: Any) -> int:
             kind = kind_of(a)
             if kind == "Quantity" and kind_of(b) == "Quantity":
-                x, y = amount(a, function).value, amount(b, function).value
-            elif kind == "Semver" and kind_of(b) == "Semver":
-                x, y = semver_key(a["value"]), semver_key(b["value"])  # type: ignore[assignment]
-            else:
-                raise NoOverloadError(function)
-            return (x > y) - (x < y)
+                return compare_quantities(a, b, function)
+            if kind == "Semver" and kind_of(b) == "Semver":
+                x, y = semver_key(a["value"]), semver_key(b["value"])
+                return (x > y) - (x < y)
+            raise NoOverloadError(function)
 
         return order
 
@@ -382,14 +332,7 @@ def build(meter: Meter) -> list[Function]:
         Function("url", "string_to_url", ("string",), "dyn", url),
         Function("isURL", "is_url_string", ("string",), "bool", is_url),
         *url_functions,
-        Function("quantity", "string_to_quantity", ("string",), "dyn", quantity),
-        Function("isQuantity", "is_quantity_string", ("string",), "bool", is_quantity),
-        Function("sign", "quantity_sign", ("dyn",), "int", q_sign, True),
-        Function("isInteger", "quantity_is_integer", ("dyn",), "bool", q_is_integer, True),
-        Function("asInteger", "quantity_as_integer", ("dyn",), "int", q_as_integer, True),
-        Function("asApproximateFloat", "quantity_as_float", ("dyn",), "dyn", q_as_float, True),
-        Function("add", "quantity_add", ("dyn", "dyn"), "dyn", q_arith(1, "add"), True),
-        Function("sub", "quantity_sub", ("dyn", "dyn"), "dyn", q_arith(-1, "sub"), True),
+        *quantity.functions(meter),
         Function("compareTo", "opaque_compare_to", ("dyn", "dyn"), "int", compare_to, True),
         Function(
             "isLessThan", "opaque_less", ("dyn", "dyn"), "bool", lambda a, b: less(a, b) < 0, True

@@ -71,7 +71,7 @@ KUBERNETES_EXAMPLES = [
     "quantity('50k').isInteger()",
     "!quantity('9999999999999999999999999999999999999G').isInteger()",
     "quantity('50.703k').asApproximateFloat() == 50703.0",
-    "quantity('-1').sign() == -1 && quantity('0').sign() == 0",
+    "sign(quantity('-1')) == -1 && sign(quantity('0')) == 0",
     # IP and CIDR
     "isIP('127.0.0.1')",
     "!isIP('127.0.0.1:80')",
