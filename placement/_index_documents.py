@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.cluster import ManagedCluster
+from placement.cel.document import cluster_document
 from placement.rows import ClusterRow
 from placement.rows import cluster_row as features
 
@@ -65,9 +66,9 @@ def pack(cluster: ManagedCluster) -> bytes:
     """The cluster as `placement.snapshot.unstructured` gives it, as deflated JSON, but for
     its resourceVersion (the row keeps it): an update changing nothing else packs the same
     bytes, so the index sees that the object CEL reads did not change."""
-    text = cluster.model_dump_json(
-        by_alias=True, exclude_none=True, exclude={"metadata": {"resource_version"}}
-    ).encode()
+    document = cluster_document(cluster)
+    document["metadata"].pop("resourceVersion", None)
+    text = json.dumps(document, separators=(",", ":")).encode()
     deflate = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 8, zlib.Z_DEFAULT_STRATEGY, _PRESET)
     return deflate.compress(text) + deflate.flush()
 
@@ -76,7 +77,7 @@ def unpack(row: DocumentRow) -> dict[str, Any]:
     """The unstructured cluster the row was made from."""
     inflate = zlib.decompressobj(_WBITS, _PRESET)
     document: dict[str, Any] = json.loads(inflate.decompress(row.packed) + inflate.flush())
-    if row.resource_version is not None:
+    if row.resource_version:
         document.setdefault("metadata", {})["resourceVersion"] = row.resource_version
     return document
 

@@ -26,6 +26,7 @@ from apis.cluster import (
 )
 from apis.placements import PlacementDecision
 from placement.arrays import BoolMask, RowIndex
+from placement.cel.document import cluster_document
 
 __all__ = [
     "RESOURCES",
@@ -363,10 +364,10 @@ def _cel_inputs(
 
 
 def unstructured(cluster: ManagedCluster) -> dict[str, Any]:
-    """The cluster as the API server would send it (camelCase, unset fields left out): what
-    OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`."""
-    document: dict[str, Any] = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return document
+    """What OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`: the cluster
+    through its Go type (`placement.cel.document`: canonical quantities, Go's nulls and zero
+    values, the CRD defaults)."""
+    return cluster_document(cluster)
 
 
 def _absent_column(size: int) -> Column:
