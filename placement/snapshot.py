@@ -285,8 +285,11 @@ class FleetSnapshot:
         decisions: Iterable[PlacementDecision] = (),
         scores: Iterable[AddOnPlacementScore] = (),
     ) -> FleetSnapshot:
-        """Build a snapshot from API objects (the controller keeps one up to date instead)."""
-        ordered = sorted(clusters, key=lambda c: c.name.encode())
+        """Build a snapshot from API objects (the controller keeps one up to date instead).
+        A cluster given twice (two documents of one name) is the last one given, as applying
+        them in order to an API server would leave it."""
+        latest = {c.name: c for c in clusters}
+        ordered = sorted(latest.values(), key=lambda c: c.name.encode())
         names = tuple(c.name for c in ordered)
         index = {n: i for i, n in enumerate(names)}
         size = len(names)
