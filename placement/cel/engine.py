@@ -58,6 +58,18 @@ _KINDS = {
 }
 
 
+_NATIVE_UNDECLARED = [
+    cel.FunctionDecl(
+        "unwrapOpt", [cel.Overload("list_unwrapOpt", _KINDS["list"], [_KINDS["list"]], True)]
+    ),
+    cel.FunctionDecl(
+        "optional.unwrap", [cel.Overload("optional_unwrap", _KINDS["list"], [_KINDS["list"]])]
+    ),
+]
+"""cel-go's optional library v2 functions that the engine runs but its checker lacks:
+declared without an implementation, the engine's own one is used."""
+
+
 class CelCompileError(ValueError):
     """An expression the environment refuses; `index` is its position in the list."""
 
@@ -91,6 +103,7 @@ class _Runtime:
         declarations = [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
         self.env = cel.NewEnv(
             variables={"managedCluster": _KINDS["map"]},
+            functions=_NATIVE_UNDECLARED,
             extensions=[
                 ext_strings.ExtStrings(),
                 ext_optional.ExtOptional(),
@@ -135,7 +148,7 @@ def _runtime() -> _Runtime:
 def _engine_message(error: Exception) -> str:
     """The engine's status text without its status code wrapping."""
     text = str(error)
-    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: "):
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "OUT_OF_RANGE: "):
         text = text.removeprefix(prefix)
     return text.removesuffix(" [INVALID_ARGUMENT]").rstrip()
 

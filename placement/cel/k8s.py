@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -251,7 +252,18 @@ def build(meter: Meter) -> list[Function]:
         return inner.version == net.version and inner.subnet_of(net)  # type: ignore[arg-type]
 
     def cidr_ip(value: Any) -> dict[str, Any]:
-        return opaque("IP", unwrap(value, "CIDR", "ip").partition("/")[0])
+        text = unwrap(value, "CIDR", "ip").partition("/")[0]
+        return opaque("IP", str(ipaddress.ip_address(text)))
+
+    def to_string(value: Any) -> str:
+        """`string(ip)` and `string(cidr)`: Go's netip forms (the CIDR's address unmasked)."""
+        kind = kind_of(value)
+        if kind == "IP":
+            return str(value["value"])
+        if kind == "CIDR":
+            text, _, bits = str(value["value"]).partition("/")
+            return f"{ipaddress.ip_address(text)}/{int(bits)}"
+        raise NoOverloadError("string")
 
     def cidr_masked(value: Any) -> dict[str, Any]:
         return opaque("CIDR", str(network(value, "masked")))
@@ -261,18 +273,24 @@ def build(meter: Meter) -> list[Function]:
 
     # --- semver -----------------------------------------------------------------------------
 
-    def semver(text: str) -> dict[str, Any]:
+    def valid_semver(text: str) -> bool:
+        """blang/semver's Parse: SemVer 2.0.0 with uint64 version numbers."""
         traverse(text)
-        if SEMVER.fullmatch(text) is None:
-            raise ValueError(f"invalid semver: {text}")
-        return opaque("Semver", text)
+        match = SEMVER.fullmatch(text)
+        return match is not None and all(int(match.group(i)) < 2**64 for i in (1, 2, 3))
 
-    def is_semver(text: str) -> bool:
-        traverse(text)
-        return SEMVER.fullmatch(text) is not None
+    def semver(text: str) -> dict[str, Any]:
+        if not valid_semver(text):
+            raise ValueError(f"invalid semver: {text}")
+        # Equality is semver.Version.EQ, which ignores build metadata: it is not kept.
+        return opaque("Semver", text.partition("+")[0])
 
     def semver_part(index: int, function: str) -> Callable[[Any], int]:
-        return lambda value: int(semver_key(unwrap(value, "Semver", function))[index])
+        def part(value: Any) -> int:
+            number = int(semver_key(unwrap(value, "Semver", function))[index])
+            return number - 2**64 if number >= 2**63 else number  # Go's int64(uint64)
+
+        return part
 
     # --- format -----------------------------------------------------------------------------
 
@@ -290,7 +308,13 @@ def build(meter: Meter) -> list[Function]:
     def parse_json(text: str) -> Any:
         traverse(text)
         try:
-            result = json.loads(text)
+            # Go's json.Unmarshal into interface{}: every number a float64, no NaN/Infinity
+            result = json.loads(
+                text,
+                parse_int=_json_number,
+                parse_float=_json_number,
+                parse_constant=_json_constant,
+            )
         except ValueError as exc:
             raise ValueError(f"failed to parse json: {exc}") from exc
         meter.charge(structure_cost(result))
@@ -365,18 +389,37 @@ def build(meter: Meter) -> list[Function]:
         Function("masked", "cidr_masked", ("dyn",), "dyn", cidr_masked, True),
         Function("prefixLength", "cidr_prefix_length", ("dyn",), "int", prefix_length, True),
         Function("semver", "string_to_semver", ("string",), "dyn", semver),
-        Function("isSemver", "is_semver", ("string",), "bool", is_semver),
+        Function("isSemver", "is_semver_string", ("string",), "bool", valid_semver),
         Function("major", "semver_major", ("dyn",), "int", semver_part(0, "major"), True),
         Function("minor", "semver_minor", ("dyn",), "int", semver_part(1, "minor"), True),
         Function("patch", "semver_patch", ("dyn",), "int", semver_part(2, "patch"), True),
         *format_functions,
         Function("validate", "format_validate", ("dyn", "string"), "dyn", format_validate, True),
-        Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json),
+        Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json, True),
+        Function("string", "ip_to_string", ("map",), "string", to_string),
+        # cel-go's result is an optional: `source.instrument` wraps the call in
+        # optional.ofNonZeroValue, and an unknown name gives {} (none)
+        Function("format.named", "format-named", ("string",), "dyn", _format_named),
     ]
 
 
 FUNCTIONS = build
 """`build(meter)`: the overloads the environment declares."""
+
+
+def _json_number(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"cannot unmarshal number {text} into Go value of type float64")
+    return number
+
+
+def _json_constant(text: str) -> Any:
+    raise ValueError(f"invalid character {text[0]!r} looking for beginning of value")
+
+
+def _format_named(name: str) -> dict[str, Any]:
+    return opaque("Format", name) if name in FORMATS else {}
 
 
 def _format_of(name: str) -> Callable[[], dict[str, Any]]:

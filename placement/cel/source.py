@@ -35,6 +35,11 @@ METER = "ocmCostMeter_"
 
 COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
+# The Kubernetes calls whose result is an optional in cel-go, which ours give as a value that
+# is empty for none: each runs as `optional.ofNonZeroValue(call)`. Value: the name that must
+# qualify the call ("" for a member function).
+_OPTIONAL_RESULTS = {"validate": "", "named": "format"}
+
 _TOKEN = re.compile(
     r"""
     (?P<space>\s+|//[^\n]*)
@@ -119,7 +124,8 @@ def instrument(source: str) -> str:
     the meter returns true, so the value is unchanged, and raises once the budget is spent; a
     conditional whose condition is an error evaluates neither branch, so the loop stops doing
     work. Predicates get `false` as the other branch, a `map` transform its own copy (the
-    types must agree). Kubernetes' `<format>.validate(s)` becomes an optional as there."""
+    types must agree). Kubernetes' `<format>.validate(s)` and `format.named(n)` become the
+    optionals they are in cel-go."""
     tokens = tokenize(source)
     for i in range(len(tokens) - 2):
         dot, name, paren = tokens[i], tokens[i + 1], tokens[i + 2]
@@ -131,14 +137,19 @@ def instrument(source: str) -> str:
         if close >= len(tokens):
             return source  # unbalanced: the engine says what is wrong
         end_at = tokens[close].start + 1
-        if name.text == "validate":
-            begin = _chain_start(tokens, i)
-            if begin is None:
-                continue
-            head = source[: tokens[begin].start]
-            call = source[tokens[begin].start : end_at]
-            return f"{head}optional.ofNonZeroValue({call}){instrument(source[end_at:])}"
         args = _arguments(tokens, i + 2, close)
+        if name.text in _OPTIONAL_RESULTS:
+            begin = _chain_start(tokens, i)
+            qualifier = _OPTIONAL_RESULTS[name.text]
+            if begin is None or (qualifier and (begin != i - 1 or tokens[begin].text != qualifier)):
+                continue
+            if _optional_later_in_chain(tokens, close):
+                continue  # the later call wraps this one with its receiver
+            head = source[: tokens[begin].start]
+            receiver = instrument(source[tokens[begin].start : dot.start])
+            inner = instrument(source[paren.start + 1 : tokens[close].start])
+            call = f"{receiver}.{name.text}({inner})"
+            return f"{head}optional.ofNonZeroValue({call}){instrument(source[end_at:])}"
         if name.text not in COMPREHENSIONS or len(args) < 2:
             continue
         start, end = args[1]
@@ -151,6 +162,24 @@ def instrument(source: str) -> str:
         other = f"({body})" if name.text == "map" and len(args) == 2 else "false"
         return f"{source[:first]}{METER}({cost}) ? ({body}) : {other}{instrument(source[after:])}"
     return source
+
+
+def _optional_later_in_chain(tokens: list[Token], close: int) -> bool:
+    """Whether the member chain going on after `tokens[close]` calls another function of
+    `_OPTIONAL_RESULTS` (`format.named(n).value().validate(s)`)."""
+    at = close + 1
+    while at + 1 < len(tokens) and tokens[at].kind == "punct" and tokens[at].text in (".", ".?"):
+        if tokens[at + 1].kind != "ident":
+            return False
+        after = at + 2
+        if after < len(tokens) and tokens[after].text == "(" and tokens[after].kind == "punct":
+            if tokens[at + 1].text in _OPTIONAL_RESULTS:
+                return True
+            after = _closing(tokens, after) + 1
+        while after < len(tokens) and tokens[after].text in ("[", "[?"):
+            after = _closing(tokens, after) + 1
+        at = after
+    return False
 
 
 def _chain_start(tokens: list[Token], dot: int) -> int | None:

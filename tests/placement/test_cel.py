@@ -122,7 +122,7 @@ KUBERNETES_EXAMPLES = [
     "optional.of(1).hasValue() && !optional.none().hasValue()",
     "{'a': 1}.?b.orValue(5) == 5",
     # OCM's parseJSON
-    'parseJSON(\'{"a": {"b": [1, 2]}}\').a.b[1] == 2',
+    '\'{"a": {"b": [1, 2]}}\'.parseJSON().a.b[1] == 2',
 ]
 
 
@@ -204,7 +204,7 @@ def test_compile_errors_use_ocms_prefix_and_name_the_expression(
         ('quantity("abc").isInteger()', "quantities must match"),
         ('semver("v1").major() == 1', "invalid semver"),
         ('quantity("1").isLessThan(semver("1.0.0"))', "no such overload"),
-        ('parseJSON("{").a == 1', "failed to parse json"),
+        ('"{".parseJSON().a == 1', "failed to parse json"),
         ("[1, 2].min() == 1 && [].min() == 0", "empty list"),
         ("1", "int, not bool"),
     ],
