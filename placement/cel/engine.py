@@ -26,6 +26,7 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
+from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
 
@@ -101,6 +102,7 @@ class _Runtime:
                 )
             )
         declarations = [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
+        self.function_names = frozenset(by_name) - {METER}
         self.env = cel.NewEnv(
             variables={"managedCluster": _KINDS["map"]},
             functions=_NATIVE_UNDECLARED,
@@ -269,7 +271,8 @@ def _compile(expressions: tuple[str, ...]) -> CelSelector | CelCompileError:
         try:
             env.compile(source)  # the user's text: errors point into it
         except (RuntimeError, ValueError, TypeError) as exc:
-            return CelCompileError(index, "compilation failed: " + _engine_message(exc))
+            message = celgo(source, _engine_message(exc), _runtime().function_names)
+            return CelCompileError(index, "compilation failed: " + message)
         try:
             program = env.compile(instrument(source))
         except (RuntimeError, ValueError, TypeError) as exc:  # pragma: no cover - a bug here

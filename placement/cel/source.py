@@ -24,6 +24,8 @@ __all__ = [
     "COMPREHENSIONS",
     "METER",
     "Token",
+    "chain_start",
+    "closing",
     "instrument",
     "node_count",
     "score_names",
@@ -86,7 +88,7 @@ def node_count(tokens: list[Token]) -> int:
     return sum(1 for t in tokens if t.kind != "punct" or t.text not in "(),:[]{}") or 1
 
 
-def _closing(tokens: list[Token], open_at: int) -> int:
+def closing(tokens: list[Token], open_at: int) -> int:
     """Index of the bracket closing the one at `open_at` (len(tokens) if unbalanced)."""
     depth = 0
     for i in range(open_at, len(tokens)):
@@ -133,13 +135,13 @@ def instrument(source: str) -> str:
             continue
         if paren.text != "(" or paren.kind != "punct":
             continue
-        close = _closing(tokens, i + 2)
+        close = closing(tokens, i + 2)
         if close >= len(tokens):
             return source  # unbalanced: the engine says what is wrong
         end_at = tokens[close].start + 1
         args = _arguments(tokens, i + 2, close)
         if name.text in _OPTIONAL_RESULTS:
-            begin = _chain_start(tokens, i)
+            begin = chain_start(tokens, i)
             qualifier = _OPTIONAL_RESULTS[name.text]
             if begin is None or (qualifier and (begin != i - 1 or tokens[begin].text != qualifier)):
                 continue
@@ -175,14 +177,14 @@ def _optional_later_in_chain(tokens: list[Token], close: int) -> bool:
         if after < len(tokens) and tokens[after].text == "(" and tokens[after].kind == "punct":
             if tokens[at + 1].text in _OPTIONAL_RESULTS:
                 return True
-            after = _closing(tokens, after) + 1
+            after = closing(tokens, after) + 1
         while after < len(tokens) and tokens[after].text in ("[", "[?"):
-            after = _closing(tokens, after) + 1
+            after = closing(tokens, after) + 1
         at = after
     return False
 
 
-def _chain_start(tokens: list[Token], dot: int) -> int | None:
+def chain_start(tokens: list[Token], dot: int) -> int | None:
     """The first token of the member chain ending just before `tokens[dot]` (`a.b(c).d`)."""
     at = dot - 1
     while at >= 0:
@@ -242,7 +244,7 @@ def score_names(source: str) -> frozenset[str] | None:
             and tokens[i + 2].text == "("
         ):
             continue
-        close = _closing(tokens, i + 2)
+        close = closing(tokens, i + 2)
         args = _arguments(tokens, i + 2, close)
         literal = args[0][1] - args[0][0] == 1 and tokens[args[0][0]].kind == "string"
         value = _string_value(tokens[args[0][0]].text) if args and literal else None
