@@ -56,6 +56,8 @@ _KINDS = {
     "dyn": cel.Type.DYN,
     "list": cel.Type.List(cel.Type.DYN),
     "map": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
+    # A Kubernetes-typed value (Quantity, Semver, IP...): a tagged map (placement.cel.overloads)
+    "opaque": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
 }
 
 

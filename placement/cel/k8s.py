@@ -299,7 +299,7 @@ def build(meter: Meter) -> list[Function]:
         return FORMATS[unwrap(value, "Format", "validate")](text)
 
     format_functions = [
-        Function(f"format.{name}", f"format_{name}", (), "dyn", _format_of(name))
+        Function(f"format.{name}", f"format_{name}", (), "opaque", _format_of(name))
         for name in sorted(FORMATS)
     ]
 
@@ -321,7 +321,7 @@ def build(meter: Meter) -> list[Function]:
         return result
 
     url_functions = [
-        Function(name, f"url_{name}", ("dyn",), kind, url_part(name), True)
+        Function(name, f"url_{name}", ("opaque",), kind, url_part(name), True)
         for name, kind in (
             ("getScheme", "string"),
             ("getHost", "string"),
@@ -332,7 +332,7 @@ def build(meter: Meter) -> list[Function]:
         )
     ]
     ip_tests = [
-        Function(name, f"ip_{name}", ("dyn",), "bool", ip_test(name, test), True)
+        Function(name, f"ip_{name}", ("opaque",), "bool", ip_test(name, test), True)
         for name, test in (
             ("isUnspecified", lambda a: a.is_unspecified),
             ("isLoopback", lambda a: a.is_loopback),
@@ -353,50 +353,57 @@ def build(meter: Meter) -> list[Function]:
         Function(
             "findAll", "string_find_all_n", ("string", "string", "int"), "list", find_all, True
         ),
-        Function("url", "string_to_url", ("string",), "dyn", url),
+        Function("url", "string_to_url", ("string",), "opaque", url),
         Function("isURL", "is_url_string", ("string",), "bool", is_url),
         *url_functions,
         *quantity.functions(meter),
-        Function("compareTo", "opaque_compare_to", ("dyn", "dyn"), "int", compare_to, True),
+        Function("compareTo", "opaque_compare_to", ("opaque", "opaque"), "int", compare_to, True),
         Function(
-            "isLessThan", "opaque_less", ("dyn", "dyn"), "bool", lambda a, b: less(a, b) < 0, True
+            "isLessThan",
+            "opaque_less",
+            ("opaque", "opaque"),
+            "bool",
+            lambda a, b: less(a, b) < 0,
+            True,
         ),
         Function(
             "isGreaterThan",
             "opaque_greater",
-            ("dyn", "dyn"),
+            ("opaque", "opaque"),
             "bool",
             lambda a, b: greater(a, b) > 0,
             True,
         ),
-        Function("ip", "string_to_ip", ("string",), "dyn", ip),
+        Function("ip", "string_to_ip", ("string",), "opaque", ip),
         Function("isIP", "is_ip", ("string",), "bool", is_ip),
         Function("ip.isCanonical", "ip_is_canonical", ("string",), "bool", ip_is_canonical),
         Function(
             "family",
             "ip_family",
-            ("dyn",),
+            ("opaque",),
             "int",
             lambda v: address(v, "family").version,
             True,
         ),
         *ip_tests,
-        Function("cidr", "string_to_cidr", ("string",), "dyn", cidr),
+        Function("cidr", "string_to_cidr", ("string",), "opaque", cidr),
         Function("isCIDR", "is_cidr", ("string",), "bool", is_cidr),
-        Function("containsIP", "cidr_contains_ip", ("dyn", "dyn"), "bool", contains_ip, True),
-        Function("containsCIDR", "cidr_contains_cidr", ("dyn", "dyn"), "bool", contains_cidr, True),
-        Function("ip", "cidr_ip", ("dyn",), "dyn", cidr_ip, True),
-        Function("masked", "cidr_masked", ("dyn",), "dyn", cidr_masked, True),
-        Function("prefixLength", "cidr_prefix_length", ("dyn",), "int", prefix_length, True),
-        Function("semver", "string_to_semver", ("string",), "dyn", semver),
+        Function("containsIP", "cidr_contains_ip", ("opaque", "dyn"), "bool", contains_ip, True),
+        Function(
+            "containsCIDR", "cidr_contains_cidr", ("opaque", "dyn"), "bool", contains_cidr, True
+        ),
+        Function("ip", "cidr_ip", ("opaque",), "opaque", cidr_ip, True),
+        Function("masked", "cidr_masked", ("opaque",), "opaque", cidr_masked, True),
+        Function("prefixLength", "cidr_prefix_length", ("opaque",), "int", prefix_length, True),
+        Function("semver", "string_to_semver", ("string",), "opaque", semver),
         Function("isSemver", "is_semver_string", ("string",), "bool", valid_semver),
-        Function("major", "semver_major", ("dyn",), "int", semver_part(0, "major"), True),
-        Function("minor", "semver_minor", ("dyn",), "int", semver_part(1, "minor"), True),
-        Function("patch", "semver_patch", ("dyn",), "int", semver_part(2, "patch"), True),
+        Function("major", "semver_major", ("opaque",), "int", semver_part(0, "major"), True),
+        Function("minor", "semver_minor", ("opaque",), "int", semver_part(1, "minor"), True),
+        Function("patch", "semver_patch", ("opaque",), "int", semver_part(2, "patch"), True),
         *format_functions,
-        Function("validate", "format_validate", ("dyn", "string"), "dyn", format_validate, True),
+        Function("validate", "format_validate", ("opaque", "string"), "dyn", format_validate, True),
         Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json, True),
-        Function("string", "ip_to_string", ("map",), "string", to_string),
+        Function("string", "ip_to_string", ("opaque",), "string", to_string),
         # cel-go's result is an optional: `source.instrument` wraps the call in
         # optional.ofNonZeroValue, and an unknown name gives {} (none)
         Function("format.named", "format-named", ("string",), "dyn", _format_named),

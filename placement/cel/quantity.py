@@ -145,12 +145,12 @@ def functions(meter: Meter) -> list[Function]:
         return apply
 
     return [
-        Function("quantity", "string_to_quantity", ("string",), "dyn", quantity),
+        Function("quantity", "string_to_quantity", ("string",), "opaque", quantity),
         Function("isQuantity", "is_quantity_string", ("string",), "bool", is_quantity),
-        Function("sign", "quantity_sign", ("dyn",), "int", sign),
-        Function("isInteger", "quantity_is_integer", ("dyn",), "bool", is_integer, True),
-        Function("asInteger", "quantity_get_int", ("dyn",), "int", as_integer, True),
-        Function("asApproximateFloat", "quantity_get_float", ("dyn",), "double", as_float, True),
-        Function("add", "quantity_add", ("dyn", "dyn"), "dyn", arithmetic(add, "add"), True),
-        Function("sub", "quantity_sub", ("dyn", "dyn"), "dyn", arithmetic(sub, "sub"), True),
+        Function("sign", "quantity_sign", ("opaque",), "int", sign),
+        Function("isInteger", "quantity_is_integer", ("opaque",), "bool", is_integer, True),
+        Function("asInteger", "quantity_get_int", ("opaque",), "int", as_integer, True),
+        Function("asApproximateFloat", "quantity_get_float", ("opaque",), "double", as_float, True),
+        Function("add", "quantity_add", ("opaque", "dyn"), "opaque", arithmetic(add, "add"), True),
+        Function("sub", "quantity_sub", ("opaque", "dyn"), "opaque", arithmetic(sub, "sub"), True),
     ]

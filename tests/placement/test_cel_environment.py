@@ -87,6 +87,13 @@ REFUSED = [
     pytest.param("[1].all(i, v, v == 1)", id="no-two-variable-comprehensions"),
     pytest.param("[2, 1].sort() == [1, 2]", id="no-cel-go-lists-extension"),
     pytest.param("1 < 1.5", id="no-cross-type-numeric-comparisons"),
+    # Kubernetes-typed values are no ints or strings to the checker
+    pytest.param("sign(1) == 1", id="sign-of-an-int"),
+    pytest.param('quantity("1") == 1', id="quantity-equals-int"),
+    pytest.param('quantity("1").compareTo(1) == 0', id="compare-to-an-int"),
+    pytest.param('quantity("1").isGreaterThan("0")', id="greater-than-a-string"),
+    pytest.param('"1.0.0".major() == 1', id="major-of-a-string"),
+    pytest.param('ip("10.0.0.1") == "10.0.0.1"', id="ip-equals-string"),
 ]
 
 
