@@ -136,40 +136,62 @@ def typed(wire: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _struct(value: Any, fields: Mapping[str, Rule]) -> dict[str, Any]:
-    given = value if isinstance(value, Mapping) else {}
     out: dict[str, Any] = {}
+    if isinstance(value, dict):
+        for name, found in value.items():
+            rule = fields.get(name)
+            if rule is None or found is None:
+                continue  # unknown to the Go type, or unset
+            if rule[1] and (found == "" or found == 0 or found == {} or found == []):
+                continue  # omitempty (False == 0 too)
+            out[name] = _field(found, rule)
+    # Go writes every field without omitempty, unset ones as their zero value, in its order
+    required = _REQUIRED.get(id(fields))
+    if required is None:
+        required = _REQUIRED[id(fields)] = tuple(n for n, r in fields.items() if not r[1])
+    if all(name in out for name in required):
+        return out
+    ordered: dict[str, Any] = {}
     for name, rule in fields.items():
-        found = given.get(name)
-        if rule[1] and _empty(found):  # omitempty
-            continue
-        out[name] = _field(found, rule)
-    return out
+        if name in out:
+            ordered[name] = out[name]
+        elif not rule[1]:
+            ordered[name] = _struct(None, rule[2]) if rule[0] == "struct" else _ZERO.get(rule[0])
+    return ordered
 
 
-def _empty(value: Any) -> bool:
-    return value is None or value in ("", 0, False) or value == {} or value == []
+_REQUIRED: dict[int, tuple[str, ...]] = {}
 
 
 def _field(value: Any, rule: Rule) -> Any:
     kind, _, detail = rule
     if kind == "struct":
         return _struct(value, detail)
-    if value is None:
-        return _ZERO.get(kind)  # a time, pointer, map or list left unset is null
-    if kind == "map" and isinstance(value, Mapping):
-        return {k: _field(v, detail) for k, v in value.items()}
+    if kind == "map" and isinstance(value, dict):
+        return {k: (_field(v, detail) if v is not None else None) for k, v in value.items()}
     if kind == "list" and isinstance(value, list):
-        return [_field(v, detail) for v in value]
+        return [(_field(v, detail) if v is not None else _ZERO.get(detail[0])) for v in value]
     if kind == "quantity":
         return _canonical(value)
     return value
 
 
+_CANONICAL: dict[tuple[type, Any], Any] = {}
+"""Canonical text by wire value: fleets repeat a few capacities (`16`, `64Gi`) endlessly."""
+
+
 def _canonical(value: Any) -> Any:
-    try:
-        return Quantity.parse(value).canonical()
-    except QuantityError:
-        return value
+    key = (type(value), value)
+    found = _CANONICAL.get(key)
+    if found is None:
+        try:
+            found = Quantity.parse(value).canonical()
+        except QuantityError:
+            found = value
+        if len(_CANONICAL) >= 4096:
+            _CANONICAL.clear()
+        _CANONICAL[key] = found
+    return found
 
 
 def cluster_document(cluster: ManagedCluster) -> dict[str, Any]:
