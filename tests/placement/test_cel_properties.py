@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from apis.cluster import ManagedCluster
 from placement.index import FleetIndex, cluster_row
 from placement.snapshot import FleetSnapshot
-from placement.testing import NOW, cluster_set, global_set, placement, predicate
+from placement.testing import NOW, binding, cluster_set, placement, predicate
 from plugins import default_scheduler
 
 FAST = settings(max_examples=60, deadline=None)
@@ -89,11 +89,8 @@ def _index_snapshot(objects: list[ManagedCluster]) -> FleetSnapshot:
     index = FleetIndex()
     for c in objects:
         index.upsert_cluster(cluster_row(c))
-    for obj in global_set("apps"):
-        if obj.KIND == "ManagedClusterSet":
-            index.upsert_cluster_set(obj)  # type: ignore[arg-type]
-        else:
-            index.upsert_binding(obj)  # type: ignore[arg-type]
+    index.upsert_cluster_set(cluster_set("global", {}))
+    index.upsert_binding(binding("apps", "global"))
     return index.snapshot()
 
 
@@ -104,7 +101,7 @@ def test_the_controller_and_simulate_select_the_same_clusters(
 ) -> None:
     p = placement("apps", "p", predicates=[predicate(cel=expressions)])
     scheduler = default_scheduler()
-    built = FleetSnapshot.build(fleet, [cluster_set("global", {})], list(global_set("apps"))[1:])
+    built = FleetSnapshot.build(fleet, [cluster_set("global", {})], [binding("apps", "global")])
     simulated = scheduler.schedule(p, built, NOW)
     run = scheduler.schedule(p, _index_snapshot(fleet), NOW)
     assert built.rows_to_names(simulated.selected) == _index_snapshot(fleet).rows_to_names(
