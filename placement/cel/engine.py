@@ -17,6 +17,7 @@ evaluation in progress live in this module (evaluation is synchronous and single
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
+from placement.cel.columns import label_tests
 from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
@@ -149,9 +151,16 @@ def _runtime() -> _Runtime:
     return _RUNTIME
 
 
+_NO_SUCH_KEY = re.compile(r'^NOT_FOUND: Key not found in map : "(.*)"$', re.DOTALL)
+
+
 def _engine_message(error: Exception) -> str:
-    """The engine's status text without its status code wrapping."""
+    """The engine's status text without its status code wrapping, a missing key in cel-go's
+    words (`no such key: env`)."""
     text = str(error)
+    missing = _NO_SUCH_KEY.match(text)
+    if missing is not None:
+        return f"no such key: {missing[1]}"
     for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "OUT_OF_RANGE: "):
         text = text.removeprefix(prefix)
     return text.removesuffix(" [INVALID_ARGUMENT]").rstrip()
@@ -197,6 +206,8 @@ class CelSelector:
             else:
                 names |= found
         self._score_names = frozenset(names)
+        self.label_tests = label_tests(expressions)
+        """The expressions as label tests the snapshot's columns answer, None if one is not."""
 
     @property
     def score_names(self) -> frozenset[str] | None:

@@ -29,6 +29,7 @@ __all__ = [
     "instrument",
     "node_count",
     "score_names",
+    "string_value",
     "tokenize",
 ]
 
@@ -215,8 +216,8 @@ def chain_start(tokens: list[Token], dot: int) -> int | None:
 _STRING_PREFIX = re.compile(r"^[rRbB]*")
 
 
-def _string_value(literal: str) -> str | None:
-    """The value of a plain string literal (no bytes, only simple escapes), else None."""
+def string_value(literal: str) -> str | None:
+    """The value of a plain string literal (no bytes; only the simple escapes), else None."""
     prefix = _STRING_PREFIX.match(literal)
     flags = prefix.group().lower() if prefix else ""
     if "b" in flags:
@@ -227,8 +228,16 @@ def _string_value(literal: str) -> str | None:
     if "r" in flags or "\\" not in inner:
         return inner
     simple = {"\\\\": "\\", '\\"': '"', "\\'": "'", "\\n": "\n", "\\t": "\t"}
-    out = re.sub(r"\\.", lambda m: simple.get(m.group(), m.group()), inner)
-    return None if "\\" in out.replace("\\\\", "") and out != inner else out
+    parts = re.split(r"(\\.)", inner, flags=re.DOTALL)
+    out = []
+    for part in parts:
+        if part.startswith("\\"):
+            if part not in simple:
+                return None  # \u, \x, octal...: not worked out here
+            out.append(simple[part])
+        else:
+            out.append(part)
+    return "".join(out)
 
 
 def score_names(source: str) -> frozenset[str] | None:
@@ -247,7 +256,7 @@ def score_names(source: str) -> frozenset[str] | None:
         close = closing(tokens, i + 2)
         args = _arguments(tokens, i + 2, close)
         literal = args[0][1] - args[0][0] == 1 and tokens[args[0][0]].kind == "string"
-        value = _string_value(tokens[args[0][0]].text) if args and literal else None
+        value = string_value(tokens[args[0][0]].text) if args and literal else None
         if value is None:
             return None
         names.add(value)
