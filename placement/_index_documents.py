@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.cluster import ManagedCluster
-from placement.cel.document import cluster_document
+from placement.cel.document import typed
 from placement.rows import ClusterRow
 from placement.rows import cluster_row as features
 
@@ -63,23 +63,25 @@ class DocumentRow(ClusterRow):
 
 
 def pack(cluster: ManagedCluster) -> bytes:
-    """The cluster as `placement.snapshot.unstructured` gives it, as deflated JSON, but for
-    its resourceVersion (the row keeps it): an update changing nothing else packs the same
-    bytes, so the index sees that the object CEL reads did not change."""
-    document = cluster_document(cluster)
-    document["metadata"].pop("resourceVersion", None)
-    text = json.dumps(document, separators=(",", ":")).encode()
+    """The cluster's wire form as deflated JSON, but for its resourceVersion (the row keeps
+    it): an update changing nothing else packs the same bytes, so the index sees that the
+    object CEL reads did not change. Packed on every cluster event, so kept to pydantic's own
+    serializer; the Go shape CEL sees is made on `unpack`, which only the interpreter needs."""
+    text = cluster.model_dump_json(
+        by_alias=True, exclude_none=True, exclude={"metadata": {"resource_version"}}
+    ).encode()
     deflate = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 8, zlib.Z_DEFAULT_STRATEGY, _PRESET)
     return deflate.compress(text) + deflate.flush()
 
 
 def unpack(row: DocumentRow) -> dict[str, Any]:
-    """The unstructured cluster the row was made from."""
+    """The cluster the row was made from, as `placement.snapshot.unstructured` gives it (the
+    typed document of `placement.cel.document`)."""
     inflate = zlib.decompressobj(_WBITS, _PRESET)
-    document: dict[str, Any] = json.loads(inflate.decompress(row.packed) + inflate.flush())
+    wire = json.loads(inflate.decompress(row.packed) + inflate.flush())
     if row.resource_version:
-        document.setdefault("metadata", {})["resourceVersion"] = row.resource_version
-    return document
+        wire.setdefault("metadata", {})["resourceVersion"] = row.resource_version
+    return typed(wire)
 
 
 def document_row(cluster: ManagedCluster) -> DocumentRow:
