@@ -26,11 +26,16 @@ def column_verdicts(
         alive = np.flatnonzero(failed < 0)
         if not alive.size:
             break
-        column = fleet.label(test.key)
-        codes = column.codes[rows[alive]]
-        present = codes >= 0
-        wanted = np.fromiter((column.code_of(v) for v in test.values), np.int32, len(test.values))
-        hit = np.isin(codes, wanted)
+        if test.key is None:  # metadata.name: always there
+            names = [fleet.names[row] for row in rows[alive].tolist()]
+            hit = np.fromiter((n in test.values for n in names), bool, len(names))
+            present = np.ones(alive.size, dtype=bool)
+        else:
+            column = fleet.label(test.key)
+            codes = column.codes[rows[alive]]
+            present = codes >= 0
+            wanted = [column.code_of(v) for v in test.values]
+            hit = np.isin(codes, np.asarray(wanted, dtype=np.int32))
         passed = present & (~hit if test.operator == "!=" else hit)
         failing = alive[~passed]
         failed[failing] = index
@@ -39,7 +44,7 @@ def column_verdicts(
             if unlabelled is None:
                 unlabelled = _unlabelled(fleet, rows)
             for at in absent.tolist():
-                key = "labels" if unlabelled[at] else test.key
+                key = "labels" if unlabelled[at] else str(test.key)
                 errors[at] = f"no such key: {key}"
     return failed, errors
 

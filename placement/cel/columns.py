@@ -7,6 +7,7 @@ literals, which the snapshot's label columns answer for all clusters at once
 
     managedCluster.metadata.labels["K"] == "V"       (also != , and .labels.K)
     managedCluster.metadata.labels["K"] in ["V1", "V2"]
+    managedCluster.metadata.name == "N"               (also != and in [...])
 
 and gives None as soon as one expression is anything else (the interpreter then runs them
 all). What the interpreter decides on such an expression, the columns decide alike: a cluster
@@ -24,13 +25,15 @@ from placement.cel.source import Token, string_value, tokenize
 __all__ = ["LabelTest", "label_tests"]
 
 _PREFIX = ("managedCluster", ".", "metadata", ".", "labels")
+_NAME = ("managedCluster", ".", "metadata", ".", "name")
 
 
 @dataclass(frozen=True)
 class LabelTest:
-    """`labels[key] <operator> values`: operator `==`, `!=` or `in`."""
+    """`labels[key] <operator> values` (`metadata.name` when `key` is None): operator `==`,
+    `!=` or `in`."""
 
-    key: str
+    key: str | None
     operator: str
     values: tuple[str, ...]
 
@@ -51,20 +54,26 @@ def _literal(token: Token) -> str | None:
 
 
 def _label_test(tokens: list[Token]) -> LabelTest | None:
-    if len(tokens) < 8 or tuple(t.text for t in tokens[:5]) != _PREFIX:
+    if any(t.kind == "other" for t in tokens) or len(tokens) < 7:
         return None
-    if any(t.kind == "other" for t in tokens):
-        return None
-    at = 5
-    if tokens[at].text == "[" and len(tokens) > at + 2 and tokens[at + 2].text == "]":
-        key = _literal(tokens[at + 1])
-        at += 3
-    elif tokens[at].text == "." and tokens[at + 1].kind == "ident":
-        key = tokens[at + 1].text
-        at += 2
+    key: str | None
+    if tuple(t.text for t in tokens[:5]) == _NAME:
+        key, at = None, 5
+    elif len(tokens) >= 8 and tuple(t.text for t in tokens[:5]) == _PREFIX:
+        at = 5
+        if tokens[at].text == "[" and tokens[at + 2].text == "]":
+            key = _literal(tokens[at + 1])
+            at += 3
+        elif tokens[at].text == "." and tokens[at + 1].kind == "ident":
+            key = tokens[at + 1].text
+            at += 2
+        else:
+            return None
+        if key is None:
+            return None
     else:
         return None
-    if key is None or at >= len(tokens):
+    if at >= len(tokens):
         return None
     operator, rest = tokens[at].text, tokens[at + 1 :]
     if operator in ("==", "!=") and tokens[at].kind == "punct" and len(rest) == 1:

@@ -30,6 +30,8 @@ FAST = settings(max_examples=80, deadline=None)
             LabelTest("a/b", "in", ("x", "y")),
         ),
         ("managedCluster . metadata.labels['k'] in []", LabelTest("k", "in", ())),
+        ('managedCluster.metadata.name == "c1"', LabelTest(None, "==", ("c1",))),
+        ("managedCluster.metadata.name in ['c1', 'c2']", LabelTest(None, "in", ("c1", "c2"))),
     ],
 )
 def test_label_tests_are_recognised(expression: str, test: LabelTest) -> None:
@@ -47,6 +49,8 @@ def test_label_tests_are_recognised(expression: str, test: LabelTest) -> None:
         'managedCluster.metadata.labels[k] == "prod"',
         '"prod" == managedCluster.metadata.labels["env"]',
         'managedCluster.metadata.labels["e\\u0041"] == "x"',
+        'managedCluster.metadata.name.startsWith("c")',
+        'managedCluster.metadata.name["x"] == "c"',
     ],
 )
 def test_anything_else_is_left_to_the_interpreter(expression: str) -> None:
@@ -57,12 +61,14 @@ def test_anything_else_is_left_to_the_interpreter(expression: str) -> None:
 LABELS = st.dictionaries(st.sampled_from(["env", "x", "a/b"]), st.sampled_from(["prod", "", "y"]))
 TESTS = st.builds(
     lambda key, op, values: (
-        f"managedCluster.metadata.labels[{key!r}] {op} "
+        (f"managedCluster.metadata.labels[{key!r}] " if key else "managedCluster.metadata.name ")
+        + op
+        + " "
         + (repr(values[0]) if op != "in" else "[" + ", ".join(map(repr, values)) + "]")
     ),
-    st.sampled_from(["env", "x", "a/b"]),
+    st.sampled_from(["env", "x", "a/b", None]),
     st.sampled_from(["==", "!=", "in"]),
-    st.lists(st.sampled_from(["prod", "", "y"]), min_size=1, max_size=3),
+    st.lists(st.sampled_from(["prod", "", "y", "c0", "c2"]), min_size=1, max_size=3),
 )
 
 
