@@ -208,10 +208,18 @@ def test_cel_score_names_tell_the_fan_out_which_score_objects_matter() -> None:
 def test_a_timer_given_to_the_plugin_observes_each_evaluation() -> None:
     seen: list[int] = []
     plugin = Predicate(cel_timer=lambda: lambda: seen.append(1))
+    # (a shape the interpreter runs: `name != 'b'` is decided on columns, with no evaluation)
     web = placement(
-        "apps", "web", predicates=[predicate(cel=["managedCluster.metadata.name != 'b'"])]
+        "apps", "web", predicates=[predicate(cel=["!managedCluster.metadata.name.startsWith('b')"])]
     )
     fleet = snapshot([cluster(n) for n in "abcd"])
     result = plugin.filter(Cycle(NOW), web, fleet, np.ones(4, bool))
     assert fleet.rows_to_names(np.flatnonzero(result.mask)) == ["a", "c", "d"]
     assert len(seen) == 4
+    columns = placement(
+        "apps", "web", predicates=[predicate(cel=["managedCluster.metadata.name != 'b'"])]
+    )
+    seen.clear()
+    result = plugin.filter(Cycle(NOW), columns, fleet, np.ones(4, bool))
+    assert fleet.rows_to_names(np.flatnonzero(result.mask)) == ["a", "c", "d"]
+    assert seen == []
