@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.cluster import ManagedCluster
+from placement.cel.document import typed
 from placement.rows import ClusterRow
 from placement.rows import cluster_row as features
 
@@ -62,9 +63,10 @@ class DocumentRow(ClusterRow):
 
 
 def pack(cluster: ManagedCluster) -> bytes:
-    """The cluster as `placement.snapshot.unstructured` gives it, as deflated JSON, but for
-    its resourceVersion (the row keeps it): an update changing nothing else packs the same
-    bytes, so the index sees that the object CEL reads did not change."""
+    """The cluster's wire form as deflated JSON, but for its resourceVersion (the row keeps
+    it): an update changing nothing else packs the same bytes, so the index sees that the
+    object CEL reads did not change. Packed on every cluster event, so kept to pydantic's own
+    serializer; the Go shape CEL sees is made on `unpack`, which only the interpreter needs."""
     text = cluster.model_dump_json(
         by_alias=True, exclude_none=True, exclude={"metadata": {"resource_version"}}
     ).encode()
@@ -73,12 +75,13 @@ def pack(cluster: ManagedCluster) -> bytes:
 
 
 def unpack(row: DocumentRow) -> dict[str, Any]:
-    """The unstructured cluster the row was made from."""
+    """The cluster the row was made from, as `placement.snapshot.unstructured` gives it (the
+    typed document of `placement.cel.document`)."""
     inflate = zlib.decompressobj(_WBITS, _PRESET)
-    document: dict[str, Any] = json.loads(inflate.decompress(row.packed) + inflate.flush())
-    if row.resource_version is not None:
-        document.setdefault("metadata", {})["resourceVersion"] = row.resource_version
-    return document
+    wire = json.loads(inflate.decompress(row.packed) + inflate.flush())
+    if row.resource_version:
+        wire.setdefault("metadata", {})["resourceVersion"] = row.resource_version
+    return typed(wire)
 
 
 def document_row(cluster: ManagedCluster) -> DocumentRow:

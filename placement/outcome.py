@@ -173,20 +173,24 @@ def outcome(
     previous: PlacementStatus | None,
     now: datetime,
 ) -> Outcome:
-    """The decisions and status to write for one scheduled placement."""
+    """The decisions and status to write for one scheduled placement.
+
+    As OCM's `syncPlacement`: the decision groups are built whatever the scheduler said, and a
+    group that cannot be built (a bad `groupClusterSelector` or `clustersPerDecisionGroup`)
+    replaces the scheduler's status, so its message is the one shown; the Satisfied condition
+    and `numberOfSelectedClusters` still count the clusters the scheduler selected."""
     status = result.status
     paged: Paged | None = None
-    if status.ok:
+    selected = len(result.selected)
+    groups, group_status = cluster_decision_groups(result.placement, fleet, result.selected)
+    if not group_status.ok:
+        status = group_status
+    elif status.ok:
         problem = decision_name_problem(result.placement)
-        if problem is not None:
-            status = Status(Code.MISCONFIGURED, problem)
-    if status.ok:
-        groups, group_status = cluster_decision_groups(result.placement, fleet, result.selected)
-        if group_status.ok:
+        if problem is None:
             paged = paginate(result.placement, groups)
-        else:
-            status = group_status
-    selected = len(result.selected) if paged is not None else 0
+        else:  # ours, not OCM's: nothing can be written, so nothing is selected
+            status, selected = Status(Code.MISCONFIGURED, problem), 0
     conditions = list(previous.conditions or []) if previous else []
     conditions = set_condition(
         conditions, PLACEMENT_SATISFIED, satisfied_condition(result, status, selected), now
@@ -200,13 +204,15 @@ def outcome(
             decision_groups=list(paged.groups),
             conditions=conditions,
         )
-    else:
-        kept = previous or PlacementStatus()
-        new_status = kept.model_copy(update={"conditions": conditions})
-        if previous is None:
-            new_status = PlacementStatus(
-                number_of_selected_clusters=0, decision_groups=[], conditions=conditions
-            )
+    elif previous is None:
+        new_status = PlacementStatus(
+            number_of_selected_clusters=selected, decision_groups=[], conditions=conditions
+        )
+    else:  # the decisions stay (a deliberate difference), and so do their groups
+        update: dict[str, object] = {"conditions": conditions}
+        if not group_status.ok:
+            update["number_of_selected_clusters"] = selected
+        new_status = previous.model_copy(update=update)
     return Outcome(result, status, paged, new_status)
 
 

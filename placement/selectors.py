@@ -19,6 +19,7 @@ import numpy.typing as npt
 from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, label_value_problems
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
+from placement._cel_columns import column_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
@@ -244,7 +245,8 @@ def cel_mask(
     """Rows of `within` whose cluster every expression of `selector` accepts.
 
     A cluster is evaluated only if no result is cached for its stamp (its object and score
-    objects unchanged since): the warm path is numpy over the stamps. With `why`, each
+    objects unchanged since): the warm path is numpy over the stamps. A selector of label
+    tests is answered from the label columns instead (`placement._cel_columns`). With `why`, each
     rejected row gets the expression that rejected it and why (explain)."""
     inputs = fleet.cel
     if inputs is None:
@@ -275,7 +277,16 @@ def cel_mask(
     missing = np.flatnonzero(~hit)
     errors = cached.errors if cached is not None else {}
     valid = hit
-    if missing.size:
+    if missing.size and selector.label_tests is not None:
+        # Label tests: the snapshot's columns answer every missing row at once.
+        verdicts, found = column_verdicts(selector.label_tests, fleet, rows[missing])
+        failed[missing] = verdicts
+        new_stamps = stamps[missing]
+        fresh_errors = {int(new_stamps[at]): error for at, error in found.items()}
+        fresh_verdicts = list(zip(new_stamps.tolist(), verdicts.tolist(), strict=True))
+        errors = _store(inputs, key, cached, fresh_verdicts, fresh_errors, fleet.size)
+        valid[missing] = True
+    elif missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}
         for i in missing.tolist():

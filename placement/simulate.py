@@ -42,7 +42,8 @@ class Simulated:
 
 
 def fleet_of(objects: Iterable[KubeObject]) -> tuple[FleetSnapshot, list[Placement]]:
-    """The snapshot of the objects, and their placements sorted by namespace/name."""
+    """The snapshot of the objects, and their placements sorted by namespace/name; an object
+    given twice is its last definition (what applying them in order would leave)."""
     items = list(objects)
 
     def of(kind: type[KubeObject]) -> list[KubeObject]:
@@ -55,9 +56,8 @@ def fleet_of(objects: Iterable[KubeObject]) -> tuple[FleetSnapshot, list[Placeme
         of(PlacementDecision),  # type: ignore[arg-type]
         of(AddOnPlacementScore),  # type: ignore[arg-type]
     )
-    placements = sorted(
-        (o for o in items if isinstance(o, Placement)), key=lambda p: (p.namespace, p.name)
-    )
+    latest = {(o.namespace, o.name): o for o in items if isinstance(o, Placement)}
+    placements = [latest[key] for key in sorted(latest)]
     return fleet, placements
 
 

@@ -26,6 +26,7 @@ from apis.cluster import (
 )
 from apis.placements import PlacementDecision
 from placement.arrays import BoolMask, RowIndex
+from placement.cel.document import cluster_document
 
 __all__ = [
     "RESOURCES",
@@ -284,8 +285,11 @@ class FleetSnapshot:
         decisions: Iterable[PlacementDecision] = (),
         scores: Iterable[AddOnPlacementScore] = (),
     ) -> FleetSnapshot:
-        """Build a snapshot from API objects (the controller keeps one up to date instead)."""
-        ordered = sorted(clusters, key=lambda c: c.name.encode())
+        """Build a snapshot from API objects (the controller keeps one up to date instead).
+        A cluster given twice (two documents of one name) is the last one given, as applying
+        them in order to an API server would leave it."""
+        latest = {c.name: c for c in clusters}
+        ordered = sorted(latest.values(), key=lambda c: c.name.encode())
         names = tuple(c.name for c in ordered)
         index = {n: i for i, n in enumerate(names)}
         size = len(names)
@@ -363,10 +367,10 @@ def _cel_inputs(
 
 
 def unstructured(cluster: ManagedCluster) -> dict[str, Any]:
-    """The cluster as the API server would send it (camelCase, unset fields left out): what
-    OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`."""
-    document: dict[str, Any] = cluster.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return document
+    """What OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`: the cluster
+    through its Go type (`placement.cel.document`: canonical quantities, Go's nulls and zero
+    values, the CRD defaults)."""
+    return cluster_document(cluster)
 
 
 def _absent_column(size: int) -> Column:

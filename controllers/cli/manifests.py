@@ -322,7 +322,21 @@ def load_paths(paths: Iterable[str | Path], validation: Validation = "strict") -
             continue
         for file in _files(path):
             _load_file(file, result, validation)
+    _note_duplicates(result)
     return result
+
+
+def _note_duplicates(result: LoadResult) -> None:
+    """A warning for each object defined again: the last definition is the one used."""
+    seen: dict[tuple[str, str, str], LoadedObject] = {}
+    for item in result.objects:
+        key = (item.obj.KIND, item.obj.metadata.namespace or "", item.obj.metadata.name or "")
+        first = seen.setdefault(key, item)
+        if first is not item and key[2]:
+            where = f"{first.source}: document {first.index}"
+            name = f"{key[1]}/{key[2]}" if key[1] else key[2]
+            message = f"{key[0]} {name} is also defined at {where}; this later one is used"
+            result.warnings.append(LoadError(item.source, item.index, message))
 
 
 KUSTOMIZE_HINT = "kubectl kustomize DIR | placement validate -f -"

@@ -17,6 +17,7 @@ evaluation in progress live in this module (evaluation is synchronous and single
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
+from placement.cel.columns import label_tests
+from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
 
@@ -51,10 +54,25 @@ _KINDS = {
     "string": cel.Type.STRING,
     "int": cel.Type.INT,
     "bool": cel.Type.BOOL,
+    "double": cel.Type.DOUBLE,
     "dyn": cel.Type.DYN,
     "list": cel.Type.List(cel.Type.DYN),
     "map": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
+    # A Kubernetes-typed value (Quantity, Semver, IP...): a tagged map (placement.cel.overloads)
+    "opaque": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
 }
+
+
+_NATIVE_UNDECLARED = [
+    cel.FunctionDecl(
+        "unwrapOpt", [cel.Overload("list_unwrapOpt", _KINDS["list"], [_KINDS["list"]], True)]
+    ),
+    cel.FunctionDecl(
+        "optional.unwrap", [cel.Overload("optional_unwrap", _KINDS["list"], [_KINDS["list"]])]
+    ),
+]
+"""cel-go's optional library v2 functions that the engine runs but its checker lacks:
+declared without an implementation, the engine's own one is used."""
 
 
 class CelCompileError(ValueError):
@@ -88,8 +106,10 @@ class _Runtime:
                 )
             )
         declarations = [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
+        self.function_names = frozenset(by_name) - {METER}
         self.env = cel.NewEnv(
             variables={"managedCluster": _KINDS["map"]},
+            functions=_NATIVE_UNDECLARED,
             extensions=[
                 ext_strings.ExtStrings(),
                 ext_optional.ExtOptional(),
@@ -131,10 +151,17 @@ def _runtime() -> _Runtime:
     return _RUNTIME
 
 
+_NO_SUCH_KEY = re.compile(r'^NOT_FOUND: Key not found in map : "(.*)"$', re.DOTALL)
+
+
 def _engine_message(error: Exception) -> str:
-    """The engine's status text without its status code wrapping."""
+    """The engine's status text without its status code wrapping, a missing key in cel-go's
+    words (`no such key: env`)."""
     text = str(error)
-    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: "):
+    missing = _NO_SUCH_KEY.match(text)
+    if missing is not None:
+        return f"no such key: {missing[1]}"
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "OUT_OF_RANGE: "):
         text = text.removeprefix(prefix)
     return text.removesuffix(" [INVALID_ARGUMENT]").rstrip()
 
@@ -179,6 +206,8 @@ class CelSelector:
             else:
                 names |= found
         self._score_names = frozenset(names)
+        self.label_tests = label_tests(expressions)
+        """The expressions as label tests the snapshot's columns answer, None if one is not."""
 
     @property
     def score_names(self) -> frozenset[str] | None:
@@ -255,7 +284,8 @@ def _compile(expressions: tuple[str, ...]) -> CelSelector | CelCompileError:
         try:
             env.compile(source)  # the user's text: errors point into it
         except (RuntimeError, ValueError, TypeError) as exc:
-            return CelCompileError(index, "compilation failed: " + _engine_message(exc))
+            message = celgo(source, _engine_message(exc), _runtime().function_names)
+            return CelCompileError(index, "compilation failed: " + message)
         try:
             program = env.compile(instrument(source))
         except (RuntimeError, ValueError, TypeError) as exc:  # pragma: no cover - a bug here

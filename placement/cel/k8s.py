@@ -16,22 +16,23 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from apis.quantity import Quantity, QuantityError
+from placement.cel import quantity
 from placement.cel.formats import FORMATS
 from placement.cel.k8s_values import (
     SEMVER,
-    canonical,
     link_local_multicast,
     regex,
     semver_key,
     structure_cost,
 )
 from placement.cel.overloads import Function, Meter, NoOverloadError, kind_of, opaque, unwrap
+from placement.cel.quantity import compare_quantities
 
 __all__ = ["FUNCTIONS", "build"]
 
@@ -155,67 +156,17 @@ def build(meter: Meter) -> list[Function]:
 
         return part
 
-    # --- quantity ---------------------------------------------------------------------------
-
-    def parse_quantity(text: str) -> Quantity:
-        traverse(text)
-        try:
-            return Quantity(text)
-        except QuantityError as exc:
-            raise ValueError(f"quantities must match the regular expression: {exc}") from exc
-
-    def quantity(text: str) -> dict[str, Any]:
-        # Kept as its exact value in canonical text, so that == compares amounts.
-        return opaque("Quantity", canonical(parse_quantity(text).value))
-
-    def is_quantity(text: str) -> bool:
-        try:
-            parse_quantity(text)
-        except ValueError:
-            return False
-        return True
-
-    def amount(value: Any, function: str) -> Quantity:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Quantity(value)
-        return Quantity(unwrap(value, "Quantity", function))
-
-    def q_sign(value: Any) -> int:
-        exact = amount(value, "sign").value
-        return (exact > 0) - (exact < 0)
-
-    def q_is_integer(value: Any) -> bool:
-        exact = amount(value, "isInteger").value
-        return exact.denominator == 1 and -(2**63) <= exact <= 2**63 - 1
-
-    def q_as_integer(value: Any) -> int:
-        exact = amount(value, "asInteger").value
-        if exact.denominator != 1 or not -(2**63) <= exact <= 2**63 - 1:
-            raise ValueError("cannot convert value to integer")
-        return int(exact)
-
-    def q_as_float(value: Any) -> float:
-        return amount(value, "asApproximateFloat").approximate()
-
-    def q_arith(sign: int, function: str) -> Callable[[Any, Any], Any]:
-        def apply(a: Any, b: Any) -> Any:
-            total = amount(a, function).value + sign * amount(b, function).value
-            return opaque("Quantity", canonical(total))
-
-        return apply
-
     # --- comparisons shared by quantity and semver -------------------------------------------
 
     def compare(function: str) -> Callable[[Any, Any], int]:
         def order(a: Any, b: Any) -> int:
             kind = kind_of(a)
             if kind == "Quantity" and kind_of(b) == "Quantity":
-                x, y = amount(a, function).value, amount(b, function).value
-            elif kind == "Semver" and kind_of(b) == "Semver":
-                x, y = semver_key(a["value"]), semver_key(b["value"])  # type: ignore[assignment]
-            else:
-                raise NoOverloadError(function)
-            return (x > y) - (x < y)
+                return compare_quantities(a, b, function)
+            if kind == "Semver" and kind_of(b) == "Semver":
+                x, y = semver_key(a["value"]), semver_key(b["value"])
+                return (x > y) - (x < y)
+            raise NoOverloadError(function)
 
         return order
 
@@ -301,7 +252,18 @@ def build(meter: Meter) -> list[Function]:
         return inner.version == net.version and inner.subnet_of(net)  # type: ignore[arg-type]
 
     def cidr_ip(value: Any) -> dict[str, Any]:
-        return opaque("IP", unwrap(value, "CIDR", "ip").partition("/")[0])
+        text = unwrap(value, "CIDR", "ip").partition("/")[0]
+        return opaque("IP", str(ipaddress.ip_address(text)))
+
+    def to_string(value: Any) -> str:
+        """`string(ip)` and `string(cidr)`: Go's netip forms (the CIDR's address unmasked)."""
+        kind = kind_of(value)
+        if kind == "IP":
+            return str(value["value"])
+        if kind == "CIDR":
+            text, _, bits = str(value["value"]).partition("/")
+            return f"{ipaddress.ip_address(text)}/{int(bits)}"
+        raise NoOverloadError("string")
 
     def cidr_masked(value: Any) -> dict[str, Any]:
         return opaque("CIDR", str(network(value, "masked")))
@@ -311,18 +273,24 @@ def build(meter: Meter) -> list[Function]:
 
     # --- semver -----------------------------------------------------------------------------
 
-    def semver(text: str) -> dict[str, Any]:
+    def valid_semver(text: str) -> bool:
+        """blang/semver's Parse: SemVer 2.0.0 with uint64 version numbers."""
         traverse(text)
-        if SEMVER.fullmatch(text) is None:
-            raise ValueError(f"invalid semver: {text}")
-        return opaque("Semver", text)
+        match = SEMVER.fullmatch(text)
+        return match is not None and all(int(match.group(i)) < 2**64 for i in (1, 2, 3))
 
-    def is_semver(text: str) -> bool:
-        traverse(text)
-        return SEMVER.fullmatch(text) is not None
+    def semver(text: str) -> dict[str, Any]:
+        if not valid_semver(text):
+            raise ValueError(f"invalid semver: {text}")
+        # Equality is semver.Version.EQ, which ignores build metadata: it is not kept.
+        return opaque("Semver", text.partition("+")[0])
 
     def semver_part(index: int, function: str) -> Callable[[Any], int]:
-        return lambda value: int(semver_key(unwrap(value, "Semver", function))[index])
+        def part(value: Any) -> int:
+            number = int(semver_key(unwrap(value, "Semver", function))[index])
+            return number - 2**64 if number >= 2**63 else number  # Go's int64(uint64)
+
+        return part
 
     # --- format -----------------------------------------------------------------------------
 
@@ -331,7 +299,7 @@ def build(meter: Meter) -> list[Function]:
         return FORMATS[unwrap(value, "Format", "validate")](text)
 
     format_functions = [
-        Function(f"format.{name}", f"format_{name}", (), "dyn", _format_of(name))
+        Function(f"format.{name}", f"format_{name}", (), "opaque", _format_of(name))
         for name in sorted(FORMATS)
     ]
 
@@ -340,14 +308,20 @@ def build(meter: Meter) -> list[Function]:
     def parse_json(text: str) -> Any:
         traverse(text)
         try:
-            result = json.loads(text)
+            # Go's json.Unmarshal into interface{}: every number a float64, no NaN/Infinity
+            result = json.loads(
+                text,
+                parse_int=_json_number,
+                parse_float=_json_number,
+                parse_constant=_json_constant,
+            )
         except ValueError as exc:
             raise ValueError(f"failed to parse json: {exc}") from exc
         meter.charge(structure_cost(result))
         return result
 
     url_functions = [
-        Function(name, f"url_{name}", ("dyn",), kind, url_part(name), True)
+        Function(name, f"url_{name}", ("opaque",), kind, url_part(name), True)
         for name, kind in (
             ("getScheme", "string"),
             ("getHost", "string"),
@@ -358,7 +332,7 @@ def build(meter: Meter) -> list[Function]:
         )
     ]
     ip_tests = [
-        Function(name, f"ip_{name}", ("dyn",), "bool", ip_test(name, test), True)
+        Function(name, f"ip_{name}", ("opaque",), "bool", ip_test(name, test), True)
         for name, test in (
             ("isUnspecified", lambda a: a.is_unspecified),
             ("isLoopback", lambda a: a.is_loopback),
@@ -379,61 +353,80 @@ def build(meter: Meter) -> list[Function]:
         Function(
             "findAll", "string_find_all_n", ("string", "string", "int"), "list", find_all, True
         ),
-        Function("url", "string_to_url", ("string",), "dyn", url),
+        Function("url", "string_to_url", ("string",), "opaque", url),
         Function("isURL", "is_url_string", ("string",), "bool", is_url),
         *url_functions,
-        Function("quantity", "string_to_quantity", ("string",), "dyn", quantity),
-        Function("isQuantity", "is_quantity_string", ("string",), "bool", is_quantity),
-        Function("sign", "quantity_sign", ("dyn",), "int", q_sign, True),
-        Function("isInteger", "quantity_is_integer", ("dyn",), "bool", q_is_integer, True),
-        Function("asInteger", "quantity_as_integer", ("dyn",), "int", q_as_integer, True),
-        Function("asApproximateFloat", "quantity_as_float", ("dyn",), "dyn", q_as_float, True),
-        Function("add", "quantity_add", ("dyn", "dyn"), "dyn", q_arith(1, "add"), True),
-        Function("sub", "quantity_sub", ("dyn", "dyn"), "dyn", q_arith(-1, "sub"), True),
-        Function("compareTo", "opaque_compare_to", ("dyn", "dyn"), "int", compare_to, True),
+        *quantity.functions(meter),
+        Function("compareTo", "opaque_compare_to", ("opaque", "opaque"), "int", compare_to, True),
         Function(
-            "isLessThan", "opaque_less", ("dyn", "dyn"), "bool", lambda a, b: less(a, b) < 0, True
+            "isLessThan",
+            "opaque_less",
+            ("opaque", "opaque"),
+            "bool",
+            lambda a, b: less(a, b) < 0,
+            True,
         ),
         Function(
             "isGreaterThan",
             "opaque_greater",
-            ("dyn", "dyn"),
+            ("opaque", "opaque"),
             "bool",
             lambda a, b: greater(a, b) > 0,
             True,
         ),
-        Function("ip", "string_to_ip", ("string",), "dyn", ip),
+        Function("ip", "string_to_ip", ("string",), "opaque", ip),
         Function("isIP", "is_ip", ("string",), "bool", is_ip),
         Function("ip.isCanonical", "ip_is_canonical", ("string",), "bool", ip_is_canonical),
         Function(
             "family",
             "ip_family",
-            ("dyn",),
+            ("opaque",),
             "int",
             lambda v: address(v, "family").version,
             True,
         ),
         *ip_tests,
-        Function("cidr", "string_to_cidr", ("string",), "dyn", cidr),
+        Function("cidr", "string_to_cidr", ("string",), "opaque", cidr),
         Function("isCIDR", "is_cidr", ("string",), "bool", is_cidr),
-        Function("containsIP", "cidr_contains_ip", ("dyn", "dyn"), "bool", contains_ip, True),
-        Function("containsCIDR", "cidr_contains_cidr", ("dyn", "dyn"), "bool", contains_cidr, True),
-        Function("ip", "cidr_ip", ("dyn",), "dyn", cidr_ip, True),
-        Function("masked", "cidr_masked", ("dyn",), "dyn", cidr_masked, True),
-        Function("prefixLength", "cidr_prefix_length", ("dyn",), "int", prefix_length, True),
-        Function("semver", "string_to_semver", ("string",), "dyn", semver),
-        Function("isSemver", "is_semver", ("string",), "bool", is_semver),
-        Function("major", "semver_major", ("dyn",), "int", semver_part(0, "major"), True),
-        Function("minor", "semver_minor", ("dyn",), "int", semver_part(1, "minor"), True),
-        Function("patch", "semver_patch", ("dyn",), "int", semver_part(2, "patch"), True),
+        Function("containsIP", "cidr_contains_ip", ("opaque", "dyn"), "bool", contains_ip, True),
+        Function(
+            "containsCIDR", "cidr_contains_cidr", ("opaque", "dyn"), "bool", contains_cidr, True
+        ),
+        Function("ip", "cidr_ip", ("opaque",), "opaque", cidr_ip, True),
+        Function("masked", "cidr_masked", ("opaque",), "opaque", cidr_masked, True),
+        Function("prefixLength", "cidr_prefix_length", ("opaque",), "int", prefix_length, True),
+        Function("semver", "string_to_semver", ("string",), "opaque", semver),
+        Function("isSemver", "is_semver_string", ("string",), "bool", valid_semver),
+        Function("major", "semver_major", ("opaque",), "int", semver_part(0, "major"), True),
+        Function("minor", "semver_minor", ("opaque",), "int", semver_part(1, "minor"), True),
+        Function("patch", "semver_patch", ("opaque",), "int", semver_part(2, "patch"), True),
         *format_functions,
-        Function("validate", "format_validate", ("dyn", "string"), "dyn", format_validate, True),
-        Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json),
+        Function("validate", "format_validate", ("opaque", "string"), "dyn", format_validate, True),
+        Function("parseJSON", "parse_json_string", ("string",), "dyn", parse_json, True),
+        Function("string", "ip_to_string", ("opaque",), "string", to_string),
+        # cel-go's result is an optional: `source.instrument` wraps the call in
+        # optional.ofNonZeroValue, and an unknown name gives {} (none)
+        Function("format.named", "format-named", ("string",), "dyn", _format_named),
     ]
 
 
 FUNCTIONS = build
 """`build(meter)`: the overloads the environment declares."""
+
+
+def _json_number(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"cannot unmarshal number {text} into Go value of type float64")
+    return number
+
+
+def _json_constant(text: str) -> Any:
+    raise ValueError(f"invalid character {text[0]!r} looking for beginning of value")
+
+
+def _format_named(name: str) -> dict[str, Any]:
+    return opaque("Format", name) if name in FORMATS else {}
 
 
 def _format_of(name: str) -> Callable[[], dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The rules behind the Kubernetes CEL types, apart from the functions that expose them
-(`placement.cel.k8s`): a quantity's canonical text, Semantic Versioning precedence, IP
-link-local multicast, the regex cache, and OCM's cost for what `parseJSON` builds."""
+(`placement.cel.k8s`): Semantic Versioning precedence, IP link-local multicast, the regex
+cache, and OCM's cost for what `parseJSON` builds. Quantities: `placement.cel.quantity`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 __all__ = [
     "SEMVER",
-    "canonical",
     "link_local_multicast",
     "regex",
     "semver_key",
@@ -28,23 +27,6 @@ def regex(pattern: str) -> re.Pattern[str]:
             _REGEX_CACHE.clear()
         found = _REGEX_CACHE[pattern] = re.compile(pattern)
     return found
-
-
-def canonical(value: Any) -> str:
-    """An exact amount as text: an integer, or its finite decimal expansion."""
-    return str(value.numerator) if value.denominator == 1 else _decimal(value)
-
-
-def _decimal(value: Any) -> str:
-    """A fraction with a finite decimal expansion (every quantity sum is one) as text."""
-    numerator, denominator = value.numerator, value.denominator
-    digits = 0
-    while denominator % 10**digits and digits < 30:
-        digits += 1
-    scaled = numerator * (10**digits // denominator)
-    sign = "-" if scaled < 0 else ""
-    text = str(abs(scaled)).rjust(digits + 1, "0")
-    return f"{sign}{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
 
 
 def link_local_multicast(a: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:

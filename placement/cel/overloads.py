@@ -43,7 +43,9 @@ class Meter:
 @dataclass(frozen=True)
 class Function:
     """One overload: name, id, parameter kinds (`receiver` first for member functions),
-    result kind and implementation; kinds are 'string', 'int', 'bool', 'list', 'map', 'dyn'."""
+    result kind and implementation; kinds are 'string', 'int', 'bool', 'double', 'list', 'map',
+    'dyn' and 'opaque' (a Kubernetes-typed value: to the checker a map, so that an int or a
+    string where one is expected is a compile error, as in cel-go)."""
 
     name: str
     overload: str

@@ -24,9 +24,12 @@ __all__ = [
     "COMPREHENSIONS",
     "METER",
     "Token",
+    "chain_start",
+    "closing",
     "instrument",
     "node_count",
     "score_names",
+    "string_value",
     "tokenize",
 ]
 
@@ -34,6 +37,11 @@ METER = "ocmCostMeter_"
 """The metering function's name: an identifier no Kubernetes or OCM library declares."""
 
 COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+
+# The Kubernetes calls whose result is an optional in cel-go, which ours give as a value that
+# is empty for none: each runs as `optional.ofNonZeroValue(call)`. Value: the name that must
+# qualify the call ("" for a member function).
+_OPTIONAL_RESULTS = {"validate": "", "named": "format"}
 
 _TOKEN = re.compile(
     r"""
@@ -81,7 +89,7 @@ def node_count(tokens: list[Token]) -> int:
     return sum(1 for t in tokens if t.kind != "punct" or t.text not in "(),:[]{}") or 1
 
 
-def _closing(tokens: list[Token], open_at: int) -> int:
+def closing(tokens: list[Token], open_at: int) -> int:
     """Index of the bracket closing the one at `open_at` (len(tokens) if unbalanced)."""
     depth = 0
     for i in range(open_at, len(tokens)):
@@ -119,7 +127,8 @@ def instrument(source: str) -> str:
     the meter returns true, so the value is unchanged, and raises once the budget is spent; a
     conditional whose condition is an error evaluates neither branch, so the loop stops doing
     work. Predicates get `false` as the other branch, a `map` transform its own copy (the
-    types must agree). Kubernetes' `<format>.validate(s)` becomes an optional as there."""
+    types must agree). Kubernetes' `<format>.validate(s)` and `format.named(n)` become the
+    optionals they are in cel-go."""
     tokens = tokenize(source)
     for i in range(len(tokens) - 2):
         dot, name, paren = tokens[i], tokens[i + 1], tokens[i + 2]
@@ -127,18 +136,23 @@ def instrument(source: str) -> str:
             continue
         if paren.text != "(" or paren.kind != "punct":
             continue
-        close = _closing(tokens, i + 2)
+        close = closing(tokens, i + 2)
         if close >= len(tokens):
             return source  # unbalanced: the engine says what is wrong
         end_at = tokens[close].start + 1
-        if name.text == "validate":
-            begin = _chain_start(tokens, i)
-            if begin is None:
-                continue
-            head = source[: tokens[begin].start]
-            call = source[tokens[begin].start : end_at]
-            return f"{head}optional.ofNonZeroValue({call}){instrument(source[end_at:])}"
         args = _arguments(tokens, i + 2, close)
+        if name.text in _OPTIONAL_RESULTS:
+            begin = chain_start(tokens, i)
+            qualifier = _OPTIONAL_RESULTS[name.text]
+            if begin is None or (qualifier and (begin != i - 1 or tokens[begin].text != qualifier)):
+                continue
+            if _optional_later_in_chain(tokens, close):
+                continue  # the later call wraps this one with its receiver
+            head = source[: tokens[begin].start]
+            receiver = instrument(source[tokens[begin].start : dot.start])
+            inner = instrument(source[paren.start + 1 : tokens[close].start])
+            call = f"{receiver}.{name.text}({inner})"
+            return f"{head}optional.ofNonZeroValue({call}){instrument(source[end_at:])}"
         if name.text not in COMPREHENSIONS or len(args) < 2:
             continue
         start, end = args[1]
@@ -153,7 +167,25 @@ def instrument(source: str) -> str:
     return source
 
 
-def _chain_start(tokens: list[Token], dot: int) -> int | None:
+def _optional_later_in_chain(tokens: list[Token], close: int) -> bool:
+    """Whether the member chain going on after `tokens[close]` calls another function of
+    `_OPTIONAL_RESULTS` (`format.named(n).value().validate(s)`)."""
+    at = close + 1
+    while at + 1 < len(tokens) and tokens[at].kind == "punct" and tokens[at].text in (".", ".?"):
+        if tokens[at + 1].kind != "ident":
+            return False
+        after = at + 2
+        if after < len(tokens) and tokens[after].text == "(" and tokens[after].kind == "punct":
+            if tokens[at + 1].text in _OPTIONAL_RESULTS:
+                return True
+            after = closing(tokens, after) + 1
+        while after < len(tokens) and tokens[after].text in ("[", "[?"):
+            after = closing(tokens, after) + 1
+        at = after
+    return False
+
+
+def chain_start(tokens: list[Token], dot: int) -> int | None:
     """The first token of the member chain ending just before `tokens[dot]` (`a.b(c).d`)."""
     at = dot - 1
     while at >= 0:
@@ -184,8 +216,8 @@ def _chain_start(tokens: list[Token], dot: int) -> int | None:
 _STRING_PREFIX = re.compile(r"^[rRbB]*")
 
 
-def _string_value(literal: str) -> str | None:
-    """The value of a plain string literal (no bytes, only simple escapes), else None."""
+def string_value(literal: str) -> str | None:
+    """The value of a plain string literal (no bytes; only the simple escapes), else None."""
     prefix = _STRING_PREFIX.match(literal)
     flags = prefix.group().lower() if prefix else ""
     if "b" in flags:
@@ -196,8 +228,16 @@ def _string_value(literal: str) -> str | None:
     if "r" in flags or "\\" not in inner:
         return inner
     simple = {"\\\\": "\\", '\\"': '"', "\\'": "'", "\\n": "\n", "\\t": "\t"}
-    out = re.sub(r"\\.", lambda m: simple.get(m.group(), m.group()), inner)
-    return None if "\\" in out.replace("\\\\", "") and out != inner else out
+    parts = re.split(r"(\\.)", inner, flags=re.DOTALL)
+    out = []
+    for part in parts:
+        if part.startswith("\\"):
+            if part not in simple:
+                return None  # \u, \x, octal...: not worked out here
+            out.append(simple[part])
+        else:
+            out.append(part)
+    return "".join(out)
 
 
 def score_names(source: str) -> frozenset[str] | None:
@@ -213,10 +253,10 @@ def score_names(source: str) -> frozenset[str] | None:
             and tokens[i + 2].text == "("
         ):
             continue
-        close = _closing(tokens, i + 2)
+        close = closing(tokens, i + 2)
         args = _arguments(tokens, i + 2, close)
         literal = args[0][1] - args[0][0] == 1 and tokens[args[0][0]].kind == "string"
-        value = _string_value(tokens[args[0][0]].text) if args and literal else None
+        value = string_value(tokens[args[0][0]].text) if args and literal else None
         if value is None:
             return None
         names.add(value)

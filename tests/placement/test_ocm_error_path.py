@@ -278,3 +278,56 @@ def test_bad_set_not_chosen_by_the_placement_does_not_matter() -> None:
     done = run(placement("apps", "web", clusterSets=["good"]), BAD_SET)
     assert condition(done, MISCONFIGURED)[0] == "False"
     assert selected(done) == ["a"]
+
+
+# --- a decision group that cannot be built (scheduling_controller.go syncPlacement) -----------
+
+BAD_GROUP = {
+    "groupStrategy": {
+        "decisionGroups": [
+            {
+                "groupName": "canary",
+                "groupClusterSelector": {
+                    "labelSelector": {"matchExpressions": [{"key": "env", "operator": "In"}]}
+                },
+            }
+        ]
+    }
+}
+
+
+def test_a_broken_group_selector_keeps_the_scheduler_count_and_satisfied_condition() -> None:
+    done = run(placement("apps", "web", decisionStrategy=BAD_GROUP))
+    assert condition(done, MISCONFIGURED) == ("True", "Misconfigured", f":{EMPTY_IN}")
+    assert condition(done, SATISFIED) == (
+        "True",
+        "AllDecisionsScheduled",
+        "All cluster decisions scheduled",
+    )
+    assert done.placement_status.number_of_selected_clusters == 2
+    assert done.paged is None  # misconfigured: the previous decisions stay (deliberate)
+
+
+def test_a_broken_group_selector_with_decisions_before_updates_only_count_and_conditions() -> None:
+    before = run(placement("apps", "web", numberOfClusters=1))
+    assert selected(before) == ["a"]
+    done = run(
+        placement("apps", "web", decisionStrategy=BAD_GROUP), previous=before.placement_status
+    )
+    assert done.placement_status.number_of_selected_clusters == 2
+    assert done.placement_status.decision_groups == before.placement_status.decision_groups
+
+
+def test_broken_predicate_and_group_selector_name_the_group_selector_as_ocm() -> None:
+    bad = {"labelSelector": {"matchExpressions": [{"key": "env", "operator": "exists"}]}}
+    done = run(
+        placement(
+            "apps",
+            "web",
+            predicates=[{"requiredClusterSelector": bad}],
+            decisionStrategy=BAD_GROUP,
+        )
+    )
+    assert condition(done, MISCONFIGURED) == ("True", "Misconfigured", f":{EMPTY_IN}")
+    assert condition(done, SATISFIED)[1] == "NoManagedClusterMatched"  # the scheduler chose none
+    assert done.placement_status.number_of_selected_clusters == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from apis.meta import KubeObject
 from apis.placements import DISABLE_ANNOTATION, PlacementDecision
 from placement.simulate import simulate
@@ -65,3 +67,40 @@ def test_misconfigured_placement_keeps_its_input_decisions() -> None:
     ]
     (item,) = simulate(objects, default_scheduler(), NOW)
     assert chosen(item.decisions) == ["a"]
+
+
+def test_a_cluster_given_twice_is_its_last_definition_not_a_crash() -> None:
+    objects: list[KubeObject] = [
+        cluster("a", labels={"env": "dev"}),
+        cluster("b", labels={"env": "prod"}),
+        cluster("a", labels={"env": "prod"}),
+        *global_set("ns"),
+        placement("ns", "p", predicates=[predicate(labels={"env": "prod"})]),
+        placement("ns", "p", predicates=[predicate(labels={"env": "prod"})]),
+    ]
+    (item,) = simulate(objects, default_scheduler(), NOW)
+    assert item.outcome is not None
+    status = item.outcome.placement_status
+    assert status.number_of_selected_clusters == 2
+    assert status.conditions is not None
+    assert status.conditions[0].reason == "AllDecisionsScheduled"
+    assert _decided(item.decisions) == ["a", "b"]
+
+
+def test_decisions_naming_a_cluster_twice_are_counted_once_per_entry() -> None:
+    objects: list[KubeObject] = [
+        cluster("a"),
+        cluster("b"),
+        *global_set("ns"),
+        decision("ns", "old", ["a", "a", "gone"]),
+        placement("ns", "p", numberOfClusters=1),
+    ]
+    (item,) = simulate(objects, default_scheduler(), NOW)
+    assert item.outcome is not None
+    assert item.outcome.placement_status.number_of_selected_clusters == 1
+    # Balance sees `a` decided twice by another placement: `b` is preferred
+    assert _decided(item.decisions) == ["b"]
+
+
+def _decided(decisions: Sequence[PlacementDecision]) -> list[str]:
+    return [d.cluster_name for pd in decisions if pd.status for d in pd.status.decisions]

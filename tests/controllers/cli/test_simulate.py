@@ -238,3 +238,43 @@ def test_other_kinds_are_skipped_with_a_warning(
     assert "skipped objects of other kinds: 1 Deployment, 1 Namespace" in err
     (row,) = out.splitlines()[1:]
     assert row.split() == ["apps", "web", "True", "AllDecisionsScheduled", "1", "one"]
+
+
+DUPLICATED = """\
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: twice, labels: {env: dev}}
+---
+apiVersion: cluster.open-cluster-management.io/v1
+kind: ManagedCluster
+metadata: {name: twice, labels: {env: prod}}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSet
+metadata: {name: global}
+spec: {clusterSelector: {selectorType: LabelSelector, labelSelector: {}}}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {name: global, namespace: ns}
+spec: {clusterSet: global}
+---
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: prod, namespace: ns}
+spec:
+  predicates:
+  - requiredClusterSelector: {labelSelector: {matchLabels: {env: prod}}}
+"""
+
+
+def test_a_cluster_defined_twice_is_a_warning_and_the_last_definition(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "twice.yaml"
+    path.write_text(DUPLICATED)
+    code, out, err = run(capsys, "simulate", "-f", str(path), *NOW)
+    assert code == EXIT_OK, err
+    assert f"{path}: document 2: ManagedCluster twice is also defined at {path}: document 1" in err
+    (placement,) = [i for i in json.loads(out)["items"] if i["kind"] == "Placement"]
+    assert placement["status"]["numberOfSelectedClusters"] == 1
