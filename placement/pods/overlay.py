@@ -8,7 +8,10 @@ a pod counted on a node is gone from the hypothetical cluster when `gone(pod, ro
 and `added` pods run there as well (kube: the PreFilter extensions' RemovePod and AddPod).
 
 The snapshot of a real cycle has the empty overlay (`NO_OVERLAY`), and plugins take their
-fast path on it. Nominated pods are `added` when the cycle counts them (kube runs the filters
+fast path on it. One filter pass may hold the victims of several candidate rows at once; a
+row's verdict is only kube's (which checks each node with its own victims gone) when that
+row's victims are the only ones: the victim search decides the rows one at a time again when
+a pass made a plugin read `removed` (`placement.pods.victims.select_victims`). Nominated pods are `added` when the cycle counts them (kube runs the filters
 with the nominated pods of equal or higher priority added).
 """
 

@@ -100,12 +100,50 @@ def select_victims(
 ) -> list[Candidate]:
     """For each row and its potential victims (most important first): remove them all;
     if the pod then fits, reprieve them from the most important down while it still fits.
-    All rows at once: one filter pass after the removal and one per reprieve round."""
+    All rows at once: one filter pass after the removal and one per reprieve round.
+
+    Each row's verdict must see its own victims gone, not the other rows' (kube checks every
+    node on its own). The resource filters read only their row; a plugin that looks at which
+    pods run where (anti-affinity or spread over a zone) reads the snapshot's pod overlay,
+    which in a pass of all rows holds every row's victims. When a pass made a plugin read it,
+    the rows are decided again one at a time (only then: most preemptions involve no such
+    plugin)."""
     host = cycle.host
     assert host is not None
     if not lists:
         return []
+    read: list[bool] = []
+    found = _select_victims(cycle, pod, nodes, lists, fits_hooks, failures, read)
+    if not read or len(lists) == 1:
+        return found
+    exact: list[Candidate] = []
+    for row in sorted(lists):
+        exact.extend(_select_victims(cycle, pod, nodes, {row: lists[row]}, fits_hooks, None, []))
+    return exact
+
+
+def _select_victims(
+    cycle: PodCycle,
+    pod: PodInfo,
+    nodes: NodeSnapshot,
+    lists: Mapping[int, Sequence[PodInfo]],
+    fits_hooks: Sequence[FitsHook],
+    failures: dict[str, int] | None,
+    read: list[bool],
+) -> list[Candidate]:
+    """`select_victims` for all rows at once; `read` gets an entry when a filter read the pod
+    overlay."""
+    host = cycle.host
+    assert host is not None
     rows = sorted(lists)
+
+    def noted(keys: Callable[[], Iterable[str]]) -> Callable[[], Iterable[str]]:
+        def gone() -> Iterable[str]:
+            read.append(True)
+            return keys()
+
+        return gone
+
     shapes: dict[tuple[tuple[str, int], ...], np.ndarray[Any, np.dtype[np.int64]]] = {}
 
     def vector_of(requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -123,7 +161,9 @@ def select_victims(
             requested[row] -= vector
     mask = np.zeros(nodes.size, dtype=bool)
     mask[rows] = True
-    every = nodes.overlay.removing_lazily(lambda: (v.key for row in rows for v in lists[row]))
+    every = nodes.overlay.removing_lazily(
+        noted(lambda: (v.key for row in rows for v in lists[row]))
+    )
     trial = dataclasses.replace(nodes, requested=requested, overlay=every)
     ok, diag = host.run_filters(cycle, pod, trial, mask)
     if failures is not None:
@@ -153,7 +193,7 @@ def select_victims(
             back = {lists[row][j].key for row in trying}
             return (v.key for row in alive for v in removed[row] if v.key not in back)
 
-        overlay = nodes.overlay.removing_lazily(gone)
+        overlay = nodes.overlay.removing_lazily(noted(gone))
         trial = dataclasses.replace(nodes, requested=requested, overlay=overlay)
         ok, _ = host.run_filters(cycle, pod, trial, mask)
         for row in trying:

@@ -104,3 +104,22 @@ def test_filter_honours_each_kind_of_overlay() -> None:
     assert fitting(PodOverlay(removed=frozenset({"default/a"}), added=((row, hermit),))) == ["n1"]
     # And the real snapshot still answers as before (the fast path was not spoiled).
     assert fitting(PodOverlay()) == ["n3"]
+
+
+def test_each_candidate_node_sees_only_its_own_victims_gone() -> None:
+    """Zone anti-affinity: two low-priority conflicting pods on two nodes of one zone. Evicting
+    either alone leaves the other in the zone, so no node can help (kube checks each node on
+    its own); a check of all candidate nodes at once would see both gone and evict one for
+    nothing."""
+    zone = "topology.kubernetes.io/zone"
+    w = world(hnode("a", zone="z1"), hnode("b", zone="z1"), hnode("c", zone="z2"))
+    w.add_pods(
+        apod("db-a", DB, node="a", priority=1, scheduler="other"),
+        apod("db-b", DB, node="b", priority=1, scheduler="other"),
+        apod("db-c", DB, node="c", priority=1000, scheduler="other"),
+    )
+    w.add_pods(apod("db-new", DB, priority=50, anti=[term(DB, zone)]))
+    actions = w.run(until=T0 + timedelta(seconds=5))
+    assert of(actions, DeletePod) == []
+    assert placed(w)["db-new"] is None
+    assert "No preemption victims found for incoming pod" in message_of(w, "default/db-new")
