@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controllers.cli.common import EXIT_USAGE
+from controllers.cli.common import EXIT_USAGE, add_log_options
 from controllers.kube.errors import ApiError
 from controllers.runtime.logs import setup_logging
 
@@ -315,8 +315,7 @@ def add_parser(subparsers: Subparsers) -> None:
         help="give up start-up (exit 1) when a watched kind cannot be listed for this long; "
         "the error says which kinds and why (default 60)",
     )
-    run.add_argument("--log-format", choices=["text", "json"], default="text")
-    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
 

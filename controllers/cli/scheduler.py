@@ -36,6 +36,7 @@ from apis.meta import KubeObject
 from controllers.cli.common import (
     EXIT_OK,
     CliError,
+    add_log_options,
     add_manifest_options,
     emit,
     parse_now,
@@ -166,6 +167,7 @@ def _add_run(verbs: Subparsers) -> None:
             "default), not at all (off), or alone without scheduling (only)"
         ),
     )
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -299,6 +301,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     if options.kubelet and not options.embedded:
         raise CliError("scheduler run: --kubelet simulates kubelets of an embedded server only")
+    from controllers.runtime.logs import setup_logging
+
+    setup_logging(args.log_format, args.log_level)
     # Imported here: the offline verbs should not pay for the controller and its client.
     try:
         module = importlib.import_module("controllers.addons.scheduler")

@@ -190,6 +190,8 @@ class Controller:
             return False, f"informers not watching: {unsynced_reasons(stalled)}"
         if self.elector is not None and self.elector.error is not None:
             return False, f"leader election failing: {_one_line(self.elector.error)[:300]}"
+        if self.elector is not None and self.elector.blocked is not None:
+            return False, f"leader election: {self.elector.blocked[:300]}"
         return True, "leader" if self.leading else "standby"
 
     def synced_message(self) -> str:
