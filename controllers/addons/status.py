@@ -30,6 +30,7 @@ not served is not watched (its rule idles).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,11 +41,11 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup
 from controllers.addons.gateway import PodGateway
-from controllers.addons.informers import served
 from controllers.kube.errors import NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions
+from controllers.runtime.discovery import served_kinds
 from controllers.runtime.events import EventRecorder, EventType
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
@@ -148,9 +149,15 @@ class StatusController(Controller):
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Watch the kinds the server serves, then the runtime's start."""
         informers: list[Informer[Any, Any]] = []
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        classes = [_CLASSES[kind] for kind in self.rules]
+        served = await served_kinds(self.gateway, classes, timeout=sync_timeout)
+        if sync_timeout is not None:  # one budget for both
+            sync_timeout = max(0.0, sync_timeout - (loop.time() - began))
         for kind in list(self.rules):
             cls = _CLASSES[kind]
-            if not await served(self.gateway, cls):
+            if cls not in served:
                 log.info("%s is not served (CRD not installed): its status is not kept", kind)
                 del self.rules[kind]
                 continue

@@ -167,6 +167,15 @@ def _add_run(verbs: Subparsers) -> None:
             "default), not at all (off), or alone without scheduling (only)"
         ),
     )
+    run.add_argument(
+        "--sync-timeout",
+        type=lambda text: _seconds(text).total_seconds(),
+        default=RunOptions.sync_timeout,
+        metavar="SECONDS",
+        help="give up start-up (exit 1) when the cluster has not answered for this long; the "
+        f"error says which kinds and why (default {RunOptions.sync_timeout:g}); until then an "
+        "unreachable cluster is retried, one line per round",
+    )
     add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
@@ -298,6 +307,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         http_addr=args.http_addr,
         config_path=str(args.config) if args.config else None,
         status_controller=args.status_controller,
+        sync_timeout=args.sync_timeout,
     )
     if options.kubelet and not options.embedded:
         raise CliError("scheduler run: --kubelet simulates kubelets of an embedded server only")
