@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
-import os
 import shutil
 import sys
 import tempfile
@@ -130,8 +129,8 @@ def _add_run(verbs: Subparsers) -> None:
         description=(
             "Schedule the pods whose spec.schedulerName is this scheduler's name, binding them "
             "through the API (pods/binding), until SIGTERM or SIGINT. Which cluster: "
-            "--kubeconfig, else $KUBECONFIG, else the pod's service account, else an embedded "
-            "API server (--embedded forces it)."
+            "--kubeconfig, else $KUBECONFIG, else the pod's service account, else "
+            "~/.kube/config, else an embedded API server (--embedded forces it)."
         ),
     )
     run.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
@@ -297,11 +296,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             config = renamed(config, args.scheduler_name)
         except ConfigError as exc:
             raise CliError(f"scheduler run: {exc}") from None
+    found = _cluster_configured(args) or bool(config.kubeconfig)
+    if not (args.embedded or found):
+        print(
+            "no cluster configured (no --kubeconfig, $KUBECONFIG unset, not in a pod, no "
+            "~/.kube/config): starting an embedded API server (--embedded asks for it "
+            "explicitly)",
+            file=sys.stderr,
+            flush=True,
+        )
     options = RunOptions(
         config=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        embedded=args.embedded or not (_cluster_configured(args) or config.kubeconfig),
+        embedded=args.embedded or not found,
         kubelet=args.kubelet,
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,
@@ -327,14 +335,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cluster_configured(args: argparse.Namespace) -> bool:
-    """A cluster to schedule for, as `placement run` finds a hub: flags, $KUBECONFIG, or the
-    pod's service account; otherwise an embedded API server is started."""
-    return bool(
-        args.kubeconfig
-        or args.context
-        or os.environ.get("KUBECONFIG")
-        or os.environ.get("KUBERNETES_SERVICE_HOST")
-    )
+    """A cluster to schedule for, as `placement run` finds a hub: flags, $KUBECONFIG, the
+    pod's service account, ~/.kube/config; otherwise an embedded API server is started."""
+    from controllers.kube.config import find_access
+
+    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
+    return find_access(kubeconfig, args.context) is not None
 
 
 async def _run(options: RunOptions) -> int:
