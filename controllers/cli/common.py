@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from apis.meta import KubeObject, parse_time
+from controllers.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from controllers.cli.manifests import VALIDATIONS, Validation, dump_yaml, load_paths
 from placement.simulate import SCHEDULING_KINDS
 
@@ -39,14 +40,6 @@ __all__ = [
     "print_warnings",
     "scheduling_objects",
 ]
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """Bad input: printed on stderr, exit code 1."""
 
 
 def parse_now(text: str | None) -> datetime:
