@@ -22,9 +22,11 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apis.names import dns1035_label_problems, dns1123_label_problems
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError
 
 if TYPE_CHECKING:
@@ -98,11 +100,58 @@ def _add_certs(verbs: Subparsers) -> None:
             "Service's cluster DNS names) and print the base64 caBundle."
         ),
     )
-    certs.add_argument("--service", required=True, metavar="NAME")
-    certs.add_argument("--namespace", required=True, metavar="NS")
-    certs.add_argument("--out", type=Path, required=True, metavar="DIR")
-    certs.add_argument("--days", type=int, default=365)
+    certs.add_argument(
+        "--service",
+        type=_name(dns1035_label_problems, "Service"),
+        required=True,
+        metavar="NAME",
+        help="the webhook's Service (a DNS-1035 label, as Kubernetes requires)",
+    )
+    certs.add_argument(
+        "--namespace",
+        type=_name(dns1123_label_problems, "namespace"),
+        required=True,
+        metavar="NS",
+        help="the Service's namespace",
+    )
+    certs.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="where ca.crt, tls.crt, tls.key go"
+    )
+    certs.add_argument(
+        "--days",
+        type=_days,
+        default=365,
+        help=f"validity of both certificates, 1 to {MAX_DAYS} days (default 365)",
+    )
     certs.set_defaults(func=_cmd_certs)
+
+
+MAX_DAYS = 36500
+"""A hundred years: far below X.509's last date (9999-12-31) from any date this code runs."""
+
+
+def _days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of days from 1 to {MAX_DAYS} (got {text!r})"
+        )
+    return days
+
+
+def _name(problems: Callable[[str], list[str]], what: str) -> Callable[[str], str]:
+    """An argparse type: a name `problems` finds nothing wrong with, else the first problem."""
+
+    def parse(text: str) -> str:
+        found = problems(text)
+        if found:
+            raise argparse.ArgumentTypeError(f"invalid {what} name {text!r}: {found[0]}")
+        return text
+
+    return parse
 
 
 def parse_toleration(text: str) -> dict[str, Any]:

@@ -37,6 +37,56 @@ def test_certs_writes_a_pair_for_the_service_and_prints_the_ca_bundle(
     assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        pytest.param(
+            ["--days", "-1"],
+            "argument --days: expected a whole number of days from 1 to 36500 (got '-1')",
+            id="days-negative",
+        ),
+        pytest.param(
+            ["--days", "0"],
+            "argument --days: expected a whole number of days from 1 to 36500 (got '0')",
+            id="days-zero",
+        ),
+        pytest.param(
+            ["--days", "3000000"],
+            "argument --days: expected a whole number of days from 1 to 36500 (got '3000000')",
+            id="days-past-year-9999",
+        ),
+        pytest.param(
+            ["--service", "Spot_Webhook"],
+            "argument --service: invalid Service name 'Spot_Webhook': a DNS-1035 label must ",
+            id="service-not-a-label",
+        ),
+        pytest.param(
+            ["--service", "1spot"],
+            "argument --service: invalid Service name '1spot': a DNS-1035 label must ",
+            id="service-starting-with-a-digit",
+        ),
+        pytest.param(
+            ["--namespace", "Ops"],
+            "argument --namespace: invalid namespace name 'Ops': a lowercase RFC 1123 label ",
+            id="namespace-not-a-label",
+        ),
+    ],
+)
+def test_certs_refuses_a_validity_or_name_it_cannot_mint_with_one_line(
+    flags: list[str], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["webhook", "certs", "--service", "spot", "--namespace", "ops"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--out", str(tmp_path / "out"), *flags])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    *usage, last = err.splitlines()
+    assert last.startswith(f"placement webhook certs: error: {line}"), last
+    assert all(u.startswith(("usage:", " ")) for u in usage)
+    assert not (tmp_path / "out").exists()
+
+
 def test_parse_toleration() -> None:
     assert parse_toleration("cloud/spot=true:NoSchedule") == {
         "key": "cloud/spot",
