@@ -97,7 +97,10 @@ def _add_certs(verbs: Subparsers) -> None:
         help="mint a CA and a serving certificate for the webhook's Service",
         description=(
             "Write ca.crt, tls.crt and tls.key into --out (a certificate valid for the "
-            "Service's cluster DNS names) and print the base64 caBundle."
+            "Service's cluster DNS names) and print the base64 caBundle. With --kustomize BASE "
+            "(config/addons/spot-webhook/base) --out also gets a kustomization.yaml: BASE, the "
+            "TLS Secret made from the files and the caBundle, for kubectl apply -k OUT. Keep "
+            "--out out of version control (it holds the private key)."
         ),
     )
     certs.add_argument(
@@ -116,6 +119,12 @@ def _add_certs(verbs: Subparsers) -> None:
     )
     certs.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="where ca.crt, tls.crt, tls.key go"
+    )
+    certs.add_argument(
+        "--kustomize",
+        type=Path,
+        metavar="BASE",
+        help="also write a kustomization of BASE with the Secret and the caBundle into --out",
     )
     certs.add_argument(
         "--days",
@@ -170,15 +179,56 @@ def parse_toleration(text: str) -> dict[str, Any]:
 def _cmd_certs(args: argparse.Namespace) -> int:
     from controllers.addons.webhook_certs import mint, service_names, write_bundle
 
+    if args.kustomize is not None and not (args.kustomize / "kustomization.yaml").is_file():
+        raise CliError(f"--kustomize {args.kustomize}: no kustomization.yaml there")
     bundle = mint(service_names(args.service, args.namespace), days=args.days)
+    ca_bundle = base64.b64encode(bundle.ca).decode()
     try:
         paths = write_bundle(bundle, args.out)
+        if args.kustomize is not None:
+            paths["kustomization"] = args.out / "kustomization.yaml"
+            base = os.path.relpath(args.kustomize.resolve(), args.out.resolve())
+            paths["kustomization"].write_text(_overlay(base, args.namespace, ca_bundle))
     except OSError as exc:
         raise CliError(f"--out {args.out}: {exc.strerror or exc}") from None
     for path in paths.values():
         print(f"wrote {path}", file=sys.stderr)
-    print(base64.b64encode(bundle.ca).decode())
+    print(ca_bundle)
     return EXIT_OK
+
+
+SECRET = "spot-webhook-tls"  # what config/addons/spot-webhook/base's Deployment mounts
+WEBHOOK = "spot-webhook"  # its MutatingWebhookConfiguration
+
+
+def _overlay(base: str, namespace: str, ca_bundle: str) -> str:
+    """A kustomization of `base` with the TLS Secret made from the files beside it and the
+    MutatingWebhookConfiguration's caBundle."""
+    return f"""\
+# Made by `placement webhook certs --kustomize`: kubectl apply -k on this folder. Run the
+# command again to renew. It holds the private key: keep it out of version control.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - {base}
+secretGenerator:
+  - name: {SECRET}
+    namespace: {namespace}
+    type: kubernetes.io/tls
+    files:
+      - tls.crt
+      - tls.key
+    options:
+      disableNameSuffixHash: true
+patches:
+  - target:
+      kind: MutatingWebhookConfiguration
+      name: {WEBHOOK}
+    patch: |-
+      - op: add
+        path: /webhooks/0/clientConfig/caBundle
+        value: {ca_bundle}
+"""
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
