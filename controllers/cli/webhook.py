@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apis.names import dns1035_label_problems, dns1123_label_problems
-from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError
+from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
@@ -60,20 +60,57 @@ def _add_run(verbs: Subparsers) -> None:
             "spot nodes. Runs until SIGTERM or SIGINT."
         ),
     )
-    run.add_argument("--tls-cert-file", type=Path, required=True, metavar="FILE")
-    run.add_argument("--tls-key-file", type=Path, required=True, metavar="FILE")
+    run.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="serving certificate (PEM), reloaded when it changes",
+    )
+    run.add_argument(
+        "--tls-key-file", type=Path, required=True, metavar="FILE", help="its private key (PEM)"
+    )
     run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the cluster")
     run.add_argument("--context", metavar="NAME", help="kubeconfig context")
-    run.add_argument("--addr", default=":8443", help="HTTPS listen address (default :8443)")
+    run.add_argument(
+        "--addr",
+        default=":8443",
+        metavar="HOST:PORT",
+        help="HTTPS address the API server calls (default :8443, every interface)",
+    )
     run.add_argument(
         "--http-addr",
-        default=":8080",
-        help="plain HTTP address of /metrics, /healthz, /readyz (default :8080)",
+        default=DEFAULT_HTTP_ADDR,
+        metavar="HOST:PORT",
+        help=f"plain HTTP address of /metrics, /healthz, /readyz (default {DEFAULT_HTTP_ADDR}; "
+        "':8080' on every interface, as the Deployment sets for its probes)",
     )
-    run.add_argument("--capacity-label", default="node.kubernetes.io/capacity", metavar="KEY")
-    run.add_argument("--on-demand-value", default="on-demand", metavar="VALUE")
-    run.add_argument("--spot-value", default="spot", metavar="VALUE")
-    run.add_argument("--annotation", default="distributed-scheduling/min-available", metavar="KEY")
+    run.add_argument(
+        "--capacity-label",
+        default="node.kubernetes.io/capacity",
+        metavar="KEY",
+        help="node label saying on-demand or spot (default node.kubernetes.io/capacity; EKS: "
+        "eks.amazonaws.com/capacityType, Karpenter: karpenter.sh/capacity-type)",
+    )
+    run.add_argument(
+        "--on-demand-value",
+        default="on-demand",
+        metavar="VALUE",
+        help="its value on on-demand nodes (default on-demand; EKS: ON_DEMAND)",
+    )
+    run.add_argument(
+        "--spot-value",
+        default="spot",
+        metavar="VALUE",
+        help="its value on spot nodes (default spot; EKS: SPOT)",
+    )
+    run.add_argument(
+        "--annotation",
+        default="distributed-scheduling/min-available",
+        metavar="KEY",
+        help="workload annotation with the pods to keep on on-demand nodes (default "
+        "distributed-scheduling/min-available)",
+    )
     run.add_argument(
         "--spot-toleration",
         action="append",
@@ -87,8 +124,19 @@ def _add_run(verbs: Subparsers) -> None:
         action="store_true",
         help="count on-demand pods in this replica only (exact for one replica)",
     )
-    run.add_argument("--reservation-ttl", type=float, default=60.0, metavar="SECONDS")
+    run.add_argument(
+        "--reservation-ttl",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long an admitted pod counts before its workload's status shows it (default 60)",
+    )
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
+
+
+DEFAULT_HTTP_ADDR = "127.0.0.1:8080"
+"""Metrics and probes on loopback unless asked, as the other verbs."""
 
 
 def _add_certs(verbs: Subparsers) -> None:
@@ -234,7 +282,7 @@ patches:
 def _cmd_run(args: argparse.Namespace) -> int:
     from controllers.runtime.logs import setup_logging
 
-    setup_logging()
+    setup_logging(args.log_format, args.log_level)
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
