@@ -220,6 +220,7 @@ class Informer(Generic[ObjT, ItemT]):
                     delay = self.retry_delay
                     self._recovered()
                 self.resumes += 1  # the server ended the stream cleanly (a timeout)
+                self._recovered()  # a stream that worked to its end: the server answers
             except GoneError:
                 log.info(
                     "%s watch: resourceVersion %s gone, relisting",
