@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import shutil
 import sys
 import tempfile
@@ -139,7 +140,8 @@ def _add_run(verbs: Subparsers) -> None:
     run.add_argument(
         "--kubelet",
         action="store_true",
-        help="embedded server only: simulate kubelets (bound pods run, deleted pods go)",
+        help="start an embedded API server with simulated kubelets (bound pods run, deleted "
+        "pods go); implies --embedded unless a cluster is named",
     )
     run.add_argument(
         "--scheduler-name",
@@ -296,8 +298,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             config = renamed(config, args.scheduler_name)
         except ConfigError as exc:
             raise CliError(f"scheduler run: {exc}") from None
+    explicit = bool(args.kubeconfig or args.context or os.environ.get("KUBECONFIG"))
+    # --kubelet simulates an embedded server's kubelets: it asks for one, as --embedded does,
+    # unless a cluster is named explicitly (then it is refused below).
+    embedded = args.embedded or (args.kubelet and not explicit)
     found = _cluster_configured(args) or bool(config.kubeconfig)
-    if not (args.embedded or found):
+    if not (embedded or found):
         print(
             "no cluster configured (no --kubeconfig, $KUBECONFIG unset, not in a pod, no "
             "~/.kube/config): starting an embedded API server (--embedded asks for it "
@@ -309,7 +315,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        embedded=args.embedded or not found,
+        embedded=embedded or not found,
         kubelet=args.kubelet,
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,

@@ -72,3 +72,31 @@ async def test_run_uses_the_default_kubeconfig_like_kubectl(home: Path) -> None:
     assert {"placements", "managedclusters", "placementdecisions"} <= listed
     assert err == []
     assert not any("embedded hub" in line for line in out), out
+
+
+@pytest.mark.asyncio
+async def test_scheduler_run_kubelet_asks_for_an_embedded_server_even_with_a_kubeconfig(
+    home: Path,
+) -> None:
+    (home / ".kube").mkdir()
+    (home / ".kube" / "config").write_text("apiVersion: v1\nkind: Config\n")  # never read
+    process = await asyncio.create_subprocess_exec(
+        *(PLACEMENT, "scheduler", "run", "--kubelet", "--http-addr", "127.0.0.1:0"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL,
+        env=clean_env(home),
+        cwd=home,
+    )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(GUARD):
+            first = (await process.stdout.readline()).decode()
+            process.send_signal(signal.SIGTERM)
+            _, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert first.startswith("embedded API server with simulated kubelets listening on "), first
+    assert process.returncode == 0, err.decode()
