@@ -295,7 +295,7 @@ async def _run(args: argparse.Namespace) -> int:
     from controllers.addons.webhook import SpotWebhook, WebhookMetrics, WebhookServer
     from controllers.addons.webhook_certs import ReloadingContext
     from controllers.addons.webhook_state import ClusterView, LeaseReservations
-    from controllers.kube.config import ClusterAccess
+    from controllers.kube.config import ClusterAccess, find_access
     from controllers.kube.gateway import Gateway
     from controllers.runtime.http import HttpServer
     from placement.pods.ledger import Ledger
@@ -313,10 +313,8 @@ async def _run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"webhook: TLS certificate {args.tls_cert_file}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if args.kubeconfig or args.context or os.environ.get("KUBECONFIG"):
-        access = ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
-    else:
-        access = ClusterAccess(in_cluster=True)
+    # As kubectl finds it: the flags, $KUBECONFIG, the pod's service account, ~/.kube/config.
+    access = find_access(args.kubeconfig, args.context) or ClusterAccess(in_cluster=True)
     try:
         gateway = await Gateway.connect(access)
     except Exception as exc:
