@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pathspec
 import pytest
+import yaml
 
 from controllers.cli.main import build_parser
 
@@ -133,3 +134,31 @@ def test_the_entry_point_is_a_console_script_that_parses_the_default_command() -
     assert callable(getattr(import_module(module), function))
     args = build_parser().parse_args(exec_form("CMD"))
     assert args.command == "run"
+
+
+def containers(node: object) -> list[dict[str, object]]:
+    """Every container running this project's image anywhere in a manifest (Deployments, and
+    those inside AddOnTemplates' manifests)."""
+    found: list[dict[str, object]] = []
+    if isinstance(node, dict):
+        image = node.get("image")
+        if isinstance(image, str) and image.split(":")[0].endswith("/placement"):
+            found.append(node)
+        for value in node.values():
+            found += containers(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += containers(value)
+    return found
+
+
+def test_every_container_of_the_image_in_config_runs_a_command_that_parses() -> None:
+    seen = 0
+    for path in sorted((ROOT / "config").rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            for container in containers(doc):
+                args = container.get("args") or exec_form("CMD")
+                assert isinstance(args, list)
+                build_parser().parse_args([str(a) for a in args])  # SystemExit(2) if not
+                seen += 1
+    assert seen >= 4  # the hub controller, the pod scheduler, the webhook, and their templates
