@@ -199,10 +199,8 @@ class PodScheduler(Controller):
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Find out which optional kinds (PodGroup, ElasticQuota, PriorityClass) the server
         serves, then the runtime's start."""
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         kinds: list[type[KubeObject]] = [*self.optional_kinds, PriorityClass]
-        served = await served_kinds(self.gateway, kinds, timeout=sync_timeout)
+        served, sync_timeout = await served_kinds(self.gateway, kinds, timeout=sync_timeout)
         present: list[type[KubeObject]] = []
         for cls in self.optional_kinds:
             if cls in served:
@@ -213,8 +211,6 @@ class PodScheduler(Controller):
         if PriorityClass not in served:
             self.informers.remove(self._objects.pop(PriorityClass.KIND))
             log.info("PriorityClass is not served: priorities come from spec.priority only")
-        if sync_timeout is not None:  # one budget for both
-            sync_timeout = max(0.0, sync_timeout - (loop.time() - began))
         await super().start(sync_timeout)
 
     def _lookup(self, kind: str, key: str) -> KubeObject | None:

@@ -30,7 +30,6 @@ not served is not watched (its rule idles).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -149,12 +148,8 @@ class StatusController(Controller):
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Watch the kinds the server serves, then the runtime's start."""
         informers: list[Informer[Any, Any]] = []
-        loop = asyncio.get_running_loop()
-        began = loop.time()
         classes = [_CLASSES[kind] for kind in self.rules]
-        served = await served_kinds(self.gateway, classes, timeout=sync_timeout)
-        if sync_timeout is not None:  # one budget for both
-            sync_timeout = max(0.0, sync_timeout - (loop.time() - began))
+        served, sync_timeout = await served_kinds(self.gateway, classes, timeout=sync_timeout)
         for kind in list(self.rules):
             cls = _CLASSES[kind]
             if cls not in served:

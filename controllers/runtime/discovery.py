@@ -28,9 +28,12 @@ async def served_kinds(
     timeout: float | None,
     retry_delay: float = 0.05,
     max_retry_delay: float = 5.0,
-) -> set[type[KubeObject]]:
+) -> tuple[set[type[KubeObject]], float | None]:
     """The classes among `classes` the server serves: one list of at most one object each (404:
-    not served), in rounds until each got an answer. `StartError` after `timeout` seconds."""
+    not served), in rounds until each got an answer; and what is left of `timeout`, for the
+    caches to sync in (one budget for both). `StartError` after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     answered: dict[type[KubeObject], bool] = {}
     errors: dict[type[KubeObject], Exception] = {}
     delay = retry_delay
@@ -53,7 +56,8 @@ async def served_kinds(
                         answered[cls] = True
                     errors.pop(cls, None)
                 if not errors:
-                    return {cls for cls, served in answered.items() if served}
+                    left = None if timeout is None else max(0.0, timeout - loop.time() + began)
+                    return {cls for cls, served in answered.items() if served}, left
                 attempt += 1
                 log.warning(
                     "cannot tell which kinds are served (attempt %d): %s; retrying in %.2gs",
