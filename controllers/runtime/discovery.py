@@ -41,20 +41,15 @@ async def served_kinds(
     try:
         async with asyncio.timeout(timeout):
             while True:
-                for cls in classes:
-                    if cls in answered:
-                        continue
-                    try:
-                        async for _ in gateway.list_pages(cls, limit=1):
-                            break
-                    except NotFoundError:
-                        answered[cls] = False
-                    except ApiError as exc:
-                        errors[cls] = exc
-                        continue
+                pending = [cls for cls in classes if cls not in answered]
+                # One round asks for every kind at once: a round takes one request's time.
+                results = await asyncio.gather(*(_served(gateway, cls) for cls in pending))
+                for cls, result in zip(pending, results, strict=True):
+                    if isinstance(result, ApiError):
+                        errors[cls] = result
                     else:
-                        answered[cls] = True
-                    errors.pop(cls, None)
+                        answered[cls] = result
+                        errors.pop(cls, None)
                 if not errors:
                     left = None if timeout is None else max(0.0, timeout - loop.time() + began)
                     return {cls for cls, served in answered.items() if served}, left
@@ -70,6 +65,18 @@ async def served_kinds(
     except TimeoutError:
         reasons = _reasons(classes, answered, errors)
         raise StartError(f"caches not synced after {timeout:g}s: {reasons}") from None
+
+
+async def _served(gateway: Gateway, cls: type[KubeObject]) -> bool | ApiError:
+    """Whether the server serves `cls` (a 404 says not), or the error that prevents knowing."""
+    try:
+        async for _ in gateway.list_pages(cls, limit=1):
+            break
+    except NotFoundError:
+        return False
+    except ApiError as exc:
+        return exc
+    return True
 
 
 def _reasons(
