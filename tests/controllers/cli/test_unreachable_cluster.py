@@ -18,7 +18,8 @@ from tests.controllers.cli.test_bad_invocations import HUB_KINDS, clean_env, fre
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 GUARD = 120.0  # seconds: only so that a hung process fails the test instead of hanging it
 REFUSED = r"Cannot connect to host 127\.0\.0\.1:\d+ .*"
-SCHEDULER_KINDS = "PodGroup, ElasticQuota, PriorityClass"
+# The optional kinds the scheduler asks about (PodGroup, ElasticQuota, ..., PriorityClass).
+SCHEDULER_KINDS = r"PodGroup, ElasticQuota, (?:\w+, )*PriorityClass"
 # Long enough for a first round of failures on a busy machine (each failed list is retried by
 # the client first); the test counts rounds, it does not time them.
 TIMEOUT = "5"
