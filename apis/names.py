@@ -17,6 +17,7 @@ __all__ = [
     "DNS1123_LABEL_MAX_LENGTH",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
     "NameRule",
+    "dns1035_label_problems",
     "dns1123_label_problems",
     "dns1123_subdomain_problems",
     "invalid_value",
@@ -37,6 +38,12 @@ _SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN_FMT}$")
 _LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
+)
+_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_RE = re.compile(f"^{_DNS1035_FMT}$")
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character"
 )
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -63,6 +70,17 @@ def dns1123_label_problems(value: str) -> list[str]:
             problems.append("must not contain dots")
         else:
             problems.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+    return problems
+
+
+def dns1035_label_problems(value: str) -> list[str]:
+    """What makes `value` no DNS-1035 label, as a Service's name must be (empty when it is
+    one)."""
+    problems = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        problems.append(_max_length(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1035_RE.match(value):
+        problems.append(_regex_error(_DNS1035_MSG, _DNS1035_FMT, "my-name", "abc-123"))
     return problems
 
 

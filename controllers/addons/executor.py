@@ -287,6 +287,7 @@ class ActionExecutor:
             result = BindResult(action.key, action.uid, action.node, False, False, str(exc))
         else:
             self.counts.bound += 1
+            log.info("bound %s to %s", action.key, action.node)  # kube-scheduler's -v=2 line
             result = BindResult(action.key, action.uid, action.node, True)
         self._deliver(result)
 
@@ -326,6 +327,10 @@ class ActionExecutor:
             log.warning("status of %s not patched: %s", action.key, exc)
         else:
             self.counts.status_patches += 1
+            condition = action.condition or {}
+            if condition.get("reason") == "Unschedulable":
+                # Once per change of the diagnosis: an unchanged one is not patched again.
+                log.info("%s unschedulable: %s", action.key, condition.get("message", ""))
 
     async def _patch_object(self, action: PatchObjectStatus) -> None:
         cls = next((c for c in KINDS.values() if action.kind == c.KIND), None)

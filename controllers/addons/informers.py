@@ -31,8 +31,6 @@ from typing import Any
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
-from controllers.kube.errors import NotFoundError
-from controllers.kube.gateway import Gateway
 from placement.pods.events import BindResult, ClusterEvent, NodeEvent, ObjectEvent, PodEvent
 
 __all__ = [
@@ -42,7 +40,6 @@ __all__ = [
     "node_events",
     "object_events",
     "pending_selector",
-    "served",
 ]
 
 log = logging.getLogger(__name__)
@@ -216,14 +213,3 @@ def node_events(deliver: Deliver) -> Callbacks:
         deliver(NodeEvent("Deleted", node))
 
     return added, updated, deleted
-
-
-async def served(gateway: Gateway, cls: type[KubeObject]) -> bool:
-    """Whether the API server serves `cls` (a CRD such as PodGroup may not be installed): one
-    list of at most one object. Other errors are raised (the start-up reports them)."""
-    try:
-        async for _ in gateway.list_pages(cls, limit=1):
-            break
-    except NotFoundError:
-        return False
-    return True

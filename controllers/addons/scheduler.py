@@ -48,7 +48,6 @@ from controllers.addons.informers import (
     node_events,
     object_events,
     pending_selector,
-    served,
 )
 from controllers.addons.metrics import EngineCounters, SchedulerMetrics
 from controllers.addons.scheduler_options import (
@@ -67,6 +66,7 @@ from controllers.kube.config import new_api_client
 from controllers.kube.errors import ApiError
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
+from controllers.runtime.discovery import served_kinds
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.process import run_until_signal
 from controllers.runtime.queue import Clock, Handler
@@ -201,14 +201,16 @@ class PodScheduler(Controller):
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Find out which optional kinds (PodGroup, ElasticQuota, PriorityClass) the server
         serves, then the runtime's start."""
+        kinds: list[type[KubeObject]] = [*self.optional_kinds, PriorityClass]
+        served, sync_timeout = await served_kinds(self.gateway, kinds, timeout=sync_timeout)
         present: list[type[KubeObject]] = []
         for cls in self.optional_kinds:
-            if await served(self.gateway, cls):
+            if cls in served:
                 present.append(cls)
             else:
                 log.info("%s is not served (CRD not installed): not watched", cls.KIND)
         self.informers = self._informers(present)
-        if not await served(self.gateway, PriorityClass):
+        if PriorityClass not in served:
             self.informers.remove(self._objects.pop(PriorityClass.KIND))
             log.info("PriorityClass is not served: priorities come from spec.priority only")
         await super().start(sync_timeout)

@@ -143,6 +143,7 @@ def scheduler_options(options: SchedulerOptions | RunOptions) -> SchedulerOption
         kubelet=options.kubelet,
         loaded=options.config,
         status_controller=options.status_controller,
+        sync_timeout=options.sync_timeout,
     )
 
 

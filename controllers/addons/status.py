@@ -40,11 +40,11 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import ElasticQuota, PodGroup
 from controllers.addons.gateway import PodGateway
-from controllers.addons.informers import served
 from controllers.kube.errors import NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions
+from controllers.runtime.discovery import served_kinds
 from controllers.runtime.events import EventRecorder, EventType
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
@@ -148,9 +148,11 @@ class StatusController(Controller):
     async def start(self, sync_timeout: float | None = 60.0) -> None:
         """Watch the kinds the server serves, then the runtime's start."""
         informers: list[Informer[Any, Any]] = []
+        classes = [_CLASSES[kind] for kind in self.rules]
+        served, sync_timeout = await served_kinds(self.gateway, classes, timeout=sync_timeout)
         for kind in list(self.rules):
             cls = _CLASSES[kind]
-            if not await served(self.gateway, cls):
+            if cls not in served:
                 log.info("%s is not served (CRD not installed): its status is not kept", kind)
                 del self.rules[kind]
                 continue

@@ -139,6 +139,8 @@ class SpotWebhook:
         if outcome.warnings:
             response["warnings"] = outcome.warnings
         decision = outcome.capacity.value if outcome.capacity is not None else "unchanged"
+        if outcome.capacity is not None or outcome.warnings:
+            _log_decision(request, decision, outcome.warnings)
         self.metrics.admissions.labels(decision).inc()
         self.metrics.latency.observe(time.perf_counter() - started)
         return {
@@ -246,6 +248,18 @@ class SpotWebhook:
                 f"{workload.ref.name} not shared with other webhook replicas: {problem}"
             )
             return self._settled.pop(token)
+
+
+def _log_decision(request: dict[str, Any], decision: str, warnings: list[str]) -> None:
+    """One line per pod placed (or left alone with a warning): which pod, where it goes."""
+    found = request.get("object")
+    pod: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = pod.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    name = meta.get("name") or f"{meta.get('generateName') or ''}*"
+    namespace = request.get("namespace") or meta.get("namespace") or ""
+    why = f" ({'; '.join(warnings)})" if warnings else ""
+    log.info("pod %s/%s: %s%s", namespace, name, decision, why)
 
 
 def _with_identity(pod: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from apis.meta import KubeObject, parse_time
+from controllers.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from controllers.cli.manifests import VALIDATIONS, Validation, dump_yaml, load_paths
 from placement.simulate import SCHEDULING_KINDS
 
@@ -32,20 +33,13 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "add_filename",
+    "add_log_options",
     "add_manifest_options",
     "emit",
     "parse_now",
     "print_warnings",
     "scheduling_objects",
 ]
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """Bad input: printed on stderr, exit code 1."""
 
 
 def parse_now(text: str | None) -> datetime:
@@ -145,4 +139,34 @@ def add_manifest_options(parser: argparse.ArgumentParser, outputs: list[str]) ->
     )
     parser.add_argument(
         "--now", metavar="RFC3339", help="the clock for toleration and score expiry (default: now)"
+    )
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    """An argparse type: a log level in any case (`info`, `Info`, `INFO`)."""
+    if text.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {', '.join(LOG_LEVELS)}, in any case)"
+        )
+    return text.upper()
+
+
+def add_log_options(parser: argparse.ArgumentParser) -> None:
+    """`--log-format text|json` and `--log-level`, for every long-running verb."""
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines on stderr as text (the default) or one JSON object each",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        default="INFO",
+        metavar="LEVEL",
+        help="the least severe level logged: DEBUG, INFO (the default), WARNING or ERROR, "
+        "in any case",
     )

@@ -21,6 +21,7 @@ from typing import Any
 from apis.meta import KubeObject
 from apis.placements import PLACEMENT_SATISFIED
 from apis.registry import CUSTOM_KINDS
+from controllers.cli.crd_descriptions import FIELD_DESCRIPTIONS, TYPE_META
 from controllers.cli.manifests import dump_yaml
 
 __all__ = [
@@ -161,14 +162,26 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
     return out
 
 
+def _describe(name: str, node: dict[str, Any]) -> None:
+    """Give the fields of model `name` their descriptions (`crd_descriptions`), where the
+    model has none of its own."""
+    known = FIELD_DESCRIPTIONS.get(name, {})
+    for field, sub in (node.get("properties") or {}).items():
+        if "description" not in sub and field in known:
+            sub["description"] = known[field]
+
+
 def _schema(cls: type[KubeObject]) -> dict[str, Any]:
     raw = cls.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
+    for name, node in [(cls.__name__, raw), *defs.items()]:
+        _describe(name, node)
     schema: dict[str, Any] = _structural(raw, defs)
     props = schema["properties"]
-    props["apiVersion"] = {"type": "string"}
-    props["kind"] = {"type": "string"}
-    props["metadata"] = {"type": "object"}  # the API server owns metadata's schema
+    props["apiVersion"] = {"type": "string", "description": TYPE_META["apiVersion"]}
+    props["kind"] = {"type": "string", "description": TYPE_META["kind"]}
+    # the API server owns metadata's schema
+    props["metadata"] = {"type": "object", "description": TYPE_META["metadata"]}
     schema.pop("x-kubernetes-preserve-unknown-fields", None)
     return schema
 

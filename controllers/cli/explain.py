@@ -48,10 +48,10 @@ def add_parser(subparsers: Subparsers) -> None:
             "spread selector's picks), or a table with one row per cluster: each filter's "
             "verdict and reason, each prioritizer's score, the spread score, the total compared "
             "and whether it was picked. -o table fits 120 columns; -o wide shows every reason "
-            "whole."
+            "whole; -o yaml is the JSON document as YAML."
         ),
     )
-    add_manifest_options(explain, ["json", "table", "wide"])
+    add_manifest_options(explain, ["json", "yaml", "table", "wide"])
     explain.add_argument(
         "--placement", required=True, metavar="NS/NAME", help="the placement to explain"
     )
@@ -166,5 +166,5 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             print(f"error: {result.status}", file=sys.stderr)
         return EXIT_OK
     # The scheduler ran against the fleet as it was before this placement's new decisions.
-    emit(explain_json(result, item.fleet), "json")
+    emit(explain_json(result, item.fleet), args.output)
     return EXIT_OK

@@ -93,6 +93,7 @@ class LoadError:
     index: int | None
     message: str
     unknown_kind: bool = False
+    api_kind: tuple[str, str] | None = None  # of an unknown kind: its (apiVersion, kind)
 
     def lines(self) -> list[str]:
         where = self.source if self.index is None else f"{self.source}: document {self.index}"
@@ -377,7 +378,8 @@ def _load_document(
         message = str(exc)
         if _is_kustomization(doc):
             message += f"; a kustomization is built, not applied: {KUSTOMIZE_HINT}"
-        result.errors.append(LoadError(source, index, message, unknown_kind=True))
+        api_kind = (str(exc.api_version), str(exc.kind))
+        result.errors.append(LoadError(source, index, message, True, api_kind))
         return
     except ObjectValidationError as exc:
         object_id, problems = exc.object_id, [*exc.problems, *_missing_name(doc)]

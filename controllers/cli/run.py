@@ -1,9 +1,12 @@
 """`placement run`: the controller against a hub, or against an embedded hub when none is given.
 
-Which hub: `--kubeconfig` (and `--context`), else `$KUBECONFIG`, else the in-cluster service
-account when running in a pod, else an embedded API server on 127.0.0.1 serving the CRDs of
-`config/crds` (optionally preloaded with `--load`), whose kubeconfig is printed so kubectl can
-reach it (the folder of that kubeconfig is removed at exit). Runs until SIGTERM or SIGINT or
+Which hub, as controller-runtime finds it (`controllers.kube.config.find_access`):
+`--kubeconfig` (and `--context`), else `$KUBECONFIG` (several files merged as kubectl merges
+them), else the in-cluster service account when running in a pod, else `~/.kube/config`. An
+embedded API server on 127.0.0.1 serving the CRDs of `config/crds` (preloaded with `--load`)
+starts when asked (`--embedded`, or `--load` alone) or when none of these exists, which one line
+on stderr says; its kubeconfig is printed so kubectl can reach it (the folder of that
+kubeconfig is removed at exit). Runs until SIGTERM or SIGINT or
 until leadership is lost (exit 1, so the Deployment restarts it as a standby).
 
 Exit codes: 0 after SIGTERM or SIGINT, whether it came during start-up (which stops at once) or
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controllers.cli.common import EXIT_USAGE
+from controllers.cli.common import EXIT_USAGE, add_log_options
 from controllers.kube.errors import ApiError
 from controllers.runtime.logs import setup_logging
 
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RunOptions",
     "add_parser",
+    "explicit_hub",
     "hub_access",
     "lease_namespace",
     "run_controller",
@@ -97,18 +101,26 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def hub_access(options: RunOptions) -> ClusterAccess | None:
-    """How to reach the hub; None: start an embedded one."""
-    from controllers.kube.config import ClusterAccess
+NO_HUB = (
+    "no hub configured (no --kubeconfig, $KUBECONFIG unset, not in a pod, no ~/.kube/config): "
+    "starting an embedded hub on 127.0.0.1 (--embedded asks for it explicitly)"
+)
 
-    if options.embedded:
+
+def explicit_hub(options: RunOptions) -> bool:
+    """Whether the command line or `$KUBECONFIG` names a hub (`--context` alone means the
+    default kubeconfig, as for kubectl)."""
+    return bool(options.kubeconfig is not None or options.context or os.environ.get("KUBECONFIG"))
+
+
+def hub_access(options: RunOptions) -> ClusterAccess | None:
+    """How to reach the hub; None: start an embedded one (asked for with `--embedded` or
+    `--load`, or no hub found)."""
+    from controllers.kube.config import find_access
+
+    if options.embedded or options.load is not None:
         return None
-    if options.kubeconfig is not None or options.context or os.environ.get("KUBECONFIG"):
-        # --context alone means the default kubeconfig, as for kubectl.
-        return ClusterAccess(kubeconfig=options.kubeconfig, context=options.context)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return ClusterAccess(in_cluster=True)
-    return None
+    return find_access(options.kubeconfig, options.context)
 
 
 class _Started:
@@ -159,6 +171,8 @@ async def _start(options: RunOptions, started: _Started) -> None:
 
     access = hub_access(options)
     if access is None:
+        if not (options.embedded or options.load is not None):
+            print(NO_HUB, file=sys.stderr, flush=True)
         try:
             access = await _embedded(options.load, started)
         except (SnapshotError, OSError) as exc:
@@ -251,10 +265,11 @@ def add_parser(subparsers: Subparsers) -> None:
         description=(
             "Run the hub placement controller: watch Placements, ManagedClusters, sets, "
             "bindings, PlacementDecisions and AddOnPlacementScores, and write decisions. The "
-            "hub is --kubeconfig (and --context), else $KUBECONFIG, else the in-cluster "
-            "service account, else an embedded API server on 127.0.0.1 whose kubeconfig is "
-            "printed. SIGTERM or SIGINT stops it cleanly, during start-up too (exit 0); a "
-            "start-up failure exits 1 with one line on stderr saying what failed."
+            "hub is --kubeconfig (and --context), else $KUBECONFIG (a:b merged as kubectl "
+            "does), else the in-cluster service account, else ~/.kube/config; with none of "
+            "them (or --embedded, or --load) an embedded API server on 127.0.0.1 whose "
+            "kubeconfig is printed. SIGTERM or SIGINT stops it cleanly, during start-up too "
+            "(exit 0); a start-up failure exits 1 with one line on stderr saying what failed."
         ),
     )
     run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the hub")
@@ -268,7 +283,10 @@ def add_parser(subparsers: Subparsers) -> None:
         "--embedded", action="store_true", help="start an embedded hub even if one is configured"
     )
     run.add_argument(
-        "--load", type=Path, metavar="DIR", help="embedded hub only: manifests to store at start"
+        "--load",
+        type=Path,
+        metavar="DIR",
+        help="start an embedded hub with these manifests stored (implies --embedded)",
     )
     run.add_argument(
         "--workers", type=_positive(int), default=4, help="concurrent reconciles (default 4)"
@@ -315,8 +333,7 @@ def add_parser(subparsers: Subparsers) -> None:
         help="give up start-up (exit 1) when a watched kind cannot be listed for this long; "
         "the error says which kinds and why (default 60)",
     )
-    run.add_argument("--log-format", choices=["text", "json"], default="text")
-    run.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -334,12 +351,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         resync=args.resync,
         sync_timeout=args.sync_timeout,
     )
-    if options.load is not None and hub_access(options) is not None:
+    if options.load is not None and not options.embedded and explicit_hub(options):
         # argparse's words, as every other usage error of the command.
         print(
             "placement run: error: --load only applies to the embedded hub, and a hub is "
-            "configured (--kubeconfig, --context, $KUBECONFIG or the pod's service account): "
-            "add --embedded",
+            "configured (--kubeconfig, --context or $KUBECONFIG): add --embedded",
             file=sys.stderr,
         )
         return EXIT_USAGE

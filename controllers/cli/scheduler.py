@@ -36,6 +36,7 @@ from apis.meta import KubeObject
 from controllers.cli.common import (
     EXIT_OK,
     CliError,
+    add_log_options,
     add_manifest_options,
     emit,
     parse_now,
@@ -129,8 +130,8 @@ def _add_run(verbs: Subparsers) -> None:
         description=(
             "Schedule the pods whose spec.schedulerName is this scheduler's name, binding them "
             "through the API (pods/binding), until SIGTERM or SIGINT. Which cluster: "
-            "--kubeconfig, else $KUBECONFIG, else the pod's service account, else an embedded "
-            "API server (--embedded forces it)."
+            "--kubeconfig, else $KUBECONFIG, else the pod's service account, else "
+            "~/.kube/config, else an embedded API server (--embedded forces it)."
         ),
     )
     run.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
@@ -139,7 +140,8 @@ def _add_run(verbs: Subparsers) -> None:
     run.add_argument(
         "--kubelet",
         action="store_true",
-        help="embedded server only: simulate kubelets (bound pods run, deleted pods go)",
+        help="start an embedded API server with simulated kubelets (bound pods run, deleted "
+        "pods go); implies --embedded unless a cluster is named",
     )
     run.add_argument(
         "--scheduler-name",
@@ -166,6 +168,16 @@ def _add_run(verbs: Subparsers) -> None:
             "default), not at all (off), or alone without scheduling (only)"
         ),
     )
+    run.add_argument(
+        "--sync-timeout",
+        type=lambda text: _seconds(text).total_seconds(),
+        default=RunOptions.sync_timeout,
+        metavar="SECONDS",
+        help="give up start-up (exit 1) when the cluster has not answered for this long; the "
+        f"error says which kinds and why (default {RunOptions.sync_timeout:g}); until then an "
+        "unreachable cluster is retried, one line per round",
+    )
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -286,19 +298,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             config = renamed(config, args.scheduler_name)
         except ConfigError as exc:
             raise CliError(f"scheduler run: {exc}") from None
+    explicit = bool(args.kubeconfig or args.context or os.environ.get("KUBECONFIG"))
+    # --kubelet simulates an embedded server's kubelets: it asks for one, as --embedded does,
+    # unless a cluster is named explicitly (then it is refused below).
+    embedded = args.embedded or (args.kubelet and not explicit)
+    found = _cluster_configured(args) or bool(config.kubeconfig)
+    if not (embedded or found):
+        print(
+            "no cluster configured (no --kubeconfig, $KUBECONFIG unset, not in a pod, no "
+            "~/.kube/config): starting an embedded API server (--embedded asks for it "
+            "explicitly)",
+            file=sys.stderr,
+            flush=True,
+        )
     options = RunOptions(
         config=config,
         kubeconfig=args.kubeconfig,
         context=args.context,
-        embedded=args.embedded or not (_cluster_configured(args) or config.kubeconfig),
+        embedded=embedded or not found,
         kubelet=args.kubelet,
         leader_elect=args.leader_elect,
         http_addr=args.http_addr,
         config_path=str(args.config) if args.config else None,
         status_controller=args.status_controller,
+        sync_timeout=args.sync_timeout,
     )
     if options.kubelet and not options.embedded:
         raise CliError("scheduler run: --kubelet simulates kubelets of an embedded server only")
+    from controllers.runtime.logs import setup_logging
+
+    setup_logging(args.log_format, args.log_level)
     # Imported here: the offline verbs should not pay for the controller and its client.
     try:
         module = importlib.import_module("controllers.addons.scheduler")
@@ -312,14 +341,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cluster_configured(args: argparse.Namespace) -> bool:
-    """A cluster to schedule for, as `placement run` finds a hub: flags, $KUBECONFIG, or the
-    pod's service account; otherwise an embedded API server is started."""
-    return bool(
-        args.kubeconfig
-        or args.context
-        or os.environ.get("KUBECONFIG")
-        or os.environ.get("KUBERNETES_SERVICE_HOST")
-    )
+    """A cluster to schedule for, as `placement run` finds a hub: flags, $KUBECONFIG, the
+    pod's service account, ~/.kube/config; otherwise an embedded API server is started."""
+    from controllers.kube.config import find_access
+
+    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else None
+    return find_access(kubeconfig, args.context) is not None
 
 
 async def _run(options: RunOptions) -> int:

@@ -5,7 +5,9 @@ A Placement's CEL expressions are compiled and its label and claim selectors (an
 ManagedClusterSet's label selector) built too: an expression that does not compile, an operator
 such as `in` (OCM's CRDs admit any string) or a value that is no label value would make the
 placement Misconfigured once it reaches the controller, so it is an error here, reported with its
-file, document, object, field and OCM's own words.
+file, document, object, field and OCM's own words; so is every spec value the controller
+refuses (`controllers.cli.placement_checks`: a prioritizer mode or builtIn name, spread terms) or
+ignores (a toleration operator that tolerates nothing).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import TYPE_CHECKING
 
 from apis.cluster import ManagedClusterSet
 from apis.placements import Placement
+from apis.registry import KINDS
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename, print_warnings
 from controllers.cli.manifests import LoadedObject, LoadError, LoadResult, load_paths
+from controllers.cli.placement_checks import placement_spec_problems
 from placement.cel import CelCompileError, compile_selector
 from placement.selectors import selector_problems
 
@@ -36,22 +40,62 @@ def add_parser(subparsers: Subparsers) -> None:
         description=(
             "Read YAML/JSON manifests (files or folders, multi-document, v1 Lists) and report "
             "every document that breaks a rule of its kind (types, ranges, patterns, names, "
-            "fields the kind does not know), naming file, document, object and field. Exit 0 "
-            "if all are valid, 1 otherwise."
+            "fields the kind does not know), naming file, document, object and field. Kinds "
+            "of other API groups without a model here (CRDs, RBAC, Services, ...: a kustomize "
+            "build) are listed as skipped. Exit 0 if all are valid, 1 otherwise."
         ),
     )
     add_filename(validate)
     validate.set_defaults(func=_cmd_validate)
 
 
+# The API groups of the kinds this project defines: an unknown kind there is a typo; so is a
+# kustomization given as a manifest (its message says to build it).
+KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
+OWN_GROUPS = frozenset(
+    {
+        "cluster.open-cluster-management.io",
+        "addon.open-cluster-management.io",
+        "scheduling.x-k8s.io",
+    }
+)
+
+
+def _skipped(result: LoadResult) -> Counter[str]:
+    """Take the documents of kinds without a model in another API group (a CRD, a
+    ServiceAccount, a Role, a Service, cert-manager's kinds: what a kustomize build holds
+    besides ours) out of the errors; how many of each kind."""
+    skipped: Counter[str] = Counter()
+    kept = []
+    for error in result.errors:
+        if error.api_kind is None or _typo(*error.api_kind):
+            kept.append(error)
+        else:
+            skipped[error.api_kind[1]] += 1
+    result.errors[:] = kept
+    return skipped
+
+
+def _typo(api_version: str, kind: str) -> bool:
+    """An unknown kind that is a mistake, not a kind we have no model for: a kind of ours under
+    another apiVersion, any other kind in one of our groups, a kustomization."""
+    group = api_version.rpartition("/")[0]
+    modelled = {known for _, known in KINDS}
+    return kind in modelled or group in OWN_GROUPS or group == KUSTOMIZE_GROUP
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     result = load_paths(args.filename, args.validate)
     _check_selectors(result)
+    skipped = _skipped(result)
     print_warnings(result.warnings)
     for error in result.errors:
         print(error, file=sys.stderr)
     counts = Counter(type(o.obj).__name__ for o in result.objects)
     summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "no objects"
+    if skipped:
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items()))
+        summary += f"; skipped (kinds without a model, not checked): {listed}"
     if result.errors:
         print(f"{len(result.errors)} invalid document(s); valid: {summary}", file=sys.stderr)
         return EXIT_ERROR
@@ -69,6 +113,7 @@ def _check_selectors(result: LoadResult) -> None:
         problems: list[str] = []
         if isinstance(obj, Placement):
             problems = _placement_selector_problems(obj) + _cel_problems(obj)
+            problems += placement_spec_problems(obj)
         elif isinstance(obj, ManagedClusterSet):
             selector = obj.spec.cluster_selector
             if selector.selector_type == "LabelSelector":

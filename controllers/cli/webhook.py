@@ -22,10 +22,12 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError
+from apis.names import dns1035_label_problems, dns1123_label_problems
+from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
@@ -58,20 +60,57 @@ def _add_run(verbs: Subparsers) -> None:
             "spot nodes. Runs until SIGTERM or SIGINT."
         ),
     )
-    run.add_argument("--tls-cert-file", type=Path, required=True, metavar="FILE")
-    run.add_argument("--tls-key-file", type=Path, required=True, metavar="FILE")
+    run.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="serving certificate (PEM), reloaded when it changes",
+    )
+    run.add_argument(
+        "--tls-key-file", type=Path, required=True, metavar="FILE", help="its private key (PEM)"
+    )
     run.add_argument("--kubeconfig", type=Path, metavar="FILE", help="kubeconfig of the cluster")
     run.add_argument("--context", metavar="NAME", help="kubeconfig context")
-    run.add_argument("--addr", default=":8443", help="HTTPS listen address (default :8443)")
+    run.add_argument(
+        "--addr",
+        default=":8443",
+        metavar="HOST:PORT",
+        help="HTTPS address the API server calls (default :8443, every interface)",
+    )
     run.add_argument(
         "--http-addr",
-        default=":8080",
-        help="plain HTTP address of /metrics, /healthz, /readyz (default :8080)",
+        default=DEFAULT_HTTP_ADDR,
+        metavar="HOST:PORT",
+        help=f"plain HTTP address of /metrics, /healthz, /readyz (default {DEFAULT_HTTP_ADDR}; "
+        "':8080' on every interface, as the Deployment sets for its probes)",
     )
-    run.add_argument("--capacity-label", default="node.kubernetes.io/capacity", metavar="KEY")
-    run.add_argument("--on-demand-value", default="on-demand", metavar="VALUE")
-    run.add_argument("--spot-value", default="spot", metavar="VALUE")
-    run.add_argument("--annotation", default="distributed-scheduling/min-available", metavar="KEY")
+    run.add_argument(
+        "--capacity-label",
+        default="node.kubernetes.io/capacity",
+        metavar="KEY",
+        help="node label saying on-demand or spot (default node.kubernetes.io/capacity; EKS: "
+        "eks.amazonaws.com/capacityType, Karpenter: karpenter.sh/capacity-type)",
+    )
+    run.add_argument(
+        "--on-demand-value",
+        default="on-demand",
+        metavar="VALUE",
+        help="its value on on-demand nodes (default on-demand; EKS: ON_DEMAND)",
+    )
+    run.add_argument(
+        "--spot-value",
+        default="spot",
+        metavar="VALUE",
+        help="its value on spot nodes (default spot; EKS: SPOT)",
+    )
+    run.add_argument(
+        "--annotation",
+        default="distributed-scheduling/min-available",
+        metavar="KEY",
+        help="workload annotation with the pods to keep on on-demand nodes (default "
+        "distributed-scheduling/min-available)",
+    )
     run.add_argument(
         "--spot-toleration",
         action="append",
@@ -85,8 +124,19 @@ def _add_run(verbs: Subparsers) -> None:
         action="store_true",
         help="count on-demand pods in this replica only (exact for one replica)",
     )
-    run.add_argument("--reservation-ttl", type=float, default=60.0, metavar="SECONDS")
+    run.add_argument(
+        "--reservation-ttl",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long an admitted pod counts before its workload's status shows it (default 60)",
+    )
+    add_log_options(run)
     run.set_defaults(func=_cmd_run)
+
+
+DEFAULT_HTTP_ADDR = "127.0.0.1:8080"
+"""Metrics and probes on loopback unless asked, as the other verbs."""
 
 
 def _add_certs(verbs: Subparsers) -> None:
@@ -95,14 +145,70 @@ def _add_certs(verbs: Subparsers) -> None:
         help="mint a CA and a serving certificate for the webhook's Service",
         description=(
             "Write ca.crt, tls.crt and tls.key into --out (a certificate valid for the "
-            "Service's cluster DNS names) and print the base64 caBundle."
+            "Service's cluster DNS names) and print the base64 caBundle. With --kustomize BASE "
+            "(config/addons/spot-webhook/base) --out also gets a kustomization.yaml: BASE, the "
+            "TLS Secret made from the files and the caBundle, for kubectl apply -k OUT. Keep "
+            "--out out of version control (it holds the private key)."
         ),
     )
-    certs.add_argument("--service", required=True, metavar="NAME")
-    certs.add_argument("--namespace", required=True, metavar="NS")
-    certs.add_argument("--out", type=Path, required=True, metavar="DIR")
-    certs.add_argument("--days", type=int, default=365)
+    certs.add_argument(
+        "--service",
+        type=_name(dns1035_label_problems, "Service"),
+        required=True,
+        metavar="NAME",
+        help="the webhook's Service (a DNS-1035 label, as Kubernetes requires)",
+    )
+    certs.add_argument(
+        "--namespace",
+        type=_name(dns1123_label_problems, "namespace"),
+        required=True,
+        metavar="NS",
+        help="the Service's namespace",
+    )
+    certs.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="where ca.crt, tls.crt, tls.key go"
+    )
+    certs.add_argument(
+        "--kustomize",
+        type=Path,
+        metavar="BASE",
+        help="also write a kustomization of BASE with the Secret and the caBundle into --out",
+    )
+    certs.add_argument(
+        "--days",
+        type=_days,
+        default=365,
+        help=f"validity of both certificates, 1 to {MAX_DAYS} days (default 365)",
+    )
     certs.set_defaults(func=_cmd_certs)
+
+
+MAX_DAYS = 36500
+"""A hundred years: far below X.509's last date (9999-12-31) from any date this code runs."""
+
+
+def _days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of days from 1 to {MAX_DAYS} (got {text!r})"
+        )
+    return days
+
+
+def _name(problems: Callable[[str], list[str]], what: str) -> Callable[[str], str]:
+    """An argparse type: a name `problems` finds nothing wrong with, else the first problem."""
+
+    def parse(text: str) -> str:
+        found = problems(text)
+        if found:
+            raise argparse.ArgumentTypeError(f"invalid {what} name {text!r}: {found[0]}")
+        return text
+
+    return parse
 
 
 def parse_toleration(text: str) -> dict[str, Any]:
@@ -121,21 +227,62 @@ def parse_toleration(text: str) -> dict[str, Any]:
 def _cmd_certs(args: argparse.Namespace) -> int:
     from controllers.addons.webhook_certs import mint, service_names, write_bundle
 
+    if args.kustomize is not None and not (args.kustomize / "kustomization.yaml").is_file():
+        raise CliError(f"--kustomize {args.kustomize}: no kustomization.yaml there")
     bundle = mint(service_names(args.service, args.namespace), days=args.days)
+    ca_bundle = base64.b64encode(bundle.ca).decode()
     try:
         paths = write_bundle(bundle, args.out)
+        if args.kustomize is not None:
+            paths["kustomization"] = args.out / "kustomization.yaml"
+            base = os.path.relpath(args.kustomize.resolve(), args.out.resolve())
+            paths["kustomization"].write_text(_overlay(base, args.namespace, ca_bundle))
     except OSError as exc:
         raise CliError(f"--out {args.out}: {exc.strerror or exc}") from None
     for path in paths.values():
         print(f"wrote {path}", file=sys.stderr)
-    print(base64.b64encode(bundle.ca).decode())
+    print(ca_bundle)
     return EXIT_OK
+
+
+SECRET = "spot-webhook-tls"  # what config/addons/spot-webhook/base's Deployment mounts
+WEBHOOK = "spot-webhook"  # its MutatingWebhookConfiguration
+
+
+def _overlay(base: str, namespace: str, ca_bundle: str) -> str:
+    """A kustomization of `base` with the TLS Secret made from the files beside it and the
+    MutatingWebhookConfiguration's caBundle."""
+    return f"""\
+# Made by `placement webhook certs --kustomize`: kubectl apply -k on this folder. Run the
+# command again to renew. It holds the private key: keep it out of version control.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - {base}
+secretGenerator:
+  - name: {SECRET}
+    namespace: {namespace}
+    type: kubernetes.io/tls
+    files:
+      - tls.crt
+      - tls.key
+    options:
+      disableNameSuffixHash: true
+patches:
+  - target:
+      kind: MutatingWebhookConfiguration
+      name: {WEBHOOK}
+    patch: |-
+      - op: add
+        path: /webhooks/0/clientConfig/caBundle
+        value: {ca_bundle}
+"""
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from controllers.runtime.logs import setup_logging
 
-    setup_logging()
+    setup_logging(args.log_format, args.log_level)
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
@@ -148,7 +295,7 @@ async def _run(args: argparse.Namespace) -> int:
     from controllers.addons.webhook import SpotWebhook, WebhookMetrics, WebhookServer
     from controllers.addons.webhook_certs import ReloadingContext
     from controllers.addons.webhook_state import ClusterView, LeaseReservations
-    from controllers.kube.config import ClusterAccess
+    from controllers.kube.config import ClusterAccess, find_access
     from controllers.kube.gateway import Gateway
     from controllers.runtime.http import HttpServer
     from placement.pods.ledger import Ledger
@@ -166,10 +313,8 @@ async def _run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"webhook: TLS certificate {args.tls_cert_file}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if args.kubeconfig or args.context or os.environ.get("KUBECONFIG"):
-        access = ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
-    else:
-        access = ClusterAccess(in_cluster=True)
+    # As kubectl finds it: the flags, $KUBECONFIG, the pod's service account, ~/.kube/config.
+    access = find_access(args.kubeconfig, args.context) or ClusterAccess(in_cluster=True)
     try:
         gateway = await Gateway.connect(access)
     except Exception as exc:

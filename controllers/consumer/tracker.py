@@ -11,7 +11,8 @@ No spurious remove while a cluster moves between PlacementDecision objects: a cl
 from the union is reported removed only once no PlacementDecision of the placement changed for
 `settle` seconds (the writer has finished its round: ours adds before it removes, OCM's may
 remove first) and it is still missing then; if it comes back meanwhile, nothing is reported.
-Additions are reported at once.
+Additions are reported at once. The first change is the placement's decisions as the first
+list found them, whole, in one change (not one PlacementDecision at a time).
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class DecisionTracker:
         first change reported, all added)."""
         self.informer.start()
         await self.informer.wait_synced(timeout)
+        self._changed()  # the first list, whole: one change
 
     async def stop(self) -> None:
         if self._quiet is not None:
@@ -126,6 +128,8 @@ class DecisionTracker:
         self._changed()
 
     def _changed(self) -> None:
+        if not self.informer.synced:
+            return  # the first list is still coming in: `start` reports it whole
         now = self.clusters()
         added = now - self._reported
         if added:

@@ -1,13 +1,15 @@
 """`python -m controllers.embedded [--port N] [--load DIR] [--kubelet [--kubelet-start-delay S]
 [--kubelet-grace-cap S]]`: run the embedded API server until interrupted, after printing where
-it listens and a kubeconfig that points kubectl at it. `--kubelet` simulates the nodes' kubelets
-(bound pods run, nodes are Ready, deleted pods go after their grace period)."""
+it listens and a kubeconfig that points kubectl at it (in a temporary folder removed at exit
+unless `--kubeconfig` says where). `--kubelet` simulates the nodes' kubelets (bound pods run,
+nodes are Ready, deleted pods go after their grace period)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import shutil
 import signal
 import sys
 import tempfile
@@ -22,14 +24,34 @@ __all__ = ["main"]
 async def _serve(
     port: int, snapshot: Path | None, kubeconfig: Path | None, kubelet: KubeletOptions | None
 ) -> int:
+    # Caught before anything is printed: whoever reads the kubeconfig line may stop us at once.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     server = EmbeddedApiServer(port=port, snapshot=snapshot, kubelet=kubelet)
     try:
-        url = await server.start()
+        await server.start()
     except (SnapshotError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    folder = None
     if kubeconfig is None:
-        kubeconfig = Path(tempfile.mkdtemp(prefix="ocm-embedded-")) / "kubeconfig"
+        folder = Path(tempfile.mkdtemp(prefix="ocm-embedded-"))
+        kubeconfig = folder / "kubeconfig"
+    try:
+        return await _until_stopped(server, kubeconfig, kubelet, stop)
+    finally:
+        await server.stop()
+        if folder is not None:  # ours: removed at exit, as `placement run` removes its own
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _until_stopped(
+    server: EmbeddedApiServer, kubeconfig: Path, kubelet: KubeletOptions | None, stop: asyncio.Event
+) -> int:
+    url = server.url
     server.kubeconfig(kubeconfig)
     print(f"embedded API server listening on {url}", flush=True)
     if kubelet is not None:
@@ -40,13 +62,7 @@ async def _serve(
             flush=True,
         )
     print(f"export KUBECONFIG={kubeconfig}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    await server.stop()
     return 0
 
 

@@ -1,12 +1,14 @@
 """Watch streams of the embedded API server: the replay from a resourceVersion (or the current
 objects as ADDED), 410 Gone for a compacted one, bookmarks, `timeoutSeconds`, and the end of a
 stream (clean, or a broken connection for fault injection). A Table watch (`kubectl get -w`)
-gets each event's object as a one-row Table."""
+gets each event's object as a one-row Table. A client that goes away mid-stream is normal: a
+DEBUG line, not the ERROR and traceback aiohttp would log."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 from aiohttp import web
 
@@ -19,6 +21,8 @@ from controllers.embedded.store import Store
 from controllers.embedded.tables import TableView
 
 __all__ = ["Watches"]
+
+log = logging.getLogger(__name__)
 
 _TRUE = ("true", "1")
 _BATCH = 512  # events written to the socket at once, at most
@@ -35,16 +39,32 @@ class Watches:
     async def serve(
         self, request: web.Request, res: Resource, namespace: str, view: TableView | None
     ) -> web.StreamResponse:
+        rv_text = request.query.get("resourceVersion", "")
+        if rv_text not in ("", "0") and not rv_text.isdigit():
+            raise StatusError(400, f"invalid resourceVersion {rv_text!r}")
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        try:
+            await response.prepare(request)
+            await self._serve(request, response, res, namespace, view)
+        except ConnectionResetError as exc:
+            # The client went away (kubectl get -w ended, a controller restarting): normal.
+            log.debug("watch of %s: the client went away (%s)", res.plural, exc)
+        return response
+
+    async def _serve(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        res: Resource,
+        namespace: str,
+        view: TableView | None,
+    ) -> None:
         query = request.query
         predicate = query_predicate(query)
         rv_text = query.get("resourceVersion", "")
         bookmarks = query.get("allowWatchBookmarks", "").lower() in _TRUE
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
-        if rv_text not in ("", "0") and not rv_text.isdigit():
-            raise StatusError(400, f"invalid resourceVersion {rv_text!r}")
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
         # No await between registering and replaying: nothing can slip in between.
         watcher = self.store.watch(res, namespace, predicate)
         try:
@@ -59,11 +79,10 @@ class Watches:
                         watcher.offer(event)
                 except StatusError as exc:
                     await response.write(json.dumps({"type": "ERROR", "object": exc.doc}).encode())
-                    return response
+                    return
             await self._stream(request, response, watcher.queue, res, bookmarks, timeout, view)
         finally:
             self.store.watchers.discard(watcher)
-        return response
 
     async def _stream(
         self,

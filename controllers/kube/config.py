@@ -1,6 +1,11 @@
 """Where the gateway's API server is and how to authenticate to it: a kubeconfig file and
 context, the in-cluster service account, or an explicit URL (the embedded server).
 
+`find_access` finds it as controller-runtime does (kubectl's rules, plus the pod's service
+account): `--kubeconfig`, else `$KUBECONFIG`, a list of files merged as kubectl merges them
+(`a:b`: missing files skipped, the first file to name a cluster, user or context or to set
+current-context wins), else the pod's service account, else `~/.kube/config`.
+
 A kubeconfig or service account that cannot be used is a `ClusterAccessError` whose message is
 one line naming the file and the context (kubectl's words where it has them), never the client
 library's exception: `placement run` prints it and exits.
@@ -16,7 +21,13 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client, config
 
-__all__ = ["DEFAULT_KUBECONFIG", "ClusterAccess", "ClusterAccessError", "new_api_client"]
+__all__ = [
+    "DEFAULT_KUBECONFIG",
+    "ClusterAccess",
+    "ClusterAccessError",
+    "find_access",
+    "new_api_client",
+]
 
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 
@@ -36,13 +47,30 @@ class ClusterAccess:
     token: str | None = None
     verify_tls: bool = True
 
-    def kubeconfig_path(self) -> Path:
-        """The kubeconfig file used: the explicit one, else the first of `$KUBECONFIG`, else
+    def kubeconfig_paths(self) -> list[Path]:
+        """The kubeconfig files read: the explicit one, else those `$KUBECONFIG` lists, else
         `~/.kube/config`."""
         if self.kubeconfig is not None:
-            return self.kubeconfig.expanduser()
-        first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-        return Path(first).expanduser() if first else DEFAULT_KUBECONFIG.expanduser()
+            return [self.kubeconfig.expanduser()]
+        listed = [Path(p).expanduser() for p in _kubeconfig_env().split(os.pathsep) if p]
+        return listed or [DEFAULT_KUBECONFIG.expanduser()]
+
+
+def _kubeconfig_env() -> str:
+    return os.environ.get("KUBECONFIG", "")
+
+
+def find_access(kubeconfig: Path | None = None, context: str | None = None) -> ClusterAccess | None:
+    """How to reach the API server when nothing more explicit (a URL) is given: the kubeconfig
+    flag or `--context`, `$KUBECONFIG`, the pod's service account, `~/.kube/config`; None when
+    there is none of them (the caller may start an embedded server)."""
+    if kubeconfig is not None or context or _kubeconfig_env():
+        return ClusterAccess(kubeconfig=kubeconfig, context=context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return ClusterAccess(in_cluster=True)
+    if DEFAULT_KUBECONFIG.expanduser().is_file():
+        return ClusterAccess()
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -70,7 +98,7 @@ def _kubeconfig(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _context(path: Path, doc: dict[str, Any], wanted: str | None) -> str:
+def _context(path: str, doc: dict[str, Any], wanted: str | None) -> str:
     """The context to use: `wanted`, else the file's current-context; it must exist."""
     entries = doc.get("contexts") or []
     names = sorted(
@@ -88,12 +116,38 @@ def _context(path: Path, doc: dict[str, Any], wanted: str | None) -> str:
     return str(name)
 
 
+def _merged(paths: list[Path]) -> tuple[str, dict[str, Any]]:
+    """What the files say about contexts, merged as kubectl merges them, and how to name them
+    in a message: one file by its path; several by the ones that exist. A single file must
+    exist; of several (`$KUBECONFIG`), the missing ones are skipped, as kubectl skips them."""
+    if len(paths) == 1:
+        return str(paths[0]), _kubeconfig(paths[0])
+    found = [p for p in paths if p.exists()]
+    if not found:
+        listed = os.pathsep.join(str(p) for p in paths)
+        raise ClusterAccessError(f"kubeconfig {listed} ($KUBECONFIG): none of the files exists")
+    merged: dict[str, Any] = {"contexts": []}
+    names: set[str] = set()
+    for path in found:
+        doc = _kubeconfig(path)
+        if "current-context" not in merged and doc.get("current-context"):
+            merged["current-context"] = doc["current-context"]
+        for entry in doc.get("contexts") or []:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name not in names:
+                names.add(name)
+                merged["contexts"].append(entry)
+    return os.pathsep.join(str(p) for p in found), merged
+
+
 async def _load_kubeconfig(access: ClusterAccess, configuration: client.Configuration) -> None:
-    path = access.kubeconfig_path()
-    context = _context(path, _kubeconfig(path), access.context)
+    path, doc = _merged(access.kubeconfig_paths())
+    context = _context(path, doc, access.context)
     try:
+        # The library merges a list of files itself (`a:b`); the context is chosen above, so
+        # its rule for current-context (the last file's) does not apply.
         await config.load_kube_config(
-            config_file=str(path),
+            config_file=path,
             context=context,
             client_configuration=configuration,
             # The embedded server of tests and demos rewrites its file; do not keep a refresher.

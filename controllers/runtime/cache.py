@@ -14,6 +14,10 @@ projection) never ends the informer: it is logged with its traceback and the inf
 after a backoff; resuming would read the same event again, a list reads the collection whole.
 While it backs off from any failure the informer is not `watching`, which the controller's
 readiness reports, so a cache that stopped following the server is never silent.
+
+Each failed list or watch is a WARNING line of its own, unless someone listens (`on_retry`, a
+controller with several informers): then the informer logs it at DEBUG and tells the listener,
+which says it once for all its informers (an unreachable server fails every kind at once).
 """
 
 from __future__ import annotations
@@ -138,6 +142,13 @@ class Informer(Generic[ObjT, ItemT]):
         """Why the last list or watch failed (None once a list succeeds): what a controller
         whose caches do not sync reports. An `ApiError`, or any unexpected exception."""
         self.failures = 0  # list or watch failures, unexpected ones included
+        self.failures_in_a_row = 0
+        """Failures since the last list that succeeded or the last event: the retry round."""
+        self.failed_verb = "list"  # what failed last: "list" or "watch"
+        self.retry_in = 0.0  # the backoff after the last failure, in seconds
+        self.on_retry: Callable[[Informer[Any, Any]], None] | None = None
+        """Told of each failure and of the success that ends a run of them; when set, the
+        failures are logged at DEBUG only, the listener says them."""
         self._backing_off = False
         self._store: dict[str, ItemT] = {}
         self._synced = asyncio.Event()
@@ -207,7 +218,9 @@ class Informer(Generic[ObjT, ItemT]):
                 ):
                     self._apply(event)
                     delay = self.retry_delay
+                    self._recovered()
                 self.resumes += 1  # the server ended the stream cleanly (a timeout)
+                self._recovered()  # a stream that worked to its end: the server answers
             except GoneError:
                 log.info(
                     "%s watch: resourceVersion %s gone, relisting",
@@ -217,7 +230,11 @@ class Informer(Generic[ObjT, ItemT]):
                 must_list = True
             except ApiError as exc:
                 verb = "list" if must_list else "watch"
-                log.warning("%s %s failed (%s); retrying in %.2fs", self.cls.KIND, verb, exc, delay)
+                level = logging.WARNING if self.on_retry is None else logging.DEBUG
+                log.log(
+                    level, "%s %s failed (%s); retrying in %.2fs", self.cls.KIND, verb, exc, delay
+                )
+                self.failed_verb = verb
                 await self._back_off(exc, delay)
                 delay = min(delay * 2, self.max_retry_delay)
                 self.resumes += 1
@@ -235,6 +252,7 @@ class Informer(Generic[ObjT, ItemT]):
                     exc_info=exc,
                 )
                 must_list = True
+                self.failed_verb = verb
                 await self._back_off(exc, delay)
                 delay = min(delay * 2, self.max_retry_delay)
 
@@ -242,6 +260,9 @@ class Informer(Generic[ObjT, ItemT]):
         """Not watching for `delay` seconds, because of `error`."""
         self.last_error = error
         self.failures += 1
+        self.failures_in_a_row += 1
+        self.retry_in = delay
+        self._tell()
         self._backing_off = True
         try:
             await asyncio.sleep(delay)
@@ -276,6 +297,19 @@ class Informer(Generic[ObjT, ItemT]):
             elif version(old[key]) != version(fresh[key]):
                 self._call(self.on_update, old[key], fresh[key])
         self._synced.set()
+        self._recovered()
+
+    def _recovered(self) -> None:
+        if self.failures_in_a_row:
+            self.failures_in_a_row = 0
+            self._tell()
+
+    def _tell(self) -> None:
+        if self.on_retry is not None:
+            try:
+                self.on_retry(self)
+            except Exception:
+                log.exception("%s informer retry listener failed", self.cls.KIND)
 
     def _apply(self, event: WatchEvent[ObjT]) -> None:
         if event.resource_version:

@@ -47,7 +47,13 @@ from controllers.runtime.leader import LeaderConfig, LeaderElector, NotLeaderErr
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.queue import Clock, Handler, LoopClock, WorkQueue
 
-__all__ = ["Controller", "ControllerOptions", "StartError", "unsynced_reasons"]
+__all__ = [
+    "Controller",
+    "ControllerOptions",
+    "StartError",
+    "failure_reasons",
+    "unsynced_reasons",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,19 +73,24 @@ def unsynced_reasons(informers: Iterable[Informer[Any, Any]]) -> str:
     """Why these informers have not synced, informers with the same reason grouped:
     `ManagedCluster, Placement: list failed: Cannot connect to host ...; Lease: no answer yet`.
     """
+    return failure_reasons((i.cls.KIND, i.last_error, i.failed_verb) for i in informers)
+
+
+def failure_reasons(failures: Iterable[tuple[str, BaseException | None, str]]) -> str:
+    """(kind, its last error or None, the verb that failed) grouped by reason, as
+    `unsynced_reasons` says them."""
     groups: dict[str, list[str]] = {}
-    for informer in informers:
-        error = informer.last_error
+    for kind, error, verb in failures:
         if error is None:
             reason = "no answer yet"
         elif not isinstance(error, ApiError):
-            reason = f"list failed: {type(error).__name__}: {_one_line(error)[:300]}"
+            reason = f"{verb} failed: {type(error).__name__}: {_one_line(error)[:300]}"
         elif isinstance(error, NotFoundError):
             # The server's words name the resource; the kinds listed say the same, shorter.
-            reason = "not served by the server (404 on list: is its CRD installed?)"
+            reason = f"not served by the server (404 on {verb}: is its CRD installed?)"
         else:
-            reason = "list failed: " + _REQUEST.sub("", _one_line(error))
-        groups.setdefault(reason, []).append(informer.cls.KIND)
+            reason = f"{verb} failed: " + _REQUEST.sub("", _one_line(error))
+        groups.setdefault(reason, []).append(kind)
     return "; ".join(f"{', '.join(kinds)}: {reason}" for reason, kinds in groups.items())
 
 
@@ -139,6 +150,7 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self._working = False
         self._stopped = asyncio.Event()
+        self._retry_round = 0  # the informers' retry round last logged
 
     # --- what a controller supplies ------------------------------------------------------------
 
@@ -190,6 +202,8 @@ class Controller:
             return False, f"informers not watching: {unsynced_reasons(stalled)}"
         if self.elector is not None and self.elector.error is not None:
             return False, f"leader election failing: {_one_line(self.elector.error)[:300]}"
+        if self.elector is not None and self.elector.blocked is not None:
+            return False, f"leader election: {self.elector.blocked[:300]}"
         return True, "leader" if self.leading else "standby"
 
     def synced_message(self) -> str:
@@ -208,6 +222,8 @@ class Controller:
                 raise StartError(
                     f"HTTP endpoint {self.options.http_addr}: cannot listen: {reason}"
                 ) from None
+        for informer in self.informers:
+            informer.on_retry = self._informer_retrying
         await self._sync(sync_timeout)
         log.info("%s", self.synced_message())
         if self.elector is None:
@@ -261,6 +277,27 @@ class Controller:
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+
+    def _informer_retrying(self, _: Informer[Any, Any]) -> None:
+        """One line per retry round for all informers in trouble (not synced, or failing), not
+        one per kind: logged when the slowest of them has failed once more."""
+        troubled = [i for i in self.informers if not i.synced or i.failures_in_a_row]
+        if not troubled:
+            if self._retry_round:
+                log.info("every informer lists and watches again")
+            self._retry_round = 0
+            return
+        attempt = min(i.failures_in_a_row for i in troubled)
+        if attempt <= self._retry_round:
+            return
+        self._retry_round = attempt
+        log.warning(
+            "%s (attempt %d): %s; retrying in %.2gs",
+            "caches not synced" if not self.synced else "informers not watching",
+            attempt,
+            unsynced_reasons(troubled),
+            max(i.retry_in for i in troubled),
+        )
 
     def _start_working(self) -> None:
         if self._working:

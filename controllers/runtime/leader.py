@@ -22,7 +22,10 @@ so after the leader dies without releasing (kill -9) another replica leads withi
 
 An unexpected exception in the loop (not an API error, which is expected and retried) is logged
 with its traceback, steps down if leading, and is retried with backoff; `error` holds it until
-an attempt succeeds, for readiness.
+an attempt succeeds, for readiness. A Lease that cannot be read, or created where it is missing
+(its namespace does not exist, RBAC forbids it, the server fails), would leave the replica
+waiting in silence for ever: `blocked` says why, for readiness, and the cause is logged at
+ERROR once (again when it changes), then at DEBUG on each retry, until an attempt gets through.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any
 
 from apis.core import Lease, LeaseSpec
 from apis.meta import ObjectMeta
-from controllers.kube.errors import ApiError, ConflictError, NotFoundError
+from controllers.kube.errors import AlreadyExistsError, ApiError, ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.queue import Clock, LoopClock
 
@@ -123,6 +126,9 @@ class LeaderElector:
         self.error: Exception | None = None
         """The unexpected exception the loop is backing off from (None once an attempt
         completes): what readiness reports."""
+        self.blocked: str | None = None
+        """Why the Lease cannot be read or created (None once it can): what readiness
+        reports, `cannot create lease NS/NAME: <the server's answer>`."""
 
     @property
     def is_leader(self) -> bool:
@@ -186,6 +192,8 @@ class LeaderElector:
         cfg = self.config
         try:
             current = await self._gateway.get(Lease, cfg.name, cfg.namespace)
+        except NotFoundError:
+            return  # never created (its namespace missing, say): nothing to release
         except ApiError as exc:
             log.warning("leader election: cannot read lease %s to release it: %s", cfg.name, exc)
             return
@@ -277,8 +285,9 @@ class LeaderElector:
         except NotFoundError:
             return await self._create(now, wall)
         except ApiError as exc:
-            log.warning("leader election: cannot read lease %s: %s", cfg.name, exc)
+            self._block("read", exc)
             return False
+        self._unblock()
         self._observe(current, now)
         holder = current.spec.holder_identity or ""
         ours = holder == cfg.identity
@@ -317,12 +326,31 @@ class LeaderElector:
         )
         try:
             created = await self._gateway.create(lease)
-        except ApiError as exc:
-            # AlreadyExists included: another candidate created it first; read it next time.
+        except AlreadyExistsError as exc:
+            # Another candidate created it first; read it next time.
             log.debug("leader election: cannot create lease %s: %s", cfg.name, exc)
             return False
+        except ApiError as exc:
+            self._block("create", exc)
+            return False
+        self._unblock()
         self._observe(created, now)
         return True
+
+    def _block(self, verb: str, exc: ApiError) -> None:
+        cfg = self.config
+        reason = f"cannot {verb} lease {cfg.namespace}/{cfg.name}: {' '.join(str(exc).split())}"
+        if reason != self.blocked:
+            log.error("leader election: %s; retrying every %.3gs", reason, cfg.retry_period)
+        else:
+            log.debug("leader election: %s", reason)
+        self.blocked = reason
+
+    def _unblock(self) -> None:
+        if self.blocked is not None:
+            cfg = self.config
+            log.info("leader election: lease %s/%s reachable again", cfg.namespace, cfg.name)
+            self.blocked = None
 
     def _observe(self, lease: Lease, now: float) -> None:
         spec = lease.spec

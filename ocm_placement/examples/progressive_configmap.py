@@ -22,6 +22,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from apis.cluster import ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding
@@ -29,8 +30,8 @@ from apis.core import ConfigMap, Namespace
 from apis.placements import Placement
 from apis.rollout import RolloutStrategy
 from controllers.consumer import DecisionTracker
-from controllers.kube.config import ClusterAccess
-from controllers.kube.errors import AlreadyExistsError, NotFoundError
+from controllers.kube.config import ClusterAccess, ClusterAccessError
+from controllers.kube.errors import AlreadyExistsError, ApiError, NotFoundError
 from controllers.kube.gateway import Gateway
 from placement.rollout import ClusterRolloutStatus, RolloutStatus, rollout
 
@@ -185,11 +186,17 @@ async def _main(args: argparse.Namespace) -> int:
                 await gateway.close()
         return 0
     access = ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
-    gateway = await Gateway.connect(access)
+    try:
+        gateway = await Gateway.connect(access)
+    except ClusterAccessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     try:
         await gateway.get(Placement, args.placement, args.namespace)
-    except NotFoundError:
-        print(f"error: placement {args.namespace}/{args.placement} not found", file=sys.stderr)
+    except ApiError as exc:
+        missing = isinstance(exc, NotFoundError)
+        why = "not found" if missing else f"cannot be read: {exc}"
+        print(f"error: placement {args.namespace}/{args.placement} {why}", file=sys.stderr)
         await gateway.close()
         return 1
     try:
@@ -205,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
     parser.add_argument("--embedded", action="store_true", help="an embedded hub with a fleet")
-    parser.add_argument("--kubeconfig", help="kubeconfig of the hub (without --embedded)")
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="kubeconfig of the hub (without --embedded)"
+    )
     parser.add_argument("--context", help="kubeconfig context")
     parser.add_argument("--namespace", default=NAMESPACE, help=f"placement namespace ({NAMESPACE})")
     parser.add_argument("--placement", default=PLACEMENT, help=f"placement name ({PLACEMENT})")

@@ -100,3 +100,5 @@ class RunOptions:
     status_controller: str = "on"
     """`on`: the PodGroup/ElasticQuota status controller runs beside the scheduler; `off`: not;
     `only`: it runs alone, nothing is scheduled."""
+    sync_timeout: float = 60.0
+    """Seconds start-up waits for the cluster's first answers before it gives up (exit 1)."""

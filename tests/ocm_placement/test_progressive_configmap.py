@@ -5,12 +5,14 @@ the same rounds and writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from apis.core import ConfigMap
 from apis.rollout import RolloutStrategy
@@ -82,3 +84,40 @@ def test_the_command_line_dry_run_prints_the_rounds_in_groups() -> None:
         "round 1: would apply ConfigMap example-config to cluster-01 (group 0)"
     )
     assert lines[-1] == "rolled out to 12 clusters in 4 rounds"
+
+
+@pytest.mark.asyncio
+async def test_the_command_line_against_a_hub_by_kubeconfig_dry_run(tmp_path: Path) -> None:
+    async with embedded_hub() as url:
+        kubeconfig = tmp_path / "hub.yaml"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "hub", "cluster": {"server": url}}],
+                    "users": [{"name": "hub", "user": {}}],
+                    "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "hub"}}],
+                    "current-context": "hub",
+                }
+            )
+        )
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "ocm_placement.examples.progressive_configmap"),
+            *("--kubeconfig", str(kubeconfig), "--dry-run"),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=ROOT,
+        )
+        async with asyncio.timeout(120):  # a guard only
+            out, err = await process.communicate()
+        gateway = await Gateway.connect(ClusterAccess(url=url))
+        try:
+            written = (await gateway.list(ConfigMap)).items
+        finally:
+            await gateway.close()
+    assert process.returncode == 0, err.decode()
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("placement addons/config-rollout: 12 clusters; group 0: 3")
+    assert lines[-1] == "rolled out to 12 clusters in 4 rounds"
+    assert not [cm for cm in written if cm.name == "example-config"]  # a dry run writes nothing

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import copy
 import json
+import logging
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -274,3 +275,17 @@ async def test_pod_informer_feeds_the_ledger_and_deletions_give_places_back() ->
             assert labels == ["on-demand", "on-demand", "spot", "spot"]
         finally:
             await view.stop()
+
+
+async def test_each_decision_is_one_log_line_naming_the_pod_and_where_it_goes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="controllers.addons.webhook")
+    webhook = SpotWebhook(StaticWorkloads(), Ledger(), clock=lambda: 0.0)
+    for i in range(M + 1):
+        await webhook.review(review(f"u{i}", pod_doc(f"web-{i}")))
+    await webhook.review(review("x", {"apiVersion": "v1", "kind": "Pod", "metadata": {}}))
+    lines = [r.getMessage() for r in caplog.records if r.name == "controllers.addons.webhook"]
+    assert lines == [f"pod default/web-{i}: on-demand" for i in range(M)] + [
+        f"pod default/web-{M}: spot"
+    ]  # a pod of no workload is left alone, and says nothing

@@ -212,3 +212,25 @@ def test_every_schema_node_is_structural() -> None:
 
     for cls in CUSTOM_KINDS:
         walk(load_crd(cls)["spec"]["versions"][0]["schema"]["openAPIV3Schema"], cls.KIND)
+
+
+def _fields(node: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+    """(path, schema) of every field below `node`, through arrays and maps."""
+    found = []
+    for name, sub in (node.get("properties") or {}).items():
+        found.append((f"{path}.{name}", sub))
+        found += _fields(sub, f"{path}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            found += _fields(node[key], f"{path}[]")
+    return found
+
+
+@pytest.mark.parametrize("cls", CUSTOM_KINDS, ids=lambda c: c.KIND)
+def test_every_field_of_every_crd_has_a_description_for_kubectl_explain(
+    cls: type[KubeObject],
+) -> None:
+    schema = build_crd(cls)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    fields = _fields(schema, cls.KIND)
+    assert len(fields) >= 8
+    assert [path for path, sub in fields if not sub.get("description")] == []

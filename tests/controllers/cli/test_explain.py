@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from apis.cluster import ManagedCluster
 from controllers.cli.main import EXIT_ERROR, EXIT_OK, main
@@ -59,6 +60,16 @@ def _tables(out: str) -> list[tuple[list[str], list[list[str]]]]:
         rows = [[line[a:b].strip() for a, b in bounds] for line in lines]
         tables.append((header.split(), rows))
     return tables
+
+
+def test_explain_yaml_is_the_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    key = PLACEMENTS[0]
+    code, as_json, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, *NOW)
+    assert code == EXIT_OK
+    code, as_yaml, _ = run(capsys, "explain", "-f", SAMPLES, "--placement", key, *NOW, "-o", "yaml")
+    assert code == EXIT_OK
+    assert yaml.safe_load(as_yaml) == json.loads(as_json)
+    assert not as_yaml.lstrip().startswith("{")
 
 
 @pytest.mark.parametrize("key", [pytest.param(k, id=k) for k in PLACEMENTS])

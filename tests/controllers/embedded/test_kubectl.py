@@ -82,3 +82,13 @@ async def test_kubectl_apply_drops_status_and_the_status_subresource_one_liners_
         assert code == 0, err
         stored = await gw.get(ManagedCluster, first.name)
         assert stored.to_wire()["status"]["allocatable"]["cpu"] == "8"
+
+
+@pytest.mark.asyncio
+async def test_kubectl_explain_describes_the_fields_of_our_crds(tmp_path: Path) -> None:
+    async with hub() as (server, _):
+        config = server.kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = await kubectl(config, "explain", "placements.spec.prioritizerPolicy")
+    assert code == 0, err
+    assert "Additive (the default)" in out  # mode's description
+    assert "The prioritizers and their weights." in out  # configurations'

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -144,6 +145,33 @@ async def test_standalone_server_prints_a_working_kubeconfig(tmp_path: Path) -> 
         process.terminate()
         async with asyncio.timeout(WAIT):
             assert await process.wait() == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_standalone_server_removes_the_folder_of_its_kubeconfig_at_exit(
+    sig: signal.Signals,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "controllers.embedded"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(60):  # a guard only: start-up on a busy machine
+            while not (line := (await process.stdout.readline()).decode()).startswith("export"):
+                assert line, "ended before printing its kubeconfig"
+        config = Path(line.strip().removeprefix("export KUBECONFIG="))
+        assert config.is_file()
+        process.send_signal(sig)
+        async with asyncio.timeout(60):
+            _, stderr = await process.communicate()
+        assert process.returncode == 0, stderr
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert not config.parent.exists()
 
 
 async def test_port_zero_picks_a_free_port_and_two_servers_coexist() -> None:

@@ -4,13 +4,15 @@ bookmarks, 410 Gone for a compacted one, selectors, and the dropped streams of f
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import aiohttp
 import pytest
 
 from apis.cluster import ManagedCluster
 from controllers.kube.errors import GoneError, TransportError
 from controllers.kube.gateway import Gateway, WatchEvent
-from tests.controllers.embedded.hub import WAIT, cluster, hub
+from tests.controllers.embedded.hub import WAIT, cluster, eventually, hub
 
 pytestmark = pytest.mark.asyncio
 
@@ -160,3 +162,25 @@ async def test_watch_ends_after_timeout_seconds() -> None:
         began = loop.time()
         assert await _collect(gw, start, 1, timeout_seconds=1) == []
         assert 0.9 <= loop.time() - began < WAIT
+
+
+async def test_a_watch_client_going_away_is_no_error_in_the_servers_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # kubectl get -w ended with Ctrl-C, a controller restarting: a normal event, at most DEBUG.
+    caplog.set_level(logging.DEBUG)
+    async with hub() as (server, gw):
+        url = f"{server.url}/apis/cluster.open-cluster-management.io/v1/managedclusters?watch=1"
+        async with aiohttp.ClientSession() as session:
+            response = await session.get(url)
+            await server.wait_for_watchers(1)
+            response.close()  # the client goes away with the stream open
+        for n in range(20):  # the server writes into the closed connection
+            await gw.create(cluster(f"c{n}"))
+        await eventually(lambda: not server.store.watchers)
+    noisy = [
+        r for r in caplog.records if r.levelno > logging.DEBUG and r.name.startswith("aiohttp")
+    ]
+    noisy += [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert noisy == [], [r.getMessage() for r in noisy]
+    assert not any(r.exc_info for r in caplog.records)

@@ -68,7 +68,7 @@ async def test_an_oversized_watch_event_is_logged_unready_and_recovered(
         assert not watching()
         ready, why = manager.ready()
         assert not ready
-        assert why.startswith("informers not watching: Placement: list failed: LineTooLong")
+        assert why.startswith("informers not watching: Placement: watch failed: LineTooLong")
         status, _ = await readyz(manager)
         assert status == 503
 

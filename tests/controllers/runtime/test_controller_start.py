@@ -6,6 +6,8 @@ cancelled half-way (a signal) leaves nothing running after `stop`."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from controllers.runtime.cache import Informer, Keep
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.queue import Handler
-from tests.controllers.embedded.hub import cluster, hub
+from tests.controllers.embedded.hub import cluster, eventually, hub
 
 pytestmark = pytest.mark.asyncio
 
@@ -131,3 +133,29 @@ async def test_a_start_cancelled_while_syncing_is_stopped_cleanly(tmp_path: Path
     assert informer_task is None
     assert controller.http is not None
     assert controller.http._runner is None
+
+
+async def test_a_server_gone_after_start_up_is_one_line_per_retry_round_then_one_on_recovery(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with hub(bookmark_interval=0.05) as (server, gateway):
+        controller = Watching(gateway, [ManagedCluster, ManagedClusterSet])
+        await controller.start(sync_timeout=30)
+        try:
+            server.faults.error_rates["watch"] = 1.0
+            server.drop_watches(abrupt=True)
+            await eventually(lambda: min(i.failures_in_a_row for i in controller.informers) >= 3)
+            del server.faults.error_rates["watch"]
+            await eventually(lambda: "every informer lists and watches again" in caplog.text)
+        finally:
+            await controller.stop()
+    rounds = [
+        int(m[1])
+        for r in caplog.records
+        if (m := re.match(r"informers not watching \(attempt (\d+)\): ", r.getMessage()))
+    ]
+    assert rounds[:3] == [1, 2, 3], rounds
+    assert rounds == list(range(1, len(rounds) + 1))
+    per_kind = [r for r in caplog.records if r.name == "controllers.runtime.cache"]
+    assert all(r.levelno == logging.DEBUG for r in per_kind if "failed" in r.getMessage())

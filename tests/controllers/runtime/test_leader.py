@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from apis.core import Lease, LeaseSpec
+from apis.core import Lease, LeaseSpec, Namespace
 from apis.meta import KubeObject, ObjectMeta
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.gateway import Gateway
@@ -344,3 +345,49 @@ async def test_lease_transitions_count_each_change_of_holder() -> None:
             await elector.release()
             counts.append((await lease_of(gw)).lease_transitions)
     assert counts == [0, 1, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_lease_namespace_that_does_not_exist_is_one_error_line_with_the_cause(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = SteppingClock()
+    async with hub() as (_, gw):
+        elector = LeaderElector(gw, config("a", MANUAL), clock=clock)
+        with caplog.at_level(logging.DEBUG, logger="controllers.runtime.leader"):
+            async with running(elector):
+                await eventually(lambda: clock.naps >= 1)
+                for _ in range(3):  # three more attempts, each failing the same way
+                    await clock.step()
+                blocked = elector.blocked
+                await gw.create(Namespace(metadata=ObjectMeta(name=NAMESPACE)))
+                await clock.step()
+                await leads(elector)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert blocked is not None
+    assert blocked.startswith(f"cannot create lease {NAMESPACE}/{NAME}: ")
+    assert f'namespaces "{NAMESPACE}" not found' in blocked
+    assert errors == [f"leader election: {blocked}; retrying every 1s"]
+    assert elector.blocked is None
+    assert any("reachable again" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.asyncio
+async def test_a_lease_that_cannot_be_read_blocks_the_candidate_until_it_can(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = SteppingClock()
+    async with hub(namespaces=[NAMESPACE]) as (server, gw):
+        server.faults.error_rates["get"] = 1.0
+        elector = LeaderElector(gw, config("a", MANUAL), clock=clock)
+        with caplog.at_level(logging.ERROR, logger="controllers.runtime.leader"):
+            async with running(elector):
+                await eventually(lambda: clock.naps >= 1)
+                await clock.step()
+                blocked = elector.blocked
+                del server.faults.error_rates["get"]
+                await clock.step()
+                await leads(elector)
+    assert blocked is not None and blocked.startswith(f"cannot read lease {NAMESPACE}/{NAME}: ")
+    assert len(caplog.records) == 1
+    assert elector.blocked is None
