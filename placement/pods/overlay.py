@@ -11,8 +11,9 @@ The snapshot of a real cycle has the empty overlay (`NO_OVERLAY`), and plugins t
 fast path on it. One filter pass may hold the victims of several candidate rows at once; a
 row's verdict is only kube's (which checks each node with its own victims gone) when that
 row's victims are the only ones: the victim search decides the rows one at a time again when
-a pass made a plugin read `removed` (`placement.pods.victims.select_victims`). Nominated pods are `added` when the cycle counts them (kube runs the filters
-with the nominated pods of equal or higher priority added).
+a pass made a plugin read `removed` (`placement.pods.victims.select_victims`). Nominated pods
+are `added` when the cycle counts them (kube runs the filters with the nominated pods of equal
+or higher priority added).
 """
 
 from __future__ import annotations
