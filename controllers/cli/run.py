@@ -28,11 +28,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controllers.cli.common import EXIT_USAGE, add_log_options
+from controllers.cli.lease_flags import LeaseTiming, add_lease_flags, lease_timing
 from controllers.kube.errors import ApiError
 from controllers.runtime.logs import setup_logging
 
@@ -76,6 +77,7 @@ class RunOptions:
     debug_addr: str | None = DEFAULT_DEBUG_ADDR
     resync: float = 600.0
     sync_timeout: float = 60.0
+    lease: LeaseTiming = field(default_factory=LeaseTiming)
 
 
 def lease_namespace(explicit: str | None) -> str:
@@ -180,8 +182,13 @@ async def _start(options: RunOptions, started: _Started) -> None:
     leader = None
     if options.leader_elect:
         # The identity is LeaderConfig's default: `<hostname>_<8 hex digits>`.
+        duration, renew, retry = options.lease.applied(15.0, 10.0, 2.0)
         leader = LeaderConfig(
-            name=CONTROLLER_NAME, namespace=lease_namespace(options.lease_namespace)
+            name=CONTROLLER_NAME,
+            namespace=lease_namespace(options.lease_namespace),
+            lease_duration=duration,
+            renew_deadline=renew,
+            retry_period=retry,
         )
         server = started.server
         if server is not None and not server.store.has_namespace(leader.namespace):
@@ -333,6 +340,7 @@ def add_parser(subparsers: Subparsers) -> None:
         help="give up start-up (exit 1) when a watched kind cannot be listed for this long; "
         "the error says which kinds and why (default 60)",
     )
+    add_lease_flags(run, ("default 15s", "default 10s", "default 2s"))
     add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
@@ -350,7 +358,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         debug_addr=args.debug_addr or None,
         resync=args.resync,
         sync_timeout=args.sync_timeout,
+        lease=lease_timing(args),
     )
+    try:
+        options.lease.applied(15.0, 10.0, 2.0)
+    except ValueError as exc:
+        print(f"placement run: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if options.load is not None and not options.embedded and explicit_hub(options):
         # argparse's words, as every other usage error of the command.
         print(

@@ -42,6 +42,7 @@ from controllers.cli.common import (
     parse_now,
     print_warnings,
 )
+from controllers.cli.lease_flags import add_lease_flags, lease_timing
 from controllers.cli.manifests import Validation, load_paths
 from controllers.cli.scheduler_output import simulation_list, simulation_table
 from placement.pods.config import (
@@ -150,6 +151,15 @@ def _add_run(verbs: Subparsers) -> None:
     )
     run.add_argument(
         "--leader-elect", action="store_true", help="elect a leader over a Lease (the config's)"
+    )
+    key = "default: the configuration's leaderElection.{}, else {}"
+    add_lease_flags(
+        run,
+        (
+            key.format("leaseDuration", "15s"),
+            key.format("renewDeadline", "10s"),
+            key.format("retryPeriod", "2s"),
+        ),
     )
     run.add_argument(
         "--http-addr",
@@ -298,6 +308,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
             config = renamed(config, args.scheduler_name)
         except ConfigError as exc:
             raise CliError(f"scheduler run: {exc}") from None
+    lease = config.leader_election
+    try:  # the flags given override the file's leaderElection timings
+        duration, renew, retry = lease_timing(args).applied(
+            lease.lease_duration, lease.renew_deadline, lease.retry_period
+        )
+    except ValueError as exc:
+        raise CliError(f"scheduler run: {exc}") from None
+    timed = replace(lease, lease_duration=duration, renew_deadline=renew, retry_period=retry)
+    config = replace(config, leader_election=timed)
     explicit = bool(args.kubeconfig or args.context or os.environ.get("KUBECONFIG"))
     # --kubelet simulates an embedded server's kubelets: it asks for one, as --embedded does,
     # unless a cluster is named explicitly (then it is refused below).
