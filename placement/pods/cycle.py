@@ -36,6 +36,7 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.nominator import Nominator
+from placement.pods.noscore import adds_nothing
 from placement.pods.queue import QueuedPod
 from placement.pods.reporting import Reporter
 
@@ -154,6 +155,8 @@ class SchedulingCycle:
         total: npt.NDArray[np.int64] | None = None
         for scorer, weight in self.profile.scores:
             vector = call(scorer.name, scorer.score, cycle, info, nodes, rows)
+            if adds_nothing(vector):
+                continue  # the plugin's Skip: all zeros, known without a look
             if weight != 1:
                 if not np.count_nonzero(vector):
                     continue

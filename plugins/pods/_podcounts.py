@@ -238,6 +238,11 @@ class Carried:
         self.shapes: dict[tuple[str, int, Hashable], tuple[Term, Tally]] = {}
         self._followed = _Followed()
 
+    def none_carried(self, index: PodIndex) -> bool:
+        """No counted pod carries a term: `update` would leave no shape, so a pod with no
+        terms of its own has nothing to read here (the update can wait: it follows the log)."""
+        return not index.subset(self.SUBSET, has_terms)
+
     def update(self, index: PodIndex, nodes: NodeSnapshot) -> None:
         subset = index.subset(self.SUBSET, has_terms)
         changes = self._followed.changes(index)

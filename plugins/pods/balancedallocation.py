@@ -21,6 +21,7 @@ from apis.pluginargs import NodeResourcesBalancedAllocationArgs
 from placement.arrays import RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE, PodCycle, PodInfo, Score
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from plugins.pods._resources import (
     DEFAULT_RESOURCES,
     Pair,
@@ -106,7 +107,7 @@ class NodeResourcesBalancedAllocation(Score):
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
         if not any(pod.requests.get(spec.name, 0) for spec in self.resources):
-            return np.zeros(len(rows), dtype=np.int64)  # best effort: Skip, no preference
+            return no_scores(len(rows))  # best effort: Skip, no preference
         scores = self._scores.get(
             shape_key(self.resources, pod.requests),
             nodes,

@@ -34,6 +34,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from plugins.pods._shared import args_of, frozen, on_rows
 
 __all__ = [
@@ -136,6 +137,7 @@ class ImageLocality(Score, EventHandler):
         self._version = -1
         self._rows: dict[str, tuple[RowIndex, int]] = {}  # image -> (rows, scaled size)
         self._scores: dict[tuple[str, ...], ScoreVector] = {}  # pod images -> full vector
+        self._nothing: ScoreVector = frozen(np.zeros(0, dtype=np.int64))  # no row scores
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> ImageLocality:
@@ -192,6 +194,8 @@ class ImageLocality(Score, EventHandler):
         if len(self._scores) >= _MEMO_LIMIT:
             self._scores = {}
         scores: ScoreVector = frozen(image_score(total, len(images)))
+        if not scores.any():
+            scores = self._nothing  # the marker of a vector of zeros
         self._scores[key] = scores
         return scores
 
@@ -199,5 +203,7 @@ class ImageLocality(Score, EventHandler):
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
         vector = self._vector(pod_images(pod.pod), nodes)
+        if vector is self._nothing:
+            return no_scores(len(rows))  # no node holds any of its images: Skip
         found: ScoreVector = on_rows(vector, rows, nodes.size)
         return found

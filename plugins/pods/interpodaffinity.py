@@ -55,6 +55,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from plugins.pods._podcounts import (
     Carried,
     Conjunction,
@@ -157,6 +158,10 @@ class InterPodAffinity(PreFilter, Filter, Score, EventHandler):
         return _State(pod, terms, own, affinity, tally, tuple(anti), existing)
 
     def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        terms = terms_of(pod)
+        counted = cycle.cluster.counted
+        if terms.problem is None and not terms.required and self._carried.none_carried(counted):
+            return PreFilterResult(SKIP)  # what the state below would conclude, unbuilt
         state = self._prepare(cycle, pod, nodes)
         if isinstance(state, PodStatus):
             return PreFilterResult(state)
@@ -264,11 +269,13 @@ class InterPodAffinity(PreFilter, Filter, Score, EventHandler):
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
-        zeros: ScoreVector = np.zeros(len(rows), dtype=np.int64)
+        zeros = no_scores(len(rows))  # every early answer: the plugin adds nothing
         terms = terms_of(pod)
         if terms.problem is not None or (self.ignore_preferred_of_existing and not terms.preferred):
             return zeros
         index = cycle.cluster.counted
+        if not terms.preferred and self._carried.none_carried(index):
+            return zeros  # no term of its own, none carried by the counted pods
         self._carried.update(index, nodes)
         preferred = (*terms.preferred_affinity, *terms.preferred_anti)
         spaces = namespace_labels(cycle.cluster, (t for _, t in preferred))

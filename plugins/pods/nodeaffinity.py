@@ -39,6 +39,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from placement.selectors import SelectorError
 from plugins.pods._shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
 
@@ -240,5 +241,5 @@ class NodeAffinity(PreFilter, Filter, Score):
     ) -> ScoreVector:
         found = self._preferred(pod, nodes)
         if found is None or isinstance(found, str):
-            return np.zeros(len(rows), dtype=np.int64)
+            return no_scores(len(rows))  # no preferred term: Skip
         return default_normalize(on_rows(found, rows, nodes.size), reverse=False)

@@ -54,6 +54,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from plugins.pods._shared import args_of, frozen
 from plugins.pods._spread import (
     HOSTNAME,
@@ -333,7 +334,7 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
-        zeros = np.zeros(len(rows), dtype=np.int64)
+        zeros = no_scores(len(rows))  # every early answer: the plugin adds nothing
         if len(rows) == 0:
             return zeros
         found = self._constraints(cycle, pod, hard=False)

@@ -62,6 +62,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import no_scores
 from placement.pods.podinfo import pod_key
 from placement.pods.volumes import (
     CLAIM_KIND,
@@ -262,10 +263,10 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
     def score(
         self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: RowIndex
     ) -> ScoreVector:
-        out = np.zeros(len(rows), dtype=np.int64)
         state = cycle.scratch.get(self.name)
         if self._shape is None or not isinstance(state, _State) or not state.unbound:
-            return out
+            return no_scores(len(rows))  # no claim to provision: Skip
+        out = np.zeros(len(rows), dtype=np.int64)
         for i, row in enumerate(rows):
             picks = _choose(state.unbound, int(row))
             if picks:

@@ -1,0 +1,233 @@
+"""kube-scheduler's scheduler_perf workloads, by their names there, through the pod engine
+without I/O (issue 29): the shapes of scheduler_perf's `performance-config.yaml` at the sizes
+the issue names, one JSON line per run. Nodes have 4 cpu, 32Gi and 110 pods.
+
+* `SchedulingBasic`: 5,000 nodes, 1,000 pods bound by another scheduler, then 10,000 measured
+  pods of 100m / 500Mi.
+* `SchedulingPodAntiAffinity`: 5,000 hostname-labelled nodes, 1,000 green pods one per node,
+  then 1,000 green pods each anti-affine to green on the hostname.
+* `TopologySpreading`: 5,000 nodes in 3 zones, 1,000 matching pods, then 5,000 pods with one
+  zone constraint (DoNotSchedule, maxSkew 1).
+* `PreemptionBasic`: 5,000 nodes with 4 low-priority pods of 900m each (3.6 of 4 cpu), then
+  1,000 high-priority pods of 900m: each must evict one.
+
+Every bind is answered with a successful BindResult, every eviction with the victim's deletion,
+until every measured pod is bound (a virtual clock steps past the preemptors' backoff); the
+figures are pods/s over that time (and ms per preemptor), and pods per CPU-second of the
+scheduling thread (steadier when other work shares the cores). Checks: every measured pod bound,
+none where it must not be (anti-affinity: alone, never beside a green pod; spread: zones
+within the skew; preemption: at most one eviction per preemptor). `--smoke` runs every
+workload at a tiny size (CI: `perf/test_kube_workloads.py`).
+
+```
+python -m perf.kube_workloads                       # every workload at the issue's sizes
+python -m perf.kube_workloads --only SchedulingBasic --nodes 5000 --pods 10000
+python -m perf.kube_workloads --smoke
+```
+
+Not here: the gang row (100 gangs x 50 on 1,000 nodes, end to end: `perf/test_gang_bench.py`)
+and the RSS row (`python -m perf.child pod-memory --nodes 5000 --pods 50000`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from apis.core import Node, Pod
+from perf.test_pod_antiaffinity_bench import anti_affinity_engine
+from perf.test_pod_engine_bench import SCHEDULER, T0, _profile
+from perf.test_pod_spread_bench import _events as spread_events
+from placement.pods.engine import Engine
+from placement.pods.events import BindPod, BindResult, ClusterEvent, DeletePod, NodeEvent, PodEvent
+
+__all__ = ["SIZES", "SMOKE", "WORKLOADS", "run"]
+
+KUBE_PODS_PER_S = {  # kube's scheduler_perf thresholds at 5,000 nodes (issue 29)
+    "SchedulingBasic": 680,
+    "TopologySpreading": 460,
+}
+SIZES = {  # nodes, running before, measured
+    "SchedulingBasic": (5_000, 1_000, 10_000),
+    "SchedulingPodAntiAffinity": (5_000, 1_000, 1_000),
+    "TopologySpreading": (5_000, 1_000, 5_000),
+    "PreemptionBasic": (5_000, 4, 1_000),  # running: per node
+}
+SMOKE = {
+    "SchedulingBasic": (50, 20, 100),
+    "SchedulingPodAntiAffinity": (60, 20, 30),
+    "TopologySpreading": (60, 30, 90),
+    "PreemptionBasic": (20, 4, 10),
+}
+
+
+def _node(i: int) -> Node:
+    name = f"node-{i:05d}"
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": 110}},
+        }
+    )
+
+
+def _pod(name: str, cpu: str, scheduler: str, node: str | None = None, priority: int = 0) -> Pod:
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "sched-0", "uid": f"uid-{name}"},
+            "spec": {
+                "schedulerName": scheduler,
+                "nodeName": node,
+                "priority": priority,
+                "containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}
+                ],
+            },
+        }
+    )
+
+
+def _basic(nodes: int, running: int, pending: int) -> Engine:
+    events: list[ClusterEvent] = [NodeEvent("Added", _node(i)) for i in range(nodes)]
+    for i in range(running):
+        events.append(PodEvent("Added", _pod(f"init-{i}", "100m", "x", f"node-{i % nodes:05d}")))
+    events.extend(PodEvent("Added", _pod(f"m-{i}", "100m", SCHEDULER)) for i in range(pending))
+    engine = Engine(_profile())
+    engine.handle_many(events, T0)
+    return engine
+
+
+def _spread(nodes: int, running: int, pending: int) -> Engine:
+    engine = Engine(_profile())
+    engine.handle_many(spread_events(nodes, running, pending), T0)
+    return engine
+
+
+def _preemption(nodes: int, per_node: int, pending: int) -> Engine:
+    events: list[ClusterEvent] = [NodeEvent("Added", _node(i)) for i in range(nodes)]
+    for i in range(nodes):
+        for j in range(per_node):
+            low = _pod(f"low-{i}-{j}", "900m", "x", f"node-{i:05d}", priority=0)
+            events.append(PodEvent("Added", low))
+    events.extend(
+        PodEvent("Added", _pod(f"high-{i}", "900m", SCHEDULER, priority=1_000))
+        for i in range(pending)
+    )
+    engine = Engine(_profile())
+    engine.handle_many(events, T0)
+    return engine
+
+
+WORKLOADS: dict[str, Callable[[int, int, int], Engine]] = {
+    "SchedulingBasic": _basic,
+    "SchedulingPodAntiAffinity": anti_affinity_engine,
+    "TopologySpreading": _spread,
+    "PreemptionBasic": _preemption,
+}
+
+
+def _drive(engine: Engine, pods: dict[str, Pod]) -> tuple[dict[str, str], int, int]:
+    """Schedule until nothing moves: binds answered, victims deleted. Returns where each pod
+    was bound, the evictions and the schedule() calls."""
+    placed: dict[str, str] = {}
+    evicted = calls = 0
+    now = T0
+    while True:
+        calls += 1
+        actions = engine.schedule(now, limit=500)
+        moved = False
+        for action in actions:
+            if isinstance(action, BindPod):
+                engine.handle(BindResult(action.key, action.uid, action.node, True), now)
+                placed[action.key] = action.node
+                moved = True
+            elif isinstance(action, DeletePod):
+                victim = pods.get(action.key)
+                if victim is not None:
+                    engine.handle(PodEvent("Deleted", victim), now)
+                    evicted += 1
+                    moved = True
+        queues = engine.queue_sizes()
+        if queues["active"] == 0:
+            if (not queues["backoff"] and not moved) or calls > 100 + len(pods) + len(placed):
+                return placed, evicted, calls  # done, or stuck (the check reports it)
+            now += timedelta(seconds=10)  # a virtual clock: past the preemptors' backoff
+
+
+def run(workload: str, nodes: int, running: int, pending: int) -> dict[str, Any]:
+    """One workload in this process: setup, then the measured schedule until every pod is bound."""
+    began = time.perf_counter()
+    engine = WORKLOADS[workload](nodes, running, pending)
+    victims: dict[str, Pod] = {}
+    if workload == "PreemptionBasic":
+        for i in range(nodes):
+            for j in range(running):
+                victims[f"sched-0/low-{i}-{j}"] = _pod(f"low-{i}-{j}", "900m", "x", f"node-{i:05d}")
+    setup_s = time.perf_counter() - began
+    began, cpu = time.perf_counter(), time.thread_time()
+    placed, evicted, calls = _drive(engine, victims)
+    seconds, cpu_s = time.perf_counter() - began, time.thread_time() - cpu
+    out: dict[str, Any] = {
+        "workload": workload,
+        "nodes": nodes,
+        "running": running,
+        "pending": pending,
+        "bound": len(placed),
+        "evicted": evicted,
+        "schedule_calls": calls,
+        "setup_s": round(setup_s, 3),
+        "seconds": round(seconds, 3),
+        "pods_per_s": round(len(placed) / seconds, 1) if seconds > 0 else None,
+        "cpu_s": round(cpu_s, 3),  # this thread's CPU: steadier than the wall on shared cores
+        "pods_per_cpu_s": round(len(placed) / cpu_s, 1) if cpu_s > 0 else None,
+        "kube_pods_per_s": KUBE_PODS_PER_S.get(workload),
+        "problems": _problems(workload, nodes, running, pending, placed, evicted),
+        "load_average": os.getloadavg()[0],
+    }
+    if workload == "PreemptionBasic":
+        out["ms_per_preemptor"] = round(1000 * seconds / max(1, len(placed)), 3)
+    return out
+
+
+def _problems(
+    workload: str, nodes: int, running: int, pending: int, placed: dict[str, str], evicted: int
+) -> list[str]:
+    problems = [] if len(placed) == pending else [f"{len(placed)} of {pending} bound"]
+    if workload == "SchedulingPodAntiAffinity":
+        stride = max(1, nodes // max(1, running))
+        taken = {f"node-{(i * stride) % nodes:05d}" for i in range(running)}
+        if len(set(placed.values())) != len(placed) or taken & set(placed.values()):
+            problems.append("a green pod beside another")
+    if workload == "TopologySpreading":
+        zones = Counter(int(n.rsplit("-", 1)[1]) % 3 for n in placed.values())
+        if zones and max(zones.values()) - min(zones.values()) > 1:
+            problems.append(f"zones out of skew: {dict(zones)}")
+    if workload == "PreemptionBasic" and evicted > len(placed):
+        problems.append(f"{evicted} evictions for {len(placed)} preemptors")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m perf.kube_workloads", description=__doc__)
+    parser.add_argument("--only", nargs="*", choices=sorted(WORKLOADS), help="workloads to run")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: does it run? (CI)")
+    parser.add_argument("--nodes", type=int, help="override the nodes")
+    parser.add_argument("--pods", type=int, help="override the measured pods")
+    args = parser.parse_args(argv)
+    failed = False
+    for name in args.only or list(WORKLOADS):
+        nodes, running, pending = (SMOKE if args.smoke else SIZES)[name]
+        out = run(name, args.nodes or nodes, running, args.pods or pending)
+        failed = failed or bool(out["problems"])
+        print(json.dumps(out), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
