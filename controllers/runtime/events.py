@@ -1,6 +1,10 @@
-"""Best-effort events.k8s.io/v1 Events, recorded the way client-go's recorder does (and OCM's
-placement controller with it, reference §1.8): `record` returns at once and the create runs in
-the background.
+"""Best-effort events.k8s.io/v1 Events, recorded the way client-go's `tools/events` broadcaster
+does (OCM's placement controller builds its recorder on it, through sdk-go's
+`events.NewEventRecorder`): `record` returns at once and the write runs in the background, and
+isomorphic events (same type, action, reason, reporter, regarding and related object at the
+same resourceVersion) become one Event with a series, per `controllers.runtime.series`: the
+first created, the second a PATCH with `series.count` 2, later ones counted, series re-sent
+every 30 minutes and finished 6 minutes after their last one.
 
 An event is never worth slowing scheduling down for: a failed create is logged and forgotten
 (no retry), and once `max_pending` creates are in flight new events are dropped with a warning.
@@ -16,10 +20,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
-from apis.core import Event, ObjectReference
+from apis.core import Event, EventSeries, ObjectReference
 from apis.meta import KubeObject, ObjectMeta
-from controllers.kube.errors import AlreadyExistsError
+from controllers.kube.errors import AlreadyExistsError, NotFoundError
 from controllers.kube.gateway import Gateway
+from controllers.runtime.series import SeriesBook, Write
 
 __all__ = [
     "MAX_NOTE_BYTES",
@@ -37,6 +42,21 @@ _NAME_SUFFIX = 17  # "." and 16 hex digits
 _MAX_FIELD = 128  # reportingInstance, action and reason
 
 EventType = Literal["Normal", "Warning"]
+
+
+def _ref_key(ref: ObjectReference | None) -> tuple[str | None, ...]:
+    if ref is None:
+        return ()
+    return (ref.api_version, ref.kind, ref.namespace, ref.name, ref.uid, ref.resource_version)
+
+
+def micro_time(when: datetime) -> str:
+    """A MicroTime on the wire."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _where(event: Event) -> tuple[str, str]:
+    return event.namespace, event.name
 
 
 def truncated_note(note: str) -> str:
@@ -65,7 +85,9 @@ class EventRecorder:
     reportingController); see the module docstring.
 
     `on_recorded(reason, outcome)` is called once per `record` call with the event's reason and
-    `created`, `failed`, `dropped` or (for a named event) `exists` (for metrics and tests).
+    `created`, `patched` (the second of a series), `counted` (a later one of a series: no
+    write), `failed`, `dropped` or (for a named event) `exists` (for metrics and tests); the
+    periodic series patches (`tick`) report `patched` too.
     """
 
     def __init__(
@@ -88,6 +110,8 @@ class EventRecorder:
         self._last_stamp = 0
         self.dropped = 0
         self._dropping = False  # inside a burst of drops: warn once per burst
+        self.book: SeriesBook[Event] = SeriesBook(self._wall())
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def pending(self) -> int:
@@ -154,9 +178,48 @@ class EventRecorder:
             self._drop(reason, "no running event loop")
             return
         event = self.event(regarding, related, type, reason, action, note, name)
-        task = loop.create_task(self._create(event))
+        key = (
+            event.type,
+            event.action,
+            event.reason,
+            self.controller,
+            self.instance,
+            _ref_key(event.regarding),
+            _ref_key(event.related),
+        )
+        write = self.book.observe(key, event.event_time or self._wall(), event, *_where(event))
+        if write is None:
+            self._report(reason, "counted")
+            return
+        self._start(loop, write)
+        self._arm(loop)
+
+    def tick(self) -> None:
+        """Run the book's periodic passes due now (series refreshed and finished); a timer on
+        the running loop calls it when they are due."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for write in self.book.due(self._wall()):
+            self._start(loop, write)
+
+    def _start(self, loop: asyncio.AbstractEventLoop, write: Write[Event]) -> None:
+        task = loop.create_task(self._write(write))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None or not len(self.book):
+            return
+        delay = max(0.0, (self.book.next_due - self._wall()).total_seconds())
+        self._timer = loop.call_later(delay, self._fire, loop)
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        for write in self.book.due(self._wall()):
+            self._start(loop, write)
+        self._arm(loop)
 
     def _drop(self, reason: str, why: str) -> None:
         self.dropped += 1
@@ -171,6 +234,28 @@ class EventRecorder:
                 self._on_recorded(reason, outcome)
             except Exception:
                 log.exception("on_recorded callback failed")
+
+    async def _write(self, write: Write[Event]) -> None:
+        event = write.entry.event
+        if not write.patch:
+            await self._create(event)
+            return
+        assert write.last_observed is not None
+        series = {"count": write.count, "lastObservedTime": micro_time(write.last_observed)}
+        try:
+            try:
+                await self._gateway.patch_event(
+                    Event, event.name, event.namespace, {"series": series}
+                )
+            except NotFoundError:  # deleted meanwhile: created again, with its series
+                await self._gateway.post_event(
+                    event.model_copy(update={"series": EventSeries.model_validate(series)})
+                )
+        except Exception as exc:  # best effort, as a create
+            log.warning("event %s/%s series not recorded: %s", event.namespace, event.name, exc)
+            self._report(event.reason or "", "failed")
+        else:
+            self._report(event.reason or "", "patched")
 
     async def _create(self, event: Event) -> None:
         try:
