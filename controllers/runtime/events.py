@@ -17,8 +17,9 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from apis.core import Event, EventSeries, ObjectReference
 from apis.meta import KubeObject, ObjectMeta
@@ -44,19 +45,53 @@ _MAX_FIELD = 128  # reportingInstance, action and reason
 EventType = Literal["Normal", "Warning"]
 
 
-def _ref_key(ref: ObjectReference | None) -> tuple[str | None, ...]:
-    if ref is None:
+_Ref = tuple[str | None, ...]
+
+
+def _ref_key(obj: KubeObject | None) -> _Ref:
+    """`object_reference(obj)`'s fields as a tuple (part of an isomorphic key); () for None."""
+    if obj is None:
         return ()
-    return (ref.api_version, ref.kind, ref.namespace, ref.name, ref.uid, ref.resource_version)
+    meta = obj.metadata
+    return (
+        obj.api_version or obj.api_version_string(),
+        obj.kind or obj.KIND,
+        meta.name,
+        meta.namespace or None,
+        meta.uid,
+        meta.resource_version,
+    )
+
+
+def _reference(ref: _Ref) -> ObjectReference:
+    api_version, kind, name, namespace, uid, resource_version = ref
+    return ObjectReference(
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        resource_version=resource_version,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What the book remembers of an event besides its name: kept for minutes per key (tens of
+    thousands at a cold start), so tuples sharing the objects' strings, not an Event model."""
+
+    regarding: _Ref
+    related: _Ref
+    type: EventType
+    reason: str
+    action: str
+    note: str
+    at: datetime
 
 
 def micro_time(when: datetime) -> str:
     """A MicroTime on the wire."""
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _where(event: Event) -> tuple[str, str]:
-    return event.namespace, event.name
 
 
 def truncated_note(note: str) -> str:
@@ -110,7 +145,7 @@ class EventRecorder:
         self._last_stamp = 0
         self.dropped = 0
         self._dropping = False  # inside a burst of drops: warn once per burst
-        self.book: SeriesBook[Event] = SeriesBook(self._wall())
+        self.book: SeriesBook[_Sent] = SeriesBook(self._wall())
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -126,32 +161,21 @@ class EventRecorder:
         self._last_stamp = stamp
         return f"{regarding[: _MAX_NAME - _NAME_SUFFIX]}.{stamp & (2**64 - 1):016x}"
 
-    def event(
-        self,
-        regarding: KubeObject,
-        related: KubeObject | None,
-        type: EventType,
-        reason: str,
-        action: str,
-        note: str,
-        name: str | None = None,
-    ) -> Event:
-        """The Event that `record` would create."""
-        now = self._wall()
+    def _event(self, sent: _Sent, namespace: str, name: str, series: Any = None) -> Event:
+        """The Event a remembered one is written as (created, or created again with its
+        series when the series patch found it gone)."""
         return Event(
-            metadata=ObjectMeta(
-                name=name or self._name(regarding.name, now),
-                namespace=regarding.namespace or "default",
-            ),
-            event_time=now,
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            event_time=sent.at,
+            series=series,
             reporting_controller=self.controller,
             reporting_instance=self.instance,
-            action=action[:_MAX_FIELD],
-            reason=reason[:_MAX_FIELD],
-            regarding=object_reference(regarding),
-            related=object_reference(related) if related is not None else None,
-            note=truncated_note(note),
-            type=type,
+            action=sent.action,
+            reason=sent.reason,
+            regarding=_reference(sent.regarding),
+            related=_reference(sent.related) if sent.related else None,
+            note=sent.note,
+            type=sent.type,
         )
 
     def record(
@@ -177,17 +201,18 @@ class EventRecorder:
         except RuntimeError:
             self._drop(reason, "no running event loop")
             return
-        event = self.event(regarding, related, type, reason, action, note, name)
-        key = (
-            event.type,
-            event.action,
-            event.reason,
-            self.controller,
-            self.instance,
-            _ref_key(event.regarding),
-            _ref_key(event.related),
-        )
-        write = self.book.observe(key, event.event_time or self._wall(), event, *_where(event))
+        action, reason = action[:_MAX_FIELD], reason[:_MAX_FIELD]
+        ref, rel = _ref_key(regarding), _ref_key(related)
+        key = (type, action, reason, self.controller, self.instance, ref, rel)
+        now = self._wall()
+        entry = self.book.entry(key)
+        if entry is None:
+            namespace = regarding.namespace or "default"
+            name = name or self._name(regarding.name, now)
+            sent = _Sent(ref, rel, type, reason, action, truncated_note(note), now)
+            write = self.book.observe(key, now, sent, namespace, name)
+        else:
+            write = self.book.observe(key, now, entry.event, entry.namespace, entry.name)
         if write is None:
             self._report(reason, "counted")
             return
@@ -204,7 +229,7 @@ class EventRecorder:
         for write in self.book.due(self._wall()):
             self._start(loop, write)
 
-    def _start(self, loop: asyncio.AbstractEventLoop, write: Write[Event]) -> None:
+    def _start(self, loop: asyncio.AbstractEventLoop, write: Write[_Sent]) -> None:
         task = loop.create_task(self._write(write))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -235,27 +260,28 @@ class EventRecorder:
             except Exception:
                 log.exception("on_recorded callback failed")
 
-    async def _write(self, write: Write[Event]) -> None:
-        event = write.entry.event
+    async def _write(self, write: Write[_Sent]) -> None:
+        entry = write.entry
         if not write.patch:
-            await self._create(event)
+            await self._create(self._event(entry.event, entry.namespace, entry.name))
             return
         assert write.last_observed is not None
         series = {"count": write.count, "lastObservedTime": micro_time(write.last_observed)}
         try:
             try:
                 await self._gateway.patch_event(
-                    Event, event.name, event.namespace, {"series": series}
+                    Event, entry.name, entry.namespace, {"series": series}
                 )
             except NotFoundError:  # deleted meanwhile: created again, with its series
+                again = EventSeries.model_validate(series)
                 await self._gateway.post_event(
-                    event.model_copy(update={"series": EventSeries.model_validate(series)})
+                    self._event(entry.event, entry.namespace, entry.name, again)
                 )
         except Exception as exc:  # best effort, as a create
-            log.warning("event %s/%s series not recorded: %s", event.namespace, event.name, exc)
-            self._report(event.reason or "", "failed")
+            log.warning("event %s/%s series not recorded: %s", entry.namespace, entry.name, exc)
+            self._report(entry.event.reason, "failed")
         else:
-            self._report(event.reason or "", "patched")
+            self._report(entry.event.reason, "patched")
 
     async def _create(self, event: Event) -> None:
         try:

@@ -42,7 +42,7 @@ def reference_key(ref: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(str(ref.get(f) or "") for f in _REF_FIELDS)
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry(Generic[T]):
     """One remembered event: `event` is the driver's own (what it created); `count` is 0 for a
     singleton, else the series count; `last_observed` the series' last observation."""
