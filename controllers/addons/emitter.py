@@ -17,7 +17,7 @@ from typing import Any
 
 from apis.core import Event
 from controllers.addons.gateway import PodGateway
-from controllers.kube.errors import NotFoundError
+from controllers.kube.errors import AlreadyExistsError, NotFoundError
 from controllers.runtime.events import micro_time, truncated_note
 from controllers.runtime.leader import NotLeaderError
 from controllers.runtime.series import SeriesBook, Write, reference_key
@@ -50,7 +50,8 @@ class EventEmitter:
     * the request is built as JSON directly and the server's answer is not parsed.
 
     `on_recorded(reason, outcome)` hears `created`, `patched`, `counted` (folded into a
-    series, no write), `failed` or `dropped` once per event emitted; the periodic series
+    series, no write), `exists` (its create lost the race to its own series patch), `failed`
+    or `dropped` once per event emitted; the periodic series
     patches report `patched` too."""
 
     def __init__(
@@ -224,6 +225,10 @@ class EventEmitter:
             outcome = "patched" if write.patch else "created"
             try:
                 await self._send(write)
+            except AlreadyExistsError:
+                # The series patch of this event reached the server first and created it (the
+                # writes of one key race, as client-go's goroutines do): nothing lost.
+                self._report(reason, "exists", 1)
             except NotLeaderError:
                 # Past the lease deadline: this event and the ones queued are not ours to write.
                 self.dropped += 1

@@ -99,3 +99,18 @@ async def test_the_pod_at_a_new_resource_version_is_a_new_event() -> None:
         assert [e.note for e in events] == ["first", "second"]
         assert [e.series.count if e.series else 0 for e in events] == [0, 2]
         assert sorted(outcomes) == ["created", "created", "patched"]
+
+
+@pytest.mark.asyncio
+async def test_a_burst_is_one_event_with_its_series_whichever_write_lands_first() -> None:
+    now = [T0]
+    async with emitting(now) as (_, gw, emitter, outcomes):
+        for _ in range(3):  # no await: the create and the series patch go out together
+            failed(emitter, "7", "0/3 nodes are available")
+        await emitter.flush()
+        (event,) = (await gw.list(Event, "team")).items
+        assert event.series is not None and event.series.count == 2
+        assert outcomes[0] == "counted"  # reported as it is emitted; the writes end later
+        # The patch finds no Event when it overtakes the create: it creates it with its series,
+        # and the create then finds it there (quietly, as client-go's AlreadyExists).
+        assert sorted(outcomes[1:]) in (["created", "patched"], ["exists", "patched"])
