@@ -12,6 +12,7 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import AlreadyExistsError, NotFoundError
 from controllers.runtime.events import micro_time, truncated_note
 from controllers.runtime.leader import NotLeaderError
-from controllers.runtime.series import SeriesBook, Write, reference_key
+from controllers.runtime.series import Entry, SeriesBook, Write, reference_key, reference_of
 
 __all__ = ["EventEmitter"]
 
@@ -30,6 +31,20 @@ _MAX_NAME = 253
 _NAME_SUFFIX = 17  # "." and 16 hex digits
 _MAX_FIELD = 128  # reportingInstance, action and reason
 _EVENT_API = Event.api_version_string()
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the book keeps of an event besides its name, for minutes per key: the references
+    as their key tuples (the callers' strings), not a request body."""
+
+    regarding: tuple[str, ...]
+    related: tuple[str, ...] | None
+    type: str
+    reason: str
+    action: str
+    note: str
+    at: datetime
 
 
 class EventEmitter:
@@ -74,8 +89,8 @@ class EventEmitter:
         self.workers = workers
         self.max_queued = max_queued
         self._on_recorded = on_recorded
-        self._queue: deque[Write[dict[str, Any]]] = deque()
-        self.book: SeriesBook[dict[str, Any]] = SeriesBook(self._wall())
+        self._queue: deque[Write[_Kept]] = deque()
+        self.book: SeriesBook[_Kept] = SeriesBook(self._wall())
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
@@ -119,47 +134,48 @@ class EventEmitter:
             self._report(reason, "dropped", 1)
             return
         action, reason = action[:_MAX_FIELD], reason[:_MAX_FIELD]
-        key = (
-            type,
-            action,
-            reason,
-            self.controller,
-            self.instance,
-            reference_key(regarding),
-            reference_key(related),
-        )
+        ref, rel = reference_key(regarding), reference_key(related)
+        key = (type, action, reason, self.controller, self.instance, ref, rel)
         now = self._wall()
-        namespace = str(regarding.get("namespace") or "default")
         entry = self.book.entry(key)
         if entry is not None:
-            write = self.book.observe(key, now, entry.event, namespace, entry.name)
+            write = self.book.observe(key, now, entry.event, entry.namespace, entry.name)
             if write is None:
                 self.folded += 1
                 self._report(reason, "counted", 1)
                 return
-            self._enqueue(loop, write)
-            return
-        name = self._name(str(regarding.get("name", "")), now)
-        body: dict[str, Any] = {
-            "apiVersion": _EVENT_API,
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "eventTime": micro_time(now),
-            "reportingController": self.controller,
-            "reportingInstance": self.instance,
-            "action": action,
-            "reason": reason,
-            "regarding": dict(regarding),
-            "note": note,
-            "type": type,
-        }
-        if related is not None:
-            body["related"] = dict(related)
-        write = self.book.observe(key, now, body, namespace, name)
+        else:
+            namespace = str(regarding.get("namespace") or "default")
+            name = self._name(str(regarding.get("name", "")), now)
+            kept = _Kept(ref, rel if related is not None else None, type, reason, action, note, now)
+            write = self.book.observe(key, now, kept, namespace, name)
         assert write is not None
         self._enqueue(loop, write)
 
-    def _enqueue(self, loop: asyncio.AbstractEventLoop, write: Write[dict[str, Any]]) -> None:
+    def _body(self, entry: Entry[_Kept], series: dict[str, Any] | None = None) -> bytes:
+        """The JSON of the Event an entry is created as (with `series` when its series patch
+        found it gone)."""
+        kept = entry.event
+        body: dict[str, Any] = {
+            "apiVersion": _EVENT_API,
+            "kind": "Event",
+            "metadata": {"name": entry.name, "namespace": entry.namespace},
+            "eventTime": micro_time(kept.at),
+            "reportingController": self.controller,
+            "reportingInstance": self.instance,
+            "action": kept.action,
+            "reason": kept.reason,
+            "regarding": reference_of(kept.regarding),
+            "note": kept.note,
+            "type": kept.type,
+        }
+        if kept.related is not None:
+            body["related"] = reference_of(kept.related)
+        if series is not None:
+            body["series"] = series
+        return json.dumps(body).encode()
+
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, write: Write[_Kept]) -> None:
         self._queue.append(write)
         if len(self._tasks) < self.workers:
             task = loop.create_task(self._work(), name="scheduler events")
@@ -208,7 +224,7 @@ class EventEmitter:
         while self._queue:
             write = self._queue.popleft()
             self.dropped += 1
-            self._report(str(write.entry.event["reason"]), "dropped", 1)
+            self._report(write.entry.event.reason, "dropped", 1)
 
     def _name(self, regarding: str, now: datetime) -> str:
         # client-go's `<name>.<UnixNano in hex>`, the stamp strictly increasing (no two alike
@@ -220,8 +236,7 @@ class EventEmitter:
     async def _work(self) -> None:
         while self._queue:
             write = self._queue.popleft()
-            body = write.entry.event
-            reason = str(body["reason"])
+            reason = write.entry.event.reason
             outcome = "patched" if write.patch else "created"
             try:
                 await self._send(write)
@@ -235,7 +250,7 @@ class EventEmitter:
                 self._report(reason, "dropped", 1)
             except Exception as exc:  # best effort: whatever went wrong, scheduling goes on
                 self.failed += 1
-                name = body["regarding"].get("name", "")
+                name = reference_of(write.entry.event.regarding).get("name", "")
                 log.warning("event %s about %s not recorded: %s", reason, name, exc)
                 self._report(reason, "failed", 1)
             else:
@@ -244,18 +259,17 @@ class EventEmitter:
                 self._dropping = False
                 self._report(reason, outcome, 1)
 
-    async def _send(self, write: Write[dict[str, Any]]) -> None:
+    async def _send(self, write: Write[_Kept]) -> None:
         entry = write.entry
         if not write.patch:
-            await self._gateway.create_raw(Event, entry.namespace, json.dumps(entry.event).encode())
+            await self._gateway.create_raw(Event, entry.namespace, self._body(entry))
             return
         assert write.last_observed is not None
         series = {"count": write.count, "lastObservedTime": micro_time(write.last_observed)}
         try:
             await self._gateway.patch_event(Event, entry.name, entry.namespace, {"series": series})
         except NotFoundError:  # deleted meanwhile: created again, with its series
-            body = entry.event | {"series": series}
-            await self._gateway.create_raw(Event, entry.namespace, json.dumps(body).encode())
+            await self._gateway.create_raw(Event, entry.namespace, self._body(entry, series))
 
     def _report(self, reason: str, outcome: str, count: int) -> None:
         if self._on_recorded is None:

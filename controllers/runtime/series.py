@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-__all__ = ["FINISH", "REFRESH", "Entry", "SeriesBook", "Write", "reference_key"]
+__all__ = [
+    "FINISH",
+    "REFRESH",
+    "Entry",
+    "SeriesBook",
+    "Write",
+    "reference_key",
+    "reference_of",
+]
 
 FINISH = timedelta(minutes=6)
 REFRESH = timedelta(minutes=30)
@@ -40,6 +48,11 @@ def reference_key(ref: Mapping[str, Any] | None) -> tuple[str, ...]:
     if ref is None:
         return ()
     return tuple(str(ref.get(f) or "") for f in _REF_FIELDS)
+
+
+def reference_of(key: tuple[str, ...]) -> dict[str, str]:
+    """The ObjectReference (as JSON, its set fields) a `reference_key` was made from."""
+    return {field: value for field, value in zip(_REF_FIELDS, key, strict=False) if value}
 
 
 @dataclass(slots=True)
