@@ -12,14 +12,16 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from apis.core import Event
 from controllers.addons.gateway import PodGateway
-from controllers.runtime.events import truncated_note
+from controllers.kube.errors import AlreadyExistsError, NotFoundError
+from controllers.runtime.events import micro_time, truncated_note
 from controllers.runtime.leader import NotLeaderError
+from controllers.runtime.series import Entry, SeriesBook, Write, reference_key, reference_of
 
 __all__ = ["EventEmitter"]
 
@@ -31,18 +33,18 @@ _MAX_FIELD = 128  # reportingInstance, action and reason
 _EVENT_API = Event.api_version_string()
 
 
-@dataclass
-class _Queued:
-    """One Event waiting for a worker; `count` > 1 once later identical ones were folded in."""
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """What the book keeps of an event besides its name, for minutes per key: the references
+    as their key tuples (the callers' strings), not a request body."""
 
-    namespace: str
-    body: dict[str, Any]
-    count: int = 1
-    first: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-
-def _micro_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    regarding: tuple[str, ...]
+    related: tuple[str, ...] | None
+    type: str
+    reason: str
+    action: str
+    note: str
+    at: datetime
 
 
 class EventEmitter:
@@ -52,15 +54,20 @@ class EventEmitter:
     * `emit` never waits: the event joins a queue that `workers` tasks write from, one create
       at a time each, so events take a few of the API server's hands and binds the rest (events
       trail the bindings during a burst, and catch up after);
-    * an event identical to one still queued (same object, type, reason, action, note, as
-      client-go's series key) is folded into it: it is written once, with a `series` counting
-      the repetitions (a pod retried while the queue is long reports FailedScheduling once);
+    * isomorphic events (same type, action, reason, reporter, regarding and related object at
+      the same resourceVersion: client-go's key, the note left out) make one Event with a
+      series, per `controllers.runtime.series`: the first is created, the second PATCHes it
+      with `series.count` 2, later ones only count (`folded`), and series are re-sent every 30
+      minutes and finished 6 minutes after their last one (a pod retried while nothing changes
+      reports FailedScheduling once, with a count);
     * beyond `max_queued` events waiting, new ones are dropped, counted and logged once per
       burst (client-go drops past 1,000 queued); writes that fail are logged, never retried;
     * the request is built as JSON directly and the server's answer is not parsed.
 
-    `on_recorded(reason, outcome)` hears `created`, `failed` or `dropped` once per event
-    emitted (a folded event is reported when its write ends)."""
+    `on_recorded(reason, outcome)` hears `created`, `patched`, `counted` (folded into a
+    series, no write), `exists` (its create lost the race to its own series patch), `failed`
+    or `dropped` once per event emitted; the periodic series
+    patches report `patched` too."""
 
     def __init__(
         self,
@@ -82,8 +89,9 @@ class EventEmitter:
         self.workers = workers
         self.max_queued = max_queued
         self._on_recorded = on_recorded
-        self._queue: deque[tuple[tuple[str, ...], _Queued]] = deque()
-        self._waiting: dict[tuple[str, ...], _Queued] = {}
+        self._queue: deque[Write[_Kept]] = deque()
+        self.book: SeriesBook[_Kept] = SeriesBook(self._wall())
+        self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
         self._dropping = False
@@ -91,6 +99,7 @@ class EventEmitter:
         self.failed = 0
         self.dropped = 0
         self.folded = 0
+        self.patched = 0
 
     @property
     def pending(self) -> int:
@@ -109,21 +118,6 @@ class EventEmitter:
         """Queue one Event about `regarding` (an ObjectReference as JSON: apiVersion, kind,
         name, namespace, uid...); see the class docstring."""
         note = truncated_note(note)
-        key = (
-            str(regarding.get("kind", "")),
-            str(regarding.get("namespace", "")),
-            str(regarding.get("name", "")),
-            str(regarding.get("uid", "")),
-            type,
-            reason,
-            action,
-            note,
-        )
-        queued = self._waiting.get(key)
-        if queued is not None:
-            queued.count += 1
-            self.folded += 1
-            return
         if len(self._queue) >= self.max_queued:
             self.dropped += 1
             if not self._dropping:
@@ -139,27 +133,77 @@ class EventEmitter:
             self.dropped += 1
             self._report(reason, "dropped", 1)
             return
+        action, reason = action[:_MAX_FIELD], reason[:_MAX_FIELD]
+        ref, rel = reference_key(regarding), reference_key(related)
+        key = (type, action, reason, self.controller, self.instance, ref, rel)
         now = self._wall()
-        namespace = str(regarding.get("namespace") or "default")
+        entry = self.book.entry(key)
+        if entry is not None:
+            write = self.book.observe(key, now, entry.event, entry.namespace, entry.name)
+            if write is None:
+                self.folded += 1
+                self._report(reason, "counted", 1)
+                return
+        else:
+            namespace = str(regarding.get("namespace") or "default")
+            name = self._name(str(regarding.get("name", "")), now)
+            kept = _Kept(ref, rel if related is not None else None, type, reason, action, note, now)
+            write = self.book.observe(key, now, kept, namespace, name)
+        assert write is not None
+        self._enqueue(loop, write)
+
+    def _body(self, entry: Entry[_Kept], series: dict[str, Any] | None = None) -> bytes:
+        """The JSON of the Event an entry is created as (with `series` when its series patch
+        found it gone)."""
+        kept = entry.event
         body: dict[str, Any] = {
             "apiVersion": _EVENT_API,
             "kind": "Event",
-            "metadata": {"name": self._name(str(regarding.get("name", "")), now)},
-            "eventTime": _micro_time(now),
+            "metadata": {"name": entry.name, "namespace": entry.namespace},
+            "eventTime": micro_time(kept.at),
             "reportingController": self.controller,
             "reportingInstance": self.instance,
-            "action": action[:_MAX_FIELD],
-            "reason": reason[:_MAX_FIELD],
-            "regarding": dict(regarding),
-            "note": note,
-            "type": type,
+            "action": kept.action,
+            "reason": kept.reason,
+            "regarding": reference_of(kept.regarding),
+            "note": kept.note,
+            "type": kept.type,
         }
-        if related is not None:
-            body["related"] = dict(related)
-        queued = _Queued(namespace, body, first=now)
-        self._waiting[key] = queued
-        self._queue.append((key, queued))
+        if kept.related is not None:
+            body["related"] = reference_of(kept.related)
+        if series is not None:
+            body["series"] = series
+        return json.dumps(body).encode()
+
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, write: Write[_Kept]) -> None:
+        self._queue.append(write)
         if len(self._tasks) < self.workers:
+            task = loop.create_task(self._work(), name="scheduler events")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        if self._timer is None and len(self.book):
+            delay = max(0.0, (self.book.next_due - self._wall()).total_seconds())
+            self._timer = loop.call_later(delay, self._fire, loop)
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        self._due(loop)
+        if self._timer is None and len(self.book):
+            delay = max(0.0, (self.book.next_due - self._wall()).total_seconds())
+            self._timer = loop.call_later(delay, self._fire, loop)
+
+    def tick(self) -> None:
+        """Run the book's periodic passes due now (series refreshed and finished); a timer on
+        the running loop calls it when they are due."""
+        try:
+            self._due(asyncio.get_running_loop())
+        except RuntimeError:
+            return
+
+    def _due(self, loop: asyncio.AbstractEventLoop) -> None:
+        for write in self.book.due(self._wall()):
+            self._queue.append(write)
+        if self._queue and len(self._tasks) < self.workers:
             task = loop.create_task(self._work(), name="scheduler events")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -174,11 +218,13 @@ class EventEmitter:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._queue:
-            key, queued = self._queue.popleft()
-            self._waiting.pop(key, None)
-            self.dropped += queued.count
-            self._report(str(queued.body["reason"]), "dropped", queued.count)
+            write = self._queue.popleft()
+            self.dropped += 1
+            self._report(write.entry.event.reason, "dropped", 1)
 
     def _name(self, regarding: str, now: datetime) -> str:
         # client-go's `<name>.<UnixNano in hex>`, the stamp strictly increasing (no two alike
@@ -189,30 +235,41 @@ class EventEmitter:
 
     async def _work(self) -> None:
         while self._queue:
-            key, queued = self._queue.popleft()
-            self._waiting.pop(key, None)
-            body = queued.body
-            body["metadata"]["namespace"] = queued.namespace
-            if queued.count > 1:
-                body["series"] = {
-                    "count": queued.count,
-                    "lastObservedTime": _micro_time(self._wall()),
-                }
-            reason = str(body["reason"])
+            write = self._queue.popleft()
+            reason = write.entry.event.reason
+            outcome = "patched" if write.patch else "created"
             try:
-                await self._gateway.create_raw(Event, queued.namespace, json.dumps(body).encode())
+                await self._send(write)
+            except AlreadyExistsError:
+                # The series patch of this event reached the server first and created it (the
+                # writes of one key race, as client-go's goroutines do): nothing lost.
+                self._report(reason, "exists", 1)
             except NotLeaderError:
                 # Past the lease deadline: this event and the ones queued are not ours to write.
-                self.dropped += queued.count
-                self._report(reason, "dropped", queued.count)
+                self.dropped += 1
+                self._report(reason, "dropped", 1)
             except Exception as exc:  # best effort: whatever went wrong, scheduling goes on
-                self.failed += queued.count
-                log.warning("event %s about %s not recorded: %s", reason, key[2], exc)
-                self._report(reason, "failed", queued.count)
+                self.failed += 1
+                name = reference_of(write.entry.event.regarding).get("name", "")
+                log.warning("event %s about %s not recorded: %s", reason, name, exc)
+                self._report(reason, "failed", 1)
             else:
-                self.created += 1
+                self.created += outcome == "created"
+                self.patched += outcome == "patched"
                 self._dropping = False
-                self._report(reason, "created", queued.count)
+                self._report(reason, outcome, 1)
+
+    async def _send(self, write: Write[_Kept]) -> None:
+        entry = write.entry
+        if not write.patch:
+            await self._gateway.create_raw(Event, entry.namespace, self._body(entry))
+            return
+        assert write.last_observed is not None
+        series = {"count": write.count, "lastObservedTime": micro_time(write.last_observed)}
+        try:
+            await self._gateway.patch_event(Event, entry.name, entry.namespace, {"series": series})
+        except NotFoundError:  # deleted meanwhile: created again, with its series
+            await self._gateway.create_raw(Event, entry.namespace, self._body(entry, series))
 
     def _report(self, reason: str, outcome: str, count: int) -> None:
         if self._on_recorded is None:

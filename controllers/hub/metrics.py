@@ -104,7 +104,7 @@ class Metrics(MetricsRegistry):
         )
         self.events = Counter(
             "placement_events",
-            "Events recorded, by reason and outcome (created, failed, dropped).",
+            "Events recorded, by reason and outcome (created, patched, counted, failed, dropped).",
             ["reason", "outcome"],
             registry=reg,
         )

@@ -49,6 +49,7 @@ R = TypeVar("R")
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
@@ -384,9 +385,19 @@ class Gateway:
         path = collection_path(type(event), event.namespace or None)
         await self._send("POST", path, event.to_wire())
 
-    async def _send(self, method: str, path: str, body: Any) -> None:
+    async def patch_event(
+        self, cls: type[KubeObject], name: str, namespace: str, patch: Mapping[str, Any]
+    ) -> None:
+        """Strategic merge patch of an Event, as client-go's broadcaster sends a series update;
+        the answer is not read into a model."""
+        path = object_path(cls, name, namespace)
+        await self._send("PATCH", path, dict(patch), content_type=STRATEGIC_PATCH)
+
+    async def _send(
+        self, method: str, path: str, body: Any, content_type: str = "application/json"
+    ) -> None:
         """A write whose answer is read off the connection but not into a model."""
-        response = await self._open(method, path, body=body)
+        response = await self._open(method, path, body=body, content_type=content_type)
         try:
             await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:

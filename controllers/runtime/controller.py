@@ -167,7 +167,8 @@ class Controller:
         """Called when this replica starts or stops leading."""
 
     def event_recorded(self, reason: str, outcome: str) -> None:
-        """Called once per event recorded: `created`, `failed` or `dropped`."""
+        """Called once per event recorded: `created`, `patched` (a series begins), `counted` (a
+        later one of a series), `failed` or `dropped`."""
 
     @property
     def working(self) -> bool:

@@ -1,6 +1,10 @@
-"""Best-effort events.k8s.io/v1 Events, recorded the way client-go's recorder does (and OCM's
-placement controller with it, reference §1.8): `record` returns at once and the create runs in
-the background.
+"""Best-effort events.k8s.io/v1 Events, recorded the way client-go's `tools/events` broadcaster
+does (OCM's placement controller builds its recorder on it, through sdk-go's
+`events.NewEventRecorder`): `record` returns at once and the write runs in the background, and
+isomorphic events (same type, action, reason, reporter, regarding and related object at the
+same resourceVersion) become one Event with a series, per `controllers.runtime.series`: the
+first created, the second a PATCH with `series.count` 2, later ones counted, series re-sent
+every 30 minutes and finished 6 minutes after their last one.
 
 An event is never worth slowing scheduling down for: a failed create is logged and forgotten
 (no retry), and once `max_pending` creates are in flight new events are dropped with a warning.
@@ -13,13 +17,15 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from apis.core import Event, ObjectReference
+from apis.core import Event, EventSeries, ObjectReference
 from apis.meta import KubeObject, ObjectMeta
-from controllers.kube.errors import AlreadyExistsError
+from controllers.kube.errors import AlreadyExistsError, NotFoundError
 from controllers.kube.gateway import Gateway
+from controllers.runtime.series import SeriesBook, Write
 
 __all__ = [
     "MAX_NOTE_BYTES",
@@ -37,6 +43,55 @@ _NAME_SUFFIX = 17  # "." and 16 hex digits
 _MAX_FIELD = 128  # reportingInstance, action and reason
 
 EventType = Literal["Normal", "Warning"]
+
+
+_Ref = tuple[str | None, ...]
+
+
+def _ref_key(obj: KubeObject | None) -> _Ref:
+    """`object_reference(obj)`'s fields as a tuple (part of an isomorphic key); () for None."""
+    if obj is None:
+        return ()
+    meta = obj.metadata
+    return (
+        obj.api_version or obj.api_version_string(),
+        obj.kind or obj.KIND,
+        meta.name,
+        meta.namespace or None,
+        meta.uid,
+        meta.resource_version,
+    )
+
+
+def _reference(ref: _Ref) -> ObjectReference:
+    api_version, kind, name, namespace, uid, resource_version = ref
+    return ObjectReference(
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        resource_version=resource_version,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What the book remembers of an event besides its name: kept for minutes per key (tens of
+    thousands at a cold start), so tuples sharing the objects' strings, not an Event model."""
+
+    regarding: _Ref
+    related: _Ref
+    type: EventType
+    reason: str
+    action: str
+    note: str
+    at: datetime
+
+
+def micro_time(when: datetime) -> str:
+    """A MicroTime on the wire."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def truncated_note(note: str) -> str:
@@ -65,7 +120,9 @@ class EventRecorder:
     reportingController); see the module docstring.
 
     `on_recorded(reason, outcome)` is called once per `record` call with the event's reason and
-    `created`, `failed`, `dropped` or (for a named event) `exists` (for metrics and tests).
+    `created`, `patched` (the second of a series), `counted` (a later one of a series: no
+    write), `failed`, `dropped` or (for a named event) `exists` (for metrics and tests); the
+    periodic series patches (`tick`) report `patched` too.
     """
 
     def __init__(
@@ -88,6 +145,8 @@ class EventRecorder:
         self._last_stamp = 0
         self.dropped = 0
         self._dropping = False  # inside a burst of drops: warn once per burst
+        self.book: SeriesBook[_Sent] = SeriesBook(self._wall())
+        self._timer: asyncio.TimerHandle | None = None
 
     @property
     def pending(self) -> int:
@@ -102,32 +161,21 @@ class EventRecorder:
         self._last_stamp = stamp
         return f"{regarding[: _MAX_NAME - _NAME_SUFFIX]}.{stamp & (2**64 - 1):016x}"
 
-    def event(
-        self,
-        regarding: KubeObject,
-        related: KubeObject | None,
-        type: EventType,
-        reason: str,
-        action: str,
-        note: str,
-        name: str | None = None,
-    ) -> Event:
-        """The Event that `record` would create."""
-        now = self._wall()
+    def _event(self, sent: _Sent, namespace: str, name: str, series: Any = None) -> Event:
+        """The Event a remembered one is written as (created, or created again with its
+        series when the series patch found it gone)."""
         return Event(
-            metadata=ObjectMeta(
-                name=name or self._name(regarding.name, now),
-                namespace=regarding.namespace or "default",
-            ),
-            event_time=now,
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            event_time=sent.at,
+            series=series,
             reporting_controller=self.controller,
             reporting_instance=self.instance,
-            action=action[:_MAX_FIELD],
-            reason=reason[:_MAX_FIELD],
-            regarding=object_reference(regarding),
-            related=object_reference(related) if related is not None else None,
-            note=truncated_note(note),
-            type=type,
+            action=sent.action,
+            reason=sent.reason,
+            regarding=_reference(sent.regarding),
+            related=_reference(sent.related) if sent.related else None,
+            note=sent.note,
+            type=sent.type,
         )
 
     def record(
@@ -153,10 +201,50 @@ class EventRecorder:
         except RuntimeError:
             self._drop(reason, "no running event loop")
             return
-        event = self.event(regarding, related, type, reason, action, note, name)
-        task = loop.create_task(self._create(event))
+        action, reason = action[:_MAX_FIELD], reason[:_MAX_FIELD]
+        ref, rel = _ref_key(regarding), _ref_key(related)
+        key = (type, action, reason, self.controller, self.instance, ref, rel)
+        now = self._wall()
+        entry = self.book.entry(key)
+        if entry is None:
+            namespace = regarding.namespace or "default"
+            name = name or self._name(regarding.name, now)
+            sent = _Sent(ref, rel, type, reason, action, truncated_note(note), now)
+            write = self.book.observe(key, now, sent, namespace, name)
+        else:
+            write = self.book.observe(key, now, entry.event, entry.namespace, entry.name)
+        if write is None:
+            self._report(reason, "counted")
+            return
+        self._start(loop, write)
+        self._arm(loop)
+
+    def tick(self) -> None:
+        """Run the book's periodic passes due now (series refreshed and finished); a timer on
+        the running loop calls it when they are due."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for write in self.book.due(self._wall()):
+            self._start(loop, write)
+
+    def _start(self, loop: asyncio.AbstractEventLoop, write: Write[_Sent]) -> None:
+        task = loop.create_task(self._write(write))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None or not len(self.book):
+            return
+        delay = max(0.0, (self.book.next_due - self._wall()).total_seconds())
+        self._timer = loop.call_later(delay, self._fire, loop)
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        for write in self.book.due(self._wall()):
+            self._start(loop, write)
+        self._arm(loop)
 
     def _drop(self, reason: str, why: str) -> None:
         self.dropped += 1
@@ -171,6 +259,29 @@ class EventRecorder:
                 self._on_recorded(reason, outcome)
             except Exception:
                 log.exception("on_recorded callback failed")
+
+    async def _write(self, write: Write[_Sent]) -> None:
+        entry = write.entry
+        if not write.patch:
+            await self._create(self._event(entry.event, entry.namespace, entry.name))
+            return
+        assert write.last_observed is not None
+        series = {"count": write.count, "lastObservedTime": micro_time(write.last_observed)}
+        try:
+            try:
+                await self._gateway.patch_event(
+                    Event, entry.name, entry.namespace, {"series": series}
+                )
+            except NotFoundError:  # deleted meanwhile: created again, with its series
+                again = EventSeries.model_validate(series)
+                await self._gateway.post_event(
+                    self._event(entry.event, entry.namespace, entry.name, again)
+                )
+        except Exception as exc:  # best effort, as a create
+            log.warning("event %s/%s series not recorded: %s", entry.namespace, entry.name, exc)
+            self._report(entry.event.reason, "failed")
+        else:
+            self._report(entry.event.reason, "patched")
 
     async def _create(self, event: Event) -> None:
         try:

@@ -95,8 +95,9 @@ async def test_an_event_carries_time_reporter_reason_note_and_both_references() 
 @pytest.mark.asyncio
 async def test_events_recorded_under_a_frozen_clock_still_get_distinct_names() -> None:
     async with recording() as (_, gw, recorder, p, outcomes):
-        for i in range(3):
-            recorder.record(p, None, "Normal", "ScoreUpdate", "ScoreUpdated", f"n{i}")
+        # Three reasons: not isomorphic, so three Events (the same reason would make a series).
+        for i, reason in enumerate(["DecisionCreate", "DecisionUpdate", "ScoreUpdate"]):
+            recorder.record(p, None, "Normal", reason, "Scheduled", f"n{i}")
         await recorder.flush()
         events = await stored(gw)
         assert [e.note for e in events] == ["n0", "n1", "n2"]  # names sort in record order
@@ -131,7 +132,7 @@ async def test_a_failing_server_is_logged_never_raised_and_never_retried(
         with caplog.at_level(logging.WARNING, logger="controllers.runtime.events"):
             recorder.record(p, None, "Normal", "DecisionCreate", "DecisionCreated", "lost")
             await recorder.flush()  # concurrent creates would reach the server in any order
-            recorder.record(p, None, "Normal", "DecisionCreate", "DecisionCreated", "kept")
+            recorder.record(p, None, "Normal", "DecisionUpdate", "DecisionUpdated", "kept")
             await recorder.flush()
         assert [e.note for e in await stored(gw)] == ["kept"]
         assert outcomes == ["failed", "created"]
@@ -145,8 +146,8 @@ async def test_events_beyond_max_pending_are_dropped_with_one_warning(
     async with recording(max_pending=2) as (_, gw, recorder, p, outcomes):
         with caplog.at_level(logging.WARNING, logger="controllers.runtime.events"):
             # No await in between: none of the creates has started, so all five are in flight.
-            for i in range(5):
-                recorder.record(p, None, "Normal", "ScoreUpdate", "ScoreUpdated", f"n{i}")
+            for i in range(5):  # five reasons: five creates, no series
+                recorder.record(p, None, "Normal", f"Reason{i}", "ScoreUpdated", f"n{i}")
             assert recorder.pending == 2
             await recorder.flush()
         assert [e.note for e in await stored(gw)] == ["n0", "n1"]
