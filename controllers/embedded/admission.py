@@ -4,10 +4,13 @@ admission and validation do: the CRD schema's defaults and pruning, then the kin
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypeGuard
 
 from apis.errors import ObjectValidationError
+from apis.fielderrors import aggregate
+from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
 from apis.registry import parse_as
 from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
@@ -32,6 +35,7 @@ def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:
+        _refuse_kube(res, obj)  # a kube rule broken too: kube's words first
         name = obj["metadata"].get("name", "")
         qualified = f"{res.kind}.{res.group}" if res.group else res.kind
         causes = [
@@ -43,7 +47,29 @@ def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         raise StatusError(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
+    _refuse_kube(res, obj)
+    if len(json.dumps(obj).encode()) > MAX_OBJECT_BYTES:
+        # What etcd answers past its request limit, passed on by kube-apiserver as a 500.
+        raise StatusError(500, "etcdserver: request is too large", "")
     return obj
+
+
+def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
+    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`), with
+    kube's message: `Pod "p" is invalid: spec.containers: Required value`, several problems
+    as `[a, b]`, one cause each."""
+    doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    problems = kube_problems(doc)
+    if not problems:
+        return
+    name = obj["metadata"].get("name", "")
+    qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+    causes = [
+        {"reason": cause_reason(p.message), "message": p.message, "field": p.path} for p in problems
+    ]
+    text = aggregate(str(p) for p in problems)
+    details = {"name": name, "group": res.group, "kind": res.kind, "causes": causes}
+    raise StatusError(422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details)
 
 
 def invalid_name(res: Resource, name: Any) -> StatusError:
