@@ -28,14 +28,14 @@ def valid_name(name: Any) -> TypeGuard[str]:
 
 def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
     """Defaults and pruning from the CRD schema (in place), then validation by the kind's
-    model; `obj` back, or 422 Invalid."""
+    model and by kube-apiserver's rules (`apis.kubevalidation`); `obj` back, or 422 Invalid;
+    500 as etcd refuses an object over its request limit."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:
-        _refuse_kube(res, obj)  # a kube rule broken too: kube's words first
         name = obj["metadata"].get("name", "")
         qualified = f"{res.kind}.{res.group}" if res.group else res.kind
         causes = [
