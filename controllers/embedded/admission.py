@@ -26,10 +26,13 @@ def valid_name(name: Any) -> TypeGuard[str]:
     return isinstance(name, str) and bool(_NAME.match(name)) and len(name) <= 253
 
 
-def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+def admit(
+    res: Resource, obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES
+) -> dict[str, Any]:
     """Defaults and pruning from the CRD schema (in place), then validation by the kind's
     model and by kube-apiserver's rules (`apis.kubevalidation`); `obj` back, or 422 Invalid;
-    500 as etcd refuses an object over its request limit."""
+    500 as etcd refuses an object over its request limit (`max_object_bytes`, etcd's
+    `--max-request-bytes`)."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
@@ -48,7 +51,7 @@ def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
     _refuse_kube(res, obj)
-    if len(json.dumps(obj).encode()) > MAX_OBJECT_BYTES:
+    if len(json.dumps(obj).encode()) > max_object_bytes:
         # What etcd answers past its request limit, passed on by kube-apiserver as a 500.
         raise StatusError(500, "etcdserver: request is too large", "")
     return obj
