@@ -25,6 +25,7 @@ import yaml
 
 from apis.conversion import convert_placement
 from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
+from apis.kubevalidation import kube_problems
 from apis.meta import KubeObject
 from apis.registry import describe, parse_object, unknown_fields
 from plugins import default_registry
@@ -388,6 +389,7 @@ def _load_document(
         return
     else:
         object_id, problems = describe(doc, obj.KIND, obj.NAMESPACED), _missing_name(doc)
+        problems += kube_problems(doc)
     unknown = [u.problem() for u in unknown_fields(doc)] if validation != "ignore" else []
     if validation == "strict":
         # First: an unknown field is often the cause of the other problems (a misspelt key

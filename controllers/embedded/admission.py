@@ -4,10 +4,13 @@ admission and validation do: the CRD schema's defaults and pruning, then the kin
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypeGuard
 
 from apis.errors import ObjectValidationError
+from apis.fielderrors import aggregate
+from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
 from apis.registry import parse_as
 from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
@@ -23,9 +26,13 @@ def valid_name(name: Any) -> TypeGuard[str]:
     return isinstance(name, str) and bool(_NAME.match(name)) and len(name) <= 253
 
 
-def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+def admit(
+    res: Resource, obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES
+) -> dict[str, Any]:
     """Defaults and pruning from the CRD schema (in place), then validation by the kind's
-    model; `obj` back, or 422 Invalid."""
+    model and by kube-apiserver's rules (`apis.kubevalidation`); `obj` back, or 422 Invalid;
+    500 as etcd refuses an object over its request limit (`max_object_bytes`, etcd's
+    `--max-request-bytes`)."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
@@ -43,7 +50,29 @@ def admit(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         raise StatusError(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
+    _refuse_kube(res, obj)
+    if len(json.dumps(obj).encode()) > max_object_bytes:
+        # What etcd answers past its request limit, passed on by kube-apiserver as a 500.
+        raise StatusError(500, "etcdserver: request is too large", "")
     return obj
+
+
+def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
+    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`), with
+    kube's message: `Pod "p" is invalid: spec.containers: Required value`, several problems
+    as `[a, b]`, one cause each."""
+    doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+    problems = kube_problems(doc)
+    if not problems:
+        return
+    name = obj["metadata"].get("name", "")
+    qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+    causes = [
+        {"reason": cause_reason(p.message), "message": p.message, "field": p.path} for p in problems
+    ]
+    text = aggregate(str(p) for p in problems)
+    details = {"name": name, "group": res.group, "kind": res.kind, "causes": causes}
+    raise StatusError(422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details)
 
 
 def invalid_name(res: Resource, name: Any) -> StatusError:

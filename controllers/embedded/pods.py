@@ -154,35 +154,11 @@ def admit_pod(pod: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> 
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
 
 
-HIGHEST_USER_PRIORITY = 1_000_000_000
-
-
 def admit_priority_class(doc: dict[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> None:
     """A new PriorityClass as kube admits it: `preemptionPolicy` defaults to
-    PreemptLowerPriority; 422 for a value above one billion or a `system-` name (reserved for
-    the built-in classes); 403 for a second global default."""
+    PreemptLowerPriority; 403 for a second global default. (A value above one billion or an
+    unknown `system-` name is refused by validation: `apis.kubevalidation`.)"""
     name = (doc.get("metadata") or {}).get("name") or ""
-    problems: list[tuple[str, str]] = []
-    value = doc.get("value")
-    if isinstance(value, int) and value > HIGHEST_USER_PRIORITY:
-        why = f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
-        problems.append(("value", f"Forbidden: {why}"))
-    if isinstance(name, str) and name.startswith("system-"):
-        why = "priority class names with 'system-' prefix are reserved"
-        problems.append(("metadata.name", f"Forbidden: {why}"))
-    if problems:
-        causes = [
-            {"reason": "FieldValueForbidden", "message": message, "field": field}
-            for field, message in problems
-        ]
-        text = ", ".join(f"{field}: {message}" for field, message in problems)
-        details = {"name": name, "group": "scheduling.k8s.io", "kind": "PriorityClass"}
-        raise StatusError(
-            422,
-            f'PriorityClass.scheduling.k8s.io "{name}" is invalid: {text}',
-            "Invalid",
-            {**details, "causes": causes},
-        )
     if doc.get("globalDefault"):
         for other in classes.values():
             if other.get("globalDefault") and other["metadata"]["name"] != name:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from apis.kubevalidation import MAX_OBJECT_BYTES
 from apis.meta import format_time
 from controllers.embedded.admission import admit, invalid_name, valid_name
 from controllers.embedded.eventviews import to_core, to_events
@@ -48,6 +49,8 @@ class Store:
             res.key: {} for res in resources
         }
         self.history: deque[StoredEvent] = deque(maxlen=history)
+        # etcd's `--max-request-bytes`: a larger object is refused as etcd refuses it.
+        self.max_object_bytes = MAX_OBJECT_BYTES
         self.compacted = 0  # events at or below this RV are gone from history
         self.watchers: set[Watcher] = set()
         # Called with every change after it is stored (the kubelet simulation listens); a
@@ -223,7 +226,7 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
-        admitted = admit(res, obj)
+        admitted = admit(res, obj, self.max_object_bytes)
         if dry_run:
             return admitted
         return self._commit(res, "ADDED", admitted, None)
@@ -283,7 +286,7 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        obj = admit(res, obj)
+        obj = admit(res, obj, self.max_object_bytes)
         if obj == old:
             return old  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:

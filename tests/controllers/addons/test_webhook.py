@@ -76,7 +76,12 @@ def pod_doc(name: str = "", *, labels: dict[str, str] | None = None) -> dict[str
     meta["ownerReferences"] = [
         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": RS, "uid": "rs", "controller": True}
     ]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
 
 
 def review(uid: str, pod: dict[str, Any], *, dry_run: bool = False, op: str = "CREATE") -> Any:

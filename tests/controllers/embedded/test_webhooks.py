@@ -98,7 +98,12 @@ class Api:
         self, name: str, namespace: str = "default", labels: dict[str, str] | None = None
     ) -> tuple[int, dict[str, Any], list[str]]:
         meta: dict[str, Any] = {"name": name, "labels": labels or {}}
-        doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }
         return await self.post(f"/api/v1/namespaces/{namespace}/pods", doc)
 
     async def configure(self, *hooks: dict[str, Any], name: str = "hooks") -> None:
@@ -334,7 +339,12 @@ async def test_if_needed_webhooks_see_later_changes_once_more(api: Api, scripted
 async def test_dry_run_reaches_the_webhook_and_stores_nothing(api: Api, scripted: Scripted) -> None:
     await api.configure(hook(scripted, "d", lambda _: patch_of(label("x", "y"))))
     meta = {"name": "p1", "labels": {}}
-    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": []}}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
     status, pod, _ = await api.post("/api/v1/namespaces/default/pods", doc, "?dryRun=All")
     assert status == 201
     assert pod["metadata"]["labels"] == {"x": "y"}

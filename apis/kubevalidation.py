@@ -1,0 +1,282 @@
+"""kube-apiserver's validation of the pod-level kinds, on the fields the pod scheduler and the
+webhook read, worded as Kubernetes' `field.ErrorList` words it (pkg/apis/core/validation,
+pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
+
+* every kind: `metadata.annotations: Too long: must have at most 262144 bytes` (keys and
+  values together);
+* Pod: `spec.containers: Required value`; each container's (and init container's) limits and
+  requests at least 0 (`...resources.requests[cpu]: Invalid value: "-1": must be greater than
+  or equal to 0`) and requests at most the limit (`...resources.requests: Invalid value: "2":
+  must be less than or equal to cpu limit of 1`); `spec.nodeSelector` keys and values; node
+  affinity requirements (values required by In/NotIn, forbidden by Exists/DoesNotExist, one
+  for Gt/Lt; known operators; label keys); tolerations (operator, effect, key, value);
+* Node: `status.capacity.<name>` and `status.allocatable.<name>` at least 0;
+* PriorityClass: a value above HIGHEST_USER_PRIORITY, a `system-` name that is not one of the
+  two built-in classes with their values.
+
+As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
+node. PodGroup and ElasticQuota ranges are the CRDs' rules, checked by their models.
+
+Each problem is a FieldProblem whose message is the error body (`Required value`, `Invalid
+value: ...`); `cause_reason` gives the Status cause reason of a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apis.errors import FieldProblem
+from apis.fielderrors import go_quote, go_value, label_key_problems, label_value_problems
+from apis.quantity import Quantity, QuantityError
+
+__all__ = [
+    "HIGHEST_USER_PRIORITY",
+    "MAX_OBJECT_BYTES",
+    "SYSTEM_PRIORITY_CLASSES",
+    "TOTAL_ANNOTATION_SIZE_LIMIT",
+    "cause_reason",
+    "kube_problems",
+]
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+"""apimachinery's TotalAnnotationSizeLimitB."""
+MAX_OBJECT_BYTES = 1024 * 1024 * 3 // 2
+"""etcd's default `--max-request-bytes`: a larger object is refused by storage (as a 500 with
+etcd's `etcdserver: request is too large`), under kube-apiserver's 3 MiB body limit."""
+HIGHEST_USER_PRIORITY = 1_000_000_000
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+}
+
+_NEGATIVE = "must be greater than or equal to 0"
+_NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_REASONS = {
+    "Required value": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Too long": "FieldValueTooLong",
+    "Unsupported value": "FieldValueNotSupported",
+    "Invalid value": "FieldValueInvalid",
+}
+
+
+def cause_reason(body: str) -> str:
+    """The `details.causes[].reason` of an error body (`FieldValueRequired`...)."""
+    for prefix, reason in _REASONS.items():
+        if body.startswith(prefix):
+            return reason
+    return "FieldValueInvalid"
+
+
+def _invalid(path: str, value: object, detail: str) -> FieldProblem:
+    return FieldProblem(path, f"Invalid value: {go_value(value)}: {detail}")
+
+
+def _required(path: str, detail: str = "") -> FieldProblem:
+    return FieldProblem(path, f"Required value: {detail}" if detail else "Required value")
+
+
+def _forbidden(path: str, detail: str) -> FieldProblem:
+    return FieldProblem(path, f"Forbidden: {detail}")
+
+
+def _not_supported(path: str, value: object, allowed: tuple[str, ...]) -> FieldProblem:
+    listed = ", ".join(go_quote(v) for v in allowed)
+    return FieldProblem(path, f"Unsupported value: {go_value(value)}: supported values: {listed}")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def kube_problems(doc: Any) -> list[FieldProblem]:
+    """What kube-apiserver refuses in this decoded object of a pod-level kind (none for other
+    kinds beyond the annotations' size), in the order kube lists them."""
+    if not isinstance(doc, dict):
+        return []
+    problems = _annotation_problems(_dict(doc.get("metadata")))
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if api_version == "v1" and kind == "Pod":
+        problems += _pod_problems(_dict(doc.get("spec")))
+    elif api_version == "v1" and kind == "Node":
+        problems += _node_problems(_dict(doc.get("status")))
+    elif api_version == "scheduling.k8s.io/v1" and kind == "PriorityClass":
+        problems += _priority_class_problems(doc)
+    return problems
+
+
+def _annotation_problems(meta: dict[str, Any]) -> list[FieldProblem]:
+    total = sum(
+        len(str(k).encode()) + len(str(v).encode())
+        for k, v in _dict(meta.get("annotations")).items()
+    )
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        detail = f"must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"
+        return [FieldProblem("metadata.annotations", f"Too long: {detail}")]
+    return []
+
+
+def _quantity(raw: Any) -> Quantity | None:
+    try:
+        return Quantity.parse(raw)
+    except QuantityError:
+        return None  # the model reports it
+
+
+def _nonnegative(resources: Mapping[str, Any], path: str, keyed: bool) -> list[FieldProblem]:
+    problems = []
+    for name in sorted(resources):
+        quantity = _quantity(resources[name])
+        if quantity is not None and quantity.value < 0:
+            where = f"{path}[{name}]" if keyed else f"{path}.{name}"
+            problems.append(_invalid(where, quantity.canonical(), _NEGATIVE))
+    return problems
+
+
+def _resource_problems(resources: dict[str, Any], path: str) -> list[FieldProblem]:
+    limits, requests = _dict(resources.get("limits")), _dict(resources.get("requests"))
+    problems = _nonnegative(limits, f"{path}.limits", keyed=True)
+    problems += _nonnegative(requests, f"{path}.requests", keyed=True)
+    for name in sorted(requests):
+        request, limit = _quantity(requests[name]), _quantity(limits.get(name))
+        if request is not None and limit is not None and request.value > limit.value:
+            detail = f"must be less than or equal to {name} limit of {limit.canonical()}"
+            problems.append(_invalid(f"{path}.requests", request.canonical(), detail))
+    return problems
+
+
+def _pod_problems(spec: dict[str, Any]) -> list[FieldProblem]:
+    problems: list[FieldProblem] = []
+    containers = _list(spec.get("containers"))
+    if not containers:
+        problems.append(_required("spec.containers"))
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(_list(spec.get(field))):
+            resources = _dict(_dict(container).get("resources"))
+            problems += _resource_problems(resources, f"spec.{field}[{i}].resources")
+    problems += _label_problems(_dict(spec.get("nodeSelector")), "spec.nodeSelector")
+    node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
+    problems += _node_affinity_problems(node_affinity, "spec.affinity.nodeAffinity")
+    for i, toleration in enumerate(_list(spec.get("tolerations"))):
+        problems += _toleration_problems(_dict(toleration), f"spec.tolerations[{i}]")
+    return problems
+
+
+def _label_problems(labels: dict[str, Any], path: str) -> list[FieldProblem]:
+    problems = []
+    for key in sorted(labels):
+        problems += [_invalid(path, key, msg) for msg in label_key_problems(key)]
+        value = labels[key]
+        if isinstance(value, str):
+            problems += [_invalid(path, value, msg) for msg in label_value_problems(value)]
+    return problems
+
+
+def _node_affinity_problems(affinity: dict[str, Any], path: str) -> list[FieldProblem]:
+    problems = []
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(required, dict):
+        terms_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        for i, term in enumerate(_list(required.get("nodeSelectorTerms"))):
+            problems += _term_problems(_dict(term), f"{terms_path}[{i}]")
+    preferred_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, preferred in enumerate(
+        _list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
+    ):
+        term = _dict(_dict(preferred).get("preference"))
+        problems += _term_problems(term, f"{preferred_path}[{i}].preference")
+    return problems
+
+
+def _term_problems(term: dict[str, Any], path: str) -> list[FieldProblem]:
+    problems = []
+    for j, requirement in enumerate(_list(term.get("matchExpressions"))):
+        problems += _requirement_problems(_dict(requirement), f"{path}.matchExpressions[{j}]")
+    return problems
+
+
+def _requirement_problems(rq: dict[str, Any], path: str) -> list[FieldProblem]:
+    operator, values = rq.get("operator"), _list(rq.get("values"))
+    problems = []
+    if operator in ("In", "NotIn") and not values:
+        detail = "must be specified when `operator` is 'In' or 'NotIn'"
+        problems.append(_required(f"{path}.values", detail))
+    elif operator in ("Exists", "DoesNotExist") and values:
+        detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+        problems.append(_forbidden(f"{path}.values", detail))
+    elif operator in ("Gt", "Lt") and len(values) != 1:
+        detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
+        problems.append(_required(f"{path}.values", detail))
+    elif operator not in _NODE_OPERATORS:
+        problems.append(_invalid(f"{path}.operator", operator, "not a valid selector operator"))
+    key = rq.get("key")
+    key = key if isinstance(key, str) else ""
+    problems += [_invalid(f"{path}.key", key, msg) for msg in label_key_problems(key)]
+    return problems
+
+
+def _toleration_problems(toleration: dict[str, Any], path: str) -> list[FieldProblem]:
+    problems = []
+    key, operator = toleration.get("key") or "", toleration.get("operator") or ""
+    value = toleration.get("value") or ""
+    if key:
+        problems += [_invalid(f"{path}.key", key, msg) for msg in label_key_problems(str(key))]
+    elif operator != "Exists":
+        detail = (
+            'operator must be Exists when `key` is empty, which means "match all values and '
+            'all keys"'
+        )
+        problems.append(_invalid(f"{path}.operator", operator, detail))
+    effect = toleration.get("effect") or ""
+    if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+        detail = "effect must be 'NoExecute' when `tolerationSeconds` is set"
+        problems.append(_invalid(f"{path}.effect", effect, detail))
+    if operator in ("Equal", ""):
+        messages = label_value_problems(str(value))
+        if messages:
+            problems.append(_invalid(f"{path}.operator", value, ";".join(messages)))
+    elif operator == "Exists":
+        if value:
+            detail = "value must be empty when `operator` is 'Exists'"
+            problems.append(_invalid(f"{path}.operator", toleration, detail))
+    else:
+        problems.append(_not_supported(f"{path}.operator", operator, ("Equal", "Exists")))
+    if effect and effect not in _TAINT_EFFECTS:
+        problems.append(_not_supported(f"{path}.effect", effect, _TAINT_EFFECTS))
+    return problems
+
+
+def _node_problems(status: dict[str, Any]) -> list[FieldProblem]:
+    problems = _nonnegative(_dict(status.get("capacity")), "status.capacity", keyed=False)
+    problems += _nonnegative(_dict(status.get("allocatable")), "status.allocatable", keyed=False)
+    return problems
+
+
+def _priority_class_problems(doc: dict[str, Any]) -> list[FieldProblem]:
+    name = _dict(doc.get("metadata")).get("name")
+    value = doc.get("value")
+    if isinstance(name, str) and name.startswith("system-"):
+        known = SYSTEM_PRIORITY_CLASSES.get(name)
+        if known is None:
+            why = f"{name} is not a known system priority class"
+        elif value != known:
+            why = f"value of {name} PriorityClass must be {known}"
+        elif doc.get("globalDefault"):
+            why = f"globalDefault of {name} PriorityClass must be false"
+        else:
+            return []
+        detail = (
+            "priority class names with 'system-' prefix are reserved for system use only. "
+            f"error: {why}"
+        )
+        return [_forbidden("metadata.name", detail)]
+    if isinstance(value, int) and value > HIGHEST_USER_PRIORITY:
+        detail = f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
+        return [_forbidden("value", detail)]
+    return []
