@@ -94,8 +94,16 @@ async def test_an_oversized_watch_event_is_logged_unready_and_recovered(
         await eventually(watching, timeout=10)
         assert manager.ready()[0]
         assert (await readyz(manager))[0] == 200
-        big = manager.placements.get("apps/big")
-        assert big is not None and big.spec.predicates
+
+        def relisted() -> bool:  # the relist brings both writes into the cache
+            big = manager.placements.get("apps/big")
+            return (
+                big is not None
+                and bool(big.spec.predicates)
+                and (big.spec.decision_strategy is not None)
+            )
+
+        await eventually(relisted, timeout=10)
 
         # Reconciling goes on: a new placement is scheduled, and the fix reaches the cache.
         await h.gateway.create(placement("apps", "late"))
