@@ -41,6 +41,9 @@ class Nominator:
         # priority -> (names, resources, per row the requests of the pods nominated at that
         # priority or above)
         self._extra: dict[int, tuple[tuple[str, ...], tuple[str, ...], ResourceMatrix]] = {}
+        # priority -> (names, the (row, pod) of the pods nominated at that priority or above):
+        # the overlay's added pods, kept until a nomination comes or goes.
+        self._placed: dict[int, tuple[tuple[str, ...], tuple[tuple[int, PodInfo], ...]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._on)
@@ -117,20 +120,29 @@ class Nominator:
         overlay = nodes.overlay.adding(added) if added else nodes.overlay
         return dataclasses.replace(nodes, requested=requested, overlay=overlay)
 
-    def _added(self, pod: PodInfo, nodes: NodeSnapshot) -> list[tuple[int, PodInfo]]:
-        """The nominated pods the pod's filters count as running (`PodOverlay.added`)."""
-        added = []
-        for node, pods in self._on.items():
-            row = nodes.row_of(node)
-            if row is None:
-                continue
-            for key, other in pods.items():
-                if key != pod.key and other.priority >= pod.priority:
-                    added.append((row, other))
-        return added
+    def _added(self, pod: PodInfo, nodes: NodeSnapshot) -> tuple[tuple[int, PodInfo], ...]:
+        """The nominated pods the pod's filters count as running (`PodOverlay.added`), the
+        pod's own nomination left out; kept per priority while the nominations stand."""
+        kept = self._placed.get(pod.priority)
+        if kept is not None and (kept[0] is nodes.names or kept[0] == nodes.names):
+            placed = kept[1]
+        else:
+            found: list[tuple[int, PodInfo]] = []
+            for node, pods in self._on.items():
+                row = nodes.row_of(node)
+                if row is not None:
+                    found.extend((row, p) for p in pods.values() if p.priority >= pod.priority)
+            placed = tuple(found)
+            if len(self._placed) >= _KEPT_PRIORITIES:
+                self._placed.clear()
+            self._placed[pod.priority] = (nodes.names, placed)
+        if pod.key in self._node_of:
+            return tuple(item for item in placed if item[1].key != pod.key)
+        return placed
 
     def _adjust(self, info: PodInfo, node: str, sign: int) -> None:
         """Add (or take away) one nominated pod in the kept sums."""
+        self._placed.clear()
         for priority, (names, resources, extra) in list(self._extra.items()):
             if info.priority < priority:
                 continue
