@@ -17,8 +17,15 @@ writes each of their modules (and `ocm_placement`'s own) with the project's name
   (argparse `prog=`, help and docstrings), so the wheel's help names the command that works
   there (`python -m ocm_placement.controllers.embedded`). Other strings that merely look
   dotted (`"plugins.enabled"`, a config path; `"plugins.balance.per_row"`, a memo key) name no
-  module and stay. tests/test_packaging.py pins the list of rewritten strings, so a new one is
-  reviewed rather than silently renamed.
+  module and stay, and so do the strings holding one of the configured `keep-strings` (the
+  header the CRD generator writes into config/, which the wheel's copies of the CRDs carry).
+  tests/test_packaging.py pins the list of renamed strings, so a new one is reviewed rather
+  than renamed unseen. Today: `import_module("controllers.addons.scheduler")` and the module
+  name its ModuleNotFoundError is compared with (controllers/cli/scheduler.py),
+  `resources.files(__package__ or "controllers.cli")` (controllers/cli/crds.py), the lazy
+  exports' modules (ocm_placement/__init__.py), and `python -m` in the docstrings and argparse
+  `prog` of controllers.embedded, controllers.addons.scheduler, controllers.cli,
+  controllers.cli.crds and controllers.cli.addon_templates.
 
 The CRDs and samples (`config/crds`, `config/samples`, their one canonical copy) go in as
 package data of `ocm_placement.controllers.cli` (read through importlib.resources). The
@@ -96,7 +103,7 @@ class Rewriter:
             return offsets[row - 1] + col
 
         imports: dict[tuple[int, int], ast.Import | ast.ImportFrom] = {}
-        for found in ast.walk(tree):
+        for found in statements(tree):
             if isinstance(found, ast.Import | ast.ImportFrom):
                 # ast counts columns in UTF-8 bytes, tokenize in characters.
                 encoded = lines[found.lineno - 1].encode("utf-8")
@@ -159,7 +166,7 @@ class Rewriter:
     def _string(self, tok: tokenize.TokenInfo) -> tuple[str, list[str]]:
         """A string token with the module names it holds renamed, and those names."""
         text = tok.string
-        if tok.type == tokenize.STRING:
+        if tok.type == tokenize.STRING and "." in text and any(p in text for p in self.packages):
             try:
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):  # an f-string (one token before Python 3.12)
@@ -186,12 +193,27 @@ class Rewriter:
 _STRING_TOKENS = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
 
 
+def statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of the module, nested ones too (an import is a statement: no need to
+    visit expressions)."""
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            nested = getattr(node, field, None)
+            if isinstance(nested, list):
+                todo += nested
+        for clause in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            todo += clause.body
+
+
 def top_level_imports(source: str, names: Iterable[str]) -> list[str]:
     """The modules `source` imports whose top-level package is one of `names` (absolute
     imports; relative ones stay inside their package)."""
     wanted = set(names)
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in statements(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             modules = [node.module]
         elif isinstance(node, ast.Import):
