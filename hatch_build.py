@@ -43,7 +43,7 @@ import re
 import shutil
 import tempfile
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,7 +224,9 @@ def top_level_imports(source: str, names: Iterable[str]) -> list[str]:
     return found
 
 
-def package_files(root: Path, package: str, excluded: Any = None) -> Iterator[Path]:
+def package_files(
+    root: Path, package: str, excluded: Callable[[str], bool] | None = None
+) -> Iterator[Path]:
     """The files of `package` (a folder of `root`) a wheel carries: not bytecode, not what
     `excluded(relative path)` says (the build's exclusions: .gitignore)."""
     for folder, dirs, files in os.walk(root / package):
@@ -247,7 +249,7 @@ def stage(
     root: Path,
     packages: tuple[str, ...],
     out: Path,
-    excluded: Any = None,
+    excluded: Callable[[str], bool] | None = None,
     keep: tuple[str, ...] = (),
 ) -> tuple[dict[str, str], list[Rewritten]]:
     """Writes the wheel's `ocm_placement/` into `out`: `ocm_placement`'s own files and the
