@@ -13,11 +13,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# Only what the wheel is built from (see .dockerignore): no tests, no perf. The CRDs and samples
-# go into the wheel as package data (pyproject's force-include), so `placement run --embedded`
-# and `placement demo` work in the image too; the deployment manifests stay out.
+# Only what the wheel is built from (see .dockerignore): no tests, no perf. The build hook
+# (hatch_build.py) puts the packages under ocm_placement/ and the CRDs and samples in as package
+# data, so `placement run --embedded` and `placement demo` work in the image too; the deployment
+# manifests stay out.
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md hatch_build.py ./
 COPY config/crds ./config/crds
 COPY config/samples ./config/samples
 COPY apis ./apis

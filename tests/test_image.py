@@ -118,8 +118,16 @@ def test_every_copy_source_is_in_the_build_context(context: set[str]) -> None:
 def test_the_context_holds_what_the_wheel_is_built_from(context: set[str]) -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    hook = wheel["hooks"]["custom"]  # hatch_build.py: the packages it moves, the data it adds
     readme = project["project"]["readme"]
-    needed = [*wheel["packages"], *wheel["force-include"], "pyproject.toml", readme]
+    needed = [
+        *wheel["packages"],
+        *hook["packages"],
+        *hook["data"],
+        hook.get("path", "hatch_build.py"),
+        "pyproject.toml",
+        readme,
+    ]
     copied = copy_sources()
     for path in needed:
         assert path in copied, f"the Dockerfile does not COPY {path}"
