@@ -245,9 +245,11 @@ def cel_mask(
     """Rows of `within` whose cluster every expression of `selector` accepts.
 
     A cluster is evaluated only if no result is cached for its stamp (its object and score
-    objects unchanged since): the warm path is numpy over the stamps. A selector of label
-    tests is answered from the label columns instead (`placement._cel_columns`). With `why`, each
-    rejected row gets the expression that rejected it and why (explain)."""
+    objects unchanged since): the warm path is numpy over the stamps. A selector of column
+    tests (labels, name, resources, with `&&`, `||`, `!`) is answered from the snapshot's
+    columns instead (`placement._cel_columns`), the interpreter deciding only the clusters the
+    columns cannot be sure of. With `why`, each rejected row gets the expression that rejected
+    it and why (explain)."""
     inputs = fleet.cel
     if inputs is None:
         raise ValueError("this snapshot carries no cluster objects for CEL")
@@ -277,16 +279,23 @@ def cel_mask(
     missing = np.flatnonzero(~hit)
     errors = cached.errors if cached is not None else {}
     valid = hit
-    if missing.size and selector.label_tests is not None:
-        # Label tests: the snapshot's columns answer every missing row at once.
-        verdicts, found = column_verdicts(selector.label_tests, fleet, rows[missing])
-        failed[missing] = verdicts
+    if missing.size and selector.column_plan is not None:
+        # Column tests: the snapshot's columns answer the missing rows at once, but those
+        # they cannot be sure of, which the interpreter decides below.
+        verdicts, found, undecided = column_verdicts(selector.column_plan, fleet, rows[missing])
+        decided = ~undecided
+        failed[missing[decided]] = verdicts[decided]
         new_stamps = stamps[missing]
         fresh_errors = {int(new_stamps[at]): error for at, error in found.items()}
-        fresh_verdicts = list(zip(new_stamps.tolist(), verdicts.tolist(), strict=True))
-        errors = _store(inputs, key, cached, fresh_verdicts, fresh_errors, fleet.size)
-        valid[missing] = True
-    elif missing.size:
+        fresh_verdicts = list(
+            zip(new_stamps[decided].tolist(), verdicts[decided].tolist(), strict=True)
+        )
+        if fresh_verdicts:
+            errors = _store(inputs, key, cached, fresh_verdicts, fresh_errors, fleet.size)
+            cached = inputs.cache.get(key)
+        valid[missing[decided]] = True
+        missing = missing[undecided]
+    if missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}
         for i in missing.tolist():

@@ -27,7 +27,7 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
-from placement.cel.columns import label_tests
+from placement.cel.columns import ColumnNode, column_plan
 from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
@@ -206,8 +206,8 @@ class CelSelector:
             else:
                 names |= found
         self._score_names = frozenset(names)
-        self.label_tests = label_tests(expressions)
-        """The expressions as label tests the snapshot's columns answer, None if one is not."""
+        self.column_plan: tuple[ColumnNode, ...] | None = column_plan(expressions)
+        """The expressions as tests the snapshot's columns answer, None if one is not."""
 
     @property
     def score_names(self) -> frozenset[str] | None:
