@@ -20,6 +20,7 @@ from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, l
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement._cel_columns import column_verdicts
+from placement._cel_groups import grouped_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
@@ -285,16 +286,21 @@ def cel_mask(
         verdicts, found, undecided = column_verdicts(selector.column_plan, fleet, rows[missing])
         decided = ~undecided
         failed[missing[decided]] = verdicts[decided]
-        new_stamps = stamps[missing]
-        fresh_errors = {int(new_stamps[at]): error for at, error in found.items()}
-        fresh_verdicts = list(
-            zip(new_stamps[decided].tolist(), verdicts[decided].tolist(), strict=True)
-        )
-        if fresh_verdicts:
-            errors = _store(inputs, key, cached, fresh_verdicts, fresh_errors, fleet.size)
-            cached = inputs.cache.get(key)
+        kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, decided)
+        errors = kept if kept is not None else errors
         valid[missing[decided]] = True
         missing = missing[undecided]
+    if missing.size and selector.label_reads is not None:
+        # Label values and the name only: one interpreter run per distinct set of them.
+        verdicts, found = grouped_verdicts(
+            selector, selector.label_reads, fleet, rows[missing], timer
+        )
+        failed[missing] = verdicts
+        everything = np.ones(missing.size, dtype=bool)
+        kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, everything)
+        errors = kept if kept is not None else errors
+        valid[missing] = True
+        missing = missing[:0]
     if missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}
@@ -361,6 +367,25 @@ def _evaluate(
         return stamp, selector.evaluate(document, inputs.scores)
     finally:
         done()
+
+
+def _keep(
+    inputs: CelInputs,
+    key: Any,
+    cached: _CelResults | None,
+    stamps: npt.NDArray[np.int64],
+    verdicts: npt.NDArray[np.int16],
+    found: Mapping[int, str],
+    decided: BoolMask,
+) -> tuple[dict[int, str] | None, _CelResults | None]:
+    """Cache the `decided` verdicts of rows with these stamps (errors by position): the errors
+    of the cache after it (None if nothing was decided) and the cache entry."""
+    fresh = list(zip(stamps[decided].tolist(), verdicts[decided].tolist(), strict=True))
+    if not fresh:
+        return None, cached
+    fresh_errors = {int(stamps[at]): error for at, error in found.items()}
+    errors = _store(inputs, key, cached, fresh, fresh_errors, inputs.revisions.size)
+    return errors, inputs.cache.get(key)
 
 
 def _store(

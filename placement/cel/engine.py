@@ -30,6 +30,7 @@ from placement.cel import k8s
 from placement.cel.columns import ColumnNode, column_plan
 from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
+from placement.cel.reads import LabelReads, label_reads
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
 
 __all__ = [
@@ -208,6 +209,8 @@ class CelSelector:
         self._score_names = frozenset(names)
         self.column_plan: tuple[ColumnNode, ...] | None = column_plan(expressions)
         """The expressions as tests the snapshot's columns answer, None if one is not."""
+        self.label_reads: LabelReads | None = label_reads(expressions)
+        """The label keys (and the name) the expressions read, None if they read more."""
 
     @property
     def score_names(self) -> frozenset[str] | None:
