@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import RowIndex
-from placement.cel.columns import Both, ColumnNode, LabelTest, Not, QuantityTest
+from placement.cel.columns import TIE, TIE_RANGE, Both, ColumnNode, LabelTest, Not, QuantityTest
 from placement.snapshot import FleetSnapshot
 
 __all__ = ["column_verdicts"]
@@ -101,8 +101,9 @@ def _states(node: ColumnNode, view: _Fleet, at: RowIndex) -> tuple[States, Messa
 def _label(test: LabelTest, view: _Fleet, at: RowIndex) -> tuple[States, Messages]:
     rows = view.rows[at]
     if test.key is None:  # metadata.name: always there
-        names = view.fleet.names
-        hit = np.fromiter((names[row] in test.values for row in rows.tolist()), bool, rows.size)
+        index = view.fleet.index
+        named = [index[value] for value in test.values if value in index]
+        hit = np.isin(rows, np.asarray(named, dtype=np.intp))
         present = np.ones(rows.size, dtype=bool)
     else:
         column = view.fleet.label(test.key)
@@ -130,8 +131,11 @@ def _quantity(test: QuantityTest, view: _Fleet, at: RowIndex) -> States:
     with np.errstate(invalid="ignore", over="ignore"):
         margin = 1e-9 * np.maximum(abs(threshold), np.abs(values)) + _UNIT[test.resource]
         distance = values - threshold
-        sure = np.isfinite(values) & (np.abs(distance) > margin)
-    outcome = np.sign(np.where(sure, distance, 0.0)).astype(np.int8)
+        apart = np.isfinite(values) & (np.abs(distance) > margin)
+        sure = apart
+        if test.ties:
+            sure = apart | ((np.abs(distance) <= TIE) & (np.abs(values) <= TIE_RANGE))
+    outcome = np.sign(np.where(apart, distance, 0.0)).astype(np.int8)
     passed = np.isin(outcome, np.asarray(sorted(test.passes), dtype=np.int8))
     states = np.where(passed, TRUE, FALSE).astype(np.int8)
     states[~sure] = UNKNOWN

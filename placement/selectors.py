@@ -380,10 +380,10 @@ def _keep(
 ) -> tuple[dict[int, str] | None, _CelResults | None]:
     """Cache the `decided` verdicts of rows with these stamps (errors by position): the errors
     of the cache after it (None if nothing was decided) and the cache entry."""
-    fresh = list(zip(stamps[decided].tolist(), verdicts[decided].tolist(), strict=True))
-    if not fresh:
+    if not decided.any():
         return None, cached
     fresh_errors = {int(stamps[at]): error for at, error in found.items()}
+    fresh = (stamps[decided], verdicts[decided])
     errors = _store(inputs, key, cached, fresh, fresh_errors, inputs.revisions.size)
     return errors, inputs.cache.get(key)
 
@@ -392,14 +392,17 @@ def _store(
     inputs: CelInputs,
     key: Any,
     cached: _CelResults | None,
-    fresh: list[tuple[int, int]],
+    fresh: list[tuple[int, int]] | tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]],
     new_errors: dict[int, str],
     size: int,
 ) -> dict[int, str]:
-    """Merge the new verdicts into the cache; drop stamps of older objects once it holds
-    more than twice the fleet."""
-    new_stamps = np.fromiter((s for s, _ in fresh), np.int64, len(fresh))
-    new_failed = np.fromiter((f for _, f in fresh), np.int16, len(fresh))
+    """Merge the new verdicts (stamp and verdict pairs, or their two arrays) into the cache;
+    drop stamps of older objects once it holds more than twice the fleet."""
+    if isinstance(fresh, tuple):
+        new_stamps, new_failed = fresh
+    else:
+        new_stamps = np.fromiter((s for s, _ in fresh), np.int64, len(fresh))
+        new_failed = np.fromiter((f for _, f in fresh), np.int16, len(fresh))
     old_stamps = cached.stamps if cached is not None else _EMPTY_STAMPS
     old_failed = cached.failed if cached is not None else np.zeros(0, dtype=np.int16)
     stamps = np.concatenate([old_stamps, new_stamps])

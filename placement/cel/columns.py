@@ -20,7 +20,8 @@ included: a cluster without the label fails a test with `no such key: K`, one wi
 with `no such key: labels` (the typed document drops an empty `labels`), and `&&`/`||` are
 commutative on errors as in CEL (`false && error` is false, `error || true` is true, of two
 errors the left one). A resource column holds an approximate float: a cluster whose value is
-missing or too close to the literal to be sure is left to the interpreter, alone.
+missing or too close to the literal to be sure is left to the interpreter, alone (but for cpu
+values equal to the literal, which the float tells: `TIE`).
 `tests/placement/test_cel_columns.py` checks all of it against the interpreter on random fleets.
 """
 
@@ -49,6 +50,11 @@ _CLUSTER = "managedCluster"
 _LABELS = (_CLUSTER, ".", "metadata", ".", "labels")
 _NAME = (_CLUSTER, ".", "metadata", ".", "name")
 _STATUS = (_CLUSTER, ".", "status", ".")
+TIE = 5e-10
+TIE_RANGE = 1e5
+"""Quantities are whole multiples of 1n (ParseQuantity rounds up to it), and up to 1e5 their
+approximate floats are within 1e-10 of them: two equal ones are within 5e-10 of each other,
+two different ones further apart."""
 _COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -78,6 +84,9 @@ class QuantityTest:
     resource: str
     threshold: float
     passes: frozenset[int]
+    ties: bool = False
+    """Whether a column value within `TIE` of the threshold is exactly equal to it (and one
+    further off is not): cpu thresholds of whole millicores up to `TIE_RANGE` cores."""
 
 
 @dataclass(frozen=True)
@@ -247,13 +256,18 @@ class _Parser:
         if text is None or not self._take(")", ")"):
             return None
         try:
-            threshold = approximate(parse_amount(text))
+            amount = parse_amount(text)
         except AmountError:
             return None  # the interpreter reports it
+        threshold = approximate(amount)
         if not math.isfinite(threshold):
             return None
+        # the index's row-made document holds cpu in whole millicores: a tie with a threshold
+        # between two of them is not one there
+        millis = amount.scale >= -3 or amount.unscaled % 10 ** (-3 - amount.scale) == 0
+        ties = resource == "cpu" and abs(threshold) <= TIE_RANGE and millis
         if method != "compareTo":
-            return QuantityTest(field, resource, threshold, frozenset({_SIGN[method]}))
+            return QuantityTest(field, resource, threshold, frozenset({_SIGN[method]}), ties)
         compare = _COMPARISONS.get(self._peek())
         if compare is None:
             return None
@@ -265,7 +279,7 @@ class _Parser:
         self.at += 1
         value = -int(number.text) if negative else int(number.text)
         passes = frozenset(c for c in (-1, 0, 1) if compare(c, value))
-        return QuantityTest(field, resource, threshold, passes)
+        return QuantityTest(field, resource, threshold, passes, ties)
 
 
 _SIGN = {"isGreaterThan": 1, "isLessThan": -1}

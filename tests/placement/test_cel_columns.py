@@ -56,7 +56,7 @@ CPU = "quantity(managedCluster.status.allocatable.cpu)"
         ('((managedCluster.metadata.labels["env"] == "prod"))', ENV),
         (
             CPU + '.isGreaterThan(quantity("1500m"))',
-            QuantityTest("allocatable", "cpu", 1.5, frozenset({1})),
+            QuantityTest("allocatable", "cpu", 1.5, frozenset({1}), ties=True),
         ),
         (
             'quantity(managedCluster.status.capacity["memory"]).isLessThan(quantity("1Ki"))',
@@ -64,15 +64,15 @@ CPU = "quantity(managedCluster.status.allocatable.cpu)"
         ),
         (
             CPU + '.compareTo(quantity("2")) >= 0',
-            QuantityTest("allocatable", "cpu", 2.0, frozenset({0, 1})),
+            QuantityTest("allocatable", "cpu", 2.0, frozenset({0, 1}), ties=True),
         ),
         (
             CPU + '.compareTo(quantity("2")) != -1',
-            QuantityTest("allocatable", "cpu", 2.0, frozenset({0, 1})),
+            QuantityTest("allocatable", "cpu", 2.0, frozenset({0, 1}), ties=True),
         ),
         (
             CPU + '.compareTo(quantity("2")) < 5',
-            QuantityTest("allocatable", "cpu", 2.0, frozenset({-1, 0, 1})),
+            QuantityTest("allocatable", "cpu", 2.0, frozenset({-1, 0, 1}), ties=True),
         ),
     ],
 )
@@ -129,6 +129,12 @@ def test_anything_else_is_left_to_the_interpreter(expression: str) -> None:
 LABELS = st.dictionaries(st.sampled_from(["env", "x", "a/b"]), st.sampled_from(["prod", "", "y"]))
 AMOUNTS = st.sampled_from(
     [
+        "2.000000001",
+        "1.999999999",
+        "100000",
+        "100000.000000001",
+        "1500001n",
+        "1501m",
         "1",
         "2",
         "1999m",
@@ -149,7 +155,9 @@ AMOUNTS = st.sampled_from(
     ]
 )
 RESOURCES = st.dictionaries(st.sampled_from(["cpu", "memory", "pods"]), AMOUNTS)
-LITERALS = st.sampled_from(["2", "2000m", "1.5", "1Gi", "1G", "0", "100Ki", "1e3"])
+LITERALS = st.sampled_from(
+    ["2", "2000m", "1.5", "1Gi", "1G", "0", "100Ki", "1e3", "1e5", "1500001n", "1500m"]
+)
 
 
 def label_test(key: str | None, op: str, values: list[str]) -> str:
@@ -262,12 +270,32 @@ def test_a_resource_too_close_to_the_literal_or_missing_is_left_to_the_interpret
         "low": (0, False),
         "near": (-1, True),
         "none": (-1, True),
-        "tie": (-1, True),
+        "tie": (0, False),  # equal to the literal: the float tells
     }
     assert errors == {}
     selector = compile_selector([CPU + '.isGreaterThan(quantity("2"))'])
     mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool))
     assert sorted(fleet.rows_to_names(np.flatnonzero(mask))) == ["far", "near"]
+
+
+@pytest.mark.parametrize(
+    ("literal", "resource", "ties"),
+    [
+        ("2", "cpu", True),
+        ("1500m", "cpu", True),
+        ("1e5", "cpu", True),
+        ("100001", "cpu", False),  # past TIE_RANGE: floats too coarse to tell 1n apart
+        ("1500001n", "cpu", False),  # not whole millicores: the row-made document rounds
+        ("2", "memory", False),  # bytes: too large for floats to tell 1n apart
+    ],
+)
+def test_ties_are_told_only_where_floats_can(literal: str, resource: str, ties: bool) -> None:
+    expression = (
+        f'quantity(managedCluster.status.allocatable.{resource}).isLessThan(quantity("{literal}"))'
+    )
+    plan = column_plan((expression,))
+    assert plan is not None and isinstance(plan[0], QuantityTest)
+    assert plan[0].ties is ties
 
 
 def test_an_unknown_operand_is_decided_by_the_other_when_it_can() -> None:
