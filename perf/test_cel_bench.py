@@ -53,7 +53,7 @@ CEL_INTERPRETED = [
 _LABELS = "managedCluster.metadata.labels"
 SHAPES = {
     "label tests": CEL,
-    "&&, ||, ! of label tests": [
+    "and, or, not of label tests": [
         f'({_LABELS}["env"] in ["prod", "staging"] && !({_LABELS}["provider"] == "alibaba"))'
         ' || managedCluster.metadata.name == "none"'
     ],
