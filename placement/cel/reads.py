@@ -5,9 +5,9 @@ values, on a document holding just them, instead of once per cluster on its whol
 
 Found token by token: every occurrence of the identifier `managedCluster` must be the start
 of `managedCluster.metadata.name` or of `managedCluster.metadata.labels` followed by `["K"]` or
-`.K` (a field, not a method call). Anything else (the whole labels map, an optional
-selection, another field, `scores`, the variable alone or shadowed by a comprehension's) and
-the expressions are not grouped.
+`.K` (a field, not a method call), or be the right operand of `"K" in`. Anything else (the
+whole labels map, an optional selection, another field, `scores`, the variable alone or
+shadowed by a comprehension's) and the expressions are not grouped.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from placement.cel.source import Token, string_value, tokenize
 __all__ = ["LabelReads", "label_reads"]
 
 _VARIABLE = "managedCluster"
+_BEFORE_MEMBERSHIP = frozenset({"", "(", "[", ",", "&&", "||", "?", ":"})
+_AFTER_MEMBERSHIP = frozenset({"", ")", "]", ",", "&&", "||", "?", ":", "==", "!="})
+"""Tokens around `"K" in managedCluster.metadata.labels` that bind looser than `in` (or as
+loosely, to the left), so that neither operand is part of a larger one."""
 _NAME = "\0name"
 """What `_read` gives for `metadata.name` (compared by identity: no key is this object)."""
 
@@ -72,6 +76,16 @@ def _read(tokens: list[Token], at: int) -> str | None:
     if _text(tokens, after) == "[" and _text(tokens, after + 2) == "]":
         literal = tokens[after + 1] if after + 1 < len(tokens) else None
         return string_value(literal.text) if literal and literal.kind == "string" else None
+    if (
+        at >= 2
+        and tokens[at - 1].kind == "ident"
+        and tokens[at - 1].text == "in"
+        and tokens[at - 2].kind == "string"
+        and _text(tokens, at - 3) in _BEFORE_MEMBERSHIP
+        and _text(tokens, after) in _AFTER_MEMBERSHIP
+    ):
+        # `"K" in managedCluster.metadata.labels`, both operands whole: whether K is there
+        return string_value(tokens[at - 2].text)
     if _text(tokens, after) == "." and after + 1 < len(tokens):
         field = tokens[after + 1]
         if field.kind == "ident" and _text(tokens, after + 2) != "(":

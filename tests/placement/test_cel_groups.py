@@ -31,6 +31,8 @@ LABELS = "managedCluster.metadata.labels"
         ('managedCluster.metadata.name.endsWith("-1")', LabelReads(frozenset(), True)),
         (f'{LABELS}[""] == managedCluster.metadata.name', LabelReads(frozenset({""}), True)),
         ("1 == 1", LabelReads(frozenset(), False)),
+        (f'"env" in {LABELS}', LabelReads(frozenset({"env"}), False)),
+        (f'(true && "env" in {LABELS}) == true', LabelReads(frozenset({"env"}), False)),
     ],
 )
 def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
@@ -43,7 +45,9 @@ def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
     [
         f'{LABELS}.exists(k, k == "x")',  # the whole map: its order could matter
         f"{LABELS}.size() > 1",
-        f'"x" in {LABELS}',
+        f'"x" + "y" in {LABELS}',  # a computed key
+        f'"x" in {LABELS} + {{"y": "z"}}',  # the whole map
+        f'true == "x" in {LABELS}',  # (true == "x") in ...
         f'{LABELS}.?x.orValue("") == ""',
         f"{LABELS}[{LABELS}.x] == 'y'",  # a computed key
         'managedCluster.metadata.?name.orValue("") == ""',
@@ -74,6 +78,8 @@ EXPRESSIONS = st.sampled_from(
         'managedCluster.metadata.name.endsWith("1")',
         f'{LABELS}["env"] == "prod" || {LABELS}.v == "12"',
         f"size({LABELS}.n) == 2",
+        f'"env" in {LABELS} || "a/b" in {LABELS}',
+        f'!("v" in {LABELS}) ? {LABELS}.n == "12" : {LABELS}.v.startsWith("v")',
     ]
 )
 
