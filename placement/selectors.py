@@ -20,6 +20,7 @@ from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, l
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement._cel_columns import column_verdicts
+from placement._cel_groups import grouped_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
@@ -245,9 +246,11 @@ def cel_mask(
     """Rows of `within` whose cluster every expression of `selector` accepts.
 
     A cluster is evaluated only if no result is cached for its stamp (its object and score
-    objects unchanged since): the warm path is numpy over the stamps. A selector of label
-    tests is answered from the label columns instead (`placement._cel_columns`). With `why`, each
-    rejected row gets the expression that rejected it and why (explain)."""
+    objects unchanged since): the warm path is numpy over the stamps. A selector of column
+    tests (labels, name, resources, with `&&`, `||`, `!`) is answered from the snapshot's
+    columns instead (`placement._cel_columns`), the interpreter deciding only the clusters the
+    columns cannot be sure of. With `why`, each rejected row gets the expression that rejected
+    it and why (explain)."""
     inputs = fleet.cel
     if inputs is None:
         raise ValueError("this snapshot carries no cluster objects for CEL")
@@ -277,16 +280,28 @@ def cel_mask(
     missing = np.flatnonzero(~hit)
     errors = cached.errors if cached is not None else {}
     valid = hit
-    if missing.size and selector.label_tests is not None:
-        # Label tests: the snapshot's columns answer every missing row at once.
-        verdicts, found = column_verdicts(selector.label_tests, fleet, rows[missing])
+    if missing.size and selector.column_plan is not None:
+        # Column tests: the snapshot's columns answer the missing rows at once, but those
+        # they cannot be sure of, which the interpreter decides below.
+        verdicts, found, undecided = column_verdicts(selector.column_plan, fleet, rows[missing])
+        decided = ~undecided
+        failed[missing[decided]] = verdicts[decided]
+        kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, decided)
+        errors = kept if kept is not None else errors
+        valid[missing[decided]] = True
+        missing = missing[undecided]
+    if missing.size and selector.label_reads is not None:
+        # Label values and the name only: one interpreter run per distinct set of them.
+        verdicts, found = grouped_verdicts(
+            selector, selector.label_reads, fleet, rows[missing], timer
+        )
         failed[missing] = verdicts
-        new_stamps = stamps[missing]
-        fresh_errors = {int(new_stamps[at]): error for at, error in found.items()}
-        fresh_verdicts = list(zip(new_stamps.tolist(), verdicts.tolist(), strict=True))
-        errors = _store(inputs, key, cached, fresh_verdicts, fresh_errors, fleet.size)
+        everything = np.ones(missing.size, dtype=bool)
+        kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, everything)
+        errors = kept if kept is not None else errors
         valid[missing] = True
-    elif missing.size:
+        missing = missing[:0]
+    if missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}
         for i in missing.tolist():
@@ -354,18 +369,40 @@ def _evaluate(
         done()
 
 
+def _keep(
+    inputs: CelInputs,
+    key: Any,
+    cached: _CelResults | None,
+    stamps: npt.NDArray[np.int64],
+    verdicts: npt.NDArray[np.int16],
+    found: Mapping[int, str],
+    decided: BoolMask,
+) -> tuple[dict[int, str] | None, _CelResults | None]:
+    """Cache the `decided` verdicts of rows with these stamps (errors by position): the errors
+    of the cache after it (None if nothing was decided) and the cache entry."""
+    if not decided.any():
+        return None, cached
+    fresh_errors = {int(stamps[at]): error for at, error in found.items()}
+    fresh = (stamps[decided], verdicts[decided])
+    errors = _store(inputs, key, cached, fresh, fresh_errors, inputs.revisions.size)
+    return errors, inputs.cache.get(key)
+
+
 def _store(
     inputs: CelInputs,
     key: Any,
     cached: _CelResults | None,
-    fresh: list[tuple[int, int]],
+    fresh: list[tuple[int, int]] | tuple[npt.NDArray[np.int64], npt.NDArray[np.int16]],
     new_errors: dict[int, str],
     size: int,
 ) -> dict[int, str]:
-    """Merge the new verdicts into the cache; drop stamps of older objects once it holds
-    more than twice the fleet."""
-    new_stamps = np.fromiter((s for s, _ in fresh), np.int64, len(fresh))
-    new_failed = np.fromiter((f for _, f in fresh), np.int16, len(fresh))
+    """Merge the new verdicts (stamp and verdict pairs, or their two arrays) into the cache;
+    drop stamps of older objects once it holds more than twice the fleet."""
+    if isinstance(fresh, tuple):
+        new_stamps, new_failed = fresh
+    else:
+        new_stamps = np.fromiter((s for s, _ in fresh), np.int64, len(fresh))
+        new_failed = np.fromiter((f for _, f in fresh), np.int16, len(fresh))
     old_stamps = cached.stamps if cached is not None else _EMPTY_STAMPS
     old_failed = cached.failed if cached is not None else np.zeros(0, dtype=np.int16)
     stamps = np.concatenate([old_stamps, new_stamps])

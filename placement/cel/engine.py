@@ -27,9 +27,10 @@ from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import-untyped]
 
 from placement.cel import k8s
-from placement.cel.columns import label_tests
+from placement.cel.columns import ColumnNode, column_plan
 from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
+from placement.cel.reads import LabelReads, label_reads
 from placement.cel.source import METER, instrument, node_count, score_names, tokenize
 
 __all__ = [
@@ -206,8 +207,10 @@ class CelSelector:
             else:
                 names |= found
         self._score_names = frozenset(names)
-        self.label_tests = label_tests(expressions)
-        """The expressions as label tests the snapshot's columns answer, None if one is not."""
+        self.column_plan: tuple[ColumnNode, ...] | None = column_plan(expressions)
+        """The expressions as tests the snapshot's columns answer, None if one is not."""
+        self.label_reads: LabelReads | None = label_reads(expressions)
+        """The label keys (and the name) the expressions read, None if they read more."""
 
     @property
     def score_names(self) -> frozenset[str] | None:

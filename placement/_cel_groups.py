@@ -1,0 +1,87 @@
+"""Selectors that read only label values and the name (`placement.cel.reads`) evaluated once
+per distinct set of the values they read, not once per cluster: fleets repeat a few values of
+each label, so `semver(labels["version"]).isGreaterThan(...)` or `labels["zone"].matches(...)`
+runs the interpreter a handful of times on 10,000 clusters, on a document holding just the
+values read (made from the label columns: no cluster object is inflated). The verdict is the
+one the whole object gives, since the expressions read nothing else of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from placement.arrays import RowIndex
+from placement.cel import CelSelector, Verdict
+from placement.cel.reads import LabelReads
+from placement.snapshot import FleetSnapshot
+
+__all__ = ["grouped_verdicts"]
+
+_OTHER = "\0other"
+"""A label key no expression reads: it keeps `labels` in the document of a cluster whose labels
+are all unread (the typed document drops `labels` only when the cluster has none)."""
+
+
+def grouped_verdicts(
+    selector: CelSelector,
+    reads: LabelReads,
+    fleet: FleetSnapshot,
+    rows: RowIndex,
+    timer: Callable[[], Callable[[], None]] | None = None,
+) -> tuple[npt.NDArray[np.int16], dict[int, str]]:
+    """For each of `rows`: the index of the expression that rejects it (-1: none) and the
+    errors by position in `rows`, the interpreter run once per distinct set of values read
+    (`timer`, the CEL runtime metric's hook, around each run)."""
+    keys = sorted(reads.keys)
+    columns = [fleet.label(key) for key in keys]
+    labelled = np.zeros(rows.size, dtype=bool)
+    for column in fleet.labels.values():
+        labelled |= column.codes[rows] >= 0
+    parts = [column.codes[rows].astype(np.int64) for column in columns]
+    parts.append(labelled.astype(np.int64))
+    if reads.name:
+        parts.append(rows.astype(np.int64))
+    matrix = np.stack(parts, axis=1)
+    groups, first, inverse = np.unique(matrix, axis=0, return_index=True, return_inverse=True)
+    failed = np.full(groups.shape[0], -1, dtype=np.int16)
+    group_errors: dict[int, str] = {}
+    for group, position in enumerate(first.tolist()):
+        row = int(rows[position])
+        labels = {}
+        for key, column in zip(keys, columns, strict=True):
+            value = column.value_at(row)
+            if value is not None:
+                labels[key] = value
+        if not labels and labelled[position]:
+            labels[_OTHER] = ""
+        metadata: dict[str, Any] = {"labels": labels} if labels else {}
+        if reads.name:
+            metadata["name"] = fleet.names[row]
+        verdict = _run(selector, {"metadata": metadata}, timer)
+        if verdict.failed is not None:
+            failed[group] = verdict.failed
+        if verdict.error is not None:
+            group_errors[group] = verdict.error
+    by_row = inverse.reshape(-1)
+    errors = {}
+    if group_errors:
+        for position in np.flatnonzero(np.isin(by_row, list(group_errors))).tolist():
+            errors[position] = group_errors[int(by_row[position])]
+    return failed[by_row], errors
+
+
+def _run(
+    selector: CelSelector,
+    document: dict[str, Any],
+    timer: Callable[[], Callable[[], None]] | None,
+) -> Verdict:
+    if timer is None:
+        return selector.evaluate(document)
+    done = timer()
+    try:
+        return selector.evaluate(document)
+    finally:
+        done()

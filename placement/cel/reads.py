@@ -1,0 +1,93 @@
+"""What of `managedCluster` an expression reads, when it reads only labels by literal keys and
+the name: then its verdict on a cluster depends on those values alone, and clusters sharing
+them share the verdict (`placement._cel_groups` runs the interpreter once per distinct set of
+values, on a document holding just them, instead of once per cluster on its whole object).
+
+Found token by token: every occurrence of the identifier `managedCluster` must be the start
+of `managedCluster.metadata.name` or of `managedCluster.metadata.labels` followed by `["K"]` or
+`.K` (a field, not a method call), or be the right operand of `"K" in`. Anything else (the
+whole labels map, an optional selection, another field, `scores`, the variable alone or
+shadowed by a comprehension's) and the expressions are not grouped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement.cel.source import Token, string_value, tokenize
+
+__all__ = ["LabelReads", "label_reads"]
+
+_VARIABLE = "managedCluster"
+_BEFORE_MEMBERSHIP = frozenset({"", "(", "[", ",", "&&", "||", "?", ":"})
+_AFTER_MEMBERSHIP = frozenset({"", ")", "]", ",", "&&", "||", "?", ":", "==", "!="})
+"""Tokens around `"K" in managedCluster.metadata.labels` that bind looser than `in` (or as
+loosely, to the left), so that neither operand is part of a larger one."""
+_NAME = "\0name"
+"""What `_read` gives for `metadata.name` (compared by identity: no key is this object)."""
+
+
+@dataclass(frozen=True)
+class LabelReads:
+    """The label keys the expressions read, and whether they read the name."""
+
+    keys: frozenset[str]
+    name: bool
+
+
+def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
+    """What the expressions read, None when it is more than label values and the name."""
+    keys: set[str] = set()
+    name = False
+    for source in expressions:
+        tokens = [t for t in tokenize(source) if t.kind != "space"]
+        if any(t.kind == "other" for t in tokens):
+            return None
+        for at, token in enumerate(tokens):
+            if token.kind != "ident" or token.text != _VARIABLE:
+                continue
+            read = _read(tokens, at)
+            if read is None:
+                return None
+            if read is _NAME:
+                name = True
+            else:
+                keys.add(read)
+    return LabelReads(frozenset(keys), name)
+
+
+def _text(tokens: list[Token], at: int) -> str:
+    return tokens[at].text if 0 <= at < len(tokens) else ""
+
+
+def _read(tokens: list[Token], at: int) -> str | None:
+    """The label key read by the variable at `at` (`_NAME` for the name), None if something
+    else."""
+    if _text(tokens, at - 1) in (".", ".?"):
+        return None  # a field of something else called managedCluster, or a qualified name
+    path = [_text(tokens, at + i) for i in range(1, 5)]
+    if path[:3] != [".", "metadata", "."]:
+        return None
+    if path[3] == "name" and tokens[at + 4].kind == "ident":
+        return _NAME if _text(tokens, at + 5) not in ("(", ".?", "[?") else None
+    if path[3] != "labels":
+        return None
+    after = at + 5
+    if _text(tokens, after) == "[" and _text(tokens, after + 2) == "]":
+        literal = tokens[after + 1] if after + 1 < len(tokens) else None
+        return string_value(literal.text) if literal and literal.kind == "string" else None
+    if (
+        at >= 2
+        and tokens[at - 1].kind == "ident"
+        and tokens[at - 1].text == "in"
+        and tokens[at - 2].kind == "string"
+        and _text(tokens, at - 3) in _BEFORE_MEMBERSHIP
+        and _text(tokens, after) in _AFTER_MEMBERSHIP
+    ):
+        # `"K" in managedCluster.metadata.labels`, both operands whole: whether K is there
+        return string_value(tokens[at - 2].text)
+    if _text(tokens, after) == "." and after + 1 < len(tokens):
+        field = tokens[after + 1]
+        if field.kind == "ident" and _text(tokens, after + 2) != "(":
+            return field.text
+    return None
