@@ -15,7 +15,7 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
   two built-in classes with their values.
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
-node. PodGroup and ElasticQuota ranges are the CRDs' rules, checked by their models.
+node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).
 
 Each problem is a FieldProblem whose message is the error body (`Required value`, `Invalid
 value: ...`); `cause_reason` gives the Status cause reason of a body.
@@ -57,13 +57,18 @@ _REASONS = {
     "Required value": "FieldValueRequired",
     "Forbidden": "FieldValueForbidden",
     "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
     "Unsupported value": "FieldValueNotSupported",
     "Invalid value": "FieldValueInvalid",
 }
 
 
 def cause_reason(body: str) -> str:
-    """The `details.causes[].reason` of an error body (`FieldValueRequired`...)."""
+    """The `details.causes[].reason` of an error body (`FieldValueRequired`...); a type error
+    of a CRD's schema (`Invalid value: "string": x in body must be of type integer: "string"`)
+    is FieldValueTypeInvalid."""
+    if body.startswith("Invalid value") and " in body must be of type " in body:
+        return "FieldValueTypeInvalid"
     for prefix, reason in _REASONS.items():
         if body.startswith(prefix):
             return reason

@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from apis.crdvalidation import structural
 from apis.meta import KubeObject
 from apis.placements import PLACEMENT_SATISFIED
 from apis.registry import CUSTOM_KINDS
@@ -123,45 +124,6 @@ PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
 }
 
 
-def _structural(node: Any, defs: dict[str, Any]) -> Any:
-    """Inline refs and rewrite one JSON-schema node into Kubernetes' structural form."""
-    if isinstance(node, list):
-        return [_structural(item, defs) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = defs[node["$ref"].rsplit("/", 1)[-1]]
-        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        return _structural(merged, defs)
-    if "anyOf" in node:
-        options = [opt for opt in node["anyOf"] if opt.get("type") != "null"]
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
-        if rest.get("default", 0) is None:
-            del rest["default"]
-        if len(options) == 1:
-            return _structural({**options[0], **rest}, defs)
-        node = {**rest, "anyOf": options}
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("title", "$defs"):
-            continue
-        if key == "additionalProperties" and value is True:
-            continue  # extra fields are kept by the models but pruned by the server
-        if key == "properties":
-            out[key] = {name: _structural(sub, defs) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties", "anyOf"):
-            out[key] = _structural(value, defs)
-        else:
-            out[key] = value
-    if (
-        out.get("type") == "object"
-        and "properties" not in out
-        and "additionalProperties" not in out
-    ):
-        out["x-kubernetes-preserve-unknown-fields"] = True
-    return out
-
-
 def _describe(name: str, node: dict[str, Any]) -> None:
     """Give the fields of model `name` their descriptions (`crd_descriptions`), where the
     model has none of its own."""
@@ -176,7 +138,7 @@ def _schema(cls: type[KubeObject]) -> dict[str, Any]:
     defs = raw.pop("$defs", {})
     for name, node in [(cls.__name__, raw), *defs.items()]:
         _describe(name, node)
-    schema: dict[str, Any] = _structural(raw, defs)
+    schema: dict[str, Any] = structural(raw, defs)
     props = schema["properties"]
     props["apiVersion"] = {"type": "string", "description": TYPE_META["apiVersion"]}
     props["kind"] = {"type": "string", "description": TYPE_META["kind"]}

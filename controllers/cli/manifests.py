@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args
 import yaml
 
 from apis.conversion import convert_placement
+from apis.crdvalidation import crd_problems, merge_problems
 from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
 from apis.kubevalidation import kube_problems
 from apis.meta import KubeObject
@@ -373,6 +374,9 @@ def _load_document(
     doc, notice = convert_placement(doc, _builtin_prioritizers())
     if notice is not None:
         result.warnings.append(LoadError(source, index, notice))
+    # kube-apiserver's CRD validation (PodGroup, ElasticQuota) words a problem as kube does;
+    # the model's problems about the same fields are then left out.
+    crd = crd_problems(doc)
     try:
         obj = parse_object(doc)
     except UnknownKindError as exc:
@@ -383,13 +387,14 @@ def _load_document(
         result.errors.append(LoadError(source, index, message, True, api_kind))
         return
     except ObjectValidationError as exc:
-        object_id, problems = exc.object_id, [*exc.problems, *_missing_name(doc)]
+        object_id = exc.object_id
+        problems = [*merge_problems(crd, exc.problems), *_missing_name(doc)]
     except ModelError as exc:
         result.errors.append(LoadError(source, index, str(exc)))
         return
     else:
-        object_id, problems = describe(doc, obj.KIND, obj.NAMESPACED), _missing_name(doc)
-        problems += kube_problems(doc)
+        object_id = describe(doc, obj.KIND, obj.NAMESPACED)
+        problems = [*crd, *_missing_name(doc), *kube_problems(doc)]
     unknown = [u.problem() for u in unknown_fields(doc)] if validation != "ignore" else []
     if validation == "strict":
         # First: an unknown field is often the cause of the other problems (a misspelt key

@@ -1,5 +1,6 @@
 """What the embedded server does to an object before storing it, as a real API server's
-admission and validation do: the CRD schema's defaults and pruning, then the kind's own rules
+admission and validation do: the CRD schema's defaults and pruning, kube-apiserver's validation
+of PodGroup and ElasticQuota against their CRD (`apis.crdvalidation`), then the kind's own rules
 (the `apis` model), answered as 422 Invalid with one cause per field."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ import json
 import re
 from typing import Any, TypeGuard
 
-from apis.errors import ObjectValidationError
+from apis.crdvalidation import SCHEMA_VALIDATED, schema_problems
+from apis.errors import FieldProblem, ObjectValidationError
 from apis.fielderrors import aggregate
 from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
 from apis.registry import parse_as
@@ -36,6 +38,9 @@ def admit(
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
+        if (res.api_version, res.kind) in SCHEMA_VALIDATED:
+            # kube-apiserver's CRD validation, before the model's (which words it otherwise).
+            _refuse(res, obj, schema_problems(obj, res.schema))
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:
@@ -62,7 +67,11 @@ def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
     kube's message: `Pod "p" is invalid: spec.containers: Required value`, several problems
     as `[a, b]`, one cause each."""
     doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
-    problems = kube_problems(doc)
+    _refuse(res, obj, kube_problems(doc))
+
+
+def _refuse(res: Resource, obj: dict[str, Any], problems: list[FieldProblem]) -> None:
+    """422 Invalid with kube's Status for these problems (nothing when there is none)."""
     if not problems:
         return
     name = obj["metadata"].get("name", "")

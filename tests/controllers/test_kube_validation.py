@@ -1,5 +1,6 @@
 """Hostile pod-level objects refused as kube-apiserver refuses them (issue 32 item 4), with
-kube's `field.ErrorList` words, at the three entry points: `placement validate` (file, document,
+kube's `field.ErrorList` words (for PodGroup and ElasticQuota, those of its CRD validation:
+OpenAPI schema and CEL rule), at the three entry points: `placement validate` (file, document,
 object, message; exit 1), `placement scheduler simulate` (the same line, exit 1, no traceback,
 nothing simulated) and the embedded API server (422 Invalid with kube's Status: message,
 reason, details.causes; and kubectl's rendering of it)."""
@@ -50,7 +51,7 @@ LABEL_VALUE = (
 )
 
 # (case id, object, the problem's field, the problem's body as kube words it)
-CASES: list[tuple[str, dict[str, Any], str, str]] = [
+SINGLE: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "node-negative-allocatable",
         {
@@ -132,6 +133,129 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "error: system-mine is not a known system priority class",
     ),
 ]
+
+
+def podgroup(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def quota(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+NOT_CHECKED = (
+    "<nil>",
+    'Invalid value: "null": some validation rules were not checked because the object was '
+    "invalid; correct the existing errors to complete validation",
+)
+# The custom resources, refused by the CRD's schema and rule as kube-apiserver words it:
+# (case id, object, [(field, body), ...] in kube's order).
+CRD_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
+    (
+        "podgroup-minmember-zero",
+        podgroup(minMember=0),
+        [
+            (
+                "spec.minMember",
+                "Invalid value: 0: spec.minMember in body should be greater than or equal to 1",
+            )
+        ],
+    ),
+    (
+        "podgroup-minmember-negative",
+        podgroup(minMember=-1, scheduleTimeoutSeconds=60),
+        [
+            (
+                "spec.minMember",
+                "Invalid value: -1: spec.minMember in body should be greater than or equal to 1",
+            )
+        ],
+    ),
+    (
+        "podgroup-minmember-string",
+        podgroup(minMember="3"),
+        [
+            (
+                "spec.minMember",
+                'Invalid value: "string": spec.minMember in body must be of type integer: "string"',
+            )
+        ],
+    ),
+    (
+        "podgroup-minresources-not-a-quantity",
+        podgroup(minMember=2, minResources={"cpu": "4", "memory": "lots"}),
+        [
+            (
+                "spec.minResources.memory",
+                f'Invalid value: "lots": spec.minResources.memory in body should match '
+                f"'{QUANTITY}'",
+            )
+        ],
+    ),
+    (
+        "elasticquota-min-above-max",
+        quota(min={"cpu": "4", "memory": "1Gi"}, max={"cpu": "2", "memory": "2Gi"}),
+        [("spec", 'Invalid value: "object": min must not be above max')],
+    ),
+    (
+        "elasticquota-65-resource-names",
+        quota(min={f"example.com/r{i}": "1" for i in range(65)}),
+        [("spec.min", "Too many: 65: must have at most 64 items"), NOT_CHECKED],
+    ),
+    (
+        "elasticquota-max-not-a-quantity",
+        quota(max={"cpu": "12xyz"}),
+        [
+            (
+                "spec.max.cpu",
+                f"Invalid value: \"12xyz\": spec.max.cpu in body should match '{QUANTITY}'",
+            )
+        ],
+    ),
+    (
+        "elasticquota-not-a-quantity-in-the-rule",
+        quota(min={"cpu": "8"}, max={"cpu": "12xyz"}),
+        [
+            (
+                "spec.max.cpu",
+                f"Invalid value: \"12xyz\": spec.max.cpu in body should match '{QUANTITY}'",
+            ),
+            (
+                "spec",
+                'Invalid value: "object": quantities must match the regular expression '
+                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: min must not "
+                "be above max",
+            ),
+        ],
+    ),
+    (
+        "elasticquota-quantity-boolean",
+        quota(max={"cpu": True}),
+        [
+            (
+                "spec.max.cpu",
+                'Invalid value: "boolean": spec.max.cpu in body must be of type integer,string: '
+                '"boolean"',
+            ),
+            NOT_CHECKED,
+        ],
+    ),
+]
+CASES = [(case, doc, [(field, body)]) for case, doc, field, body in SINGLE] + CRD_CASES
 IDS = [case[0] for case in CASES]
 
 
@@ -147,19 +271,22 @@ def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("case", "doc", "field", "body"), CASES, ids=IDS)
+@pytest.mark.parametrize(("case", "doc", "problems"), CASES, ids=IDS)
 def test_validate_reports_the_kube_problem(
     case: str,
     doc: dict[str, Any],
-    field: str,
-    body: str,
+    problems: list[tuple[str, str]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = _write(tmp_path, doc)
     code, out, err = run(capsys, "validate", "-f", str(path))
     assert code == EXIT_ERROR
-    assert f"{path}: document 1: {_object_id(doc)}: {field}: {body}" in err.splitlines()
+    where = f"{path}: document 1: {_object_id(doc)}"
+    reported = [line for line in err.splitlines() if line.startswith(where)]
+    # kube's problems, in kube's order, and no other line about the object (the model's
+    # problems about the same fields are left out).
+    assert reported == [f"{where}: {field}: {body}" for field, body in problems]
     assert out == ""
 
 
@@ -171,12 +298,11 @@ NODE = {
 }
 
 
-@pytest.mark.parametrize(("case", "doc", "field", "body"), CASES, ids=IDS)
+@pytest.mark.parametrize(("case", "doc", "problems"), CASES, ids=IDS)
 def test_scheduler_simulate_refuses_the_object(
     case: str,
     doc: dict[str, Any],
-    field: str,
-    body: str,
+    problems: list[tuple[str, str]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -184,12 +310,34 @@ def test_scheduler_simulate_refuses_the_object(
     path.write_text(yaml.safe_dump_all([NODE, doc]), encoding="utf-8")
     code, out, err = run(capsys, "scheduler", "simulate", "-f", str(path))
     assert code == EXIT_ERROR
-    assert f"{path}: document 2: {_object_id(doc)}: {field}: {body}" in err
+    for field, body in problems:
+        assert f"{path}: document 2: {_object_id(doc)}: {field}: {body}" in err
     assert "Traceback" not in err
     assert out == ""
 
 
+GROUPS = {"PriorityClass": "scheduling.k8s.io"}
+GROUPS.update(PodGroup="scheduling.x-k8s.io", ElasticQuota="scheduling.x-k8s.io")
+REASONS = {
+    "Required value": "FieldValueRequired",
+    "Forbidden": "FieldValueForbidden",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+    "Unsupported value": "FieldValueNotSupported",
+    "Invalid value": "FieldValueInvalid",
+}
+
+
+def _reason(body: str) -> str:
+    if " in body must be of type " in body:
+        return "FieldValueTypeInvalid"
+    return REASONS[body.split(":")[0]]
+
+
 def _plural(doc: dict[str, Any]) -> str:
+    if doc["kind"] in ("PodGroup", "ElasticQuota"):
+        plural = {"PodGroup": "podgroups", "ElasticQuota": "elasticquotas"}[doc["kind"]]
+        return f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/{plural}"
     if doc["kind"] == "PriorityClass":
         return "/apis/scheduling.k8s.io/v1/priorityclasses"
     if doc["kind"] == "Node":
@@ -201,30 +349,31 @@ def _plural(doc: dict[str, Any]) -> str:
 async def test_the_embedded_server_answers_422_with_kubes_status(tmp_path: Path) -> None:
     async with hub() as (server, _), aiohttp.ClientSession() as http:
         config = server.kubeconfig(tmp_path / "kubeconfig")
-        for case, doc, field, body in CASES:
+        for case, doc, problems in CASES:
             url = server.url + _plural(doc)
             async with http.post(url, json=doc) as resp:
                 status = await resp.json()
                 assert resp.status == 422, case
-            group = "scheduling.k8s.io" if doc["kind"] == "PriorityClass" else ""
+            group = GROUPS.get(doc["kind"], "")
             qualified = f"{doc['kind']}.{group}" if group else doc["kind"]
             name = doc["metadata"]["name"]
             assert status["reason"] == "Invalid", case
-            assert status["message"] == f'{qualified} "{name}" is invalid: {field}: {body}', case
-            reason = {
-                "Required value": "FieldValueRequired",
-                "Forbidden": "FieldValueForbidden",
-                "Too long": "FieldValueTooLong",
-                "Unsupported value": "FieldValueNotSupported",
-                "Invalid value": "FieldValueInvalid",
-            }[body.split(":")[0]]
-            cause = {"reason": reason, "message": body, "field": field}
-            assert status["details"]["causes"] == [cause], case
+            # utilerrors.NewAggregate: one problem alone, several as [a, b].
+            text = ", ".join(f"{field}: {body}" for field, body in problems)
+            text = text if len(problems) == 1 else f"[{text}]"
+            assert status["message"] == f'{qualified} "{name}" is invalid: {text}', case
+            causes = [
+                {"reason": _reason(body), "message": body, "field": field}
+                for field, body in problems
+            ]
+            assert status["details"]["causes"] == causes, case
             assert (status["details"]["kind"], status["details"]["name"]) == (doc["kind"], name)
+            assert status["details"]["group"] == group, case
             # kubectl renders the same Status.
             code, _, err = await kubectl(config, "create", "-f", "-", stdin=json.dumps(doc))
             assert code != 0, case
-            assert f"{field}: {body}" in err, case
+            for field, body in problems:
+                assert f"{field}: {body}" in err, case
 
 
 @pytest.mark.asyncio
