@@ -8,7 +8,7 @@ two expressions (`perf/test_cel_bench.py`) over N generated ManagedClusters.
 prints, per engine: the time to compile both expressions, the evaluation time per cluster (both
 expressions, ANDed, the cluster as a plain dict as the controller holds it) and how many
 clusters matched (the three must agree). An engine that is not installed is skipped. Not a
-test (the other two engines are not dependencies); the README's "CEL engine" section records a
+test (the other two engines are not dependencies); docs/architecture.md, "CEL engine", records a
 run and what else decided the choice (custom and member functions, cost accounting).
 """
 

@@ -33,7 +33,7 @@ from placement.pods.config import load_config
 from tests.controllers.addons.cluster import create_all, node, pod, server_process
 
 CPU_PER_NODE = 4
-# Competing gangs need a group backoff to settle (README, Coscheduling): one second.
+# Competing gangs need a group backoff to settle (docs/gangs-and-quotas.md): one second.
 CONFIG = {"pluginArgs": {"Coscheduling": {"podGroupBackoffSeconds": 1}}}
 
 

@@ -234,8 +234,8 @@ def test_the_per_call_limit_stops_a_runaway_expression() -> None:
 
 
 def test_the_engine_caps_comprehension_iterations() -> None:
-    # A difference from cel-go (README): Google's C++ runtime stops nested loops past its
-    # iteration budget even when their cost would fit.
+    # A difference from cel-go (docs/architecture.md): Google's C++ runtime stops nested loops
+    # past its iteration budget even when their cost would fit.
     nested = f"{NUMBERS}.all(a, {NUMBERS}.all(b, {NUMBERS}.all(c, a + b + c > 0)))"
     result = compile_selector([nested]).evaluate(CLUSTER)
     assert result.failed == 0

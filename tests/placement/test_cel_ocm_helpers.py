@@ -48,7 +48,7 @@ def test_ocm_helper_table_invalid_expression_does_not_compile() -> None:
         compile_selector(["invalid.expression"])
     assert caught.value.index == 0
     # cel-go reports `<input>:1:1: undeclared reference to 'invalid'`; the C++ checker points
-    # at the selection and names the qualified identifier (README, "CEL selectors").
+    # at the selection and names the qualified identifier (docs/hub-admins.md, "CEL selectors").
     message = str(caught.value)
     assert message.startswith("compilation failed: ERROR: <input>:1:")
     assert "undeclared reference to 'invalid" in message

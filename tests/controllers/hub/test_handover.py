@@ -1,4 +1,4 @@
-"""Handing a hub over from OCM's placement controller (config/REPLACING-OCM.md): our controller
+"""Handing a hub over from OCM's placement controller (docs/replacing-ocm.md): our controller
 adopts the PlacementDecisions and Placement status OCM's wrote, and writes nothing when the
 fleet has not changed.
 

@@ -391,9 +391,12 @@ def test_implements_needs_the_declared_protocol_and_its_methods() -> None:
     assert not implements(Undeclared(), "preBind")
 
 
-def test_the_readme_configurations_load_and_build() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+def test_the_documented_configurations_load_and_build() -> None:
+    # The configuration files `docs/pod-scheduler.md` shows (and any other page).
+    root = Path(__file__).resolve().parents[3]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
     kube = [b for b in blocks if "kind: KubeSchedulerConfiguration" in b]
     ours = [b for b in blocks if "kind: PodSchedulerConfiguration" in b]
     assert kube and ours
