@@ -1,9 +1,10 @@
-"""Selectors that read only label values and the name (`placement.cel.reads`) evaluated once
-per distinct set of the values they read, not once per cluster: fleets repeat a few values of
-each label, so `semver(labels["version"]).isGreaterThan(...)` or `labels["zone"].matches(...)`
-runs the interpreter a handful of times on 10,000 clusters, on a document holding just the
-values read (made from the label columns: no cluster object is inflated). The verdict is the
-one the whole object gives, since the expressions read nothing else of it."""
+"""Selectors that read only label values, the name and the claims list (`placement.cel.reads`)
+evaluated once per distinct set of the values they read, not once per cluster: fleets repeat a
+few values of each label and a few claims lists, so `semver(labels["version"])...`,
+`labels["zone"].matches(...)` or `clusterClaims.exists(c, ...)` runs the interpreter a handful
+of times on 10,000 clusters, on a document holding just the values read (made from the label
+columns and the coded claims lists: no cluster object is inflated). The verdict is the one the
+whole object gives, since the expressions read nothing else of it."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ import numpy.typing as npt
 
 from placement.arrays import RowIndex
 from placement.cel import CelSelector, Verdict
+from placement.cel.document import claims_document
 from placement.cel.reads import LabelReads
 from placement.snapshot import FleetSnapshot
 
-__all__ = ["grouped_verdicts"]
+__all__ = ["groupable", "grouped_verdicts"]
 
 _OTHER = "\0other"
 """A label key no expression reads: it keeps `labels` in the document of a cluster whose labels
 are all unread (the typed document drops `labels` only when the cluster has none)."""
+
+
+def groupable(reads: LabelReads | None, fleet: FleetSnapshot) -> bool:
+    """Whether the snapshot holds what the expressions read (the claims lists, if read)."""
+    if reads is None:
+        return False
+    return not reads.claims or (fleet.cel is not None and fleet.cel.claim_lists is not None)
 
 
 def grouped_verdicts(
@@ -42,6 +51,9 @@ def grouped_verdicts(
         labelled |= column.codes[rows] >= 0
     parts = [column.codes[rows].astype(np.int64) for column in columns]
     parts.append(labelled.astype(np.int64))
+    claim_lists = fleet.cel.claim_lists if reads.claims and fleet.cel is not None else None
+    if claim_lists is not None:
+        parts.append(claim_lists.codes[rows].astype(np.int64))
     if reads.name:
         parts.append(rows.astype(np.int64))
     matrix = np.stack(parts, axis=1)
@@ -60,7 +72,12 @@ def grouped_verdicts(
         metadata: dict[str, Any] = {"labels": labels} if labels else {}
         if reads.name:
             metadata["name"] = fleet.names[row]
-        verdict = _run(selector, {"metadata": metadata}, timer)
+        document: dict[str, Any] = {"metadata": metadata}
+        if claim_lists is not None:
+            # `status` is always there (Go's struct); `clusterClaims` only when not empty
+            listed = claim_lists.value_at(row)
+            document["status"] = {"clusterClaims": claims_document(listed)} if listed else {}
+        verdict = _run(selector, document, timer)
         if verdict.failed is not None:
             failed[group] = verdict.failed
         if verdict.error is not None:

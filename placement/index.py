@@ -337,7 +337,13 @@ class FleetIndex:
             decisions=self._decisions.table(),
             addons={k: state.column() for k, state in self._addons.items()},
             _set_masks=masks,
-            cel=CelInputs(self._revisions.read, self._document, self._score_items, self._cel_cache),
+            cel=CelInputs(
+                self._revisions.read,
+                self._document,
+                self._score_items,
+                self._cel_cache,
+                columns.claim_lists.column(),
+            ),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
