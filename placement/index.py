@@ -36,7 +36,15 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.rows import ClusterRow, DecisionRow, ScoreRow, decision_row, score_row
+from placement.cel.document import claims_document
+from placement.rows import (
+    ClusterRow,
+    DecisionRow,
+    ScoreRow,
+    claims_list_text,
+    decision_row,
+    score_row,
+)
 from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems
 
 __all__ = ["ClusterRow", "DocumentRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
@@ -377,7 +385,7 @@ def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
     if row.resource_version is not None:
         metadata["resourceVersion"] = row.resource_version
     taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]
-    claims = [{"name": k, "value": v} for k, v in row.claims.items()]
+    claims = claims_document(claims_list_text(row.claims))  # as written, as CEL sees it
     status: dict[str, object] = {"clusterClaims": claims} if claims else {}
     for field, amounts in (("allocatable", row.allocatable), ("capacity", row.capacity)):
         quantities = _quantities(amounts)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement._cel_groups import grouped_verdicts
+from placement._cel_groups import _groups, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.reads import LabelReads, label_reads
 from placement.index import FleetIndex, cluster_row
@@ -255,3 +255,17 @@ def test_clusters_sharing_a_claims_list_share_one_run() -> None:
     assert why[fleet.index["c5"]] == "celExpressions[0] is not true"
     for empty in ("c7", "c8"):
         assert why[fleet.index[empty]] == "celExpressions[0] failed: no such key: clusterClaims"
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(-1, 3), st.integers(-1, 2)), min_size=1, max_size=20))
+def test_codes_group_alike_mixed_into_one_key_or_not(pairs: list[tuple[int, int]]) -> None:
+    a = np.array([p[0] for p in pairs], dtype=np.int32)
+    b = np.array([p[1] for p in pairs], dtype=np.int32)
+    for bounds in ((4, 3), (1 << 40, 1 << 30)):  # the second overflows one int64 key
+        first, inverse, count = _groups([(a, bounds[0]), (b, bounds[1])])
+        assert count == len(set(pairs)) == first.size
+        assert all(pairs.index(pairs[i]) == i for i in first.tolist())  # first occurrences
+        for at, group in enumerate(inverse.tolist()):
+            assert pairs[int(first[group])] == pairs[at]
+        assert len(set(inverse.tolist())) == count
