@@ -269,3 +269,27 @@ def test_codes_group_alike_mixed_into_one_key_or_not(pairs: list[tuple[int, int]
         for at, group in enumerate(inverse.tolist()):
             assert pairs[int(first[group])] == pairs[at]
         assert len(set(inverse.tolist())) == count
+
+
+def test_index_claims_lists_follow_added_and_deleted_rows() -> None:
+    aws, gcp = {"name": "platform", "value": "AWS"}, {"name": "platform", "value": "GCP"}
+    first = claim_clusters([{}, {}, {}], [[aws], [gcp, aws], None])  # c0, c1, c2
+    index = FleetIndex()
+    for c in first:
+        index.upsert_cluster(cluster_row(c))
+    selector = compile_selector([f'{CLAIMS}.filter(c, c.name == "platform")[0].value == "AWS"'])
+    assert_decides_as_the_interpreter(selector, first, index.snapshot())
+    # c0 deleted and "d" added (c1 and c2 move up a row), c2 given claims in place
+    index.delete_cluster("c0")
+    added = ManagedCluster.model_validate(
+        {"metadata": {"name": "d"}, "status": {"clusterClaims": [gcp]}}
+    )
+    index.upsert_cluster(cluster_row(added))
+    now = [first[1], *claim_clusters([{}, {}, {}], [None, None, [aws, gcp]])[2:], added]
+    index.upsert_cluster(cluster_row(now[1]))
+    fleet = index.snapshot()
+    assert fleet.names == ("c1", "c2", "d")
+    assert_decides_as_the_interpreter(selector, now, fleet)
+    assert fleet.rows_to_names(np.flatnonzero(cel_mask(selector, fleet, fleet.deleting == 0))) == [
+        "c2"
+    ]
