@@ -31,7 +31,7 @@ from placement.cel import compile_selector
 from placement.index import FleetIndex, cluster_row
 from placement.scheduler import ScheduleResult
 from placement.selectors import cel_mask
-from placement.snapshot import CelInputs, FleetSnapshot
+from placement.snapshot import FleetSnapshot
 from placement.testing import NOW, placement, predicate, synthetic_fleet
 from plugins import default_scheduler
 
@@ -64,7 +64,7 @@ SHAPES = {
     "label values (matches, endsWith)": [
         f'{_LABELS}["zone"].endsWith("a") && {_LABELS}["region"].matches("-r[0-2]$")'
     ],
-    "claim (interpreter)": [
+    "claim (claims-list groups)": [
         'managedCluster.status.clusterClaims.exists(c, c.name == "rack" && c.value == "rack-3")'
     ],
     "annotation (interpreter)": ['managedCluster.metadata.?annotations["a"].orValue("") == ""'],
@@ -115,7 +115,7 @@ def cold(fleet: FleetSnapshot) -> FleetSnapshot:
     every candidate's object is inflated from its row and evaluated (the stamps stay)."""
     inputs = fleet.cel
     assert inputs is not None
-    return replace(fleet, cel=CelInputs(inputs.revisions, inputs.document, inputs.scores, {}))
+    return replace(fleet, cel=replace(inputs, cache={}))
 
 
 def schedule(p: Placement, fleet: FleetSnapshot) -> ScheduleResult:

@@ -1,6 +1,7 @@
 """The columns of the cluster rows behind `FleetIndex` (private).
 
-What a cluster's row shows: labels and claims (one coded column per key), the deleting flag,
+What a cluster's row shows: labels and claims (one coded column per key; one more codes each
+row's claims list as written, for CEL, `claim_lists`), the deleting flag,
 allocatable and capacity per resource, and the table of the tainted rows. An update of a known
 cluster rewrites its row in place (`rewrite`); added and deleted clusters move the rows, and
 `relayout` then writes the new ones in bulk: lists of cells per column, one numpy call each.
@@ -15,7 +16,7 @@ from operator import attrgetter
 import numpy as np
 
 from placement._index_columns import CodedColumn, Cow, Epoch, Layout
-from placement.rows import ClusterRow
+from placement.rows import ClusterRow, claims_list_text
 from placement.snapshot import RESOURCES, TaintRow
 
 __all__ = ["ClusterColumns"]
@@ -36,6 +37,7 @@ class ClusterColumns:
         self._size = 0
         self.labels: dict[str, CodedColumn] = {}
         self.claims: dict[str, CodedColumn] = {}
+        self.claim_lists = CodedColumn(epoch, 0)
         self.deleting = Cow(epoch, np.zeros(0, dtype=bool))
         self.allocatable = {r: Cow(epoch, np.full(0, np.nan)) for r in RESOURCES}
         self.capacity = {r: Cow(epoch, np.full(0, np.nan)) for r in RESOURCES}
@@ -46,6 +48,9 @@ class ClusterColumns:
         """Make `row`, which shows `before`, show `after`."""
         self.labels_moved |= self._rewrite_cells(self.labels, row, before.labels, after.labels)
         self._rewrite_cells(self.claims, row, before.claims, after.claims)
+        claim_list = claims_list_text(after.claims)
+        if claims_list_text(before.claims) != claim_list:
+            self.claim_lists.set(row, claim_list or None)
         if before.deleting != after.deleting:
             self.deleting.write()[row] = after.deleting
         for resources, old, new in (
@@ -94,7 +99,7 @@ class ClusterColumns:
             for t, row in zip(self.taints, moved_to[taint_rows].tolist(), strict=True)
             if row >= 0
         ]
-        for state in (*self.labels.values(), *self.claims.values()):
+        for state in (*self.labels.values(), *self.claims.values(), self.claim_lists):
             state.relayout(layout)
         self.deleting.replace(layout.move(self.deleting.read, False))
         for column in (*self.allocatable.values(), *self.capacity.values()):
@@ -109,6 +114,7 @@ class ClusterColumns:
         """Write the new rows: lists of cells per column, then one numpy call per column."""
         label_cells: dict[str, tuple[list[int], list[str]]] = {}
         claim_cells: dict[str, tuple[list[int], list[str]]] = {}
+        lists: tuple[list[int], list[str]] = ([], [])
         deleting: list[int] = []
         allocatable: list[tuple[float | None, ...]] = []
         capacity: list[tuple[float | None, ...]] = []
@@ -125,6 +131,9 @@ class ClusterColumns:
                     cell = claim_cells[key] = ([], [])
                 cell[0].append(row)
                 cell[1].append(value)
+            if features.claims:
+                lists[0].append(row)
+                lists[1].append(claims_list_text(features.claims))
             if features.deleting:
                 deleting.append(row)
             allocatable.append(features.allocatable)
@@ -136,6 +145,8 @@ class ClusterColumns:
                 self._column(columns, key).fill(at, values)
             for state in columns.values():
                 state.recount()
+        self.claim_lists.fill(*lists)
+        self.claim_lists.recount()
         self.deleting.write()[deleting] = True
         new_rows = np.asarray(rows, dtype=np.intp)
         for arrays, amounts in ((self.allocatable, allocatable), (self.capacity, capacity)):

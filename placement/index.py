@@ -36,7 +36,15 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.rows import ClusterRow, DecisionRow, ScoreRow, decision_row, score_row
+from placement.cel.document import claims_document
+from placement.rows import (
+    ClusterRow,
+    DecisionRow,
+    ScoreRow,
+    claims_list_text,
+    decision_row,
+    score_row,
+)
 from placement.snapshot import RESOURCES, CelInputs, FleetSnapshot, ScoreItems
 
 __all__ = ["ClusterRow", "DocumentRow", "FleetIndex", "ScoreRow", "cluster_row", "score_row"]
@@ -337,7 +345,13 @@ class FleetIndex:
             decisions=self._decisions.table(),
             addons={k: state.column() for k, state in self._addons.items()},
             _set_masks=masks,
-            cel=CelInputs(self._revisions.read, self._document, self._score_items, self._cel_cache),
+            cel=CelInputs(
+                self._revisions.read,
+                self._document,
+                self._score_items,
+                self._cel_cache,
+                columns.claim_lists.column(),
+            ),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
@@ -371,7 +385,7 @@ def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
     if row.resource_version is not None:
         metadata["resourceVersion"] = row.resource_version
     taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]
-    claims = [{"name": k, "value": v} for k, v in row.claims.items()]
+    claims = claims_document(claims_list_text(row.claims))  # as written, as CEL sees it
     status: dict[str, object] = {"clusterClaims": claims} if claims else {}
     for field, amounts in (("allocatable", row.allocatable), ("capacity", row.capacity)):
         quantities = _quantities(amounts)

@@ -22,12 +22,15 @@ from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.meta import without_nulls
 from apis.placements import PLACEMENT_LABEL, PlacementDecision
 from apis.quantity import Quantity
+from placement.cel.document import claims_text
 from placement.snapshot import RESOURCES
 
 __all__ = [
+    "ClaimMap",
     "ClusterRow",
     "DecisionRow",
     "ScoreRow",
+    "claims_list_text",
     "cluster_row",
     "decision_row",
     "score_row",
@@ -55,6 +58,33 @@ class ClusterRow:
     resource_version: str | None = field(default=None, compare=False)
 
 
+class ClaimMap(dict[str, str]):
+    """A cluster's claims by name (later duplicates win, in first-occurrence order) and, as
+    `text`, the list as written (`claims_text`: order and duplicate names kept), which CEL
+    sees. Equal only when both are: a reordered list is a change of the row's features (the
+    index rewrites its claims-list cell), though the mapping is the same."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ClaimMap) and self.text != other.text:
+            return False
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None
+
+
+def claims_list_text(claims: Mapping[str, str]) -> str:
+    """The claims list as written, of a row's claims (a mapping without `text` shows its
+    items)."""
+    text = getattr(claims, "text", None)
+    return text if isinstance(text, str) else claims_text(claims.items())
+
+
 def _interned(pairs: Iterable[tuple[str, str]]) -> Mapping[str, str]:
     """Keys and values repeat across clusters (a fleet has few label keys and, mostly, few
     values per key): one string object each instead of one per cluster."""
@@ -69,8 +99,10 @@ def cluster_row(cluster: ManagedCluster) -> ClusterRow:
     allocatable: tuple[float | None, ...] = _NO_RESOURCES
     capacity = allocatable
     if status is not None:
-        if status.cluster_claims:  # later duplicates win
-            claims = _interned((c.name or "", c.value or "") for c in status.cluster_claims)
+        if status.cluster_claims:  # later duplicates win; `text` keeps them all, in order
+            pairs = [(c.name or "", c.value or "") for c in status.cluster_claims]
+            claims = ClaimMap(_interned(pairs))
+            claims.text = intern(claims_text(pairs))
         if status.allocatable:
             allocatable = _amounts(status.allocatable)
         if status.capacity:

@@ -20,7 +20,7 @@ from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, l
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement._cel_columns import column_verdicts
-from placement._cel_groups import grouped_verdicts
+from placement._cel_groups import groupable, grouped_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
@@ -290,11 +290,10 @@ def cel_mask(
         errors = kept if kept is not None else errors
         valid[missing[decided]] = True
         missing = missing[undecided]
-    if missing.size and selector.label_reads is not None:
-        # Label values and the name only: one interpreter run per distinct set of them.
-        verdicts, found = grouped_verdicts(
-            selector, selector.label_reads, fleet, rows[missing], timer
-        )
+    reads = selector.label_reads
+    if missing.size and reads is not None and groupable(reads, fleet):
+        # Label values, the name, the claims: one interpreter run per distinct set of them.
+        verdicts, found = grouped_verdicts(selector, reads, fleet, rows[missing], timer)
         failed[missing] = verdicts
         everything = np.ones(missing.size, dtype=bool)
         kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, everything)

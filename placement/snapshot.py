@@ -26,7 +26,7 @@ from apis.cluster import (
 )
 from apis.placements import PlacementDecision
 from placement.arrays import BoolMask, RowIndex
-from placement.cel.document import cluster_document
+from placement.cel.document import claims_text, cluster_document
 
 __all__ = [
     "RESOURCES",
@@ -179,12 +179,15 @@ class CelInputs:
     stamp is still the result. `document(name)` gives the newest object with the stamp it was
     stored under (a snapshot older than that object must not cache what it computes from it).
     `cache` is shared by every snapshot of one index and is written to by the Predicate
-    filter: the only mutable thing a snapshot reaches, as `_set_masks` is."""
+    filter: the only mutable thing a snapshot reaches, as `_set_masks` is. `claim_lists`
+    codes each row's `status.clusterClaims` as written (`claims_text`; absent: no claims),
+    for the selectors grouped by the claims they read (None: they run per cluster)."""
 
     revisions: npt.NDArray[np.int64]
     document: Callable[[str], tuple[int, Mapping[str, Any]]]
     scores: Callable[[str, str], ScoreItems | None]
     cache: dict[Any, Any] = field(default_factory=dict)
+    claim_lists: Column | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CelInputs:
         """A view onto the index's live store: a copy shares the store, copies the stamps."""
@@ -346,6 +349,11 @@ def _cel_inputs(
 ) -> CelInputs:
     """CEL's view of API objects: documents made on first use, stamps 1..N by row."""
     models = {c.name: (row + 1, c) for row, c in enumerate(ordered)}
+    lists = [
+        (row, claims_text((c.name or "", c.value or "") for c in cluster.status.cluster_claims))
+        for row, cluster in enumerate(ordered)
+        if cluster.status is not None and cluster.status.cluster_claims
+    ]
     documents: dict[str, tuple[int, Mapping[str, Any]]] = {}
     items: dict[tuple[str, str], ScoreItems] = {}
     for score in scores:
@@ -363,6 +371,7 @@ def _cel_inputs(
         np.arange(1, len(ordered) + 1, dtype=np.int64),
         document,
         lambda cluster, name: items.get((cluster, name)),
+        claim_lists=Column.build(len(ordered), lists),
     )
 
 

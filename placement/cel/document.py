@@ -19,13 +19,14 @@ shape, not the stored JSON:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from apis.cluster import ManagedCluster
 from apis.quantity import Quantity, QuantityError
 
-__all__ = ["SHAPE", "cluster_document", "typed"]
+__all__ = ["SHAPE", "claims_document", "claims_text", "cluster_document", "typed"]
 
 # A field rule: (kind, omitempty, detail). Kinds: "str", "bool", "int" (zero value written
 # unless omitempty), "time" (metav1.Time: null when unset), "ptr" (a pointer: absent when
@@ -197,3 +198,23 @@ def _canonical(value: Any) -> Any:
 def cluster_document(cluster: ManagedCluster) -> dict[str, Any]:
     """`managedCluster` for this cluster."""
     return typed(cluster.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def claims_text(claims: Iterable[tuple[str, str]]) -> str:
+    """A cluster's `status.clusterClaims` as written (order and duplicate names kept), as
+    (name, value) pairs, absent ones empty, in one string: rows and columns keep it, interned
+    or coded, so that clusters reporting the same list share one value. Empty: no claims."""
+    pairs = [[name, value] for name, value in claims]
+    return json.dumps(pairs, ensure_ascii=False, separators=(",", ":")) if pairs else ""
+
+
+def claims_document(text: str) -> list[dict[str, str]]:
+    """`status.clusterClaims` as CEL sees it, from `claims_text`: a claim's empty name or
+    value left out (both are omitempty)."""
+    out: list[dict[str, str]] = []
+    for name, value in json.loads(text) if text else ():
+        claim = {"name": name} if name else {}
+        if value:
+            claim["value"] = value
+        out.append(claim)
+    return out

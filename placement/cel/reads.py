@@ -1,13 +1,15 @@
-"""What of `managedCluster` an expression reads, when it reads only labels by literal keys and
-the name: then its verdict on a cluster depends on those values alone, and clusters sharing
-them share the verdict (`placement._cel_groups` runs the interpreter once per distinct set of
-values, on a document holding just them, instead of once per cluster on its whole object).
+"""What of `managedCluster` an expression reads, when it reads only labels by literal keys,
+the name and the claims list: then its verdict on a cluster depends on those values alone, and
+clusters sharing them share the verdict (`placement._cel_groups` runs the interpreter once per
+distinct set of values, on a document holding just them, instead of once per cluster on its
+whole object).
 
 Found token by token: every occurrence of the identifier `managedCluster` must be the start
-of `managedCluster.metadata.name` or of `managedCluster.metadata.labels` followed by `["K"]` or
-`.K` (a field, not a method call), or be the right operand of `"K" in`. Anything else (the
-whole labels map, an optional selection, another field, `scores`, the variable alone or
-shadowed by a comprehension's) and the expressions are not grouped.
+of `managedCluster.metadata.name`, of `managedCluster.status.clusterClaims` (the whole list, as
+written: whatever follows reads nothing but it) or of `managedCluster.metadata.labels` followed
+by `["K"]` or `.K` (a field, not a method call), or be the right operand of `"K" in`. Anything
+else (the whole labels map, an optional selection, another field, `scores`, the variable alone
+or shadowed by a comprehension's) and the expressions are not grouped.
 """
 
 from __future__ import annotations
@@ -25,20 +27,23 @@ _AFTER_MEMBERSHIP = frozenset({"", ")", "]", ",", "&&", "||", "?", ":", "==", "!
 loosely, to the left), so that neither operand is part of a larger one."""
 _NAME = "\0name"
 """What `_read` gives for `metadata.name` (compared by identity: no key is this object)."""
+_CLAIMS = "\0claims"
+"""What `_read` gives for `status.clusterClaims` (compared by identity too)."""
 
 
 @dataclass(frozen=True)
 class LabelReads:
-    """The label keys the expressions read, and whether they read the name."""
+    """The label keys the expressions read, whether they read the name, and the claims."""
 
     keys: frozenset[str]
     name: bool
+    claims: bool = False
 
 
 def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
     """What the expressions read, None when it is more than label values and the name."""
     keys: set[str] = set()
-    name = False
+    name = claims = False
     for source in expressions:
         tokens = [t for t in tokenize(source) if t.kind != "space"]
         if any(t.kind == "other" for t in tokens):
@@ -51,9 +56,11 @@ def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
                 return None
             if read is _NAME:
                 name = True
+            elif read is _CLAIMS:
+                claims = True
             else:
                 keys.add(read)
-    return LabelReads(frozenset(keys), name)
+    return LabelReads(frozenset(keys), name, claims)
 
 
 def _text(tokens: list[Token], at: int) -> str:
@@ -61,11 +68,13 @@ def _text(tokens: list[Token], at: int) -> str:
 
 
 def _read(tokens: list[Token], at: int) -> str | None:
-    """The label key read by the variable at `at` (`_NAME` for the name), None if something
-    else."""
+    """The label key read by the variable at `at` (`_NAME` for the name, `_CLAIMS` for the
+    claims), None if something else."""
     if _text(tokens, at - 1) in (".", ".?"):
         return None  # a field of something else called managedCluster, or a qualified name
     path = [_text(tokens, at + i) for i in range(1, 5)]
+    if path == [".", "status", ".", "clusterClaims"] and tokens[at + 4].kind == "ident":
+        return _CLAIMS if _text(tokens, at + 5) not in ("(", ".?", "[?") else None
     if path[:3] != [".", "metadata", "."]:
         return None
     if path[3] == "name" and tokens[at + 4].kind == "ident":

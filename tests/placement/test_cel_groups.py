@@ -1,7 +1,8 @@
-"""Selectors that read only label values and the name (`placement.cel.reads`) are evaluated
-once per distinct set of the values they read (`placement._cel_groups`), and decide as the
-interpreter does on each cluster's whole object: same verdict, same failing expression, same
-error, on random fleets, in simulate's snapshot and in the controller's index."""
+"""Selectors that read only label values, the name and the claims list (`placement.cel.reads`)
+are evaluated once per distinct set of the values they read (`placement._cel_groups`), and
+decide as the interpreter does on each cluster's whole object: same verdict, same failing
+expression, same error, on random fleets, in simulate's snapshot and in the controller's index
+(claims lists with duplicate names, empty names or values, empty or absent lists included)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement._cel_groups import grouped_verdicts
-from placement.cel import compile_selector
+from placement._cel_groups import _groups, grouped_verdicts
+from placement.cel import CelSelector, compile_selector
 from placement.cel.reads import LabelReads, label_reads
 from placement.index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
@@ -20,6 +21,7 @@ from placement.snapshot import FleetSnapshot, unstructured
 
 FAST = settings(max_examples=100, deadline=None)
 LABELS = "managedCluster.metadata.labels"
+CLAIMS = "managedCluster.status.clusterClaims"
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,12 @@ LABELS = "managedCluster.metadata.labels"
         ("1 == 1", LabelReads(frozenset(), False)),
         (f'"env" in {LABELS}', LabelReads(frozenset({"env"}), False)),
         (f'(true && "env" in {LABELS}) == true', LabelReads(frozenset({"env"}), False)),
+        (f'{CLAIMS}.exists(c, c.name == "a")', LabelReads(frozenset(), False, True)),
+        (
+            f'{CLAIMS}.filter(c, c.name == "a")[0].value == {LABELS}.v',
+            LabelReads(frozenset({"v"}), False, True),
+        ),
+        (f"size({CLAIMS}) > 0 && has({CLAIMS})", LabelReads(frozenset(), False, True)),
     ],
 )
 def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
@@ -52,7 +60,11 @@ def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
         f"{LABELS}[{LABELS}.x] == 'y'",  # a computed key
         'managedCluster.metadata.?name.orValue("") == ""',
         'managedCluster.metadata.annotations["a"] == "b"',
-        'managedCluster.status.clusterClaims.exists(c, c.name == "a")',
+        "managedCluster.status.?clusterClaims.orValue([]) == []",
+        f"{CLAIMS}[?0].hasValue()",
+        "managedCluster.status.conditions == null",
+        "managedCluster.status.size() > 0",
+        f'{CLAIMS}.exists(c, c.name == managedCluster.metadata.annotations["a"])',
         'managedCluster.scores("s").size() > 0',
         "has(managedCluster.metadata)",
         '[{"metadata": {"name": "x"}}].exists(managedCluster, managedCluster.metadata.name == "x")',
@@ -134,3 +146,150 @@ def test_clusters_sharing_the_values_read_share_one_run() -> None:
     cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
     assert why[fleet.index["c7"]] == "celExpressions[0] failed: no such key: v"
     assert why[fleet.index["c8"]] == "celExpressions[0] failed: no such key: labels"
+
+
+# A claim as on the wire: name and value each "", absent, or one of a few (so that lists repeat
+# a name, carry a claim without a name or a value, and clusters share lists).
+CLAIM = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.sampled_from(["platform", "region", ""]),
+        "value": st.sampled_from(["AWS", "GCP", ""]),
+    },
+)
+FLEET_CLAIMS = st.one_of(st.none(), st.lists(CLAIM, max_size=4))  # None: no status at all
+CLAIM_TESTS = [
+    f'{CLAIMS}.exists(c, c.name == "platform" && c.value == "AWS")',
+    f'{CLAIMS}.filter(c, c.name == "platform")[0].value == "AWS"',
+    f'{CLAIMS}.filter(c, c.name == "region").size() > 0',
+    f'{CLAIMS}.all(c, c.value != "GCP")',
+    f'{CLAIMS}.exists_one(c, c.name == "platform")',
+    f'{CLAIMS}.map(c, c.name).exists(n, n.startsWith("p"))',
+    f"size({CLAIMS}) == 2",
+    f"has(managedCluster.status.clusterClaims) && {CLAIMS}[0].name != {LABELS}.env",
+]
+CLAIM_EXPRESSIONS = st.one_of(
+    st.sampled_from(CLAIM_TESTS),
+    st.builds(
+        lambda claim, label, op: f"{claim} {op} {label}",
+        st.sampled_from(CLAIM_TESTS),
+        EXPRESSIONS,
+        st.sampled_from(["&&", "||"]),
+    ),
+)
+
+
+def claim_clusters(
+    labels: list[dict[str, str]], claims: list[list[dict[str, str]] | None]
+) -> list[ManagedCluster]:
+    clusters = []
+    for i, (own, listed) in enumerate(zip(labels, claims, strict=True)):
+        document: dict[str, object] = {"metadata": {"name": f"c{i}", "labels": own}}
+        if listed is not None:
+            document["status"] = {"clusterClaims": listed}
+        clusters.append(ManagedCluster.model_validate(document))
+    return clusters
+
+
+def assert_decides_as_the_interpreter(
+    selector: CelSelector, clusters: list[ManagedCluster], fleet: FleetSnapshot
+) -> None:
+    expected = [selector.evaluate(unstructured(c)) for c in clusters]
+    reads = selector.label_reads
+    assert reads is not None and reads.claims
+    rows = np.array([fleet.index[c.name] for c in clusters], dtype=np.intp)
+    failed, errors = grouped_verdicts(selector, reads, fleet, rows)
+    got = [(None if f < 0 else int(f), errors.get(i)) for i, f in enumerate(failed.tolist())]
+    assert got == [(v.failed, v.error) for v in expected]
+    why: dict[int, str] = {}
+    mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
+    assert [bool(mask[r]) for r in rows] == [v.matched for v in expected]
+    for r, v in zip(rows.tolist(), expected, strict=True):
+        if not v.matched:
+            detail = f"failed: {v.error}" if v.error is not None else "is not true"
+            assert why[r] == f"celExpressions[{v.failed}] {detail}"
+
+
+@FAST
+@given(
+    st.lists(st.tuples(FLEET_LABELS, FLEET_CLAIMS), min_size=1, max_size=10),
+    st.lists(CLAIM_EXPRESSIONS, min_size=1, max_size=3),
+)
+def test_claims_groups_decide_as_the_interpreter(
+    fleet_rows: list[tuple[dict[str, str], list[dict[str, str]] | None]], tests: list[str]
+) -> None:
+    labels = [given for given, _ in fleet_rows]
+    clusters = claim_clusters(labels, [listed for _, listed in fleet_rows])
+    selector = compile_selector(tests)
+    assert_decides_as_the_interpreter(selector, clusters, FleetSnapshot.build(clusters))
+    # The index: rows added with the lists reversed, then updated in place to the lists as
+    # given (a reordered list is a change of the row), and added as given at once.
+    reversed_first = claim_clusters(
+        labels, [None if listed is None else listed[::-1] for _, listed in fleet_rows]
+    )
+    updated, added = FleetIndex(), FleetIndex()
+    for c in reversed_first:
+        updated.upsert_cluster(cluster_row(c))
+    updated.snapshot()
+    for c in clusters:
+        updated.upsert_cluster(cluster_row(c))
+        added.upsert_cluster(cluster_row(c))
+    for index in (updated, added):
+        assert_decides_as_the_interpreter(selector, clusters, index.snapshot())
+
+
+def test_clusters_sharing_a_claims_list_share_one_run() -> None:
+    aws = [{"name": "platform", "value": "AWS"}]
+    lists = [aws] * 5 + [aws + aws, [{"name": "x", "value": "y"}, *aws], [], None]
+    clusters = claim_clusters([{"zone": f"z{i}"} for i in range(len(lists))], lists)
+    fleet = FleetSnapshot.build(clusters)
+    selector = compile_selector([f'{CLAIMS}.exists_one(c, c.value == "AWS")'])
+    runs: list[int] = []
+    timer = lambda: lambda: runs.append(1)  # noqa: E731 - counts interpreter runs
+    mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), timer)
+    # four lists: [aws], [aws, aws], [x, aws], none (empty and absent alike)
+    assert len(runs) == 4
+    assert fleet.rows_to_names(np.flatnonzero(mask)) == ["c0", "c1", "c2", "c3", "c4", "c6"]
+    why: dict[int, str] = {}
+    cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
+    assert why[fleet.index["c5"]] == "celExpressions[0] is not true"
+    for empty in ("c7", "c8"):
+        assert why[fleet.index[empty]] == "celExpressions[0] failed: no such key: clusterClaims"
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(-1, 3), st.integers(-1, 2)), min_size=1, max_size=20))
+def test_codes_group_alike_mixed_into_one_key_or_not(pairs: list[tuple[int, int]]) -> None:
+    a = np.array([p[0] for p in pairs], dtype=np.int32)
+    b = np.array([p[1] for p in pairs], dtype=np.int32)
+    for bounds in ((4, 3), (1 << 40, 1 << 30)):  # the second overflows one int64 key
+        first, inverse, count = _groups([(a, bounds[0]), (b, bounds[1])])
+        assert count == len(set(pairs)) == first.size
+        assert all(pairs.index(pairs[i]) == i for i in first.tolist())  # first occurrences
+        for at, group in enumerate(inverse.tolist()):
+            assert pairs[int(first[group])] == pairs[at]
+        assert len(set(inverse.tolist())) == count
+
+
+def test_index_claims_lists_follow_added_and_deleted_rows() -> None:
+    aws, gcp = {"name": "platform", "value": "AWS"}, {"name": "platform", "value": "GCP"}
+    first = claim_clusters([{}, {}, {}], [[aws], [gcp, aws], None])  # c0, c1, c2
+    index = FleetIndex()
+    for c in first:
+        index.upsert_cluster(cluster_row(c))
+    selector = compile_selector([f'{CLAIMS}.filter(c, c.name == "platform")[0].value == "AWS"'])
+    assert_decides_as_the_interpreter(selector, first, index.snapshot())
+    # c0 deleted and "d" added (c1 and c2 move up a row), c2 given claims in place
+    index.delete_cluster("c0")
+    added = ManagedCluster.model_validate(
+        {"metadata": {"name": "d"}, "status": {"clusterClaims": [gcp]}}
+    )
+    index.upsert_cluster(cluster_row(added))
+    now = [first[1], *claim_clusters([{}, {}, {}], [None, None, [aws, gcp]])[2:], added]
+    index.upsert_cluster(cluster_row(now[1]))
+    fleet = index.snapshot()
+    assert fleet.names == ("c1", "c2", "d")
+    assert_decides_as_the_interpreter(selector, now, fleet)
+    assert fleet.rows_to_names(np.flatnonzero(cel_mask(selector, fleet, fleet.deleting == 0))) == [
+        "c2"
+    ]
