@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,6 @@ from perf.child_pods import _cpu_seconds, _free_port, overcommitted
 from perf.harness import memory_mib
 from perf.kube_workloads import (
     GANG_CONFIG,
-    SCHEDULER,
     WORKLOADS,
     _problems,
     gang_objects,
@@ -45,6 +45,7 @@ from perf.kube_workloads import (
     objects,
     run,
 )
+from perf.test_pod_engine_bench import SCHEDULER
 
 __all__ = ["e2e", "main"]
 
@@ -294,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = run(args.workload, args.nodes, args.running, args.pods)
     out["peak_rss_mib"] = memory_mib("VmHWM")
+    out["load_average"] = os.getloadavg()[0]
     print(json.dumps(out))
     return 0
 
