@@ -5,6 +5,7 @@ every case, and a plot per workload of pods bound per second over the run."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from perf.targets import E2E, ENGINE, KUBE_SCENARIOS, KUBE_TARGETS, Target
 __all__ = ["TITLE", "kube_plots", "kube_section", "plot_name"]
 
 TITLE = "11. kube scheduler_perf's workloads, engine and end to end (issue 29)"
-ENGINE_WINDOW = 0.25  # the engine's runs last seconds: its curve is drawn per quarter second
 
 
 def plot_name(scenario: str) -> str:
@@ -66,23 +66,30 @@ def _load(case: Case | None) -> str:
 def _throughput_rows(cases: Sequence[Case]) -> list[str]:
     lines = [
         "| workload | run | nodes | before | measured | figure | Average | Perc50 | Perc90 | "
-        "Perc99 | samples | CPU s (scheduler / server) | load |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "Perc99 | samples | CPU s (scheduler / server) | pods per CPU-s | created in | load |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for c in cases:
         stats = _first(c.details.get("throughput")) or {}
         samples = _first(c.details.get("samples")) or []
-        cpu = _first(c.details.get("cpu_s"))
+        bound = _first(c.details.get("bound"))
+        spent = [_first(c.details.get(k)) for k in ("cpu_s",)]
         if c.label == E2E:
             spent = [_first(c.details.get(k)) for k in ("scheduler_cpu_s", "server_cpu_s")]
-            cpu = f"{spent[0]} / {spent[1]}"
+        cpu = " / ".join(f"{s:,.1f}" if isinstance(s, int | float) else "—" for s in spent)
+        per_cpu = " / ".join(
+            f"{bound / s:,.0f}" if isinstance(s, int | float) and s > 0 and bound else "—"
+            for s in spent
+        )
+        created = _first(c.details.get("created_s"))
+        shown_created = f"{created:,.1f} s" if isinstance(created, int | float) else "—"
         figure = "—" if c.error or not c.values else _shown(c.median, c.unit)
         cells = [f"{stats[k]:,.0f}" if k in stats else "—" for k in ("Average", "Perc50")]
         cells += [f"{stats[k]:,.0f}" if k in stats else "—" for k in ("Perc90", "Perc99")]
         lines.append(
             f"| {c.scenario.removeprefix('pod-')} | {c.label} | {c.clusters:,} | "
             f"{c.details.get('running', '')} | {c.placements:,} | {figure} | {' | '.join(cells)} | "
-            f"{len(samples)} | {cpu if cpu is not None else '—'} | {_load(c)} |"
+            f"{len(samples)} | {cpu} | {per_cpu} | {shown_created} | {_load(c)} |"
         )
     return lines
 
@@ -124,7 +131,11 @@ def kube_section(cases: Sequence[Case], images: Sequence[str]) -> list[str]:
         "",
         "scheduler_perf's `SchedulingThroughput`: pods bound in each whole second from the "
         "first measured pod on, and the Average / Perc50 / Perc90 / Perc99 of those samples "
-        "(a run shorter than a second gives one sample over its length).",
+        "(a run shorter than a second gives one sample over its length). CPU: of the engine's "
+        "thread, or of the scheduler and the server processes while the measured pods were "
+        "created and bound; pods per CPU-second is the figure the load of the machine moves "
+        "least. Created in: how long this process took to create the measured pods (end to end, "
+        "inside the timed window, as scheduler_perf's are).",
         "",
         *_throughput_rows(mine),
     ]
@@ -135,8 +146,8 @@ def kube_section(cases: Sequence[Case], images: Sequence[str]) -> list[str]:
 
 
 def kube_plots(folder: Path, cases: Sequence[Case]) -> list[str]:
-    """Per workload: pods bound per second over the run, engine (per quarter second) and end
-    to end (per second), with the pods/s targets dashed and kube's threshold dotted."""
+    """Per workload: pods bound per second over the run, engine (per `schedule()` batch) and
+    end to end (per second), with the pods/s targets dashed and kube's threshold dotted."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -149,11 +160,18 @@ def kube_plots(folder: Path, cases: Sequence[Case]) -> list[str]:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for c in runs:
-            window = ENGINE_WINDOW if c.label == ENGINE else 1.0
-            samples = per_second(_first(c.details["timeline"]), window)
-            xs = [window * (k + 1) for k in range(len(samples))]
-            name = f"{c.label}, per {window:g} s"
-            ax.plot(xs, samples, marker=".", drawstyle="steps-pre", label=name)
+            timeline = _first(c.details["timeline"])
+            if c.label == ENGINE:  # its runs last seconds: the rate of each schedule() batch
+                points = [(0.0, 0), *((float(t), int(n)) for t, n in timeline)]
+                pairs = [(a, b) for a, b in itertools.pairwise(points) if b[0] > a[0]]
+                xs = [b[0] for _, b in pairs]
+                ys = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in pairs]
+                name = "engine, per schedule() batch (500 pods)"
+            else:
+                ys = per_second(timeline)
+                xs = [k + 1.0 for k in range(len(ys))]
+                name = "end to end, per second"
+            ax.plot(xs, ys, marker=".", drawstyle="steps-pre", label=name)
         for label in (ENGINE, E2E):
             target = _target(scenario, label)
             if target is not None and target.unit == "pods/s":
