@@ -14,7 +14,9 @@ of the controller at 100k clusters x 10k placements); report.md also fits growth
 The local cluster's pod scheduler: pod-engine (engine throughput without I/O), pod-preemption
 (one preemption decision on full nodes), pod-e2e (the scheduler process against the embedded
 API server process), pod-memory (peak RSS of the engine with every node and pod), each in a
-fresh process.
+fresh process. kube scheduler_perf's workloads by their names (issue 29): pod-SchedulingBasic,
+pod-SchedulingPodAntiAffinity, pod-TopologySpreading, pod-PreemptionBasic and pod-gangs, each
+through the engine and end to end, with a pods/s curve per workload.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perf.harness import Case, cases_of, ratio
+from perf.kube_report import kube_plots
 from perf.targets import (
     COLD,
     CYCLE,
@@ -243,6 +244,7 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
 
     made.append(_plot(folder, "memory.png", "Peak resident memory", memory))
     made += _pod_plots(folder, cases)
+    made += kube_plots(folder, cases)
     return [m for m in made if m is not None]
 
 

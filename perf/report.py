@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from perf.harness import Case, cases_of, ratio, size_names
+from perf.kube_report import kube_section
 from perf.plots import plots
 from perf.targets import (
     COLD,
@@ -348,6 +349,7 @@ def write_report(
     else:
         lines.append("Too few sizes in this run to fit an exponent.")
     lines += _sections(cases, images, POD_TITLES)
+    lines += kube_section(cases, images)
     failed = [c for c in cases if c.error]
     if failed:
         lines += ["", "## Errors", ""]

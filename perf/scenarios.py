@@ -15,9 +15,10 @@
    workload (`perf.child core`), and of the controller alone at the target size (full run).
 6. Growth exponents are fitted from these curves by `perf.report`.
 
-Steps 7-10, the local cluster's pod scheduler, are `perf.pod_scenarios`; the scenario names,
-DESIGN §9's targets and the sizes of each run mode are `perf.targets`. `plan` lists the steps
-of a run.
+Steps 7-10, the local cluster's pod scheduler, are `perf.pod_scenarios`, and 11, kube
+scheduler_perf's workloads by their names (`pod-SchedulingBasic` ...), `perf.kube_scenarios`;
+the scenario names, DESIGN §9's targets and the sizes of each run mode are `perf.targets`.
+`plan` lists the steps of a run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from functools import cache, partial
 from typing import Any
 
 from perf.harness import Case, Settings, Step, children, repeat
+from perf.kube_scenarios import kube_steps
 from perf.pod_scenarios import pod_e2e, pod_engine, pod_memory, pod_preemption
 from perf.targets import (
     COLD,
@@ -298,4 +300,4 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
         add(POD_E2E, "scheduler", n, p, partial(pod_e2e, n, p, settings), 8 + n / 250 + p / 200)
     for n, p in sizes.pod_memory:
         add(POD_MEMORY, "engine", n, p, partial(pod_memory, n, p, settings), 3 + p / 5_000)
-    return steps
+    return steps + kube_steps(settings, list(only))

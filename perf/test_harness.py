@@ -15,7 +15,13 @@ from perf.report import fits, fmt, ratio, verdicts, write_report
 from perf.targets import (
     COLD,
     CYCLE,
+    E2E,
+    ENGINE,
     FANOUT,
+    KUBE_BASIC,
+    KUBE_GANGS,
+    KUBE_PREEMPTION,
+    KUBE_SCENARIOS,
     MEMORY,
     OCM_SHAPE,
     POD_E2E,
@@ -226,6 +232,25 @@ def test_smoke_run_measures_every_scenario_and_writes_the_report(
     pngs = sorted(p.name for p in tmp_path.glob("*.png"))
     assert {"cycle.png", "spread.png", "cold-start-placements.png", "memory.png"} <= set(pngs)
     assert "report:" in capsys.readouterr().out
+    # scheduler_perf's workloads, engine and end to end: every measured pod bound and checked
+    # (a case whose pods are not all bound, or misplaced, carries an error), a curve each
+    for scenario in KUBE_SCENARIOS:
+        runs = {c["label"]: c for c in saved["cases"] if c["scenario"] == scenario}
+        assert set(runs) == {ENGINE, E2E}, scenario
+        for label, run in runs.items():
+            assert run["error"] is None and run["values"], (scenario, label)
+            timeline = run["details"]["timeline"][0]
+            assert timeline and timeline[-1][1] == run["placements"] * (
+                0.8 if scenario == KUBE_GANGS else 1  # 4 of 5 gangs fit
+            ), (scenario, label)
+        e2e = runs[E2E]["details"]
+        assert e2e["scheduler_cpu_s"][0] > 0 and e2e["server_cpu_s"][0] > 0
+        assert (tmp_path / f"{scenario}-throughput.png").read_bytes().startswith(PNG)
+    preemption = next(
+        c for c in saved["cases"] if c["scenario"] == KUBE_PREEMPTION and c["label"] == E2E
+    )
+    assert preemption["details"]["evicted"][0] >= 1  # the preemptors made room
+    assert "## 11. kube scheduler_perf's workloads" in text
 
 
 @pytest.mark.parametrize(
@@ -334,3 +359,51 @@ def test_a_merged_run_keeps_the_earlier_cases_of_the_scenarios_it_did_not_run(
     assert main(argv) == 0  # without --merge the folder holds this run only
     saved = json.loads((tmp_path / "results.json").read_text())
     assert [c["scenario"] for c in saved["cases"]] == [POD_ENGINE]
+
+
+def _kube_case(scenario: str, label: str, value: float, unit: str = "pods/s") -> Case:
+    from perf.targets import KUBE_FULL
+
+    nodes, running, measured = KUBE_FULL[scenario]
+    pods = running * measured if scenario == KUBE_GANGS else measured
+    c = Case(scenario, label, nodes, pods, [value], unit=unit)
+    c.details.update(
+        timeline=[[[0.5, pods // 4], [1.0, pods // 2], [2.0, pods]]],
+        samples=[[pods / 2, pods / 2]],
+        throughput=[{"Average": pods / 2, "Perc50": pods / 2, "Perc90": pods / 2}],
+        load_average=[2.5],
+        running=running,
+    )
+    return c
+
+
+def test_kube_workloads_are_judged_beside_kube_threshold_with_their_curves(
+    tmp_path: Path,
+) -> None:
+    cases = [
+        _kube_case(KUBE_BASIC, ENGINE, 2_040.0),
+        _kube_case(KUBE_BASIC, E2E, 1_360.0),
+        _kube_case(KUBE_PREEMPTION, ENGINE, 0.032, unit="s"),
+        _kube_case(KUBE_PREEMPTION, E2E, 120.0, unit="preemptions/s"),
+        _kube_case(KUBE_GANGS, E2E, 3.5, unit="s"),
+    ]
+    by_text = {t.text: (shown, verdict) for t, shown, verdict in verdicts(cases)}
+    assert by_text["SchedulingBasic, engine: 5,000 nodes x 10,000 pods >= 5,000 pods/s"] == (
+        "2,040 pods/s",
+        "**missed**",
+    )
+    assert by_text["SchedulingBasic, end to end: 5,000 nodes x 10,000 pods >= 1,000 pods/s"][1] == (
+        "**met**"
+    )
+    text = write_report(tmp_path, cases, {"cpu": "test"}, {"run": "test"}).read_text()
+    assert (
+        "| SchedulingBasic | 2,040 pods/s (≥ 5,000 pods/s; 3.0× kube's 680) | "
+        "1,360 pods/s (≥ 1,000 pods/s; 2.0× kube's 680) | 2.5 / 2.5 | engine **missed**, e2e met |"
+    ) in text
+    preemption = "| PreemptionBasic | 32.0 ms (≤ 20.0 ms) | 120 preemptions/s (≥ 100 preemptions/s)"
+    assert preemption in text
+    assert "| gangs | not run | 3.50 s (≤ 4.00 s) |" in text
+    assert "| SchedulingBasic | engine | 5,000 | 1000 | 10,000 | 2,040 pods/s | 5,000 |" in text
+    for scenario in (KUBE_BASIC, KUBE_PREEMPTION, KUBE_GANGS):
+        assert f"![{scenario}-throughput.png]" in text
+        assert (tmp_path / f"{scenario}-throughput.png").read_bytes().startswith(PNG)
