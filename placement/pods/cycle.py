@@ -23,7 +23,7 @@ import numpy.typing as npt
 from placement.arrays import BoolMask, RowIndex
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
-from placement.pods.calls import PluginError, call, named
+from placement.pods.calls import PluginError, call, failed, named
 from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus
 from placement.pods.framework import (
     Diagnosis,
@@ -79,7 +79,10 @@ class SchedulingCycle:
         candidates = self._everywhere(nodes.size)
         restricting: list[str] = []
         for plugin in self.profile.pre_filters:
-            result = call(plugin.name, plugin.pre_filter, cycle, info, nodes)
+            try:
+                result = plugin.pre_filter(cycle, info, nodes)
+            except Exception as exc:
+                raise failed(plugin.name, exc) from exc
             status = result.status
             if status.code == PodCode.SKIP:
                 skipped.add(id(plugin))
@@ -154,7 +157,10 @@ class SchedulingCycle:
         preferences); the first vector kept starts the total (one array less to add)."""
         total: npt.NDArray[np.int64] | None = None
         for scorer, weight in self.profile.scores:
-            vector = call(scorer.name, scorer.score, cycle, info, nodes, rows)
+            try:
+                vector = scorer.score(cycle, info, nodes, rows)
+            except Exception as exc:
+                raise failed(scorer.name, exc) from exc
             if adds_nothing(vector):
                 continue  # the plugin's Skip: all zeros, known without a look
             if weight != 1:
@@ -210,7 +216,10 @@ class SchedulingCycle:
                 break
             if id(plugin) in skipped:
                 continue
-            result = call(plugin.name, plugin.filter, cycle, info, nodes, current)
+            try:
+                result = plugin.filter(cycle, info, nodes, current)
+            except Exception as exc:
+                raise failed(plugin.name, exc) from exc
             if result.status.code >= PodCode.ERROR:
                 raise PluginError(named(result.status, plugin.name))
             if result.mask is current:
