@@ -15,7 +15,8 @@ preemption's hypothetical clusters) is recomputed every time.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Hashable, Sequence
+import sys
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,7 @@ class RowCache:
         nodes: NodeSnapshot,
         static: tuple[Any, ...],
         full: Callable[[], Array],
-        partial: Callable[[list[int]], Sequence[Any]],
+        partial: Callable[[list[int]], Iterable[Any]],
     ) -> Array:
         """The result for `key` on `nodes`."""
         if nodes.version is None:
@@ -79,7 +80,7 @@ class RowCache:
         nodes: NodeSnapshot,
         static: tuple[Any, ...],
         full: Callable[[], Array],
-        partial: Callable[[list[int]], Sequence[Any]],
+        partial: Callable[[list[int]], Iterable[Any]],
     ) -> tuple[Array, int]:
         """`get`, and how many of the result's rows are non-zero (True, for a mask)."""
         version = nodes.version
@@ -90,16 +91,18 @@ class RowCache:
         if entry is not None and _same(entry.static, static):
             rows = nodes.changed_since(entry.version)
             if rows is not None and rows.size <= MAX_CHANGED:
-                result = entry.result
                 nonzero = entry.nonzero
                 if rows.size:
                     changed: list[int] = rows.tolist()
-                    old = result
-                    result = old.copy()
-                    for row, value in zip(changed, partial(changed), strict=True):
+                    values = partial(changed)
+                    old = entry.result
+                    result = _private(old)  # held by `entry` and `old` during the call
+                    for row, value in zip(changed, values, strict=True):
                         nonzero += bool(value) - bool(old.item(row))
                         result[row] = value
                     result.flags.writeable = False
+                else:
+                    result = entry.result
                 self._keep(key, _Entry(static, version, result, nonzero))
                 return result, nonzero
         result = full()
@@ -112,6 +115,21 @@ class RowCache:
         if len(self._entries) >= self._limit:
             del self._entries[next(iter(self._entries))]  # the least recently used
         self._entries[key] = entry
+
+
+_HELD_HERE = 4
+"""References to an array `_private` sees when only the entry being updated holds it: the
+entry, the caller's local, the parameter and `sys.getrefcount`'s own argument."""
+
+
+def _private(result: Array) -> Array:
+    """`result` itself, made writable, when nothing but the cache entry being updated holds
+    it (no caller kept the previous answer, no view of it is alive): nobody can see the rows
+    change, and the copy (tens of kilobytes per plugin and pod) is saved. Otherwise a copy."""
+    if result.base is None and sys.getrefcount(result) <= _HELD_HERE:
+        result.flags.writeable = True
+        return result
+    return result.copy()
 
 
 def _same(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
