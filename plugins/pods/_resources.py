@@ -173,6 +173,18 @@ def row_pairs(
     ]
 
 
+_SHAPES: dict[tuple[int, int], tuple[object, object, tuple[int, ...]]] = {}
+
+
 def shape_key(specs: Sequence[ResourceSpec], pod_requests: Mapping[str, int]) -> tuple[int, ...]:
-    """What `pairs` reads of the pod: its amount of each configured resource."""
-    return tuple(pod_requests.get(spec.name, 0) for spec in specs)
+    """What `pairs` reads of the pod: its amount of each configured resource. Kept per
+    (specs, requests) objects, checked by identity: pods of one shape share their requests
+    mapping (the pod cache's), and the plugins ask twice per cycle."""
+    kept = _SHAPES.get((id(specs), id(pod_requests)))
+    if kept is not None and kept[0] is specs and kept[1] is pod_requests:
+        return kept[2]
+    key = tuple(pod_requests.get(spec.name, 0) for spec in specs)
+    if len(_SHAPES) >= _PICKS_LIMIT:
+        _SHAPES.clear()
+    _SHAPES[(id(specs), id(pod_requests))] = (specs, pod_requests, key)
+    return key

@@ -70,9 +70,10 @@ class RowCache:
         partial: Callable[[list[int]], Iterable[Any]],
     ) -> Array:
         """The result for `key` on `nodes`."""
-        if nodes.version is None:
+        version = nodes.version
+        if version is None:
             return full()  # not a table's snapshot: nothing to start from
-        return self.counted(key, nodes, static, full, partial)[0]
+        return self._lookup(key, nodes, version, static, full, partial)[0]
 
     def counted(
         self,
@@ -87,24 +88,35 @@ class RowCache:
         if version is None:
             result = full()  # not a table's snapshot: nothing to start from
             return result, int(np.count_nonzero(result))
+        return self._lookup(key, nodes, version, static, full, partial)
+
+    def _lookup(
+        self,
+        key: Hashable,
+        nodes: NodeSnapshot,
+        version: SnapshotVersion,
+        static: tuple[Any, ...],
+        full: Callable[[], Array],
+        partial: Callable[[list[int]], Iterable[Any]],
+    ) -> tuple[Array, int]:
         entry = self._entries.pop(key, None)
         if entry is not None and _same(entry.static, static):
             rows = nodes.changed_since(entry.version)
             if rows is not None and rows.size <= MAX_CHANGED:
-                nonzero = entry.nonzero
                 if rows.size:
                     changed: list[int] = rows.tolist()
                     values = partial(changed)
                     old = entry.result
                     result = _private(old)  # held by `entry` and `old` during the call
+                    nonzero = entry.nonzero
                     for row, value in zip(changed, values, strict=True):
                         nonzero += bool(value) - bool(old.item(row))
                         result[row] = value
                     result.flags.writeable = False
-                else:
-                    result = entry.result
-                self._keep(key, _Entry(static, version, result, nonzero))
-                return result, nonzero
+                    entry.result, entry.nonzero = result, nonzero
+                entry.version = version
+                self._keep(key, entry)
+                return entry.result, entry.nonzero
         result = full()
         result.flags.writeable = False
         nonzero = int(np.count_nonzero(result))
