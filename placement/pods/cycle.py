@@ -149,7 +149,9 @@ class SchedulingCycle:
             return
         rows = self._all_row_index(nodes.size) if count == nodes.size else np.flatnonzero(feasible)
         best = int(rows[0] if count == 1 else rows[self._best(cycle, info, nodes, rows)])
-        self.binding.place(cycle, info, nodes.names[best], queued.attempts)
+        chosen = nodes.names[best]
+        del nodes, filtered, feasible, candidates  # the table may write its arrays in place
+        self.binding.place(cycle, info, chosen, queued.attempts)
 
     def _best(self, cycle: PodCycle, info: PodInfo, nodes: NodeSnapshot, rows: RowIndex) -> int:
         """The position in `rows` of the highest weighted total (the first on ties). A

@@ -18,9 +18,9 @@ Each snapshot carries the table's generation, and the table remembers which row 
 last HISTORY pod events wrote (`node_history`), so `NodeSnapshot.changed_since` names the rows
 that changed between two snapshots without comparing matrices (plugins keep per-row results
 across cycles with it); a node event, a new resource column or a rebuild answers "everything".
-Arrays and copy on write: `node_arrays`; label columns: `node_labels`. The per-event copy
-stays (~10 us at 5,000 nodes): writing in place would need proof that no snapshot holding the
-arrays is alive, which the engine lacks while a cycle still holds its snapshot at assume.
+Arrays and copy on write: `node_arrays`; label columns: `node_labels`. The copy is skipped
+when the arrays' reference counts show no snapshot (nor view) of them alive any more: the
+cycle lets go of its snapshot before it assumes the pod, so a pod event usually writes in place.
 
 Inside `bulk()` (an initial sync, a burst of informer events) the arrays are not touched: events
 update the per-node and per-pod dicts only, and the arrays are rebuilt from them once, when the

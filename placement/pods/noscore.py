@@ -18,41 +18,31 @@ from placement.arrays import ScoreVector
 
 __all__ = ["adds_nothing", "no_scores", "same_scores"]
 
-_ZEROS: dict[int, ScoreVector] = {}
-_LIMIT = 8  # a few cluster sizes and feasible counts at a time
-_SAME: dict[tuple[int, int], ScoreVector] = {}  # (value, size) -> the shared vector
-_SAME_IDS: set[int] = set()  # ids of the vectors `_SAME` holds (alive while it does)
+_SHARED: dict[tuple[int, int], ScoreVector] = {}  # (value, size) -> the shared vector
+_IDS: set[int] = set()  # ids of the vectors `_SHARED` holds (alive while it does)
+_LIMIT = 16  # a few cluster sizes and feasible counts at a time
 
 
 def no_scores(size: int) -> ScoreVector:
     """n zeros, read-only and shared: the answer that adds nothing."""
-    found = _ZEROS.get(size)
-    if found is None:
-        if len(_ZEROS) >= _LIMIT:
-            _ZEROS.clear()
-        found = np.zeros(size, dtype=np.int64)
-        found.flags.writeable = False
-        _ZEROS[size] = found
-    return found
+    return same_scores(0, size)
 
 
 def same_scores(value: int, size: int) -> ScoreVector:
     """n times `value`, read-only and shared: a score that prefers no row."""
-    if value == 0:
-        return no_scores(size)
-    found = _SAME.get((value, size))
+    found = _SHARED.get((value, size))
     if found is None:
-        if len(_SAME) >= _LIMIT:
-            _SAME.clear()
-            _SAME_IDS.clear()
+        if len(_SHARED) >= _LIMIT:
+            _SHARED.clear()
+            _IDS.clear()
         found = np.full(size, value, dtype=np.int64)
         found.flags.writeable = False
-        _SAME[(value, size)] = found
-        _SAME_IDS.add(id(found))
+        _SHARED[(value, size)] = found
+        _IDS.add(id(found))
     return found
 
 
 def adds_nothing(vector: ScoreVector) -> bool:
     """Whether `vector` is `no_scores`' or `same_scores`' answer (by identity: an ordinary
     vector of zeros or of one value is not): it cannot move the highest total."""
-    return _ZEROS.get(len(vector)) is vector or id(vector) in _SAME_IDS
+    return id(vector) in _IDS
