@@ -156,7 +156,9 @@ class SchedulingCycle:
     def _best(self, cycle: PodCycle, info: PodInfo, nodes: NodeSnapshot, rows: RowIndex) -> int:
         """The position in `rows` of the highest weighted total (the first on ties). A
         weighted vector of zeros changes no total and is skipped (NodeAffinity without
-        preferences); the first vector kept starts the total (one array less to add)."""
+        preferences), as are the shared Skip and same-everywhere vectors; a lone vector is
+        read as it is, and the first two kept make the total in one addition."""
+        first: npt.NDArray[np.int64] | None = None
         total: npt.NDArray[np.int64] | None = None
         for scorer, weight in self.profile.scores:
             try:
@@ -164,19 +166,20 @@ class SchedulingCycle:
             except Exception as exc:
                 raise failed(scorer.name, exc) from exc
             if adds_nothing(vector):
-                continue  # the plugin's Skip: all zeros, known without a look
+                continue  # the plugin's Skip, or no preference: known without a look
             if weight != 1:
                 if not np.count_nonzero(vector):
                     continue
                 vector = vector * weight
-                if total is None:
-                    total = vector.astype(np.int64, copy=False)
-                    continue
+            if first is None:
+                first = vector  # the plugin's array: read, never written
             elif total is None:
-                total = vector.astype(np.int64)  # a copy: the plugin's array stays as it was
-                continue
-            total += vector
-        return 0 if total is None else int(np.argmax(total))
+                total = np.add(first, vector, dtype=np.int64, casting="unsafe")
+            else:
+                total += vector
+        if total is None:
+            total = first
+        return 0 if total is None else int(total.astype(np.int64, copy=False).argmax())
 
     def _all_row_index(self, size: int) -> RowIndex:
         """0..size-1, shared and read-only: the rows of a pod that fits everywhere."""
