@@ -136,13 +136,19 @@ def _select_victims(
     # vector, so that each round adds or takes away all rows' amounts in one operation.
     shapes: dict[tuple[tuple[str, int], ...], int] = {}
     vectors: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+    # By the mapping's id too: the victims (alive through this call) of one shape usually
+    # share the pod cache's requests mapping.
+    known: dict[int, int] = {}
 
     def shape_of(requests: Mapping[str, int]) -> int:
-        shape = tuple(requests.items())
-        found = shapes.get(shape)
+        found = known.get(id(requests))
         if found is None:
-            found = shapes[shape] = len(vectors)
-            vectors.append(nodes.vector(requests))
+            shape = tuple(requests.items())
+            found = shapes.get(shape)
+            if found is None:
+                found = shapes[shape] = len(vectors)
+                vectors.append(nodes.vector(requests))
+            known[id(requests)] = found
         return found
 
     longest = max(len(lists[row]) for row in rows)
