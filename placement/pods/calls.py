@@ -12,7 +12,7 @@ from typing import Any
 
 from placement.pods.framework import PodStatus
 
-__all__ = ["PluginError", "call", "named"]
+__all__ = ["PluginError", "call", "failed", "named"]
 
 
 class PluginError(Exception):
@@ -28,9 +28,15 @@ def call(plugin: str, method: Any, *args: Any) -> Any:
     try:
         return method(*args)
     except Exception as exc:
-        raise PluginError(
-            PodStatus.error(plugin, f"running plugin {plugin!r}: {type(exc).__name__}: {exc}")
-        ) from exc
+        raise failed(plugin, exc) from exc
+
+
+def failed(plugin: str, exc: Exception) -> PluginError:
+    """What `call` raises for `exc`; the scheduling cycle's hot loops call their plugins in
+    their own `try` (one Python call less per plugin and pod) and raise this the same way."""
+    return PluginError(
+        PodStatus.error(plugin, f"running plugin {plugin!r}: {type(exc).__name__}: {exc}")
+    )
 
 
 def named(status: PodStatus, plugin: str) -> PodStatus:

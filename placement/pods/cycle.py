@@ -23,7 +23,7 @@ import numpy.typing as npt
 from placement.arrays import BoolMask, RowIndex
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
-from placement.pods.calls import PluginError, call, named
+from placement.pods.calls import PluginError, call, failed, named
 from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus
 from placement.pods.framework import (
     Diagnosis,
@@ -79,7 +79,10 @@ class SchedulingCycle:
         candidates = self._everywhere(nodes.size)
         restricting: list[str] = []
         for plugin in self.profile.pre_filters:
-            result = call(plugin.name, plugin.pre_filter, cycle, info, nodes)
+            try:
+                result = plugin.pre_filter(cycle, info, nodes)
+            except Exception as exc:
+                raise failed(plugin.name, exc) from exc
             status = result.status
             if status.code == PodCode.SKIP:
                 skipped.add(id(plugin))
@@ -146,29 +149,37 @@ class SchedulingCycle:
             return
         rows = self._all_row_index(nodes.size) if count == nodes.size else np.flatnonzero(feasible)
         best = int(rows[0] if count == 1 else rows[self._best(cycle, info, nodes, rows)])
-        self.binding.place(cycle, info, nodes.names[best], queued.attempts)
+        chosen = nodes.names[best]
+        del nodes, filtered, feasible, candidates  # the table may write its arrays in place
+        self.binding.place(cycle, info, chosen, queued.attempts)
 
     def _best(self, cycle: PodCycle, info: PodInfo, nodes: NodeSnapshot, rows: RowIndex) -> int:
         """The position in `rows` of the highest weighted total (the first on ties). A
         weighted vector of zeros changes no total and is skipped (NodeAffinity without
-        preferences); the first vector kept starts the total (one array less to add)."""
+        preferences), as are the shared Skip and same-everywhere vectors; a lone vector is
+        read as it is, and the first two kept make the total in one addition."""
+        first: npt.NDArray[np.int64] | None = None
         total: npt.NDArray[np.int64] | None = None
         for scorer, weight in self.profile.scores:
-            vector = call(scorer.name, scorer.score, cycle, info, nodes, rows)
+            try:
+                vector = scorer.score(cycle, info, nodes, rows)
+            except Exception as exc:
+                raise failed(scorer.name, exc) from exc
             if adds_nothing(vector):
-                continue  # the plugin's Skip: all zeros, known without a look
+                continue  # the plugin's Skip, or no preference: known without a look
             if weight != 1:
                 if not np.count_nonzero(vector):
                     continue
                 vector = vector * weight
-                if total is None:
-                    total = vector.astype(np.int64, copy=False)
-                    continue
+            if first is None:
+                first = vector  # the plugin's array: read, never written
             elif total is None:
-                total = vector.astype(np.int64)  # a copy: the plugin's array stays as it was
-                continue
-            total += vector
-        return 0 if total is None else int(np.argmax(total))
+                total = np.add(first, vector, dtype=np.int64, casting="unsafe")
+            else:
+                total += vector
+        if total is None:
+            total = first
+        return 0 if total is None else int(total.astype(np.int64, copy=False).argmax())
 
     def _all_row_index(self, size: int) -> RowIndex:
         """0..size-1, shared and read-only: the rows of a pod that fits everywhere."""
@@ -210,7 +221,10 @@ class SchedulingCycle:
                 break
             if id(plugin) in skipped:
                 continue
-            result = call(plugin.name, plugin.filter, cycle, info, nodes, current)
+            try:
+                result = plugin.filter(cycle, info, nodes, current)
+            except Exception as exc:
+                raise failed(plugin.name, exc) from exc
             if result.status.code >= PodCode.ERROR:
                 raise PluginError(named(result.status, plugin.name))
             if result.mask is current:

@@ -2,7 +2,8 @@
 
 `NodeArrays` holds the matrices [nodes x resources] in the scheduler's units
 (`placement.pods.requests`) and the cordon mask, shared with the table's snapshots and copied on
-the next write (copy on write): pod events write only `requested` and `non_zero`, so those are
+the next write (copy on write) unless their reference counts show nothing else holds them any
+more (`_unseen`): pod events write only `requested` and `non_zero`, so those are
 tracked apart from the node-side arrays. `non_zero` has the columns NON_ZERO_RESOURCES (cpu,
 memory), what scoring counts. `NodeArrays.rebuilt` makes fresh arrays from the table's
 per-node dicts (after a bulk update).
@@ -10,6 +11,7 @@ per-node dicts (after a bulk update).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -149,8 +151,11 @@ class NodeArrays:
         """Make the arrays an event writes private again: `requested` and `non_zero`, and with
         `nodes` (a node event) the node-side arrays too."""
         if self.shared_pods:
-            self.requested = self.requested.copy()
-            self.non_zero = self.non_zero.copy()
+            if _unseen(self.requested) and _unseen(self.non_zero):
+                self.requested.flags.writeable = self.non_zero.flags.writeable = True
+            else:
+                self.requested = self.requested.copy()
+                self.non_zero = self.non_zero.copy()
             self.shared_pods = False
         if nodes and self.shared_nodes:
             self.allocatable = self.allocatable.copy()
@@ -181,3 +186,10 @@ class NodeArrays:
         pad = np.zeros((self.allocatable.shape[0], 1), dtype=np.int64)
         self.allocatable = np.hstack([self.allocatable, pad])
         self.requested = np.hstack([self.requested, pad])
+
+
+def _unseen(array: npt.NDArray[np.int64]) -> bool:
+    """Nothing but `NodeArrays` holds `array` (no snapshot taken from it is alive any more,
+    no view of it): writing it in place cannot be seen, and the copy is saved. The count
+    seen here: the attribute, the parameter and `sys.getrefcount`'s own argument."""
+    return array.base is None and sys.getrefcount(array) <= 3

@@ -18,10 +18,9 @@ Each snapshot carries the table's generation, and the table remembers which row 
 last HISTORY pod events wrote (`node_history`), so `NodeSnapshot.changed_since` names the rows
 that changed between two snapshots without comparing matrices (plugins keep per-row results
 across cycles with it); a node event, a new resource column or a rebuild answers "everything".
-The arrays and their copy on write are `node_arrays`, the label columns `node_labels`. The
-per-event copy stays: it is ~10 us at 5,000 nodes (a few percent of a cycle), and writing in
-place would need proof that no snapshot holding the arrays is alive, which the engine cannot
-give cheaply while a cycle still holds its snapshot when it assumes the pod.
+Arrays and copy on write: `node_arrays`; label columns: `node_labels`. The copy is skipped
+when the arrays' reference counts show no snapshot (nor view) of them alive any more: the
+cycle lets go of its snapshot before it assumes the pod, so a pod event usually writes in place.
 
 Inside `bulk()` (an initial sync, a burst of informer events) the arrays are not touched: events
 update the per-node and per-pod dicts only, and the arrays are rebuilt from them once, when the
@@ -108,6 +107,7 @@ class NodeSnapshot:
     (built by hand, or derived with `dataclasses.replace`: init=False fields are not copied,
     so a derived snapshot never claims its source's history)."""
     _history: WriteHistory | None = field(default=None, init=False, compare=False, repr=False)
+    _version: SnapshotVersion | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def size(self) -> int:
@@ -116,9 +116,8 @@ class NodeSnapshot:
     @property
     def version(self) -> SnapshotVersion | None:
         """What `changed_since` needs of this snapshot later, without keeping its arrays
-        alive; None for a snapshot no table took."""
-        history = self._history
-        return None if history is None else SnapshotVersion(history, self.generation)
+        alive; None for a snapshot no table took (set with `_history` by the table)."""
+        return self._version
 
     def changed_since(self, earlier: NodeSnapshot | SnapshotVersion | None) -> RowIndex | None:
         """The rows whose requested amounts (`requested`, `non_zero_requested`) may differ
@@ -324,8 +323,10 @@ class NodeTable:
                 taints=taints_view,
                 labels=labels,
             )
-            object.__setattr__(self._last, "generation", self._history.generation)
-            object.__setattr__(self._last, "_history", self._history)
+            history, last = self._history, self._last
+            object.__setattr__(last, "generation", history.generation)
+            object.__setattr__(last, "_history", history)
+            object.__setattr__(last, "_version", SnapshotVersion(history, history.generation))
         return self._last
 
     # --- internals ---------------------------------------------------------------------------

@@ -33,34 +33,20 @@ FitsHook = Callable[[PodCycle, PodInfo, str, Sequence[PodInfo]], bool]
 """`PreemptionHooks.preemption_fits`, bound."""
 
 
-def start_time(pod: PodInfo, now: datetime) -> datetime:
-    """status.startTime, else now (kube: a pod that has not started yet is the newest)."""
-    status = pod.pod.status
-    raw: Any = getattr(status, "start_time", None) if status is not None else None
-    if raw is None and status is not None and status.model_extra:
-        raw = status.model_extra.get("startTime")
-    if isinstance(raw, datetime):
-        return raw
-    if isinstance(raw, str):
-        try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except ValueError:
-            return now
-    return now
+def start_time(pod: PodInfo, now: datetime) -> float:
+    """status.startTime as a timestamp, else now's (kube: a pod that has not started yet is
+    the newest)."""
+    started = pod.started
+    return now.timestamp() if started is None else started
 
 
 def importance_key(now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]:
-    """Sort key, most important first: higher priority, then earlier start, then key.
-    The key remembers each pod's (the start time is parsed once per pod and key)."""
-    seen: dict[int, tuple[PodInfo, tuple[int, float, str]]] = {}
+    """Sort key, most important first: higher priority, then earlier start, then key."""
+    moment = now.timestamp()
 
     def key(pod: PodInfo) -> tuple[int, float, str]:
-        found = seen.get(id(pod))
-        if found is not None and found[0] is pod:
-            return found[1]
-        value = (-pod.priority, start_time(pod, now).timestamp(), pod.key)
-        seen[id(pod)] = (pod, value)
-        return value
+        started = pod.started
+        return (-pod.priority, moment if started is None else started, pod.key)
 
     return key
 
@@ -71,14 +57,15 @@ def pick_candidate(candidates: Sequence[Candidate], now: datetime) -> Candidate 
     then the first node by name."""
     if not candidates:
         return None
+    moment = now.timestamp()
 
     def rank(c: Candidate) -> tuple[int, int, int, float, str]:
         total = sum(v.priority + _INT32_SHIFT for v in c.victims)
         if c.victims:
             top = c.highest
-            earliest = min(start_time(v, now).timestamp() for v in c.victims if v.priority == top)
+            earliest = min(start_time(v, now) for v in c.victims if v.priority == top)
         else:
-            earliest = now.timestamp()
+            earliest = moment
         return (c.highest, total, len(c.victims), -earliest, c.node)
 
     return min(candidates, key=rank)
@@ -144,21 +131,35 @@ def _select_victims(
 
         return gone
 
-    shapes: dict[tuple[tuple[str, int], ...], np.ndarray[Any, np.dtype[np.int64]]] = {}
+    # Per victim, over the snapshot's columns: `amounts[i, j]` is what the j-th potential
+    # victim of rows[i] requests (zeros past a row's last), pods of one shape sharing a shape
+    # vector, so that each round adds or takes away all rows' amounts in one operation.
+    shapes: dict[tuple[tuple[str, int], ...], int] = {}
+    vectors: list[np.ndarray[Any, np.dtype[np.int64]]] = []
+    # By the mapping's id too: the victims (alive through this call) of one shape usually
+    # share the pod cache's requests mapping.
+    known: dict[int, int] = {}
 
-    def vector_of(requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.int64]]:
-        shape = tuple(requests.items())
-        found = shapes.get(shape)
+    def shape_of(requests: Mapping[str, int]) -> int:
+        found = known.get(id(requests))
         if found is None:
-            found = shapes[shape] = nodes.vector(requests)
+            shape = tuple(requests.items())
+            found = shapes.get(shape)
+            if found is None:
+                found = shapes[shape] = len(vectors)
+                vectors.append(nodes.vector(requests))
+            known[id(requests)] = found
         return found
 
-    # Per victim, over the snapshot's columns (pods of one shape share one vector).
-    vectors = {row: [vector_of(v.requests) for v in lists[row]] for row in rows}
+    longest = max(len(lists[row]) for row in rows)
+    padded = [[shape_of(v.requests) for v in lists[row]] for row in rows]
+    vectors.append(np.zeros(nodes.requested.shape[1], dtype=np.int64))  # past a row's last
+    table = np.stack(vectors)
+    blank = len(vectors) - 1
+    amounts = table[np.array([p + [blank] * (longest - len(p)) for p in padded], dtype=np.intp)]
+    position = {row: i for i, row in enumerate(rows)}
     requested: ResourceMatrix = nodes.requested.copy()
-    for row in rows:
-        for vector in vectors[row]:
-            requested[row] -= vector
+    requested[rows] -= amounts.sum(axis=1)
     mask = np.zeros(nodes.size, dtype=bool)
     mask[rows] = True
     every = nodes.overlay.removing_lazily(
@@ -183,8 +184,7 @@ def _select_victims(
         trying = [row for row in alive if j < len(lists[row])]
         if not trying:
             break
-        for row in trying:
-            requested[row] += vectors[row][j]
+        requested[trying] += amounts[[position[row] for row in trying], j]
         mask = np.zeros(nodes.size, dtype=bool)
         mask[trying] = True
 
@@ -196,6 +196,7 @@ def _select_victims(
         overlay = nodes.overlay.removing_lazily(noted(gone))
         trial = dataclasses.replace(nodes, requested=requested, overlay=overlay)
         ok, _ = host.run_filters(cycle, pod, trial, mask)
+        again: list[int] = []  # rows whose j-th victim goes after all
         for row in trying:
             pod_j = lists[row][j]
             still = bool(ok[row])
@@ -207,6 +208,8 @@ def _select_victims(
             elif still:
                 removed[row] = [v for v in removed[row] if v is not pod_j]
             if not still:
-                requested[row] -= vectors[row][j]
+                again.append(row)
                 victims[row].append(pod_j)
+        if again:
+            requested[again] -= amounts[[position[row] for row in again], j]
     return [Candidate(nodes.names[row], row, tuple(victims[row])) for row in alive]

@@ -151,26 +151,40 @@ def row_pairs(
     specs: Sequence[ResourceSpec],
     pod_requests: Mapping[str, int],
     use_requested: bool,
-    rows: RowIndex,
+    rows: Sequence[int],
 ) -> list[list[RowPair]]:
-    """`pairs` for a few rows, row by row as Python ints: one gather per matrix instead of
-    a dozen numpy calls per resource (each costs about a microsecond whatever its size)."""
+    """`pairs` for a few rows, row by row as Python ints: scalar reads of the cells the
+    picks name instead of a dozen numpy calls per resource (each costs about a microsecond
+    whatever its size)."""
     picks = _picks(nodes, specs, pod_requests, use_requested)
-    allocatable = nodes.allocatable[rows].tolist()
-    plain = [p for p in picks if not p.non_zero]  # only the matrices some pick reads
-    requested = nodes.requested[rows].tolist() if plain else []
-    non_zero = nodes.non_zero_requested[rows].tolist() if len(plain) < len(picks) else []
-    out: list[list[RowPair]] = []
-    for i, row in enumerate(allocatable):
-        out.append(
-            [
-                (p.weight, row[p.col], (non_zero[i] if p.non_zero else requested[i])[p.at] + p.pod)
-                for p in picks
-            ]
-        )
-    return out
+    allocatable = nodes.allocatable.item
+    requested = nodes.requested.item
+    non_zero = nodes.non_zero_requested.item
+    return [
+        [
+            (
+                p.weight,
+                allocatable(row, p.col),
+                (non_zero if p.non_zero else requested)(row, p.at) + p.pod,
+            )
+            for p in picks
+        ]
+        for row in rows
+    ]
+
+
+_SHAPES: dict[tuple[int, int], tuple[object, object, tuple[int, ...]]] = {}
 
 
 def shape_key(specs: Sequence[ResourceSpec], pod_requests: Mapping[str, int]) -> tuple[int, ...]:
-    """What `pairs` reads of the pod: its amount of each configured resource."""
-    return tuple(pod_requests.get(spec.name, 0) for spec in specs)
+    """What `pairs` reads of the pod: its amount of each configured resource. Kept per
+    (specs, requests) objects, checked by identity: pods of one shape share their requests
+    mapping (the pod cache's), and the plugins ask twice per cycle."""
+    kept = _SHAPES.get((id(specs), id(pod_requests)))
+    if kept is not None and kept[0] is specs and kept[1] is pod_requests:
+        return kept[2]
+    key = tuple(pod_requests.get(spec.name, 0) for spec in specs)
+    if len(_SHAPES) >= _PICKS_LIMIT:
+        _SHAPES.clear()
+    _SHAPES[(id(specs), id(pod_requests))] = (specs, pod_requests, key)
+    return key

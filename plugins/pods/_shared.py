@@ -17,6 +17,7 @@ from apis.pluginargs import ArgsModel, validate_args
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.framework import MAX_NODE_SCORE
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.noscore import same_scores
 
 __all__ = [
     "PerSnapshot",
@@ -102,9 +103,7 @@ def default_normalize(
         return scores.astype(np.int64)
     top = int(scores.max())
     if top <= 0:
-        value = MAX_NODE_SCORE if reverse else 0
-        out: ScoreVector = np.full(scores.size, value, dtype=np.int64)
-        return out
+        return same_scores(MAX_NODE_SCORE if reverse else 0, scores.size)  # shared, read-only
     if nonnegative and top <= _TABLE_LIMIT:
         table = _TABLES.get((top, reverse))
         if table is None:

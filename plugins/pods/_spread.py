@@ -154,17 +154,15 @@ def spread_constraints(
     own = pod.pod.spec.topology_spread_constraints or []
     action = DO_NOT_SCHEDULE if hard else SCHEDULE_ANYWAY
     if own:
-        problems = [] if checked else constraints_problems(own, FIELD)
-        if problems:
-            return problems[0]
-        found: list[Spread] = []
-        for index, c in enumerate(own):
-            problem = None if checked else _selector_problem(c.label_selector)
-            if problem is not None:
-                return f"{FIELD}[{index}].labelSelector: {problem}"
-            if c.when_unsatisfiable == action:
-                found.append(_spread(c, _merged(c.label_selector, pod, c.match_label_keys or ())))
-        return found
+        if any(c.match_label_keys for c in own):
+            return _own(own, pod, action, checked)  # the pod's labels join the selector
+        memo = (id(own), action, checked)  # pods of a workload may share their spec's list
+        kept = _OWN.get(memo)
+        if kept is None or kept[0] is not own:
+            if len(_OWN) >= _ENTRIES:
+                _OWN.clear()
+            kept = _OWN[memo] = (own, _own(own, pod, action, checked))
+        return kept[1]
     chosen = [c for c in defaults if c.when_unsatisfiable == action]
     if not chosen:
         return []
@@ -172,6 +170,27 @@ def spread_constraints(
     if selector is None:
         return []
     return [_spread(c, selector) for c in chosen]  # kube: the derived selector replaces all
+
+
+_OWN: dict[tuple[int, str, bool], tuple[object, list[Spread] | str]] = {}
+"""`_own`'s answers per constraints list (held, so its id is not reused while kept)."""
+
+
+def _own(
+    own: Sequence[TopologySpreadConstraint], pod: PodInfo, action: str, checked: bool
+) -> list[Spread] | str:
+    """`spread_constraints` for a pod's own constraints."""
+    problems = [] if checked else constraints_problems(own, FIELD)
+    if problems:
+        return problems[0]
+    found: list[Spread] = []
+    for index, c in enumerate(own):
+        problem = None if checked else _selector_problem(c.label_selector)
+        if problem is not None:
+            return f"{FIELD}[{index}].labelSelector: {problem}"
+        if c.when_unsatisfiable == action:
+            found.append(_spread(c, _merged(c.label_selector, pod, c.match_label_keys or ())))
+    return found
 
 
 _PROBLEMS: dict[tuple[Any, ...], str | None] = {}

@@ -115,12 +115,9 @@ class NodeResourcesBalancedAllocation(Score):
             lambda: balanced_score(
                 pairs(nodes, self.resources, pod.requests, use_requested=True), nodes.size
             ),
-            lambda changed: np.array(
-                [
-                    balanced_row(row)
-                    for row in row_pairs(nodes, self.resources, pod.requests, True, changed)
-                ],
-                dtype=np.int64,
-            ),
+            lambda changed: [
+                balanced_row(row)
+                for row in row_pairs(nodes, self.resources, pod.requests, True, changed)
+            ],
         )
         return on_rows(scores, rows, nodes.size)

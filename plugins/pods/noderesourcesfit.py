@@ -311,13 +311,15 @@ class NodeResourcesFit(PreFilter, Filter, Score):
                 np.zeros(nodes.size, dtype=bool),
                 tuple(Reason(candidates, insufficient(r), False) for r in request.missing),
             )
-        fits = self._fits.get(
+        fits, fitting = self._fits.counted(
             request.key,
             nodes,
             (nodes.resources, nodes.allocatable),
-            lambda: _fits(nodes, request.key, None),
-            lambda rows: _fits(nodes, request.key, rows),
+            lambda: _fits(nodes, request.key),
+            lambda rows: _fits_rows(nodes, request.key, rows),
         )
+        if fitting == nodes.size:
+            return FilterResult(candidates)  # fits everywhere: known from the count
         removed = np.greater(candidates, fits)  # candidates & ~fits
         if not removed.any():
             return FilterResult(candidates)
@@ -340,16 +342,22 @@ class NodeResourcesFit(PreFilter, Filter, Score):
             nodes,
             (nodes.resources, nodes.allocatable),
             lambda: self._score_rows(nodes, pod, None),
-            lambda changed: self._score_rows(nodes, pod, changed),
+            lambda changed: self._score_few(nodes, pod, changed),
         )
         return on_rows(scores, rows, nodes.size)
 
-    def _score_rows(self, nodes: NodeSnapshot, pod: PodInfo, rows: RowIndex | None) -> ScoreVector:
+    def _score_few(self, nodes: NodeSnapshot, pod: PodInfo, rows: list[int]) -> list[int]:
+        """`_score_rows` on a few rows, in Python ints (the ratio shape: gathered rows)."""
         strategy = self.args.strategy
-        if rows is not None and strategy != REQUESTED_TO_CAPACITY_RATIO:
-            one = most_allocated_row if strategy == MOST_ALLOCATED else least_allocated_row
-            found_rows = row_pairs(nodes, self.args.resources, pod.non_zero, False, rows)
-            return np.array([one(row) for row in found_rows], dtype=np.int64)
+        if strategy == REQUESTED_TO_CAPACITY_RATIO:
+            found: list[int] = self._score_rows(nodes, pod, np.array(rows, np.intp)).tolist()
+            return found
+        one = most_allocated_row if strategy == MOST_ALLOCATED else least_allocated_row
+        return [
+            one(row) for row in row_pairs(nodes, self.args.resources, pod.non_zero, False, rows)
+        ]
+
+    def _score_rows(self, nodes: NodeSnapshot, pod: PodInfo, rows: RowIndex | None) -> ScoreVector:
         found = pairs(nodes, self.args.resources, pod.non_zero, use_requested=False, rows=rows)
         size = nodes.size if rows is None else len(rows)
         if self.args.strategy == MOST_ALLOCATED:
@@ -413,20 +421,26 @@ def _mask(size: int, rows: RowIndex) -> BoolMask:
     return mask
 
 
-def _fits(nodes: NodeSnapshot, key: tuple[tuple[int, int], ...], rows: RowIndex | None) -> BoolMask:
+def _fits(nodes: NodeSnapshot, key: tuple[tuple[int, int], ...]) -> BoolMask:
     """Rows where requested + the pod's amount stays within allocatable on every checked
-    column, one column at a time (a 2-D gather and `any(axis=1)` cost far more); a few rows
-    in Python."""
-    if rows is not None:
-        requested, allocatable = nodes.requested[rows].tolist(), nodes.allocatable[rows].tolist()
-        return np.array(
-            [
-                all(r[col] + amount <= a[col] for col, amount in key)
-                for r, a in zip(requested, allocatable, strict=True)
-            ],
-            dtype=bool,
-        )
+    column, one column at a time (a 2-D gather and `any(axis=1)` cost far more)."""
     fits = np.ones(nodes.size, dtype=bool)
     for col, amount in key:
         fits &= nodes.requested[:, col] + amount <= nodes.allocatable[:, col]
     return fits
+
+
+def _fits_rows(
+    nodes: NodeSnapshot, key: tuple[tuple[int, int], ...], rows: list[int]
+) -> list[bool]:
+    """`_fits` on a few rows, cell by cell in Python."""
+    requested, allocatable = nodes.requested.item, nodes.allocatable.item
+    out: list[bool] = []
+    for row in rows:
+        ok = True
+        for col, amount in key:
+            if requested(row, col) + amount > allocatable(row, col):
+                ok = False
+                break
+        out.append(ok)
+    return out

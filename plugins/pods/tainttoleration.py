@@ -27,6 +27,7 @@ from placement.pods.framework import (
     Score,
 )
 from placement.pods.nodes import NodeSnapshot, Taint
+from placement.pods.noscore import same_scores
 from plugins.pods._shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
 from plugins.pods.tolerations import Tol, cycle_tolerations, tolerated
 
@@ -132,7 +133,7 @@ class TaintToleration(Filter, Score):
     ) -> ScoreVector:
         groups = self._groups.get(nodes)
         if not groups.any_soft:
-            return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+            return same_scores(MAX_NODE_SCORE, len(rows))  # no preference: 100 everywhere
         tols = cycle_tolerations(cycle, pod)
         key = ("score", tols)
         counts = self._groups.memo.get(key)

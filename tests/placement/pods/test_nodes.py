@@ -90,6 +90,24 @@ def test_a_snapshot_never_changes_after_later_events() -> None:
     assert table.snapshot() is not before
 
 
+def test_a_pod_event_writes_in_place_only_when_no_snapshot_nor_view_is_alive() -> None:
+    table = NodeTable.build([node("a", {}, {"cpu": "2"}), node("b", {}, {"cpu": "2"})])
+    first = table.snapshot()
+    arrays = first.requested, first.non_zero_requested
+    ids = tuple(id(a) for a in arrays)
+    del first, arrays
+    table.add_pod("ns/p", "a", {"cpu": 500, "pods": 1})  # nothing holds the old snapshot
+    second = table.snapshot()
+    assert (id(second.requested), id(second.non_zero_requested)) == ids  # written in place
+    assert not second.requested.flags.writeable
+    column = second.requested[:, 0]  # a view outlives its snapshot
+    del second
+    table.add_pod("ns/q", "b", {"cpu": 300, "pods": 1})
+    assert column.tolist() == [500, 0]  # copied, not written under the view
+    third = table.snapshot()
+    assert id(third.requested) != ids[0] and third.requested[:, 0].tolist() == [500, 300]
+
+
 def test_pods_seen_before_their_node_count_once_it_arrives() -> None:
     table = NodeTable()
     table.add_pod("ns/p", "a", {"cpu": 100, "pods": 1})

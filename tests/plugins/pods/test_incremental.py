@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -203,3 +204,72 @@ def test_derived_snapshots_have_no_history_and_are_never_cached() -> None:
     for _ in range(2):
         cache.get("k", nodes, (), full, lambda rows: np.zeros(len(rows), dtype=np.int64))
     assert calls == ["full", "full", "full"]  # a table's snapshot: computed once
+
+
+def test_a_kept_answer_never_changes_and_an_unkept_one_is_updated_in_place() -> None:
+    """The cache writes the changed rows into its previous answer only when nobody kept it;
+    an answer a caller still holds stays as it was (the new rows go to a copy)."""
+    table = _table([(4000, 8 * GiB, 10)] * 4)
+    cache = _rowcache.RowCache()
+    fulls: list[int] = []
+
+    def get() -> np.ndarray[Any, Any]:
+        nodes = table.snapshot()
+
+        def full() -> Any:
+            fulls.append(1)
+            return nodes.requested[:, 0].copy()
+
+        return cache.get(
+            "k", nodes, (), full, lambda rows: [nodes.requested.item(r, 0) for r in rows]
+        )
+
+    first = get()
+    seen = weakref.ref(first)
+    del first
+    table.add_pod("a", "n01", _requests(100, 0))
+    second = get()
+    updated = seen()
+    assert updated is second  # nobody kept the first answer: updated in place
+    assert second.tolist() == [0, 100, 0, 0] and not second.flags.writeable
+    table.add_pod("b", "n02", _requests(300, 0))
+    third = get()
+    assert third is not second and second.tolist() == [0, 100, 0, 0]  # kept: unchanged
+    assert third.tolist() == [0, 100, 300, 0]
+    table.remove_pod("a")
+    kept_view = third[1:]
+    fourth = get()
+    assert kept_view.tolist() == [100, 300, 0]  # a live view keeps its base from changing
+    assert fourth.tolist() == [0, 0, 300, 0] and len(fulls) == 1
+
+
+def test_the_non_zero_count_follows_the_changed_rows() -> None:
+    table = _table([(250, 8 * GiB, 10)] * 3)
+    cache = _rowcache.RowCache()
+    want = (0, 200)  # cpu column, 200m: fits while a node has 50m or less requested
+
+    def fits() -> tuple[list[bool], int]:
+        nodes = table.snapshot()
+        col, amount = want
+
+        def row_fits(row: int) -> bool:
+            return bool(nodes.requested.item(row, col) + amount <= nodes.allocatable.item(row, col))
+
+        mask, count = cache.counted(
+            "fit",
+            nodes,
+            (),
+            lambda: np.array([row_fits(r) for r in range(nodes.size)]),
+            lambda rows: [row_fits(r) for r in rows],
+        )
+        return mask.tolist(), count
+
+    assert fits() == ([True, True, True], 3)
+    table.add_pod("a", "n00", _requests(100, 0))
+    assert fits() == ([False, True, True], 2)
+    table.add_pod("b", "n02", _requests(100, 0))
+    table.add_pod("c", "n01", _requests(10, 0))
+    assert fits() == ([False, True, False], 1)
+    table.remove_pod("a")
+    table.remove_pod("b")
+    assert fits() == ([True, True, True], 3)
