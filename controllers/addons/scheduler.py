@@ -146,6 +146,7 @@ class PodScheduler(Controller):
             wall=self.wall,
             concurrency=bind_concurrency,
         )
+        self.events.yield_to = self.executor.busy  # a burst's events trail its bindings
         self._attempted: dict[str, int] = {}  # the engine's attempt counts already reported
         self._objects: dict[str, Informer[Any, Any]] = {}
         self.informers = self._informers(())
