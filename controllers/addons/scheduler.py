@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import sys
 import time
@@ -385,6 +386,7 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
     from controllers.kube.config import ClusterAccessError
 
     options = scheduler_options(options)
+    gc.set_threshold(50_000, 50, 100)  # thousands of long-lived models: as the hub's `run`
     opened: list[Any] = []
 
     def running(controllers: Sequence[Controller]) -> str:
