@@ -31,6 +31,7 @@ _MAX_NAME = 253
 _NAME_SUFFIX = 17  # "." and 16 hex digits
 _MAX_FIELD = 128  # reportingInstance, action and reason
 _EVENT_API = Event.api_version_string()
+_YIELD_SECONDS = 0.05  # how often a waiting worker looks whether the bindings left room
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,9 @@ class EventEmitter:
 
     * `emit` never waits: the event joins a queue that `workers` tasks write from, one create
       at a time each, so events take a few of the API server's hands and binds the rest (events
-      trail the bindings during a burst, and catch up after);
+      trail the bindings during a burst, and catch up after); while `yield_to()` says the
+      bindings take every hand they have (the executor's slots are full), one worker writes
+      and the others wait, as client-go's broadcaster writes from one goroutine;
     * isomorphic events (same type, action, reason, reporter, regarding and related object at
       the same resourceVersion: client-go's key, the note left out) make one Event with a
       series, per `controllers.runtime.series`: the first is created, the second PATCHes it
@@ -79,6 +82,7 @@ class EventEmitter:
         workers: int = 4,
         max_queued: int = 10_000,
         on_recorded: Callable[[str, str], None] | None = None,
+        yield_to: Callable[[], bool] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"event workers must be at least 1 (got {workers})")
@@ -89,6 +93,8 @@ class EventEmitter:
         self.workers = workers
         self.max_queued = max_queued
         self._on_recorded = on_recorded
+        self.yield_to = yield_to
+        self._writing = 0  # workers with a write in flight
         self._queue: deque[Write[_Kept]] = deque()
         self.book: SeriesBook[_Kept] = SeriesBook(self._wall())
         self._timer: asyncio.TimerHandle | None = None
@@ -235,9 +241,13 @@ class EventEmitter:
 
     async def _work(self) -> None:
         while self._queue:
+            if self._writing and self.yield_to is not None and self.yield_to():
+                await asyncio.sleep(_YIELD_SECONDS)  # one worker writes meanwhile
+                continue
             write = self._queue.popleft()
             reason = write.entry.event.reason
             outcome = "patched" if write.patch else "created"
+            self._writing += 1
             try:
                 await self._send(write)
             except AlreadyExistsError:
@@ -258,6 +268,8 @@ class EventEmitter:
                 self.patched += outcome == "patched"
                 self._dropping = False
                 self._report(reason, outcome, 1)
+            finally:
+                self._writing -= 1
 
     async def _send(self, write: Write[_Kept]) -> None:
         entry = write.entry

@@ -181,6 +181,10 @@ class ActionExecutor:
                 continue
             self._spawn(self._target(action), action)
 
+    def busy(self) -> bool:
+        """Whether the writes queued take every slot (the scheduler's events wait meanwhile)."""
+        return len(self._tasks) >= self.concurrency
+
     async def wait_room(self) -> None:
         """Wait while `max_pending` writes are queued: how scheduling slows down to the pace
         the API server takes binds at, instead of queueing without bound."""

@@ -15,6 +15,7 @@ Lease).
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from typing import Any, TypeVar, cast
 
@@ -29,6 +30,9 @@ from controllers.runtime.echoes import WriteFence
 __all__ = ["PodGateway"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
+
+# A watch line's head as API servers write it (Go: no spaces; ours: json.dumps's).
+_EVENT_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"(ADDED|MODIFIED|DELETED)"\s*,\s*"object"\s*:\s*')
 
 
 class PodGateway(Gateway):
@@ -45,6 +49,7 @@ class PodGateway(Gateway):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._pods: OrderedDict[tuple[str, str], Pod] = OrderedDict()
+        self._lines: dict[bytes, Pod] = {}  # a watch line's object part -> its model
         self.pods_parsed = 0
         self.pods_reused = 0
         self.fence: WriteFence | None = None
@@ -58,6 +63,7 @@ class PodGateway(Gateway):
         vars(copy).update(vars(gateway))
         if not isinstance(gateway, PodGateway):
             copy._pods, copy.pods_parsed, copy.pods_reused = OrderedDict(), 0, 0
+            copy._lines = {}
         copy.fence = fence
         return copy
 
@@ -95,9 +101,20 @@ class PodGateway(Gateway):
     def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
         """A watch event as the gateway makes it; a Pod already seen on a watch at this
         resourceVersion is the same model (class docstring). Only watched pods are shared:
-        they go to the informers' stores, which nobody changes."""
+        they go to the informers' stores, which nobody changes. The second watch's line
+        differs from the first's only in its type, so the object's bytes find the model
+        without decoding the JSON again."""
         if cls is not Pod:
             return super()._event(cls, line)
+        head = _EVENT_HEAD.match(line)
+        body = line[head.end() :].rstrip() if head is not None else b""
+        if head is not None:
+            seen = self._lines.get(body)
+            if seen is not None:
+                self.pods_reused += 1
+                kind_seen: Any = head.group(1).decode()
+                version_seen = seen.metadata.resource_version or ""
+                return WatchEvent(kind_seen, cast(ObjT, seen), version_seen)
         try:
             raw = json.loads(line)
         except ValueError:
@@ -117,4 +134,8 @@ class PodGateway(Gateway):
                 self._pods.popitem(last=False)
         else:
             self.pods_reused += 1
+        if head is not None and pod.metadata.resource_version == str(version):
+            self._lines[body] = pod
+            if len(self._lines) > self.POD_CACHE:
+                del self._lines[next(iter(self._lines))]
         return WatchEvent(kind, cast(ObjT, pod), str(version))

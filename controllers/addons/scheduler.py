@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import sys
 import time
@@ -146,6 +147,7 @@ class PodScheduler(Controller):
             wall=self.wall,
             concurrency=bind_concurrency,
         )
+        self.events.yield_to = self.executor.busy  # a burst's events trail its bindings
         self._attempted: dict[str, int] = {}  # the engine's attempt counts already reported
         self._objects: dict[str, Informer[Any, Any]] = {}
         self.informers = self._informers(())
@@ -384,6 +386,7 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
     from controllers.kube.config import ClusterAccessError
 
     options = scheduler_options(options)
+    gc.set_threshold(50_000, 50, 100)  # thousands of long-lived models: as the hub's `run`
     opened: list[Any] = []
 
     def running(controllers: Sequence[Controller]) -> str:

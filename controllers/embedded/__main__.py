@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import shutil
 import signal
 import sys
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     kubelet = (
         KubeletOptions(args.kubelet_start_delay, args.kubelet_grace_cap) if args.kubelet else None
     )
+    # Every stored object is a long-lived dict: young collections less often, as the
+    # controller's `run` has them (controllers.cli.run.tune_gc).
+    gc.set_threshold(50_000, 50, 100)
     return asyncio.run(_serve(args.port, args.load, args.kubeconfig, kubelet))
 
 

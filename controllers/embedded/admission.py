@@ -18,7 +18,7 @@ from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
 from controllers.embedded.status import StatusError
 
-__all__ = ["admit", "invalid_name", "valid_name"]
+__all__ = ["admit", "check_size", "invalid_name", "valid_name"]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -56,8 +56,13 @@ def admit(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
     _refuse_kube(res, obj)
+    return check_size(obj, max_object_bytes)
+
+
+def check_size(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> dict[str, Any]:
+    """`obj` back, or the 500 etcd answers past its request limit (passed on by
+    kube-apiserver)."""
     if len(json.dumps(obj).encode()) > max_object_bytes:
-        # What etcd answers past its request limit, passed on by kube-apiserver as a 500.
         raise StatusError(500, "etcdserver: request is too large", "")
     return obj
 

@@ -379,6 +379,12 @@ class Handlers:
         bound = bind_pod(pod, t.name, body)
         if write_options(request.query).dry_run:
             return json_response(status_doc(201, "bound (dry run)"), 201)
-        self.store.update(t.resource, t.namespace, t.name, bound, internal=True)
+        # The pod was valid when stored and the binding sets only its node and PodScheduled
+        # condition: not validated again, as kube's binding does not (annotations copied
+        # from the Binding are, as any write's).
+        annotated = bool(((body or {}).get("metadata") or {}).get("annotations"))
+        self.store.update(
+            t.resource, t.namespace, t.name, bound, internal=True, revalidate=annotated
+        )
         node = bound["spec"]["nodeName"]
         return json_response(status_doc(201, f"pod {t.name} bound to {node}"), 201)

@@ -25,15 +25,22 @@ class StoredEvent:
     type: str
     obj: dict[str, Any]
     old: dict[str, Any] | None = None
-    _line: bytes | None = field(default=None, repr=False)
+    _lines: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _object: bytes | None = field(default=None, repr=False)
 
     def line(self, type_: str | None = None) -> bytes:
-        """The event as one JSON line of a watch stream (encoded once, shared by watchers)."""
-        if type_ is not None and type_ != self.type:
-            return json.dumps({"type": type_, "object": self.obj}).encode() + b"\n"
-        if self._line is None:
-            self._line = json.dumps({"type": self.type, "object": self.obj}).encode() + b"\n"
-        return self._line
+        """The event as one JSON line of a watch stream, as `type_` (a watch the change moved
+        the object out of reads DELETED, one it moved into ADDED): the object is encoded once,
+        each line once, shared by watchers."""
+        kind = type_ or self.type
+        found = self._lines.get(kind)
+        if found is None:
+            if self._object is None:
+                self._object = json.dumps(self.obj).encode()
+            # What json.dumps({"type": kind, "object": obj}) writes, the object's part reused.
+            found = b'{"type": ' + json.dumps(kind).encode() + b', "object": '
+            found = self._lines[kind] = found + self._object + b"}\n"
+        return found
 
 
 END, DROP = "end", "drop"

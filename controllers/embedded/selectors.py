@@ -107,7 +107,10 @@ _BOOLEAN = frozenset({("spec", "hostNetwork"), ("spec", "unschedulable")})
 def _field(obj: dict[str, Any], path: tuple[str, ...]) -> str:
     node: Any = obj
     for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            node = None
+            break
+        node = node.get(part)
     if path in _BOOLEAN:
         return "true" if node is True else "false"
     return node if isinstance(node, str) else ""
@@ -126,6 +129,14 @@ def field_predicate(text: str | None) -> Predicate | None:
         if field not in FIELD_PATHS:
             raise StatusError(400, f'field label not supported: "{field}"')
         tests.append((FIELD_PATHS[field], op != "!=", value))
+
+    if len(tests) == 1:  # the common case, asked of every object a list or watch sees
+        ((path, equal, value),) = tests
+
+        def one(obj: dict[str, Any]) -> bool:
+            return (_field(obj, path) == value) is equal
+
+        return one
 
     def matches(obj: dict[str, Any]) -> bool:
         return all((_field(obj, path) == value) == equal for path, equal, value in tests)

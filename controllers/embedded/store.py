@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from apis.kubevalidation import MAX_OBJECT_BYTES
 from apis.meta import format_time
-from controllers.embedded.admission import admit, invalid_name, valid_name
+from controllers.embedded.admission import admit, check_size, invalid_name, valid_name
 from controllers.embedded.eventviews import to_core, to_events
 from controllers.embedded.history import StoredEvent, Watcher
 from controllers.embedded.patch import copy_json
@@ -58,6 +58,9 @@ class Store:
         self.listeners: builtins.list[Callable[[StoredEvent], None]] = []
         self._by_uid: dict[str, tuple[Resource, ObjKey]] = {}
         self._dependents: dict[str, set[tuple[Resource, ObjKey]]] = {}
+        # Each resource's keys in list order, kept until one is added or removed (a list of
+        # thousands of pods polled several times a second sorted them every time).
+        self._sorted: dict[tuple[str, str], builtins.list[ObjKey]] = {}
         self.namespaces = next(
             (res for res in resources if res.kind == "Namespace" and not res.group), None
         )
@@ -84,11 +87,14 @@ class Store:
     ) -> Iterator[dict[str, Any]]:
         """Matching objects sorted by namespace and name."""
         objects = self.objects[res.key]
-        for key in sorted(objects):
-            obj = objects[key]
+        keys = self._sorted.get(res.key)
+        if keys is None or len(keys) != len(objects):
+            keys = self._sorted[res.key] = sorted(objects)
+        for key in keys:
             if namespace and key[0] != namespace:
                 continue
-            if predicate is None or predicate(obj):
+            obj = objects.get(key)
+            if obj is not None and (predicate is None or predicate(obj)):
                 yield obj
 
     def has_namespace(self, name: str) -> bool:
@@ -122,10 +128,14 @@ class Store:
         key = self._key(res, meta.get("namespace", ""), meta["name"])
         if old is not None:
             self._unindex(res, key, old)
+        objects = self.objects[res.key]
         if kind == "DELETED":
-            del self.objects[res.key][key]
+            del objects[key]
+            self._sorted.pop(res.key, None)
         else:
-            self.objects[res.key][key] = obj
+            if key not in objects:
+                self._sorted.pop(res.key, None)
+            objects[key] = obj
             self._index(res, key, obj)
         self._record(StoredEvent(self.rv, res, kind, obj, old))
         twin = self._twins.get(res)
@@ -133,6 +143,8 @@ class Store:
             twin_res, view = twin
             twin_obj, twin_objects = view(obj), self.objects[twin_res.key]
             twin_old = twin_objects.get(key)
+            if kind == "DELETED" or key not in twin_objects:
+                self._sorted.pop(twin_res.key, None)
             if kind == "DELETED":
                 twin_objects.pop(key, None)
             else:
@@ -246,11 +258,15 @@ class Store:
         status: bool = False,
         internal: bool = False,
         dry_run: bool = False,
+        revalidate: bool = True,
     ) -> dict[str, Any]:
         """Replace an object (or only its status); 409 if `new` carries a stale RV.
 
-        `internal` writes are the server's own (binding a pod): spec and status together. A
-        `dry_run` answers the object as it would be stored, and stores nothing.
+        `internal` writes are the server's own (binding a pod): spec and status together; one
+        that only sets fields the server itself fills (a binding's node and condition) may skip
+        the kind's validation (`revalidate=False`, as kube's binding stores the pod without
+        validating it again), never the size limit. A `dry_run` answers the object as it would
+        be stored, and stores nothing.
         """
         old = self.get(res, namespace, name)
         meta = new.get("metadata")
@@ -286,7 +302,10 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        obj = admit(res, obj, self.max_object_bytes)
+        if internal and not revalidate:
+            obj = check_size(obj, self.max_object_bytes)
+        else:
+            obj = admit(res, obj, self.max_object_bytes)
         if obj == old:
             return old  # a no-op write changes nothing, not even the resourceVersion
         if dry_run:

@@ -4,9 +4,11 @@ FailedScheduling once, then a series count; a new resourceVersion is a new Event
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -114,3 +116,37 @@ async def test_a_burst_is_one_event_with_its_series_whichever_write_lands_first(
         # The patch finds no Event when it overtakes the create: it creates it with its series,
         # and the create then finds it there (quietly, as client-go's AlreadyExists).
         assert sorted(outcomes[1:]) in (["created", "patched"], ["exists", "patched"])
+
+
+class _Counting(PodGateway):
+    """A gateway that holds each event create a moment and counts how many are in flight."""
+
+    def __init__(self) -> None:
+        self.flying = 0
+        self.most = 0
+        self.sent = 0
+
+    async def create_raw(self, cls: type[Any], namespace: str | None, body: bytes) -> None:
+        self.flying += 1
+        self.most = max(self.most, self.flying)
+        await asyncio.sleep(0.01)
+        self.flying -= 1
+        self.sent += 1
+
+
+@pytest.mark.asyncio
+async def test_events_take_one_writer_while_the_bindings_fill_the_slots() -> None:
+    busy = [True]
+    gateway = _Counting()
+    emitter = EventEmitter(gateway, controller="s", instance="s-1", yield_to=lambda: busy[0])
+    for i in range(12):
+        pod = POD | {"name": f"p{i}", "uid": f"u{i}"}
+        emitter.emit(pod, None, "Normal", "Scheduled", "Binding", "bound")
+    await asyncio.sleep(0.1)
+    assert gateway.most == 1 and 0 < gateway.sent < 12  # one at a time, not stalled
+    busy[0] = False  # the bindings left room: every worker writes again
+    for i in range(12, 24):
+        pod = POD | {"name": f"p{i}", "uid": f"u{i}"}
+        emitter.emit(pod, None, "Normal", "Scheduled", "Binding", "bound")
+    await emitter.flush()
+    assert gateway.sent == 24 and gateway.most == emitter.workers

@@ -381,10 +381,14 @@ async def test_only_the_leader_binds_and_a_standby_takes_over_when_it_stops() ->
             ) as b:
                 await gw.create(pod("first"))
                 assert await eventually(lambda: _node_of(gw, "first")) == "n-0"
+                # The bind's answer reaches a's executor a few loop turns after the server
+                # stored the binding (its own connection): wait for it, do not race it.
+                await eventually(lambda: a.executor.counts.bound == 1)
                 assert a.executor.counts.bound == 1 and b.executor.counts.bound == 0
                 assert not b.leading and b.ready() == (True, "standby")
                 await a.stop()  # releases the Lease: b leads at once
                 await eventually(lambda: b.leading)
                 await gw.create(pod("second"))
                 assert await eventually(lambda: _node_of(gw, "second")) == "n-0"
+                await eventually(lambda: b.executor.counts.bound == 1)
                 assert b.executor.counts.bound == 1

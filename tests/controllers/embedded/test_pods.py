@@ -240,6 +240,19 @@ async def test_binding_answers_as_kube_does() -> None:
         assert "pod gated has non-empty .spec.schedulingGates" in str(conflict.value)
 
 
+async def test_annotations_a_binding_copies_are_still_validated() -> None:
+    """The bound pod is not validated again (kube's binding does not), but what the Binding adds
+    is: annotations over kube's total size make the binding 422 and leave the pod unbound."""
+    async with hub() as (server, gw), api_of(server.url) as api:
+        await gw.create(pod("p1"))
+        code, body = await bind(api, "p1", "n1", annotations={"big": "x" * 262_145})
+        assert code == 422 and "metadata.annotations: Too long" in body
+        assert (await gw.get(Pod, "p1", "default")).spec.node_name is None
+        code, _ = await bind(api, "p1", "n1")
+        assert code == 201
+        assert (await gw.get(Pod, "p1", "default")).spec.node_name == "n1"
+
+
 async def test_a_pod_being_deleted_cannot_be_bound() -> None:
     async with hub() as (server, gw), api_of(server.url) as api:
         await gw.create(pod("p1"))
@@ -333,3 +346,15 @@ async def test_an_eviction_deletes_with_its_grace_period() -> None:
         await gw.evict("default", "p2")  # unscheduled: at once
         with pytest.raises(NotFoundError):
             await gw.get(Pod, "p2", "default")
+
+
+async def test_lists_stay_in_name_order_through_creates_and_deletes() -> None:
+    """The store keeps each resource's sorted keys between lists: a create or delete must show."""
+    async with hub() as (_, gw):
+        for name in ("p2", "p1"):
+            await gw.create(pod(name))
+        assert [p.name for p in (await gw.list(Pod, "default")).items] == ["p1", "p2"]
+        await gw.delete(Pod, "p1", "default")
+        await gw.create(pod("p0"))
+        await gw.create(pod("p3"))
+        assert [p.name for p in (await gw.list(Pod, "default")).items] == ["p0", "p2", "p3"]
