@@ -27,7 +27,6 @@ from apis.meta import KubeObject, ObjectMeta
 from apis.registry import parse_as
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import TransportError, error_from_status
-from controllers.kube.lean import LeanPool
 from controllers.kube.transport import (
     InvalidResponseError,
     RequestObserver,
@@ -104,7 +103,6 @@ class Gateway:
     ) -> None:
         self._client = api_client
         read_env_once(api_client)
-        self._lean = LeanPool.for_client(api_client)  # the writes' connections
         self.read_attempts = read_attempts
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -123,9 +121,6 @@ class Gateway:
         return cls(await new_api_client(access), **options)
 
     async def close(self) -> None:
-        lean = getattr(self, "_lean", None)
-        if lean is not None:
-            await lean.close()
         await self._client.close()
 
     async def __aenter__(self) -> Gateway:
@@ -155,7 +150,6 @@ class Gateway:
             content_type=content_type,
             timeout=timeout if timeout is not None else self.request_timeout,
             observe=self.observe_requests,
-            lean=getattr(self, "_lean", None),
         )
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> Any:

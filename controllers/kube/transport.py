@@ -42,7 +42,6 @@ from controllers.kube.errors import (
     TransportError,
     error_from_status,
 )
-from controllers.kube.lean import LeanError, LeanPool, LeanResponse
 
 __all__ = [
     "NO_RESPONSE_CODE",
@@ -100,13 +99,10 @@ async def open_response(
     content_type: str,
     timeout: aiohttp.ClientTimeout | float,
     observe: RequestObserver | None = None,
-    lean: LeanPool | None = None,
 ) -> aiohttp.ClientResponse:
     """The server's response with its body unread (the caller releases it), or the ApiError
     for a failed request: no answer at all, or an HTTP status of 400 and above. `observe`
-    hears how the request ended. `body` is JSON-encoded unless it is bytes or str already.
-    A write (any method but GET) goes over `lean` when given (`controllers.kube.lean`): its
-    answer comes read already, with the same status, headers and body."""
+    hears how the request ended. `body` is JSON-encoded unless it is bytes or str already."""
     api: Any = api_client
     rest = api.rest_client
     headers = {**api.default_headers, "Content-Type": content_type}
@@ -115,23 +111,12 @@ async def open_response(
         headers["Cookie"] = api.cookie
     auth_query: list[tuple[str, str]] = []
     await api.update_params_for_auth(headers, auth_query, _AUTH)
-    target = path
+    url = api.configuration.host + path
     params = [*(query or {}).items(), *auth_query]
     if params:
-        target += "?" + urlencode(params)
-    url = api.configuration.host + target
+        url += "?" + urlencode(params)
     if body is not None and not isinstance(body, bytes | str):
         body = json.dumps(body)
-    if lean is not None and method != "GET":
-        payload = body.encode() if isinstance(body, str) else body
-        total = timeout.total if isinstance(timeout, aiohttp.ClientTimeout) else timeout
-        try:
-            answer = await lean.request(method, target, headers, payload, total)
-        except (LeanError, TimeoutError, OSError) as exc:
-            if observe is not None:
-                observe(method, NO_RESPONSE_CODE)
-            raise TransportError(f"{method} {path}: {exc or type(exc).__name__}") from exc
-        return _answered(answer, method, observe)  # type: ignore[return-value]
     wait = (
         timeout
         if isinstance(timeout, aiohttp.ClientTimeout)
@@ -163,14 +148,6 @@ async def open_response(
             response.release()
         raise error_from_status(response.status, body_bytes, response.headers.get("Retry-After"))
     return response
-
-
-def _answered(answer: LeanResponse, method: str, observe: RequestObserver | None) -> LeanResponse:
-    if observe is not None:
-        observe(method, str(answer.status))
-    if answer.status >= 400:
-        raise error_from_status(answer.status, answer.body, answer.headers.get("Retry-After"))
-    return answer
 
 
 async def read_json(response: aiohttp.ClientResponse, method: str, path: str) -> Any:
