@@ -45,6 +45,7 @@ from functools import partial
 from typing import Any
 
 from apis.core import Node, Pod
+from controllers.runtime.process import tune_gc
 from perf.test_pod_antiaffinity_bench import _node as anti_node
 from perf.test_pod_antiaffinity_bench import _pod as anti_pod
 from perf.test_pod_antiaffinity_bench import _template as anti_template
@@ -355,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, help="override the nodes")
     parser.add_argument("--pods", type=int, help="override the measured pods")
     args = parser.parse_args(argv)
+    tune_gc()  # the collector as the scheduler process sets it
     failed = False
     for name in args.only or list(WORKLOADS):
         nodes, running, pending = (SMOKE if args.smoke else SIZES)[name]

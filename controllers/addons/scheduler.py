@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import sys
 import time
@@ -69,7 +68,7 @@ from controllers.runtime.cache import Informer
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
 from controllers.runtime.discovery import served_kinds
 from controllers.runtime.leader import LeaderConfig
-from controllers.runtime.process import run_until_signal
+from controllers.runtime.process import run_until_signal, tune_gc
 from controllers.runtime.queue import Clock, Handler
 from placement.pods.config import DEFAULT_SCHEDULER_NAME, ConfigError, RunOptions, SchedulerConfig
 from placement.pods.engines import EngineSet, engine_for
@@ -386,7 +385,7 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
     from controllers.kube.config import ClusterAccessError
 
     options = scheduler_options(options)
-    gc.set_threshold(50_000, 50, 100)  # thousands of long-lived models: as the hub's `run`
+    tune_gc()  # thousands of long-lived models: as the hub's `run`
     opened: list[Any] = []
 
     def running(controllers: Sequence[Controller]) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import shutil
@@ -36,6 +35,7 @@ from controllers.cli.common import EXIT_USAGE, add_log_options
 from controllers.cli.lease_flags import LeaseTiming, add_lease_flags, lease_timing
 from controllers.kube.errors import ApiError
 from controllers.runtime.logs import setup_logging
+from controllers.runtime.process import tune_gc
 
 # The hub, the embedded server and the client are imported in the functions that use them: the
 # command's parser imports this module, and the offline verbs should not pay for them.
@@ -90,17 +90,6 @@ def lease_namespace(explicit: str | None) -> str:
     with contextlib.suppress(OSError):
         return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip()
     return DEFAULT_LEASE_NAMESPACE
-
-
-GC_THRESHOLDS = (50_000, 50, 100)
-
-
-def tune_gc() -> None:
-    """Collect young objects less often. The controller keeps hundreds of thousands of
-    long-lived models (every cluster, placement, decision and score) and allocates many small
-    objects per request; with Python's default thresholds the collector took a third of a
-    5,000 x 10,000 cold start (perf/RESULTS.md). Process-wide, so only entry points call it."""
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 NO_HUB = (
