@@ -58,10 +58,12 @@ class ResourceAllocatable(_ResourcePrioritizer):
             return ScoreResult(values.astype(np.int64), scored=np.zeros(0, dtype=bool))
         capacity = fleet.capacity[self.resource]
         # NaN marks a missing amount, and min() propagates it: a cluster lacking either amount
-        # shows up in these two reductions, so the masks are only built when one does.
+        # shows up in these two reductions, so the masks are only built when one does (and
+        # the reductions are only made when the fleet has such a cluster).
         known = None  # every candidate has a score
         low = values.min()
-        if np.isnan(low) or np.isnan(capacity.min()):
+        incomplete = self.resource in fleet.incomplete_resources
+        if incomplete and (np.isnan(low) or np.isnan(capacity.min())):
             unknown = np.isnan(values)
             unknown |= np.isnan(capacity.take(rows))
             if unknown.any():
