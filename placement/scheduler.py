@@ -150,15 +150,26 @@ def rank_rows(rows: RowIndex, total: ScoreVector, limit: int | None = None) -> R
         if limit <= 0:
             return rows[:0]
         cut = rows.size - limit
-        threshold = np.partition(total, cut)[cut]
-        above = (total > threshold).nonzero()[0]
-        ties = (total == threshold).nonzero()[0]
-        # Equal totals are all above or all ties, each group in row order: the stable sort
-        # below keeps them by name.
-        picked = np.concatenate((above, ties[: limit - above.size]))
-        rows, total = rows.take(picked), total.take(picked)
+        # The same values as 32-bit integers when they fit (they do but for `keep`'s bonus):
+        # partitioning and comparing them is several times faster.
+        values = total
+        if rows.size >= _NARROW_FROM and _INT32.min <= total.min() and total.max() <= _INT32.max:
+            values = total.astype(np.int32)
+        threshold = np.partition(values, cut)[cut]
+        # The best `limit`: every candidate above the threshold, then the first ties in row
+        # order; the stable sort below keeps equal totals in row (name) order.
+        at = (values >= threshold).nonzero()[0]
+        if at.size > limit:
+            keep = values.take(at) > threshold
+            keep[(~keep).nonzero()[0][: limit - int(np.count_nonzero(keep))]] = True
+            at = at[keep]
+        rows, total = rows.take(at), total.take(at)
     order: RowIndex = (-total).argsort(kind="stable")
     return rows[order]
+
+
+_NARROW_FROM = 4096  # candidates from which `rank_rows` narrows the totals to int32
+_INT32 = np.iinfo(np.int32)
 
 
 @cache
