@@ -50,7 +50,7 @@ class Balance(Prioritizer):
             return ScoreResult(np.full(rows.size, MAX_SCORE, dtype=np.int64))
         top = table.top
         own = table.rows_of(placement.namespace, placement.name)
-        if own.size > 1 and not bool((np.diff(own) > 0).all()):
+        if own.size > 1 and not bool((own[1:] > own[:-1]).all()):
             # a cluster twice among our decisions (mid-move): count every entry
             return ScoreResult(self._recounted(cycle, placement, fleet, rows, own))
         if own.size:
