@@ -341,9 +341,9 @@ class FleetIndex:
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
-        if last is not None and "incomplete_resources" in last.__dict__:
-            if _same_amounts(last, fleet):
-                fleet.__dict__["incomplete_resources"] = last.__dict__["incomplete_resources"]
+        derived = last.__dict__.get("incomplete_resources") if last is not None else None
+        if derived is not None and last is not None and _same_amounts(last, fleet):
+            fleet.__dict__["incomplete_resources"] = derived  # the cached_property
         self._epoch.now += 1  # from now on every array above is copied before a write
         columns.labels_moved = False
         self._sets_changed.clear()
@@ -402,6 +402,4 @@ def _quantities(amounts: tuple[float | None, ...]) -> dict[str, str]:
 def _same_amounts(last: FleetSnapshot, fleet: FleetSnapshot) -> bool:
     """Whether both snapshots hold the very same allocatable and capacity columns."""
     pairs = ((last.allocatable, fleet.allocatable), (last.capacity, fleet.capacity))
-    return all(
-        a.keys() == b.keys() and all(a[k] is b[k] for k in a) for a, b in pairs
-    )
+    return all(a.keys() == b.keys() and all(a[k] is b[k] for k in a) for a, b in pairs)
