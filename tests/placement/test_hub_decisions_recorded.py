@@ -1,6 +1,6 @@
 """The hub scheduler's decisions on the harness's fleets equal those recorded in
 `tests/data/hub_decisions_recorded.json`: the speed work on the hub cycle (issue 31) must leave
-every decision, status condition, PlacementDecision page and score as it was.
+every decision, status condition, PlacementDecision page, score and ScoreUpdate note as it was.
 
 The fleets are the harness's, at small sizes: the generated workload (`perf.workload`, plain and
 with wide placements), the cold start's (`perf._controller_hub`) and the cycle benchmark's
@@ -10,7 +10,9 @@ cycle's candidates and their total and per-prioritizer scores are compared as a 
 changed score is caught even where it changes no decision.
 
 After a deliberate change of behaviour, record again with
-`python -m tests.placement.test_hub_decisions_recorded` and review the diff."""
+`python -m tests.placement.test_hub_decisions_recorded` and review the diff. (The recording
+committed was made with the code before that work: this file run with the older checkout first
+on PYTHONPATH.)"""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from apis.meta import KubeObject
 from perf._controller_hub import Shape, hub_objects
 from perf.test_scheduling_bench import SEED, bench_placement
 from perf.workload import generate
-from placement.outcome import outcome
+from placement.outcome import outcome, score_note
 from placement.scheduler import ScheduleResult
 from placement.simulate import fleet_of
 from placement.testing import NOW, placement, synthetic_fleet
@@ -108,6 +110,7 @@ def schedule(objects: Iterable[KubeObject]) -> dict[str, Any]:
                 for g in done.placement_status.decision_groups or []
             ],
             "scores": _digest(result),
+            "note": score_note(result, fleet),
         }
         if done.paged is not None:
             pages = []
