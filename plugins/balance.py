@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
@@ -20,17 +22,23 @@ def balance_scores(counts: ScoreVector, max_count: int) -> ScoreVector:
     if max_count <= 0:
         return np.full(counts.size, MAX_SCORE, dtype=np.int64)
     if max_count <= _FEW_COUNTS:
-        # The same expression once per possible count, in Python floats (IEEE doubles, as
-        # Go's float64; int() truncates toward zero as Go's int64()), then looked up.
-        per_count = [
-            2 * int(MAX_SCORE * (0.5 - c / float(max_count))) for c in range(max_count + 1)
-        ]
-        return np.array(per_count, dtype=np.int64).take(counts)
+        return _per_count(max_count).take(counts)
     usage = counts / float(max_count)
     return 2 * np.trunc(MAX_SCORE * (0.5 - usage)).astype(np.int64)
 
 
 _FEW_COUNTS = 64
+
+
+@cache
+def _per_count(max_count: int) -> ScoreVector:
+    """The score of every count up to `max_count`: the same expression once per count, in
+    Python floats (IEEE doubles, as Go's float64; int() truncates toward zero as Go's
+    int64()), looked up by count. Read-only, shared by every cycle."""
+    per_count = [2 * int(MAX_SCORE * (0.5 - c / float(max_count))) for c in range(max_count + 1)]
+    table = np.array(per_count, dtype=np.int64)
+    table.flags.writeable = False
+    return table
 
 
 class Balance(Prioritizer):
