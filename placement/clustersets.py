@@ -67,16 +67,33 @@ def set_contains(cluster_set: ManagedClusterSet, labels: Mapping[str, str]) -> b
 
 
 def availability(placement: Placement, fleet: FleetSnapshot) -> Availability:
-    """Valid bindings -> eligible sets -> available clusters (not being deleted)."""
-    valid = [b for b in fleet.bindings.get(placement.namespace, ()) if b in fleet.cluster_sets]
+    """Valid bindings -> eligible sets -> available clusters (not being deleted), computed
+    once per snapshot, namespace and cluster sets asked for (the placements of a fan-out, or
+    one placement's cycles, share it); the mask is read-only."""
     wanted = placement.spec.cluster_sets
+    # A cache of the snapshot itself, as its cached properties are (a snapshot never changes).
+    known = fleet.__dict__.setdefault(_AVAILABLE, {})
+    key = (placement.namespace, tuple(wanted) if wanted else None)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _availability(placement.namespace, wanted, fleet)
+    return found  # type: ignore[no-any-return]
+
+
+_AVAILABLE = "placement.clustersets.availability"
+
+
+def _availability(namespace: str, wanted: list[str] | None, fleet: FleetSnapshot) -> Availability:
+    valid = [b for b in fleet.bindings.get(namespace, ()) if b in fleet.cluster_sets]
     eligible = sorted(set(valid) & set(wanted)) if wanted else sorted(set(valid))
     available = fleet.empty_mask()
     for name in eligible:
         available |= set_members(fleet, fleet.cluster_sets[name])
     available &= ~fleet.deleting
     error = next(filter(None, (set_selector_error(fleet.cluster_sets[n]) for n in eligible)), None)
-    return Availability(bool(valid), tuple(eligible), np.asarray(available, dtype=bool), error)
+    available = np.asarray(available, dtype=bool)
+    available.flags.writeable = False
+    return Availability(bool(valid), tuple(eligible), available, error)
 
 
 def set_selector_error(cluster_set: ManagedClusterSet) -> str | None:

@@ -355,6 +355,9 @@ class FleetIndex:
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
             fleet.__dict__["taint_table"] = last.__dict__["taint_table"]  # the cached_property
+        derived = last.__dict__.get("incomplete_resources") if last is not None else None
+        if derived is not None and last is not None and _same_amounts(last, fleet):
+            fleet.__dict__["incomplete_resources"] = derived  # the cached_property
         self._epoch.now += 1  # from now on every array above is copied before a write
         columns.labels_moved = False
         self._sets_changed.clear()
@@ -408,3 +411,9 @@ def _quantities(amounts: tuple[float | None, ...]) -> dict[str, str]:
         if amount is not None:
             out[name] = f"{round(amount * 1000)}m" if name == "cpu" else str(round(amount))
     return out
+
+
+def _same_amounts(last: FleetSnapshot, fleet: FleetSnapshot) -> bool:
+    """Whether both snapshots hold the very same allocatable and capacity columns."""
+    pairs = ((last.allocatable, fleet.allocatable), (last.capacity, fleet.capacity))
+    return all(a.keys() == b.keys() and all(a[k] is b[k] for k in a) for a, b in pairs)

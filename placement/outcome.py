@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-import numpy as np
-
 from apis.meta import Condition, ConditionStatus
 from apis.placements import (
     PLACEMENT_LABEL,
@@ -220,13 +218,16 @@ def score_note(result: ScheduleResult, fleet: FleetSnapshot) -> str:
     """The ScoreUpdate event note: `name:total ` for every feasible cluster by name, cut with
     `......` before it would pass 1000 characters (OCM placement#40: fleets of >1000 clusters
     overflowed the event)."""
-    if result.candidates is None or result.total is None:
+    if result.rows is None or result.row_total is None:
         return ""
     parts: list[str] = []
     length = 0
-    total = result.total
-    for row in np.flatnonzero(result.candidates):  # rows are in name order
-        item = f"{fleet.names[row]}:{int(total[row])} "
+    # Each item takes 4 characters at least (`n:0 `): the note is cut within the first rows.
+    head = MAX_NOTE // 4 + 1
+    names = fleet.names
+    rows, totals = result.rows[:head].tolist(), result.row_total[:head].tolist()
+    for row, total in zip(rows, totals, strict=True):  # the candidates, in name order
+        item = f"{names[row]}:{total} "
         if length + len(item) > MAX_NOTE:
             parts.append("......")
             break

@@ -23,6 +23,15 @@ def positions(rows: RowIndex, targets: RowIndex) -> RowIndex:
     occurrence in `targets`."""
     if rows.size == 0 or targets.size == 0:
         return np.empty(0, dtype=np.intp)
+    # Many targets among many rows: a binary search per target costs more than marking the
+    # targets and reading the marks at the rows (one pass). The marks lose repeats and order,
+    # so only for targets ascending without repeats (decisions usually are).
+    many = rows.size >= _MARK_FROM and targets.size * _MARK_RATIO >= rows.size
+    if many and (targets.size == 1 or bool((targets[1:] > targets[:-1]).all())):
+        marks = np.zeros(max(int(rows[-1]), int(targets[-1])) + 1, dtype=bool)
+        marks[targets] = True
+        found_at: RowIndex = marks.take(rows).nonzero()[0]
+        return found_at
     at: RowIndex = np.searchsorted(rows, targets)
     np.minimum(at, rows.size - 1, out=at)  # a target past the last row matches no row
     found: RowIndex = at[rows[at] == targets]
@@ -45,6 +54,9 @@ def own_positions(
 
 
 _OWN_POSITIONS = "placement.scoring.own_positions"
+# `positions` marks rows instead of searching from this many rows, for 1 target per this many.
+_MARK_FROM = 32_768
+_MARK_RATIO = 64
 
 
 def scatter(rows: RowIndex, values: ScoreVector, size: int) -> ScoreVector:

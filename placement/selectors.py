@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -52,25 +53,32 @@ def requirement_error(req: LabelSelectorRequirement) -> str | None:
     outside the four (case matters: `in` is not `In`), then, aggregated as Go does, a key that
     is no label key, a values list the operator does not allow, each value that is no label
     value (claim selectors included: OCM builds them with the same function)."""
-    if req.operator not in _OPERATORS:
-        return f"{go_quote(req.operator)} is not a valid label selector operator"
-    values = req.values or None  # Go copies an empty list into a nil slice: `null`
+    values = tuple(req.values) if req.values else ()
+    return _requirement_error(req.key, req.operator, values)
+
+
+@lru_cache(maxsize=4096)
+def _requirement_error(key: str, operator: str, listed: tuple[str, ...]) -> str | None:
+    """`requirement_error` by value: a cycle checks the same few requirements again and again."""
+    if operator not in _OPERATORS:
+        return f"{go_quote(operator)} is not a valid label selector operator"
+    values = list(listed) or None  # Go copies an empty list into a nil slice: `null`
     problems = []
-    key_problems = label_key_problems(req.key)
+    key_problems = label_key_problems(key)
     if key_problems:
-        problems.append(invalid("key", req.key, "; ".join(key_problems)))
-    if req.operator in ("In", "NotIn") and not values:
+        problems.append(invalid("key", key, "; ".join(key_problems)))
+    if operator in ("In", "NotIn") and not values:
         problems.append(
             invalid("values", values, "for 'in', 'notin' operators, values set can't be empty")
         )
-    if req.operator in ("Exists", "DoesNotExist") and values:
+    if operator in ("Exists", "DoesNotExist") and values:
         problems.append(
             invalid("values", values, "values set must be empty for exists and does not exist")
         )
     for index, value in enumerate(values or ()):
         value_problems = label_value_problems(value)
         if value_problems:
-            path = f"values[{index}][{req.key}]"
+            path = f"values[{index}][{key}]"
             problems.append(invalid(path, value, "; ".join(value_problems)))
     return aggregate(problems)
 

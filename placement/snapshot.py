@@ -137,6 +137,12 @@ class AddOnColumn:
     scores: Mapping[str, npt.NDArray[np.int64]]
     has_score: Mapping[str, BoolMask]
 
+    @cached_property
+    def earliest(self) -> float:
+        """The earliest `valid_until` (inf if none): nothing expired before, no pass needed."""
+        known = self.valid_until[~np.isnan(self.valid_until)]
+        return float(known.min()) if known.size else float("inf")
+
 
 @dataclass(frozen=True)
 class DecisionTable:
@@ -222,6 +228,13 @@ class FleetSnapshot:
         """`taints` as columns, built on first use."""
         return TaintTable.build(self.taints)
 
+    @cached_property
+    def incomplete_resources(self) -> frozenset[str]:
+        """The resources some cluster lacks the allocatable or capacity of (NaN) in."""
+        both = (self.allocatable, self.capacity)
+        missing = (r for a in both for r in a if a[r].size and np.isnan(a[r].min()))
+        return frozenset({*missing, *(self.allocatable.keys() ^ self.capacity.keys())})
+
     def empty_mask(self) -> BoolMask:
         return np.zeros(self.size, dtype=bool)
 
@@ -273,11 +286,15 @@ class FleetSnapshot:
         new_rows = np.asarray(rows, dtype=np.intp)
         np.add.at(totals, new_rows, 1)
         by_placement = {**table.by_placement, (namespace, name): new_rows}
-        return replace(
+        out = replace(
             self,
             decisions=DecisionTable(tuple(extra), totals, by_placement),
             _set_masks=self._set_masks,
         )
+        for cached in ("taint_table", "incomplete_resources"):  # same clusters: still right
+            if cached in self.__dict__:
+                out.__dict__[cached] = self.__dict__[cached]
+        return out
 
     @classmethod
     def build(
@@ -376,9 +393,8 @@ def _cel_inputs(
 
 
 def unstructured(cluster: ManagedCluster) -> dict[str, Any]:
-    """What OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster`: the cluster
-    through its Go type (`placement.cel.document`: canonical quantities, Go's nulls and zero
-    values, the CRD defaults)."""
+    """What OCM's `ConvertObjectToUnstructured` gives CEL as `managedCluster` (Go's type:
+    `placement.cel.document`: canonical quantities, Go's nulls and zeros, CRD defaults)."""
     return cluster_document(cluster)
 
 

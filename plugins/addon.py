@@ -31,10 +31,9 @@ class AddOn(Prioritizer):
         if column is None:
             return ScoreResult(scores)
         # Rows without a score hold 0 and NaN (which compares False): no `present` needed.
-        # One comparison over the fleet is cheaper than gathering the candidates' expiries,
-        # and usually nothing has expired.
+        # Usually nothing has expired: the column's earliest expiry says so without a pass.
         now = cycle.now.timestamp()
-        if not (column.valid_until < now).any():
+        if not column.earliest < now:
             return ScoreResult(scores)
         expired = column.valid_until.take(rows) < now
         if not expired.any():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
@@ -20,17 +22,23 @@ def balance_scores(counts: ScoreVector, max_count: int) -> ScoreVector:
     if max_count <= 0:
         return np.full(counts.size, MAX_SCORE, dtype=np.int64)
     if max_count <= _FEW_COUNTS:
-        # The same expression once per possible count, in Python floats (IEEE doubles, as
-        # Go's float64; int() truncates toward zero as Go's int64()), then looked up.
-        per_count = [
-            2 * int(MAX_SCORE * (0.5 - c / float(max_count))) for c in range(max_count + 1)
-        ]
-        return np.array(per_count, dtype=np.int64).take(counts)
+        return _per_count(max_count).take(counts)
     usage = counts / float(max_count)
     return 2 * np.trunc(MAX_SCORE * (0.5 - usage)).astype(np.int64)
 
 
 _FEW_COUNTS = 64
+
+
+@cache
+def _per_count(max_count: int) -> ScoreVector:
+    """The score of every count up to `max_count`: the same expression once per count, in
+    Python floats (IEEE doubles, as Go's float64; int() truncates toward zero as Go's
+    int64()), looked up by count. Read-only, shared by every cycle."""
+    per_count = [2 * int(MAX_SCORE * (0.5 - c / float(max_count))) for c in range(max_count + 1)]
+    table = np.array(per_count, dtype=np.int64)
+    table.flags.writeable = False
+    return table
 
 
 class Balance(Prioritizer):
@@ -48,15 +56,10 @@ class Balance(Prioritizer):
         totals = table.totals
         if totals.size == 0 or rows.size == 0:
             return ScoreResult(np.full(rows.size, MAX_SCORE, dtype=np.int64))
-        top = table.top
-        own = table.rows_of(placement.namespace, placement.name)
-        if own.size > 1 and not bool((np.diff(own) > 0).all()):
+        own, ordered, top = _own(table, placement.namespace, placement.name)
+        if not ordered:
             # a cluster twice among our decisions (mid-move): count every entry
             return ScoreResult(self._recounted(cycle, placement, fleet, rows, own))
-        if own.size:
-            mine_at_top = int(np.count_nonzero(totals.take(own) == top))
-            if mine_at_top and mine_at_top == _rows_at_top(table):
-                top -= 1  # every busiest cluster is ours: without us they count one less
         # Every row's score for this maximum is the table's, computed once per table; only
         # our own decisions come off their rows' counts.
         per_row = table.memo.get((_PER_ROW, top))
@@ -87,6 +90,26 @@ class Balance(Prioritizer):
 
 _PER_ROW = "plugins.balance.per_row"
 _AT_TOP = "plugins.balance.at_top"
+
+
+def _own(table: DecisionTable, namespace: str, name: str) -> tuple[RowIndex, bool, int]:
+    """The placement's own rows, whether they are ascending without repeats, and the maximum
+    its scores are taken against; once per table and placement."""
+    key = (_OWN, namespace, name)
+    found = table.memo.get(key)
+    if found is None:
+        own = table.rows_of(namespace, name)
+        ordered = own.size <= 1 or bool((own[1:] > own[:-1]).all())
+        top = table.top
+        if ordered and own.size:
+            mine_at_top = int(np.count_nonzero(table.totals.take(own) == top))
+            if mine_at_top and mine_at_top == _rows_at_top(table):
+                top -= 1  # every busiest cluster is ours: without us they count one less
+        found = table.memo[key] = (own, ordered, top)
+    return found
+
+
+_OWN = "plugins.balance.own"
 
 
 def _rows_at_top(table: DecisionTable) -> int:

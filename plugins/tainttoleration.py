@@ -24,7 +24,7 @@ from placement.framework import (
     Status,
 )
 from placement.scoring import positions
-from placement.snapshot import FleetSnapshot, TaintRow
+from placement.snapshot import FleetSnapshot, TaintRow, TaintTable
 
 __all__ = [
     "PREFER_NO_SELECT_PENALTY",
@@ -279,9 +279,10 @@ class TaintTolerationPrioritizer(Prioritizer):
     def score(
         self, cycle: Cycle, placement: Placement, fleet: FleetSnapshot, rows: RowIndex
     ) -> ScoreResult:
-        scores = np.zeros(rows.size, dtype=np.int64)
+        scores: npt.NDArray[np.int64] | None = None
         soft: list[_Soft] | None = None
-        for kind in fleet.taint_table.by_kind:
+        table = fleet.taint_table
+        for at, kind in enumerate(table.by_kind):
             key, value, effect = kind.signature
             if effect != "PreferNoSelect":
                 continue
@@ -292,14 +293,33 @@ class TaintTolerationPrioritizer(Prioritizer):
             matching = _matching(hard, soft)
             if matching and matching[0].toleration_seconds is None:
                 continue  # tolerated for good
-            penalized = kind.rows
-            if matching:
-                no = np.zeros(penalized.size, dtype=bool)
-                now = cycle.now.timestamp()
-                tolerated, _ = tolerated_until(hard, kind.added, no, matching, now)
-                penalized = penalized[~tolerated]
-            scores[positions(rows, penalized)] = PREFER_NO_SELECT_PENALTY
-        return ScoreResult(scores)
+            if not matching:  # every taint of the kind penalized: read the kind's penalties
+                hit = _penalties(table, at, fleet.size).take(rows)
+                scores = hit if scores is None else np.minimum(scores, hit, out=scores)
+                continue
+            no = np.zeros(kind.rows.size, dtype=bool)
+            tolerated, _ = tolerated_until(hard, kind.added, no, matching, cycle.now.timestamp())
+            if scores is None:
+                scores = np.zeros(rows.size, dtype=np.int64)
+            scores[positions(rows, kind.rows[~tolerated])] = PREFER_NO_SELECT_PENALTY
+        return ScoreResult(np.zeros(rows.size, dtype=np.int64) if scores is None else scores)
+
+
+def _penalties(table: TaintTable, at: int, size: int) -> npt.NDArray[np.int64]:
+    """The penalty of every row for the table's `at`-th kind (0 where it has no such taint),
+    read-only, kept with the table: a cycle gathers the candidates' instead of searching the
+    penalized rows among them."""
+    known = table.__dict__.setdefault(_PENALTIES, {})  # a cache of the table, which never changes
+    found = known.get((at, size))
+    if found is None:
+        found = np.zeros(size, dtype=np.int64)
+        found[table.by_kind[at].rows] = PREFER_NO_SELECT_PENALTY
+        found.flags.writeable = False
+        known[(at, size)] = found
+    return found  # type: ignore[no-any-return]
+
+
+_PENALTIES = "plugins.tainttoleration.penalties"
 
 
 def _taint(kind: tuple[str, str, str]) -> str:

@@ -8,7 +8,7 @@ import pytest
 from apis.cluster import ManagedCluster
 from placement.framework import Cycle
 from placement.testing import NOW, cluster, placement, snapshot
-from plugins.resource import ResourceAllocatable
+from plugins.resource import ResourceAllocatable, _levels
 
 
 def scored(name: str, clusters: list[ManagedCluster]) -> dict[str, int]:
@@ -79,3 +79,27 @@ def test_range_is_taken_over_candidates_only() -> None:
         Cycle(NOW), placement("apps", "p"), fleet, candidates
     )
     assert result.scores.tolist() == [-100, 100]
+
+
+def test_scores_read_from_a_columns_levels_equal_the_candidates_scaled_one_by_one() -> None:
+    """A column read by many cycles is scaled once per distinct amount and looked up by code
+    (issue 31): every cycle's scores, the first ones and the later ones, are those of scaling
+    each candidate's amount with OCM's expression."""
+    rng = np.random.default_rng(31)
+    amounts = rng.choice([0.25, 1.0, 3.5, 7.0, 8.0, 12.0, 64.0, 1e9], 4_000)
+    clusters = [cluster(f"c{i:05d}", cpu=f"{a:g}") for i, a in enumerate(amounts)]
+    fleet = snapshot(clusters)
+    column = fleet.allocatable["cpu"]
+    prioritizer = ResourceAllocatable("ResourceAllocatableCPU")
+    for _ in range(40):
+        rows = np.sort(rng.choice(fleet.size, int(rng.integers(1, fleet.size)), replace=False))
+        got = prioritizer.score(Cycle(NOW), placement("apps", "p"), fleet, rows)
+        values = column.take(rows)
+        low, high = values.min(), values.max()
+        if high == low:
+            expected = np.full(rows.size, 100)
+        else:
+            expected = (((values - low) / (high - low) - 0.5) * 200.0).astype(np.int64)
+        assert got.scored is None
+        assert got.scores.tolist() == expected.tolist()
+    assert _levels(column) is not None  # the later cycles did read the levels
