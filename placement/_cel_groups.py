@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import RowIndex
-from placement.cel import CelSelector, Verdict
-from placement.cel.document import claims_document
+from placement.cel import PER_CALL_LIMIT, CelSelector, Verdict
+from placement.cel.document import claim_needles, claims_document, project_claims
 from placement.cel.reads import LabelReads
 from placement.snapshot import FleetSnapshot
 
@@ -53,13 +53,24 @@ def grouped_verdicts(
     parts: list[tuple[npt.NDArray[Any], int]] = [(c.codes[rows], len(c.values)) for c in columns]
     parts.append((labelled, 2))
     claim_lists = fleet.cel.claim_lists if reads.claims and fleet.cel is not None else None
+    projected: tuple[str, ...] | None = None
     if claim_lists is not None:
-        parts.append((claim_lists.codes[rows], len(claim_lists.values)))
+        codes = claim_lists.codes[rows]
+        if reads.claim_names is None:
+            parts.append((codes, len(claim_lists.values)))
+        else:  # only the claims of some names matter: group by those
+            projected, codes, sizes = _projected(claim_lists.values, codes, reads)
+            parts.append((codes, len(projected)))
     if reads.name:
         parts.append((rows, fleet.size))
     first, inverse, count = _groups(parts)
     failed = np.full(count, -1, dtype=np.int16)
+    most = np.zeros(count, dtype=np.int64)  # the most claims a list of each group has
+    if projected is not None:
+        np.maximum.at(most, inverse, sizes)
     group_errors: dict[int, str] = {}
+    whole: list[int] = []
+    documents: list[dict[str, Any]] = []
     for group, position in enumerate(first.tolist()):
         row = int(rows[position])
         labels = {}
@@ -76,8 +87,16 @@ def grouped_verdicts(
         if claim_lists is not None:
             # `status` is always there (Go's struct); `clusterClaims` only when not empty
             listed = claim_lists.value_at(row)
+            if projected is not None and codes[position] >= 0:
+                listed = projected[codes[position]]
             document["status"] = {"clusterClaims": claims_document(listed)} if listed else {}
+        documents.append(document)
         verdict = _run(selector, document, timer)
+        # the claims left out each cost the charge of an iteration in the whole list: when
+        # they could spend the budget, the whole lists decide (never on real fleets)
+        extra = int(most[group]) * reads.claim_names.per_claim if reads.claim_names else 0
+        if projected is not None and verdict.cost + extra > PER_CALL_LIMIT:
+            whole.append(group)
         if verdict.failed is not None:
             failed[group] = verdict.failed
         if verdict.error is not None:
@@ -87,7 +106,37 @@ def grouped_verdicts(
     if group_errors:
         for position in np.flatnonzero(np.isin(by_row, list(group_errors))).tolist():
             errors[position] = group_errors[int(by_row[position])]
-    return failed[by_row], errors
+    verdicts = failed[by_row]
+    for group in whole:
+        for position in np.flatnonzero(by_row == group).tolist():
+            row = int(rows[position])
+            listed = claim_lists.value_at(row) if claim_lists is not None else None
+            status = {"clusterClaims": claims_document(listed)} if listed else {}
+            verdict = _run(selector, {**documents[group], "status": status}, timer)
+            verdicts[position] = -1 if verdict.failed is None else verdict.failed
+            errors.pop(position, None)
+            if verdict.error is not None:
+                errors[position] = verdict.error
+    return verdicts, errors
+
+
+def _projected(
+    values: tuple[str, ...], codes: npt.NDArray[np.int32], reads: LabelReads
+) -> tuple[tuple[str, ...], npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """The claims lists of `values` at `codes` projected on the names read: the distinct
+    projections, the code of each position's, and how many claims each position's list has
+    at most (an upper bound: a `],[` inside a value counts too)."""
+    assert reads.claim_names is not None
+    needles = claim_needles(reads.claim_names.names)
+    used = np.unique(codes[codes >= 0])
+    remap = np.full(len(values) + 1, -1, dtype=np.int32)  # the last: absent (-1)
+    counts = np.zeros(len(values) + 1, dtype=np.int64)
+    index: dict[str, int] = {}
+    for code in used.tolist():
+        text = values[code]
+        remap[code] = index.setdefault(project_claims(text, needles), len(index))
+        counts[code] = text.count("],[") + 1
+    return tuple(index), remap[codes], counts[codes]
 
 
 _KEY_LIMIT = 1 << 62

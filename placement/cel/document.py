@@ -26,7 +26,14 @@ from typing import Any
 from apis.cluster import ManagedCluster
 from apis.quantity import Quantity, QuantityError
 
-__all__ = ["SHAPE", "claims_document", "claims_text", "cluster_document", "typed"]
+__all__ = [
+    "SHAPE",
+    "claims_document",
+    "claims_text",
+    "cluster_document",
+    "project_claims",
+    "typed",
+]
 
 # A field rule: (kind, omitempty, detail). Kinds: "str", "bool", "int" (zero value written
 # unless omitempty), "time" (metav1.Time: null when unset), "ptr" (a pointer: absent when
@@ -218,3 +225,34 @@ def claims_document(text: str) -> list[dict[str, str]]:
             claim["value"] = value
         out.append(claim)
     return out
+
+
+def claim_needles(names: Iterable[str]) -> tuple[str, ...]:
+    """What starts a claim of one of `names` in a `claims_text`, or a claim without a name."""
+    return tuple(sorted({"[" + json.dumps(n, ensure_ascii=False) + "," for n in names} | {'["",'}))
+
+
+def project_claims(text: str, needles: tuple[str, ...]) -> str:
+    """The claims of `claims_text` whose name has one of `needles` (`claim_needles`), in
+    order, as a `claims_text` that is "[]" when none is but the list is there ("" stays "").
+
+    Without a backslash in `text`, a claim's value ends at the first quote after its opening
+    one, and a needle is found only where a claim starts: inside a string a `[` followed by a
+    quote ends the string, which a `,` or `]` must follow, and no needle has one there (names
+    starting with them are not projected). With a backslash, the list is parsed."""
+    if not text:
+        return ""
+    if "\\" in text:
+        wanted = {json.loads(n[1:-1]) for n in needles}
+        kept = [pair for pair in json.loads(text) if pair[0] in wanted]
+        return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+    found = []
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            end = text.index('"', at + len(needle) + 1) + 2
+            found.append((at, text[at:end]))
+            at = text.find(needle, end)
+    if len(found) > 1:
+        found.sort()
+    return "[" + ",".join(pair for _, pair in found) + "]"

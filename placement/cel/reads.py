@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from placement.cel.claim_reads import ClaimNames, claim_names
 from placement.cel.source import Token, string_value, tokenize
 
 __all__ = ["LabelReads", "label_reads"]
@@ -33,21 +34,28 @@ _CLAIMS = "\0claims"
 
 @dataclass(frozen=True)
 class LabelReads:
-    """The label keys the expressions read, whether they read the name, and the claims."""
+    """The label keys the expressions read, whether they read the name, and the claims:
+    `claim_names` when only the claims of some names matter (`placement.cel.claim_reads`),
+    None for the whole list."""
 
     keys: frozenset[str]
     name: bool
     claims: bool = False
+    claim_names: ClaimNames | None = None
 
 
 def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
     """What the expressions read, None when it is more than label values and the name."""
     keys: set[str] = set()
     name = claims = False
+    parsed: list[list[Token]] = []
+    uses: list[list[int]] = []
     for source in expressions:
         tokens = [t for t in tokenize(source) if t.kind != "space"]
         if any(t.kind == "other" for t in tokens):
             return None
+        parsed.append(tokens)
+        uses.append([])
         for at, token in enumerate(tokens):
             if token.kind != "ident" or token.text != _VARIABLE:
                 continue
@@ -58,9 +66,11 @@ def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
                 name = True
             elif read is _CLAIMS:
                 claims = True
+                uses[-1].append(at)
             else:
                 keys.add(read)
-    return LabelReads(frozenset(keys), name, claims)
+    names = claim_names(parsed, uses) if claims else None
+    return LabelReads(frozenset(keys), name, claims, names)
 
 
 def _text(tokens: list[Token], at: int) -> str:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from apis.cluster import ManagedCluster
 from placement._cel_groups import _groups, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
+from placement.cel.claim_reads import ClaimNames
 from placement.cel.reads import LabelReads, label_reads
 from placement.index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
@@ -35,10 +36,13 @@ CLAIMS = "managedCluster.status.clusterClaims"
         ("1 == 1", LabelReads(frozenset(), False)),
         (f'"env" in {LABELS}', LabelReads(frozenset({"env"}), False)),
         (f'(true && "env" in {LABELS}) == true', LabelReads(frozenset({"env"}), False)),
-        (f'{CLAIMS}.exists(c, c.name == "a")', LabelReads(frozenset(), False, True)),
+        (
+            f'{CLAIMS}.exists(c, c.name == "a")',
+            LabelReads(frozenset(), False, True, ClaimNames(frozenset({"a"}), 6)),
+        ),
         (
             f'{CLAIMS}.filter(c, c.name == "a")[0].value == {LABELS}.v',
-            LabelReads(frozenset({"v"}), False, True),
+            LabelReads(frozenset({"v"}), False, True, ClaimNames(frozenset({"a"}), 6)),
         ),
         (f"size({CLAIMS}) > 0 && has({CLAIMS})", LabelReads(frozenset(), False, True)),
     ],
