@@ -157,8 +157,8 @@ def test_clusters_sharing_the_values_read_share_one_run() -> None:
 CLAIM = st.fixed_dictionaries(
     {},
     optional={
-        "name": st.sampled_from(["platform", "region", ""]),
-        "value": st.sampled_from(["AWS", "GCP", ""]),
+        "name": st.sampled_from(["platform", "region", "", "id.k8s.io", ",x", 'a"b']),
+        "value": st.sampled_from(["AWS", "GCP", "", '["platform",', "x\\y", "]"]),
     },
 )
 FLEET_CLAIMS = st.one_of(st.none(), st.lists(CLAIM, max_size=4))  # None: no status at all
@@ -171,6 +171,16 @@ CLAIM_TESTS = [
     f'{CLAIMS}.map(c, c.name).exists(n, n.startsWith("p"))',
     f"size({CLAIMS}) == 2",
     f"has(managedCluster.status.clusterClaims) && {CLAIMS}[0].name != {LABELS}.env",
+    # projected: only the claims of the names tested (and those without a name) matter
+    f'{CLAIMS}.exists(c, c.name == "platform" && c.value.startsWith("A"))',
+    f'{CLAIMS}.all(c, c.name != "region" || c.value.endsWith("S"))',
+    f'{CLAIMS}.exists_one(c, c.name in ["platform", "region"] && c.value != "GCP")',
+    f'{CLAIMS}.filter(c, c.name == "region" && has(c.value)).size() == 1',
+    f'{CLAIMS}.filter(c, c.name == "platform")[1].value == "GCP"',
+    f'has({CLAIMS}) && {CLAIMS}.exists(c, c.name == "a\\"b")',
+    f'{CLAIMS}.exists(c, c.name == "" && true)',
+    f'{CLAIMS}.exists(c, c.value == "AWS" && c.name == "platform")',  # not projected
+    f'{CLAIMS}.exists(c, c.name == ",x")',  # not projected (a name starting with ",")
 ]
 CLAIM_EXPRESSIONS = st.one_of(
     st.sampled_from(CLAIM_TESTS),
@@ -214,16 +224,36 @@ def assert_decides_as_the_interpreter(
             assert why[r] == f"celExpressions[{v.failed}] {detail}"
 
 
+def with_unique_ids(
+    lists: list[list[dict[str, str]] | None], unique: bool
+) -> list[list[dict[str, str]] | None]:
+    """The lists, each given an `id.k8s.io` claim of its own (at a place that varies) when
+    `unique`, as the registration agent reports on a real hub."""
+    if not unique:
+        return lists
+    out: list[list[dict[str, str]] | None] = []
+    for i, listed in enumerate(lists):
+        claims = list(listed or [])
+        claims.insert(i % (len(claims) + 1), {"name": "id.k8s.io", "value": f"uid-{i}"})
+        out.append(claims)
+    return out
+
+
 @FAST
 @given(
     st.lists(st.tuples(FLEET_LABELS, FLEET_CLAIMS), min_size=1, max_size=10),
     st.lists(CLAIM_EXPRESSIONS, min_size=1, max_size=3),
+    st.booleans(),
 )
 def test_claims_groups_decide_as_the_interpreter(
-    fleet_rows: list[tuple[dict[str, str], list[dict[str, str]] | None]], tests: list[str]
+    fleet_rows: list[tuple[dict[str, str], list[dict[str, str]] | None]],
+    tests: list[str],
+    unique: bool,
 ) -> None:
     labels = [given for given, _ in fleet_rows]
-    clusters = claim_clusters(labels, [listed for _, listed in fleet_rows])
+    lists = with_unique_ids([listed for _, listed in fleet_rows], unique)
+    fleet_rows = list(zip(labels, lists, strict=True))
+    clusters = claim_clusters(labels, lists)
     selector = compile_selector(tests)
     assert_decides_as_the_interpreter(selector, clusters, FleetSnapshot.build(clusters))
     # The index: rows added with the lists reversed, then updated in place to the lists as
@@ -297,3 +327,84 @@ def test_index_claims_lists_follow_added_and_deleted_rows() -> None:
     assert fleet.rows_to_names(np.flatnonzero(cel_mask(selector, fleet, fleet.deleting == 0))) == [
         "c2"
     ]
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        (f'{CLAIMS}.exists(c, c.name == "p" && c.value == "AWS")', {"p"}),
+        (f'{CLAIMS}.exists_one(x, x.name in ["p", \'q\'] && x.value != "")', {"p", "q"}),
+        (f'{CLAIMS}.filter(c, c.name == "p")[0].value == "AWS"', {"p"}),
+        (f'{CLAIMS}.filter(c, c.name == "p" && c.value > "a").size() > 0', {"p"}),
+        (f'{CLAIMS}.all(c, c.name != "p" || c.value == "x" && true)', {"p"}),
+        (f'has({CLAIMS}) && {CLAIMS}.exists(c, c.name == "p" && (c.value == "a" || true))', {"p"}),
+        (f'{CLAIMS}.exists(c, c.name == "p") || {CLAIMS}.exists(c, c.name == "q")', {"p", "q"}),
+    ],
+)
+def test_claims_projected_on_the_names_tested(expression: str, names: set[str]) -> None:
+    compile_selector([expression])
+    reads = label_reads((expression,))
+    assert reads is not None and reads.claim_names is not None
+    assert reads.claim_names.names == names
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        f'{CLAIMS}.exists(c, c.value == "AWS" && c.name == "p")',  # the name test not first
+        f'{CLAIMS}.exists(c, c.name == "p" && c.value == "a" || c.value == "b")',  # || looser
+        f'{CLAIMS}.exists(c, c.name == "p" ? true : false)',
+        f'{CLAIMS}.all(c, c.name == "p" || c.value == "a")',  # true for other names? no
+        f'{CLAIMS}.exists(c, c.name != "p" && c.value == "a")',
+        f'{CLAIMS}.all(c, c.name != "p" && c.value == "a")',
+        f'{CLAIMS}.map(c, c.value).exists(v, v == "a")',
+        f'{CLAIMS}.map(c, c.name == "p", c.value).size() > 0',
+        f'size({CLAIMS}) > 1 && {CLAIMS}.exists(c, c.name == "p")',
+        f'{CLAIMS}[0].name == "p"',
+        f"{CLAIMS}.exists(c, c.name == {LABELS}.p)",
+        f'{CLAIMS}.exists(c, c.name in ["p", {LABELS}.q])',
+        f'{CLAIMS}.exists(c, c.name == b"p")',
+        f'{CLAIMS}.exists(c, c.name == "]p")',
+        f'[1, 2].exists(x, {CLAIMS}.exists(c, c.name == "p"))',  # would run twice
+        f'{CLAIMS}.exists(c, c.name == "p" && {CLAIMS}.exists(d, d.name == "q"))',
+        f'{CLAIMS}.exists(c, d.name == "p")',
+    ],
+)
+def test_other_claims_uses_read_the_whole_list(expression: str) -> None:
+    reads = label_reads((expression,))
+    assert reads is not None and reads.claims and reads.claim_names is None
+
+
+def test_unique_id_claims_share_runs_when_projected() -> None:
+    aws, gcp = {"name": "platform", "value": "AWS"}, {"name": "platform", "value": "GCP"}
+    lists = with_unique_ids([[aws]] * 4 + [[gcp]] * 3 + [[], None], True)
+    clusters = claim_clusters([{} for _ in lists], lists)
+    fleet = FleetSnapshot.build(clusters)
+    runs: list[int] = []
+    timer = lambda: lambda: runs.append(1)  # noqa: E731 - counts interpreter runs
+    projected = compile_selector([f'{CLAIMS}.exists(c, c.name == "platform" && c.value == "AWS")'])
+    mask = cel_mask(projected, fleet, np.ones(fleet.size, dtype=bool), timer)
+    assert len(runs) == 3  # [aws], [gcp], [] (the id claims left out)
+    assert fleet.rows_to_names(np.flatnonzero(mask)) == ["c0", "c1", "c2", "c3"]
+    runs.clear()
+    whole = compile_selector([f'{CLAIMS}.exists(c, c.value == "AWS" && c.name == "platform")'])
+    cel_mask(whole, fleet, np.ones(fleet.size, dtype=bool), timer)
+    assert len(runs) == len(lists)  # every list distinct
+
+
+def test_claims_left_out_that_would_spend_the_budget_are_run_whole() -> None:
+    # Each claim named otherwise costs the body's charge in the whole list: 1,000 of them
+    # with a body of about 1,000 nodes spend the per-expression budget, which the projected
+    # list (one claim) does not.
+    ballast = ", ".join("0" for _ in range(1_000))
+    expression = f'{CLAIMS}.exists(c, c.name == "platform" && [{ballast}].size() > 0)'
+    selector = compile_selector([expression])
+    assert selector.label_reads is not None and selector.label_reads.claim_names is not None
+    others = [{"name": f"n{i}", "value": "v"} for i in range(1_000)]
+    aws = {"name": "platform", "value": "AWS"}
+    lists: list[list[dict[str, str]] | None] = [[*others, aws], [aws], [*others[:10], aws]]
+    clusters = claim_clusters([{}, {}, {}], lists)
+    expected = [selector.evaluate(unstructured(c)) for c in clusters]
+    assert expected[0].error == "operation cancelled: actual cost limit exceeded"
+    assert expected[1].matched and expected[2].matched
+    assert_decides_as_the_interpreter(selector, clusters, FleetSnapshot.build(clusters))
