@@ -20,7 +20,8 @@ shape, not the stored JSON:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from apis.cluster import ManagedCluster
@@ -28,10 +29,10 @@ from apis.quantity import Quantity, QuantityError
 
 __all__ = [
     "SHAPE",
+    "claim_projector",
     "claims_document",
     "claims_text",
     "cluster_document",
-    "project_claims",
     "typed",
 ]
 
@@ -227,32 +228,25 @@ def claims_document(text: str) -> list[dict[str, str]]:
     return out
 
 
-def claim_needles(names: Iterable[str]) -> tuple[str, ...]:
-    """What starts a claim of one of `names` in a `claims_text`, or a claim without a name."""
-    return tuple(sorted({"[" + json.dumps(n, ensure_ascii=False) + "," for n in names} | {'["",'}))
+def claim_projector(names: Iterable[str]) -> Callable[[str], str]:
+    """The function giving, of a `claims_text`, the claims named one of `names` or without a
+    name, in order, as a `claims_text` that is "[]" when none is but the list is there (""
+    stays ""). Names starting with `,` or `]` are not for it (`claim_reads` leaves them out).
 
+    Without a backslash in the text, a claim's value ends at the first quote after its opening
+    one, and `["<name>",` is found only where a claim starts: inside a string a `[` followed by
+    a quote ends the string, which a `,` or `]` must follow, and no name starts with either.
+    With a backslash, the list is parsed."""
+    wanted = set(names) | {""}
+    heads = sorted(re.escape("[" + json.dumps(n, ensure_ascii=False) + ",") for n in wanted)
+    pairs = re.compile("(?:" + "|".join(heads) + r')"[^"]*"\]').findall
 
-def project_claims(text: str, needles: tuple[str, ...]) -> str:
-    """The claims of `claims_text` whose name has one of `needles` (`claim_needles`), in
-    order, as a `claims_text` that is "[]" when none is but the list is there ("" stays "").
+    def project(text: str) -> str:
+        if not text:
+            return ""
+        if "\\" in text:
+            kept = [pair for pair in json.loads(text) if pair[0] in wanted]
+            return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+        return "[" + ",".join(pairs(text)) + "]"
 
-    Without a backslash in `text`, a claim's value ends at the first quote after its opening
-    one, and a needle is found only where a claim starts: inside a string a `[` followed by a
-    quote ends the string, which a `,` or `]` must follow, and no needle has one there (names
-    starting with them are not projected). With a backslash, the list is parsed."""
-    if not text:
-        return ""
-    if "\\" in text:
-        wanted = {json.loads(n[1:-1]) for n in needles}
-        kept = [pair for pair in json.loads(text) if pair[0] in wanted]
-        return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
-    found = []
-    for needle in needles:
-        at = text.find(needle)
-        while at >= 0:
-            end = text.index('"', at + len(needle) + 1) + 2
-            found.append((at, text[at:end]))
-            at = text.find(needle, end)
-    if len(found) > 1:
-        found.sort()
-    return "[" + ",".join(pair for _, pair in found) + "]"
+    return project
