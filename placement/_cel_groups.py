@@ -16,12 +16,14 @@ import numpy.typing as npt
 
 from placement.arrays import RowIndex
 from placement.cel import PER_CALL_LIMIT, CelSelector, Verdict
-from placement.cel.document import claim_projector, claims_document
+from placement.cel.document import NOT_KEPT, claim_projector, claims_document
 from placement.cel.reads import LabelReads
-from placement.snapshot import FleetSnapshot
+from placement.snapshot import Column, FleetSnapshot
 
 __all__ = ["groupable", "grouped_verdicts"]
 
+_NOT_KEPT = "\0not kept"
+"""Where `CelInputs.annotation_columns` notes the rows whose annotations are `NOT_KEPT`."""
 _OTHER = "\0other"
 """A label key no expression reads: it keeps `labels` in the document of a cluster whose labels
 are all unread (the typed document drops `labels` only when the cluster has none)."""
@@ -31,7 +33,19 @@ def groupable(reads: LabelReads | None, fleet: FleetSnapshot) -> bool:
     """Whether the snapshot holds what the expressions read (the claims lists, if read)."""
     if reads is None:
         return False
-    return not reads.claims or (fleet.cel is not None and fleet.cel.claim_lists is not None)
+    inputs = fleet.cel
+    if reads.claims and (inputs is None or inputs.claim_lists is None):
+        return False
+    if not reads.annotations:
+        return True
+    if inputs is None or inputs.annotations is None:
+        return False
+    whole = inputs.annotation_columns.get(_NOT_KEPT)
+    if whole is None:  # a cluster with an annotation too long to keep: all run per cluster
+        notes = inputs.annotations
+        cells = [(row, "") for row, kept in enumerate(notes) if kept is NOT_KEPT]
+        whole = inputs.annotation_columns[_NOT_KEPT] = Column.build(len(notes), cells)
+    return not whole.values
 
 
 def grouped_verdicts(
@@ -61,6 +75,13 @@ def grouped_verdicts(
         else:  # only the claims of some names matter: group by those
             projected, codes, sizes = _projected(claim_lists.values, codes, reads)
             parts.append((codes, len(projected)))
+    notes = sorted(reads.annotations)
+    notes_columns = [_annotation(fleet, key) for key in notes]
+    annotated = np.zeros(rows.size, dtype=bool)
+    if notes:  # whether a cluster has annotations matters only when they are read
+        annotated = _annotation(fleet, _OTHER).codes[rows] >= 0
+        parts.extend((c.codes[rows], len(c.values)) for c in notes_columns)
+        parts.append((annotated, 2))
     if reads.name:
         parts.append((rows, fleet.size))
     first, inverse, count = _groups(parts)
@@ -83,6 +104,11 @@ def grouped_verdicts(
         metadata: dict[str, Any] = {"labels": labels} if labels else {}
         if reads.name:
             metadata["name"] = fleet.names[row]
+        if annotated[position]:
+            kept = {k: c.value_at(row) for k, c in zip(notes, notes_columns, strict=True)}
+            metadata["annotations"] = {k: v for k, v in kept.items() if v is not None} or {
+                _OTHER: ""
+            }
         document: dict[str, Any] = {"metadata": metadata}
         if claim_lists is not None:
             # `status` is always there (Go's struct); `clusterClaims` only when not empty
@@ -118,6 +144,22 @@ def grouped_verdicts(
             if verdict.error is not None:
                 errors[position] = verdict.error
     return verdicts, errors
+
+
+def _annotation(fleet: FleetSnapshot, key: str) -> Column:
+    """The annotation `key` of every row, coded (made on first use in this snapshot);
+    `_OTHER`: "" for every row that has annotations."""
+    inputs = fleet.cel
+    assert inputs is not None and inputs.annotations is not None
+    column = inputs.annotation_columns.get(key)
+    if column is None:
+        notes = inputs.annotations
+        if key == _OTHER:
+            cells = [(row, "") for row, kept in enumerate(notes) if kept]
+        else:
+            cells = [(row, kept[key]) for row, kept in enumerate(notes) if key in kept]
+        column = inputs.annotation_columns[key] = Column.build(len(notes), cells)
+    return column
 
 
 def _projected(

@@ -21,6 +21,8 @@ does, annotations, version and conditions included, for about a hundred bytes a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from apis.cluster import (
@@ -101,6 +103,7 @@ class FleetIndex:
         self._revisions = Cow(self._epoch, np.zeros(0, dtype=np.int64))
         self._stamps: dict[str, int] = {}
         self._cel_cache: dict[object, object] = {}
+        self._annotations: tuple[Mapping[str, str], ...] | None = None  # by row, made on demand
 
     @property
     def version(self) -> int:
@@ -129,6 +132,9 @@ class FleetIndex:
         self._clusters[name] = after
         # What CEL reads may change without the features (an annotation, a condition).
         object_changed = old is None or _packed(old) != _packed(after)
+        if old is None or old.annotations is not after.annotations:
+            object_changed |= old is None or old.annotations != after.annotations
+            self._annotations = None
         row = self._index.get(name)
         if row is None:
             self._adds[name] = after
@@ -164,6 +170,7 @@ class FleetIndex:
     # --- adds and deletes, applied together -----------------------------------------------
 
     def _apply_layout(self) -> None:
+        self._annotations = None
         added = sorted(self._adds)  # str order is UTF-8 byte order, the snapshot's row order
         keep = np.ones(len(self._names), dtype=bool)
         keep[[self._index[name] for name in self._deletes]] = False
@@ -324,6 +331,8 @@ class FleetIndex:
         for states in (columns.labels, columns.claims, self._addons):
             for key in [k for k, state in states.items() if not state.rows]:
                 del states[key]  # as if never seen: build() has no column for them either
+        if self._annotations is None:
+            self._annotations = tuple([self._clusters[n].annotations for n in self._names])
         last = self._last
         if last is None or columns.labels_moved:
             masks: dict[str, BoolMask] = {}
@@ -351,6 +360,7 @@ class FleetIndex:
                 self._score_items,
                 self._cel_cache,
                 columns.claim_lists.column(),
+                self._annotations,
             ),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
@@ -382,6 +392,8 @@ def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
     if row is None:
         return {"metadata": {"name": name}}
     metadata: dict[str, object] = {"name": name, "labels": dict(row.labels)}
+    if row.annotations:
+        metadata["annotations"] = dict(row.annotations)
     if row.resource_version is not None:
         metadata["resourceVersion"] = row.resource_version
     taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]

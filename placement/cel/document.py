@@ -22,17 +22,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from sys import intern
+from types import MappingProxyType
 from typing import Any
 
 from apis.cluster import ManagedCluster
 from apis.quantity import Quantity, QuantityError
 
 __all__ = [
+    "ANNOTATION_LIMIT",
+    "NOT_KEPT",
     "SHAPE",
     "claim_projector",
     "claims_document",
     "claims_text",
     "cluster_document",
+    "kept_annotations",
     "typed",
 ]
 
@@ -250,3 +255,22 @@ def claim_projector(names: Iterable[str]) -> Callable[[str], str]:
         return "[" + ",".join(pairs(text)) + "]"
 
     return project
+
+
+ANNOTATION_LIMIT = 256
+"""The longest annotation value the index's rows and the snapshot keep for CEL: big ones
+(`last-applied-configuration`) would cost kilobytes a cluster, and selectors read short flags."""
+NOT_KEPT: Mapping[str, str] = MappingProxyType({})
+"""A cluster's kept annotations when one is longer than `ANNOTATION_LIMIT` (told by identity):
+selectors reading annotations then run on its whole object."""
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
+def kept_annotations(annotations: Mapping[str, str] | None) -> Mapping[str, str]:
+    """What is kept of `metadata.annotations` for CEL: all of them, keys and values interned
+    (fleets repeat them), or `NOT_KEPT`."""
+    if not annotations:
+        return _NONE
+    if any(len(value) > ANNOTATION_LIMIT for value in annotations.values()):
+        return NOT_KEPT
+    return {intern(key): intern(value) for key, value in annotations.items()}

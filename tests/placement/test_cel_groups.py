@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement._cel_groups import _groups, grouped_verdicts
+from placement._cel_groups import _groups, groupable, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.claim_reads import ClaimNames
+from placement.cel.document import ANNOTATION_LIMIT
 from placement.cel.reads import LabelReads, label_reads
 from placement.index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
@@ -23,6 +24,7 @@ from placement.snapshot import FleetSnapshot, unstructured
 FAST = settings(max_examples=100, deadline=None)
 LABELS = "managedCluster.metadata.labels"
 CLAIMS = "managedCluster.status.clusterClaims"
+NOTES = "managedCluster.metadata.annotations"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +47,10 @@ CLAIMS = "managedCluster.status.clusterClaims"
             LabelReads(frozenset({"v"}), False, True, ClaimNames(frozenset({"a"}), 6)),
         ),
         (f"size({CLAIMS}) > 0 && has({CLAIMS})", LabelReads(frozenset(), False, True)),
+        (
+            f'{NOTES}["a"] == "b" && has({NOTES}.c) && "x" in {LABELS}',
+            LabelReads(frozenset({"x"}), False, annotations=frozenset({"a", "c"})),
+        ),
     ],
 )
 def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
@@ -63,12 +69,19 @@ def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
         f'{LABELS}.?x.orValue("") == ""',
         f"{LABELS}[{LABELS}.x] == 'y'",  # a computed key
         'managedCluster.metadata.?name.orValue("") == ""',
-        'managedCluster.metadata.annotations["a"] == "b"',
+        "managedCluster.metadata.annotations.size() > 0",  # the whole map
+        '"a" in managedCluster.metadata.annotations',
+        "managedCluster.metadata.?annotations.orValue({}) == {}",
+        'managedCluster.metadata.annotations.exists(k, k == "a")',
+        "managedCluster.metadata.annotations.a()",
+        f'{NOTES}[?"a"].hasValue()',  # optional forms: the interpreter's
+        'managedCluster.metadata.?annotations["a"] == "b"',
+        f'{NOTES}.?a.orValue("") == "b"',
         "managedCluster.status.?clusterClaims.orValue([]) == []",
         f"{CLAIMS}[?0].hasValue()",
         "managedCluster.status.conditions == null",
         "managedCluster.status.size() > 0",
-        f'{CLAIMS}.exists(c, c.name == managedCluster.metadata.annotations["a"])',
+        f"{CLAIMS}.exists(c, c.name == managedCluster.metadata.annotations.exists(k, true))",
         'managedCluster.scores("s").size() > 0',
         "has(managedCluster.metadata)",
         '[{"metadata": {"name": "x"}}].exists(managedCluster, managedCluster.metadata.name == "x")',
@@ -377,7 +390,8 @@ def test_other_claims_uses_read_the_whole_list(expression: str) -> None:
 
 def test_unique_id_claims_share_runs_when_projected() -> None:
     aws, gcp = {"name": "platform", "value": "AWS"}, {"name": "platform", "value": "GCP"}
-    lists = with_unique_ids([[aws]] * 4 + [[gcp]] * 3 + [[], None], True)
+    given: list[list[dict[str, str]] | None] = [[aws]] * 4 + [[gcp]] * 3 + [[], None]
+    lists = with_unique_ids(given, True)
     clusters = claim_clusters([{} for _ in lists], lists)
     fleet = FleetSnapshot.build(clusters)
     runs: list[int] = []
@@ -408,3 +422,97 @@ def test_claims_left_out_that_would_spend_the_budget_are_run_whole() -> None:
     assert expected[0].error == "operation cancelled: actual cost limit exceeded"
     assert expected[1].matched and expected[2].matched
     assert_decides_as_the_interpreter(selector, clusters, FleetSnapshot.build(clusters))
+
+
+# Annotations as on the wire: a few keys and values, one too long for a row to keep.
+LONG = "x" * (ANNOTATION_LIMIT + 1)
+FLEET_NOTES = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["a", "b", "k/x"]), st.sampled_from(["on", "", "1"]), max_size=2
+    ),
+)
+NOTE_TESTS = st.sampled_from(
+    [
+        f'{NOTES}["a"] == "on"',
+        f"has({NOTES}.b) && {NOTES}.b.startsWith('1')",
+        f'has({NOTES}.a) ? {NOTES}["k/x"] != "" : true',
+        f'{NOTES}["a"] == "" || {LABELS}.env == "prod"',
+        f'{NOTES}.b == "on" && {CLAIMS}.exists(c, c.name == "platform")',
+        f'int({NOTES}["b"]) > 0',
+    ]
+)
+
+
+@FAST
+@given(
+    st.lists(st.tuples(FLEET_LABELS, FLEET_NOTES, FLEET_CLAIMS), min_size=1, max_size=8),
+    st.lists(NOTE_TESTS, min_size=1, max_size=2),
+    st.booleans(),
+)
+def test_annotation_groups_decide_as_the_interpreter(
+    fleet_rows: list[tuple[dict[str, str], dict[str, str] | None, list[dict[str, str]] | None]],
+    tests: list[str],
+    one_long: bool,
+) -> None:
+    clusters = []
+    for i, (labels, notes, claims) in enumerate(fleet_rows):
+        metadata: dict[str, object] = {"name": f"c{i}", "labels": labels}
+        if one_long and i == len(fleet_rows) - 1:
+            notes = {**(notes or {}), "big": LONG}  # every cluster then runs on its object
+        if notes is not None:
+            metadata["annotations"] = notes
+        document: dict[str, object] = {"metadata": metadata}
+        if claims is not None:
+            document["status"] = {"clusterClaims": claims}
+        clusters.append(ManagedCluster.model_validate(document))
+    selector = compile_selector(tests)
+    reads = selector.label_reads
+    assert reads is not None and reads.annotations
+    expected = [selector.evaluate(unstructured(c)) for c in clusters]
+    before, index = FleetIndex(), FleetIndex()
+    for c in clusters:
+        index.upsert_cluster(cluster_row(c))
+        before.upsert_cluster(
+            cluster_row(
+                c.model_copy(
+                    update={"metadata": c.metadata.model_copy(update={"annotations": None})}
+                )
+            )
+        )
+    stale = before.snapshot()
+    cel_mask(selector, stale, np.ones(stale.size, dtype=bool))  # verdicts cached, then stale
+    for c in clusters:  # annotations given in place
+        before.upsert_cluster(cluster_row(c))
+    for fleet in (FleetSnapshot.build(clusters), index.snapshot(), before.snapshot()):
+        assert groupable(reads, fleet) is not one_long
+        why: dict[int, str] = {}
+        mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
+        rows = [fleet.index[c.name] for c in clusters]
+        assert [bool(mask[r]) for r in rows] == [v.matched for v in expected]
+        for r, v in zip(rows, expected, strict=True):
+            if not v.matched:
+                detail = f"failed: {v.error}" if v.error is not None else "is not true"
+                assert why[r] == f"celExpressions[{v.failed}] {detail}"
+
+
+def test_clusters_sharing_the_annotations_read_share_one_run() -> None:
+    notes = [{"a": "on", "id": f"u{i}"} for i in range(5)] + [{"a": "off"}, {"z": "1"}, {}]
+    clusters = [
+        ManagedCluster.model_validate({"metadata": {"name": f"c{i}", "annotations": given}})
+        for i, given in enumerate(notes)
+    ]
+    index = FleetIndex()
+    for c in clusters:
+        index.upsert_cluster(cluster_row(c))
+    fleet = index.snapshot()
+    selector = compile_selector([f'{NOTES}["a"] == "on"'])
+    runs: list[int] = []
+    timer = lambda: lambda: runs.append(1)  # noqa: E731 - counts interpreter runs
+    mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), timer)
+    assert len(runs) == 4  # a=on, a=off, annotations without a, no annotations
+    assert fleet.rows_to_names(np.flatnonzero(mask)) == ["c0", "c1", "c2", "c3", "c4"]
+    why: dict[int, str] = {}
+    cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
+    assert why[fleet.index["c6"]] == "celExpressions[0] failed: no such key: a"
+    assert why[fleet.index["c7"]] == "celExpressions[0] failed: no such key: annotations"
