@@ -390,7 +390,8 @@ def test_other_claims_uses_read_the_whole_list(expression: str) -> None:
 
 def test_unique_id_claims_share_runs_when_projected() -> None:
     aws, gcp = {"name": "platform", "value": "AWS"}, {"name": "platform", "value": "GCP"}
-    given: list[list[dict[str, str]] | None] = [[aws]] * 4 + [[gcp]] * 3 + [[], None]
+    given: list[list[dict[str, str]] | None] = [[aws], [aws], [aws], [aws], [gcp], [gcp], [gcp]]
+    given += [[], None]
     lists = with_unique_ids(given, True)
     clusters = claim_clusters([{} for _ in lists], lists)
     fleet = FleetSnapshot.build(clusters)
