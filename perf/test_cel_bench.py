@@ -81,9 +81,13 @@ UNIQUE_ID_SHAPES = {
     "claim, unique id.k8s.io per cluster (name test second: whole lists)": [
         'managedCluster.status.clusterClaims.exists(c, c.value == "rack-3" && c.name == "rack")'
     ],
+    "annotation by literal key (groups)": [
+        'managedCluster.metadata.annotations["example.com/tier"] == "gold"'
+    ],
 }
-"""Claim shapes on the fleet whose every cluster also reports its own `id.k8s.io` claim (as
-the registration agent does on a real hub): every claims list is distinct."""
+"""Shapes on the fleet whose every cluster also reports its own `id.k8s.io` claim (as the
+registration agent does on a real hub: every claims list is distinct) and has two annotations
+(`open-cluster-management/created-via`, `example.com/tier`: one of three)."""
 
 
 def cel_placement(size: int, expressions: list[str] = CEL) -> Placement:
@@ -105,11 +109,14 @@ def label_placement(size: int) -> Placement:
     )
 
 
+TIERS = ("gold", "silver", "bronze")
+
+
 @cache
 def world(size: int, unique_ids: bool = False) -> FleetSnapshot:
     """The synthetic fleet through a `FleetIndex` fed as the controller feeds it (rows that
     carry each cluster's packed object); with `unique_ids`, each cluster's claims begin with
-    an `id.k8s.io` claim of its own."""
+    an `id.k8s.io` claim of its own, and it has two annotations."""
     fleet = synthetic_fleet(size, SEED)
     index = FleetIndex()
     for i, c in enumerate(fleet.clusters):
@@ -117,7 +124,12 @@ def world(size: int, unique_ids: bool = False) -> FleetSnapshot:
             claims = [ClusterClaim(name="id.k8s.io", value=f"{i:08x}-5c1e-4b7a-9d3e-{i:012x}")]
             claims += c.status.cluster_claims or []
             status = c.status.model_copy(update={"cluster_claims": claims})
-            c = c.model_copy(update={"status": status})
+            notes = {
+                "open-cluster-management/created-via": "other",
+                "example.com/tier": TIERS[i % 3],
+            }
+            metadata = c.metadata.model_copy(update={"annotations": notes})
+            c = c.model_copy(update={"status": status, "metadata": metadata})
         index.upsert_cluster(cluster_row(c))
     for s in fleet.cluster_sets:
         index.upsert_cluster_set(s)
