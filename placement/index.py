@@ -38,7 +38,7 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.cel.document import claims_document
+from placement.cel.document import NOT_KEPT, claims_document
 from placement.rows import (
     ClusterRow,
     DecisionRow,
@@ -132,9 +132,9 @@ class FleetIndex:
         self._clusters[name] = after
         # What CEL reads may change without the features (an annotation, a condition).
         object_changed = old is None or _packed(old) != _packed(after)
-        if old is None or old.annotations is not after.annotations:
-            object_changed |= old is None or old.annotations != after.annotations
-            self._annotations = None
+        if old is None or _annotations_differ(old.annotations, after.annotations):
+            object_changed = True
+            self._annotations = None  # the snapshot's maps by row: made again
         row = self._index.get(name)
         if row is None:
             self._adds[name] = after
@@ -377,6 +377,11 @@ _FEATURES = ("labels", "claims", "deleting", "allocatable", "capacity", "taints"
 
 def _packed(row: ClusterRow) -> bytes:
     return row.packed if isinstance(row, DocumentRow) else b""
+
+
+def _annotations_differ(before: Mapping[str, str], after: Mapping[str, str]) -> bool:
+    """Whether two rows' kept annotations differ (`NOT_KEPT` is empty, yet not "none")."""
+    return before is not after and ((before is NOT_KEPT) != (after is NOT_KEPT) or before != after)
 
 
 def _same_features(before: ClusterRow, after: ClusterRow) -> bool:

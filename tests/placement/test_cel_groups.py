@@ -517,3 +517,26 @@ def test_clusters_sharing_the_annotations_read_share_one_run() -> None:
     cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
     assert why[fleet.index["c6"]] == "celExpressions[0] failed: no such key: a"
     assert why[fleet.index["c7"]] == "celExpressions[0] failed: no such key: annotations"
+
+
+def test_annotations_changed_in_place_reach_the_groups() -> None:
+    def annotated(notes: dict[str, str] | None) -> ManagedCluster:
+        return ManagedCluster.model_validate({"metadata": {"name": "c0", "annotations": notes}})
+
+    index = FleetIndex()
+    selector = compile_selector([f'{NOTES}["a"] == "on"'])
+    reads = selector.label_reads
+    assert reads is not None
+    for notes, kept, matched in [
+        ({"a": "on"}, True, True),
+        ({"a": "on"}, True, True),  # the same values again: nothing to make anew
+        ({"a": "on", "big": LONG}, False, True),  # too long to keep: per cluster
+        (None, True, False),
+        ({"big": LONG}, False, False),
+        ({"a": "on"}, True, True),
+    ]:
+        index.upsert_cluster(cluster_row(annotated(notes)))
+        fleet = index.snapshot()
+        assert groupable(reads, fleet) is kept
+        mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool))
+        assert bool(mask[0]) is matched
