@@ -15,7 +15,7 @@ from apis.cluster import ManagedCluster
 from placement._cel_groups import _groups, groupable, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.claim_reads import ClaimNames
-from placement.cel.document import ANNOTATION_LIMIT
+from placement.cel.document import ANNOTATION_LIMIT, claim_projector, claims_text
 from placement.cel.reads import LabelReads, label_reads
 from placement.index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
@@ -171,7 +171,7 @@ CLAIM = st.fixed_dictionaries(
     {},
     optional={
         "name": st.sampled_from(["platform", "region", "", "id.k8s.io", ",x", 'a"b']),
-        "value": st.sampled_from(["AWS", "GCP", "", '["platform",', "x\\y", "]"]),
+        "value": st.sampled_from(["AWS", "GCP", "", '["platform",', "x\\y", "]", "a["]),
     },
 )
 FLEET_CLAIMS = st.one_of(st.none(), st.lists(CLAIM, max_size=4))  # None: no status at all
@@ -540,3 +540,23 @@ def test_annotations_changed_in_place_reach_the_groups() -> None:
         assert groupable(reads, fleet) is kept
         mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool))
         assert bool(mask[0]) is matched
+
+
+TRICKY = st.text(alphabet='ab[],"\\ ', max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(TRICKY, TRICKY), max_size=5),
+    st.sets(TRICKY.filter(lambda n: n[:1] not in (",", "]")), max_size=3),
+)
+def test_projection_keeps_the_claims_of_the_names_in_order(
+    pairs: list[tuple[str, str]], names: set[str]
+) -> None:
+    wanted = [[n, v] for n, v in pairs if n in names or not n]
+    text = claims_text(pairs)
+    projected = claim_projector(names)(text)
+    if not pairs:
+        assert projected == ""
+    else:  # with a backslash the list is parsed and written again: the same JSON either way
+        assert projected == ("[]" if not wanted else claims_text((n, v) for n, v in wanted))
