@@ -103,7 +103,8 @@ class FleetIndex:
         self._revisions = Cow(self._epoch, np.zeros(0, dtype=np.int64))
         self._stamps: dict[str, int] = {}
         self._cel_cache: dict[object, object] = {}
-        self._annotations: tuple[Mapping[str, str], ...] | None = None  # by row, made on demand
+        # Each committed row's kept annotations (`ClusterRow.annotations`), for CEL's groups.
+        self._notes: Cow[np.object_] = Cow(self._epoch, np.empty(0, dtype=object))
 
     @property
     def version(self) -> int:
@@ -132,10 +133,11 @@ class FleetIndex:
         self._clusters[name] = after
         # What CEL reads may change without the features (an annotation, a condition).
         object_changed = old is None or _packed(old) != _packed(after)
-        if old is None or _annotations_differ(old.annotations, after.annotations):
-            object_changed = True
-            self._annotations = None  # the snapshot's maps by row: made again
+        notes_changed = old is None or _annotations_differ(old.annotations, after.annotations)
+        object_changed |= notes_changed
         row = self._index.get(name)
+        if row is not None and notes_changed:
+            self._notes.write()[row] = after.annotations
         if row is None:
             self._adds[name] = after
             self._changed()
@@ -170,7 +172,6 @@ class FleetIndex:
     # --- adds and deletes, applied together -----------------------------------------------
 
     def _apply_layout(self) -> None:
-        self._annotations = None
         added = sorted(self._adds)  # str order is UTF-8 byte order, the snapshot's row order
         keep = np.ones(len(self._names), dtype=bool)
         keep[[self._index[name] for name in self._deletes]] = False
@@ -207,6 +208,10 @@ class FleetIndex:
         for name in self._deletes:
             self._stamps.pop(name, None)
         self._revisions.replace(revisions)
+        notes = layout.move(self._notes.read, None)
+        for row, name in zip(rows, added, strict=True):
+            notes[row] = self._adds[name].annotations
+        self._notes.replace(notes)
         self._adds.clear()
         self._deletes.clear()
 
@@ -331,8 +336,6 @@ class FleetIndex:
         for states in (columns.labels, columns.claims, self._addons):
             for key in [k for k, state in states.items() if not state.rows]:
                 del states[key]  # as if never seen: build() has no column for them either
-        if self._annotations is None:
-            self._annotations = tuple([self._clusters[n].annotations for n in self._names])
         last = self._last
         if last is None or columns.labels_moved:
             masks: dict[str, BoolMask] = {}
@@ -360,7 +363,7 @@ class FleetIndex:
                 self._score_items,
                 self._cel_cache,
                 columns.claim_lists.column(),
-                self._annotations,
+                self._notes.read,
             ),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:

@@ -190,7 +190,7 @@ class CelInputs:
     scores: Callable[[str, str], ScoreItems | None]
     cache: dict[Any, Any] = field(default_factory=dict)
     claim_lists: Column | None = None
-    annotations: Sequence[Mapping[str, str]] | None = None
+    annotations: Sequence[Mapping[str, str]] | npt.NDArray[np.object_] | None = None
     annotation_columns: dict[str, Column] = field(init=False, default_factory=dict, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CelInputs:
