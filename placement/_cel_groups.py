@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from placement.arrays import RowIndex
+from placement.arrays import BoolMask, RowIndex
 from placement.cel import PER_CALL_LIMIT, CelSelector, Verdict
 from placement.cel.document import NOT_KEPT, claim_projector, claims_document
 from placement.cel.reads import LabelReads
 from placement.snapshot import Column, FleetSnapshot
 
-__all__ = ["groupable", "grouped_verdicts"]
+__all__ = ["groupable", "grouped_rows", "grouped_verdicts"]
 
 _NOT_KEPT = "\0not kept"
 """Where `CelInputs.annotation_columns` notes the rows whose annotations are `NOT_KEPT`."""
@@ -36,16 +36,15 @@ def groupable(reads: LabelReads | None, fleet: FleetSnapshot) -> bool:
     inputs = fleet.cel
     if reads.claims and (inputs is None or inputs.claim_lists is None):
         return False
+    return not reads.annotations or (inputs is not None and inputs.annotations is not None)
+
+
+def grouped_rows(reads: LabelReads, fleet: FleetSnapshot, rows: RowIndex) -> BoolMask:
+    """Which of `rows` the groups decide: all but, when annotations are read, the clusters with
+    an annotation too long for the rows to keep (`NOT_KEPT`), which run on their objects."""
     if not reads.annotations:
-        return True
-    if inputs is None or inputs.annotations is None:
-        return False
-    whole = inputs.annotation_columns.get(_NOT_KEPT)
-    if whole is None:  # a cluster with an annotation too long to keep: all run per cluster
-        notes = inputs.annotations
-        cells = [(row, "") for row, kept in enumerate(notes) if kept is NOT_KEPT]
-        whole = inputs.annotation_columns[_NOT_KEPT] = Column.build(len(notes), cells)
-    return not whole.values
+        return np.ones(rows.size, dtype=bool)
+    return _annotation(fleet, _NOT_KEPT).codes[rows] < 0
 
 
 def grouped_verdicts(
@@ -156,6 +155,8 @@ def _annotation(fleet: FleetSnapshot, key: str) -> Column:
         notes = inputs.annotations
         if key == _OTHER:
             cells = [(row, "") for row, kept in enumerate(notes) if kept]
+        elif key == _NOT_KEPT:
+            cells = [(row, "") for row, kept in enumerate(notes) if kept is NOT_KEPT]
         else:
             cells = [(row, kept[key]) for row, kept in enumerate(notes) if key in kept]
         column = inputs.annotation_columns[key] = Column.build(len(notes), cells)

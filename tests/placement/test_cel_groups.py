@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement._cel_groups import _groups, groupable, grouped_verdicts
+from placement._cel_groups import _groups, groupable, grouped_rows, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.claim_reads import ClaimNames
 from placement.cel.document import ANNOTATION_LIMIT, claim_projector, claims_text
@@ -460,7 +460,7 @@ def test_annotation_groups_decide_as_the_interpreter(
     for i, (labels, notes, claims) in enumerate(fleet_rows):
         metadata: dict[str, object] = {"name": f"c{i}", "labels": labels}
         if one_long and i == len(fleet_rows) - 1:
-            notes = {**(notes or {}), "big": LONG}  # every cluster then runs on its object
+            notes = {**(notes or {}), "big": LONG}  # that cluster then runs on its object
         if notes is not None:
             metadata["annotations"] = notes
         document: dict[str, object] = {"metadata": metadata}
@@ -486,7 +486,11 @@ def test_annotation_groups_decide_as_the_interpreter(
     for c in clusters:  # annotations given in place
         before.upsert_cluster(cluster_row(c))
     for fleet in (FleetSnapshot.build(clusters), index.snapshot(), before.snapshot()):
-        assert groupable(reads, fleet) is not one_long
+        assert groupable(reads, fleet)
+        long_rows = grouped_rows(reads, fleet, np.arange(fleet.size))
+        assert [not bool(long_rows[fleet.index[c.name]]) for c in clusters] == [
+            one_long and i == len(clusters) - 1 for i in range(len(clusters))
+        ]
         why: dict[int, str] = {}
         mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), why=why)
         rows = [fleet.index[c.name] for c in clusters]
@@ -530,14 +534,14 @@ def test_annotations_changed_in_place_reach_the_groups() -> None:
     for notes, kept, matched in [
         ({"a": "on"}, True, True),
         ({"a": "on"}, True, True),  # the same values again: nothing to make anew
-        ({"a": "on", "big": LONG}, False, True),  # too long to keep: per cluster
+        ({"a": "on", "big": LONG}, False, True),  # too long to keep: on its object
         (None, True, False),
         ({"big": LONG}, False, False),
         ({"a": "on"}, True, True),
     ]:
         index.upsert_cluster(cluster_row(annotated(notes)))
         fleet = index.snapshot()
-        assert groupable(reads, fleet) is kept
+        assert bool(grouped_rows(reads, fleet, np.arange(1))[0]) is kept
         mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool))
         assert bool(mask[0]) is matched
 
@@ -560,3 +564,18 @@ def test_projection_keeps_the_claims_of_the_names_in_order(
         assert projected == ""
     else:  # with a backslash the list is parsed and written again: the same JSON either way
         assert projected == ("[]" if not wanted else claims_text((n, v) for n, v in wanted))
+
+
+def test_a_cluster_with_a_long_annotation_alone_runs_on_its_object() -> None:
+    notes = [{"a": "on"}] * 5 + [{"a": "on", "big": LONG}, {"a": "off", "big": LONG}]
+    clusters = [
+        ManagedCluster.model_validate({"metadata": {"name": f"c{i}", "annotations": given}})
+        for i, given in enumerate(notes)
+    ]
+    fleet = FleetSnapshot.build(clusters)
+    selector = compile_selector([f'{NOTES}["a"] == "on"'])
+    runs: list[int] = []
+    timer = lambda: lambda: runs.append(1)  # noqa: E731 - counts interpreter runs
+    mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), timer)
+    assert len(runs) == 3  # one group of five, two clusters on their objects
+    assert fleet.rows_to_names(np.flatnonzero(mask)) == ["c0", "c1", "c2", "c3", "c4", "c5"]
