@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from apis.cluster import ClusterClaim
 from apis.placements import Placement
 from placement.cel import compile_selector
 from placement.index import FleetIndex, cluster_row
@@ -70,6 +71,23 @@ SHAPES = {
     "annotation (interpreter)": ['managedCluster.metadata.?annotations["a"].orValue("") == ""'],
 }
 """Issue 33's shapes, each a selector whose first evaluation the table measures."""
+UNIQUE_ID_SHAPES = {
+    "claim, unique id.k8s.io per cluster (projected on the name)": [
+        'managedCluster.status.clusterClaims.exists(c, c.name == "rack" && c.value == "rack-3")'
+    ],
+    "claim, unique id.k8s.io per cluster (filter(...)[0], projected)": [
+        'managedCluster.status.clusterClaims.filter(c, c.name == "rack")[0].value == "rack-3"'
+    ],
+    "claim, unique id.k8s.io per cluster (name test second: whole lists)": [
+        'managedCluster.status.clusterClaims.exists(c, c.value == "rack-3" && c.name == "rack")'
+    ],
+    "annotation by literal key (groups)": [
+        'managedCluster.metadata.annotations["example.com/tier"] == "gold"'
+    ],
+}
+"""Shapes on the fleet whose every cluster also reports its own `id.k8s.io` claim (as the
+registration agent does on a real hub: every claims list is distinct) and has two annotations
+(`open-cluster-management/created-via`, `example.com/tier`: one of three)."""
 
 
 def cel_placement(size: int, expressions: list[str] = CEL) -> Placement:
@@ -91,13 +109,27 @@ def label_placement(size: int) -> Placement:
     )
 
 
+TIERS = ("gold", "silver", "bronze")
+
+
 @cache
-def world(size: int) -> FleetSnapshot:
+def world(size: int, unique_ids: bool = False) -> FleetSnapshot:
     """The synthetic fleet through a `FleetIndex` fed as the controller feeds it (rows that
-    carry each cluster's packed object)."""
+    carry each cluster's packed object); with `unique_ids`, each cluster's claims begin with
+    an `id.k8s.io` claim of its own, and it has two annotations."""
     fleet = synthetic_fleet(size, SEED)
     index = FleetIndex()
-    for c in fleet.clusters:
+    for i, c in enumerate(fleet.clusters):
+        if unique_ids and c.status is not None:
+            claims = [ClusterClaim(name="id.k8s.io", value=f"{i:08x}-5c1e-4b7a-9d3e-{i:012x}")]
+            claims += c.status.cluster_claims or []
+            status = c.status.model_copy(update={"cluster_claims": claims})
+            notes = {
+                "open-cluster-management/created-via": "other",
+                "example.com/tier": TIERS[i % 3],
+            }
+            metadata = c.metadata.model_copy(update={"annotations": notes})
+            c = c.model_copy(update={"status": status, "metadata": metadata})
         index.upsert_cluster(cluster_row(c))
     for s in fleet.cluster_sets:
         index.upsert_cluster_set(s)
@@ -189,13 +221,14 @@ def main() -> None:
     """Print issue 33's table: ms of the first evaluation per shape (best of 3; 1 for the
     interpreter at 100k), the load average (1 min) before each size's runs."""
     sizes = (1_000, 10_000, 100_000)
-    results: dict[str, list[str]] = {shape: [] for shape in SHAPES}
+    results: dict[str, list[str]] = {shape: [] for shape in {**SHAPES, **UNIQUE_ID_SHAPES}}
     loads = []
     for size in sizes:
-        fleet = world(size)
         loads.append(f"{os.getloadavg()[0]:.1f}")
-        for shape, expressions in SHAPES.items():
-            repeat = 1 if size == 100_000 and "interpreter" in shape else 3
+        for shape, expressions in [*SHAPES.items(), *UNIQUE_ID_SHAPES.items()]:
+            fleet = world(size, shape in UNIQUE_ID_SHAPES)
+            slow = "interpreter" in shape or "whole lists" in shape
+            repeat = 1 if size == 100_000 and slow else 3
             runs = [_first_evaluation(expressions, fleet) for _ in range(repeat)]
             ms = min(r[0] for r in runs)
             results[shape].append(f"{ms:,.1f} ms" if ms < 100 else f"{ms:,.0f} ms")

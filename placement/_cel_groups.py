@@ -14,14 +14,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from placement.arrays import RowIndex
-from placement.cel import CelSelector, Verdict
-from placement.cel.document import claims_document
+from placement.arrays import BoolMask, RowIndex
+from placement.cel import PER_CALL_LIMIT, CelSelector, Verdict
+from placement.cel.document import NOT_KEPT, claim_projector, claims_document
 from placement.cel.reads import LabelReads
-from placement.snapshot import FleetSnapshot
+from placement.snapshot import Column, FleetSnapshot
 
-__all__ = ["groupable", "grouped_verdicts"]
+__all__ = ["groupable", "grouped_rows", "grouped_verdicts"]
 
+_NOT_KEPT = "\0not kept"
+"""Where `CelInputs.annotation_columns` notes the rows whose annotations are `NOT_KEPT`."""
 _OTHER = "\0other"
 """A label key no expression reads: it keeps `labels` in the document of a cluster whose labels
 are all unread (the typed document drops `labels` only when the cluster has none)."""
@@ -31,7 +33,18 @@ def groupable(reads: LabelReads | None, fleet: FleetSnapshot) -> bool:
     """Whether the snapshot holds what the expressions read (the claims lists, if read)."""
     if reads is None:
         return False
-    return not reads.claims or (fleet.cel is not None and fleet.cel.claim_lists is not None)
+    inputs = fleet.cel
+    if reads.claims and (inputs is None or inputs.claim_lists is None):
+        return False
+    return not reads.annotations or (inputs is not None and inputs.annotations is not None)
+
+
+def grouped_rows(reads: LabelReads, fleet: FleetSnapshot, rows: RowIndex) -> BoolMask:
+    """Which of `rows` the groups decide: all but, when annotations are read, the clusters with
+    an annotation too long for the rows to keep (`NOT_KEPT`), which run on their objects."""
+    if not reads.annotations:
+        return np.ones(rows.size, dtype=bool)
+    return _annotation(fleet, _NOT_KEPT).codes[rows] < 0
 
 
 def grouped_verdicts(
@@ -53,13 +66,31 @@ def grouped_verdicts(
     parts: list[tuple[npt.NDArray[Any], int]] = [(c.codes[rows], len(c.values)) for c in columns]
     parts.append((labelled, 2))
     claim_lists = fleet.cel.claim_lists if reads.claims and fleet.cel is not None else None
+    projected: tuple[str, ...] | None = None
     if claim_lists is not None:
-        parts.append((claim_lists.codes[rows], len(claim_lists.values)))
+        codes = claim_lists.codes[rows]
+        if reads.claim_names is None:
+            parts.append((codes, len(claim_lists.values)))
+        else:  # only the claims of some names matter: group by those
+            projected, codes, sizes = _projected(claim_lists.values, codes, reads)
+            parts.append((codes, len(projected)))
+    notes = sorted(reads.annotations)
+    notes_columns = [_annotation(fleet, key) for key in notes]
+    annotated = np.zeros(rows.size, dtype=bool)
+    if notes:  # whether a cluster has annotations matters only when they are read
+        annotated = _annotation(fleet, _OTHER).codes[rows] >= 0
+        parts.extend((c.codes[rows], len(c.values)) for c in notes_columns)
+        parts.append((annotated, 2))
     if reads.name:
         parts.append((rows, fleet.size))
     first, inverse, count = _groups(parts)
     failed = np.full(count, -1, dtype=np.int16)
+    most = np.zeros(count, dtype=np.int64)  # the most claims a list of each group has
+    if projected is not None:
+        np.maximum.at(most, inverse, sizes)
     group_errors: dict[int, str] = {}
+    whole: list[int] = []
+    documents: list[dict[str, Any]] = []
     for group, position in enumerate(first.tolist()):
         row = int(rows[position])
         labels = {}
@@ -72,12 +103,25 @@ def grouped_verdicts(
         metadata: dict[str, Any] = {"labels": labels} if labels else {}
         if reads.name:
             metadata["name"] = fleet.names[row]
+        if annotated[position]:
+            kept = {k: c.value_at(row) for k, c in zip(notes, notes_columns, strict=True)}
+            metadata["annotations"] = {k: v for k, v in kept.items() if v is not None} or {
+                _OTHER: ""
+            }
         document: dict[str, Any] = {"metadata": metadata}
         if claim_lists is not None:
             # `status` is always there (Go's struct); `clusterClaims` only when not empty
             listed = claim_lists.value_at(row)
+            if projected is not None and codes[position] >= 0:
+                listed = projected[codes[position]]
             document["status"] = {"clusterClaims": claims_document(listed)} if listed else {}
+        documents.append(document)
         verdict = _run(selector, document, timer)
+        # the claims left out each cost the charge of an iteration in the whole list: when
+        # they could spend the budget, the whole lists decide (never on real fleets)
+        extra = int(most[group]) * reads.claim_names.per_claim if reads.claim_names else 0
+        if projected is not None and verdict.cost + extra > PER_CALL_LIMIT:
+            whole.append(group)
         if verdict.failed is not None:
             failed[group] = verdict.failed
         if verdict.error is not None:
@@ -87,7 +131,54 @@ def grouped_verdicts(
     if group_errors:
         for position in np.flatnonzero(np.isin(by_row, list(group_errors))).tolist():
             errors[position] = group_errors[int(by_row[position])]
-    return failed[by_row], errors
+    verdicts = failed[by_row]
+    for group in whole:
+        for position in np.flatnonzero(by_row == group).tolist():
+            row = int(rows[position])
+            listed = claim_lists.value_at(row) if claim_lists is not None else None
+            status = {"clusterClaims": claims_document(listed)} if listed else {}
+            verdict = _run(selector, {**documents[group], "status": status}, timer)
+            verdicts[position] = -1 if verdict.failed is None else verdict.failed
+            errors.pop(position, None)
+            if verdict.error is not None:
+                errors[position] = verdict.error
+    return verdicts, errors
+
+
+def _annotation(fleet: FleetSnapshot, key: str) -> Column:
+    """The annotation `key` of every row, coded (made on first use in this snapshot);
+    `_OTHER`: "" for every row that has annotations."""
+    inputs = fleet.cel
+    assert inputs is not None and inputs.annotations is not None
+    column = inputs.annotation_columns.get(key)
+    if column is None:
+        notes = inputs.annotations
+        if key == _OTHER:
+            cells = [(row, "") for row, kept in enumerate(notes) if kept]
+        elif key == _NOT_KEPT:
+            cells = [(row, "") for row, kept in enumerate(notes) if kept is NOT_KEPT]
+        else:
+            cells = [(row, kept[key]) for row, kept in enumerate(notes) if key in kept]
+        column = inputs.annotation_columns[key] = Column.build(len(notes), cells)
+    return column
+
+
+def _projected(
+    values: tuple[str, ...], codes: npt.NDArray[np.int32], reads: LabelReads
+) -> tuple[tuple[str, ...], npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """The claims lists of `values` at `codes` projected on the names read: the distinct
+    projections, the code of each position's, and how many claims each position's list has
+    at most."""
+    assert reads.claim_names is not None
+    project = claim_projector(reads.claim_names.names)
+    used = np.unique(codes[codes >= 0]).tolist()
+    index: dict[str, int] = {}
+    remap = np.full(len(values) + 1, -1, dtype=np.int32)  # the last: absent (-1)
+    remap[used] = [index.setdefault(project(values[code]), len(index)) for code in used]
+    # n claims take at least 8n + 1 characters (`[["",""],...]`): n <= len // 7
+    counts = np.zeros(len(values) + 1, dtype=np.int64)
+    counts[used] = [len(values[code]) // 7 for code in used]
+    return tuple(index), remap[codes], counts[codes]
 
 
 _KEY_LIMIT = 1 << 62

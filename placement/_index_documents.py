@@ -96,5 +96,6 @@ def document_row(cluster: ManagedCluster) -> DocumentRow:
         row.taints,
         row.name,
         row.resource_version,
+        row.annotations,
         pack(cluster),
     )

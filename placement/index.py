@@ -21,6 +21,8 @@ does, annotations, version and conditions included, for about a hundred bytes a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from apis.cluster import (
@@ -36,7 +38,7 @@ from placement._index_columns import AddOnState, Cow, Epoch, Layout, columns_of
 from placement._index_decisions import DecisionState
 from placement._index_documents import DocumentRow, document_row, unpack
 from placement.arrays import BoolMask
-from placement.cel.document import claims_document
+from placement.cel.document import NOT_KEPT, claims_document
 from placement.rows import (
     ClusterRow,
     DecisionRow,
@@ -101,6 +103,8 @@ class FleetIndex:
         self._revisions = Cow(self._epoch, np.zeros(0, dtype=np.int64))
         self._stamps: dict[str, int] = {}
         self._cel_cache: dict[object, object] = {}
+        # Each committed row's kept annotations (`ClusterRow.annotations`), for CEL's groups.
+        self._notes: Cow[np.object_] = Cow(self._epoch, np.empty(0, dtype=object))
 
     @property
     def version(self) -> int:
@@ -129,7 +133,11 @@ class FleetIndex:
         self._clusters[name] = after
         # What CEL reads may change without the features (an annotation, a condition).
         object_changed = old is None or _packed(old) != _packed(after)
+        notes_changed = old is None or _annotations_differ(old.annotations, after.annotations)
+        object_changed |= notes_changed
         row = self._index.get(name)
+        if row is not None and notes_changed:
+            self._notes.write()[row] = after.annotations
         if row is None:
             self._adds[name] = after
             self._changed()
@@ -200,6 +208,10 @@ class FleetIndex:
         for name in self._deletes:
             self._stamps.pop(name, None)
         self._revisions.replace(revisions)
+        notes = layout.move(self._notes.read, None)
+        for row, name in zip(rows, added, strict=True):
+            notes[row] = self._adds[name].annotations
+        self._notes.replace(notes)
         self._adds.clear()
         self._deletes.clear()
 
@@ -351,6 +363,7 @@ class FleetIndex:
                 self._score_items,
                 self._cel_cache,
                 columns.claim_lists.column(),
+                self._notes.read,
             ),
         )
         if last is not None and last.taints is fleet.taints and "taint_table" in last.__dict__:
@@ -372,6 +385,11 @@ def _packed(row: ClusterRow) -> bytes:
     return row.packed if isinstance(row, DocumentRow) else b""
 
 
+def _annotations_differ(before: Mapping[str, str], after: Mapping[str, str]) -> bool:
+    """Whether two rows' kept annotations differ (`NOT_KEPT` is empty, yet not "none")."""
+    return before is not after and ((before is NOT_KEPT) != (after is NOT_KEPT) or before != after)
+
+
 def _same_features(before: ClusterRow, after: ClusterRow) -> bool:
     """Rows of either class compare by the features their columns show."""
     if type(before) is type(after):
@@ -385,6 +403,8 @@ def _row_document(name: str, index: FleetIndex) -> dict[str, object]:
     if row is None:
         return {"metadata": {"name": name}}
     metadata: dict[str, object] = {"name": name, "labels": dict(row.labels)}
+    if row.annotations:
+        metadata["annotations"] = dict(row.annotations)
     if row.resource_version is not None:
         metadata["resourceVersion"] = row.resource_version
     taints = [{"key": k, "value": v, "effect": e} for k, v, e, _ in row.taints]

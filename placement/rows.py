@@ -22,7 +22,7 @@ from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.meta import without_nulls
 from apis.placements import PLACEMENT_LABEL, PlacementDecision
 from apis.quantity import Quantity
-from placement.cel.document import claims_text
+from placement.cel.document import claims_text, kept_annotations
 from placement.snapshot import RESOURCES
 
 __all__ = [
@@ -56,6 +56,10 @@ class ClusterRow:
     taints: tuple[_TaintSpec, ...]
     name: str = field(default="", compare=False)
     resource_version: str | None = field(default=None, compare=False)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY, compare=False)
+    """`metadata.annotations`, for the CEL selectors grouped by the annotations they read
+    (`NOT_KEPT` when a value is longer than `ANNOTATION_LIMIT`: those run per cluster). Not a
+    feature: a change restamps the cluster for CEL, as any change of its object does."""
 
 
 class ClaimMap(dict[str, str]):
@@ -120,6 +124,7 @@ def cluster_row(cluster: ManagedCluster) -> ClusterRow:
         tuple([(t.key, t.value or "", t.effect, t.time_added) for t in taints]) if taints else (),
         meta.name or "",
         meta.resource_version,
+        kept_annotations(meta.annotations),
     )
 
 

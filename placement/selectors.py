@@ -21,7 +21,7 @@ from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, l
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
 from placement._cel_columns import column_verdicts
-from placement._cel_groups import groupable, grouped_verdicts
+from placement._cel_groups import groupable, grouped_rows, grouped_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
 from placement.snapshot import CelInputs, Column, FleetSnapshot
@@ -301,13 +301,16 @@ def cel_mask(
     reads = selector.label_reads
     if missing.size and reads is not None and groupable(reads, fleet):
         # Label values, the name, the claims: one interpreter run per distinct set of them.
-        verdicts, found = grouped_verdicts(selector, reads, fleet, rows[missing], timer)
-        failed[missing] = verdicts
-        everything = np.ones(missing.size, dtype=bool)
-        kept, cached = _keep(inputs, key, cached, stamps[missing], verdicts, found, everything)
-        errors = kept if kept is not None else errors
-        valid[missing] = True
-        missing = missing[:0]
+        sure = grouped_rows(reads, fleet, rows[missing])
+        grouped = missing[sure]
+        if grouped.size:
+            verdicts, found = grouped_verdicts(selector, reads, fleet, rows[grouped], timer)
+            failed[grouped] = verdicts
+            everything = np.ones(grouped.size, dtype=bool)
+            kept, cached = _keep(inputs, key, cached, stamps[grouped], verdicts, found, everything)
+            errors = kept if kept is not None else errors
+            valid[grouped] = True
+        missing = missing[~sure]
     if missing.size:
         fresh: list[tuple[int, int]] = []
         new_errors: dict[int, str] = {}

@@ -26,7 +26,7 @@ from apis.cluster import (
 )
 from apis.placements import PlacementDecision
 from placement.arrays import BoolMask, RowIndex
-from placement.cel.document import claims_text, cluster_document
+from placement.cel.document import claims_text, cluster_document, kept_annotations
 
 __all__ = [
     "RESOURCES",
@@ -187,13 +187,17 @@ class CelInputs:
     `cache` is shared by every snapshot of one index and is written to by the Predicate
     filter: the only mutable thing a snapshot reaches, as `_set_masks` is. `claim_lists`
     codes each row's `status.clusterClaims` as written (`claims_text`; absent: no claims),
-    for the selectors grouped by the claims they read (None: they run per cluster)."""
+    for the selectors grouped by the claims they read (None: they run per cluster), and
+    `annotations` each row's (`kept_annotations`), coded by key on demand (`annotation_columns`,
+    per snapshot) for those grouped by the annotations they read."""
 
     revisions: npt.NDArray[np.int64]
     document: Callable[[str], tuple[int, Mapping[str, Any]]]
     scores: Callable[[str, str], ScoreItems | None]
     cache: dict[Any, Any] = field(default_factory=dict)
     claim_lists: Column | None = None
+    annotations: Sequence[Mapping[str, str]] | npt.NDArray[np.object_] | None = None
+    annotation_columns: dict[str, Column] = field(init=False, default_factory=dict, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CelInputs:
         """A view onto the index's live store: a copy shares the store, copies the stamps."""
@@ -389,6 +393,7 @@ def _cel_inputs(
         document,
         lambda cluster, name: items.get((cluster, name)),
         claim_lists=Column.build(len(ordered), lists),
+        annotations=tuple([kept_annotations(c.metadata.annotations) for c in ordered]),
     )
 
 

@@ -20,13 +20,26 @@ shape, not the stored JSON:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
+from sys import intern
+from types import MappingProxyType
 from typing import Any
 
 from apis.cluster import ManagedCluster
 from apis.quantity import Quantity, QuantityError
 
-__all__ = ["SHAPE", "claims_document", "claims_text", "cluster_document", "typed"]
+__all__ = [
+    "ANNOTATION_LIMIT",
+    "NOT_KEPT",
+    "SHAPE",
+    "claim_projector",
+    "claims_document",
+    "claims_text",
+    "cluster_document",
+    "kept_annotations",
+    "typed",
+]
 
 # A field rule: (kind, omitempty, detail). Kinds: "str", "bool", "int" (zero value written
 # unless omitempty), "time" (metav1.Time: null when unset), "ptr" (a pointer: absent when
@@ -218,3 +231,46 @@ def claims_document(text: str) -> list[dict[str, str]]:
             claim["value"] = value
         out.append(claim)
     return out
+
+
+def claim_projector(names: Iterable[str]) -> Callable[[str], str]:
+    """The function giving, of a `claims_text`, the claims named one of `names` or without a
+    name, in order, as a `claims_text` that is "[]" when none is but the list is there (""
+    stays ""). Names starting with `,` or `]` are not for it (`claim_reads` leaves them out).
+
+    Without a backslash in the text, a claim's value ends at the first quote after its opening
+    one, and `["<name>",` is found only where a claim starts: inside a string a `[` followed by
+    a quote ends the string, which a `,` or `]` must follow, and no name starts with either.
+    With a backslash, the list is parsed."""
+    wanted = set(names) | {""}
+    heads = sorted(re.escape("[" + json.dumps(n, ensure_ascii=False) + ",") for n in wanted)
+    pairs = re.compile("(?:" + "|".join(heads) + r')"[^"]*"\]').findall
+
+    def project(text: str) -> str:
+        if not text:
+            return ""
+        if "\\" in text:
+            kept = [pair for pair in json.loads(text) if pair[0] in wanted]
+            return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+        return "[" + ",".join(pairs(text)) + "]"
+
+    return project
+
+
+ANNOTATION_LIMIT = 256
+"""The longest annotation value the index's rows and the snapshot keep for CEL: big ones
+(`last-applied-configuration`) would cost kilobytes a cluster, and selectors read short flags."""
+NOT_KEPT: Mapping[str, str] = MappingProxyType({})
+"""A cluster's kept annotations when one is longer than `ANNOTATION_LIMIT` (told by identity):
+selectors reading annotations then run on its whole object."""
+_NONE: Mapping[str, str] = MappingProxyType({})
+
+
+def kept_annotations(annotations: Mapping[str, str] | None) -> Mapping[str, str]:
+    """What is kept of `metadata.annotations` for CEL: all of them, keys and values interned
+    (fleets repeat them), or `NOT_KEPT`."""
+    if not annotations:
+        return _NONE
+    if any(len(value) > ANNOTATION_LIMIT for value in annotations.values()):
+        return NOT_KEPT
+    return {intern(key): intern(value) for key, value in annotations.items()}

@@ -7,15 +7,18 @@ whole object).
 Found token by token: every occurrence of the identifier `managedCluster` must be the start
 of `managedCluster.metadata.name`, of `managedCluster.status.clusterClaims` (the whole list, as
 written: whatever follows reads nothing but it) or of `managedCluster.metadata.labels` followed
-by `["K"]` or `.K` (a field, not a method call), or be the right operand of `"K" in`. Anything
-else (the whole labels map, an optional selection, another field, `scores`, the variable alone
-or shadowed by a comprehension's) and the expressions are not grouped.
+by `["K"]` or `.K` (a field, not a method call), or be the right operand of `"K" in`, or of
+`managedCluster.metadata.annotations` followed by `["K"]` or `.K`: one annotation, and whether
+there are any. Anything else (the whole labels or annotations map, an optional selection,
+another field, `scores`, the variable alone or shadowed by a comprehension's) and the
+expressions are not grouped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from placement.cel.claim_reads import ClaimNames, claim_names
 from placement.cel.source import Token, string_value, tokenize
 
 __all__ = ["LabelReads", "label_reads"]
@@ -28,26 +31,37 @@ loosely, to the left), so that neither operand is part of a larger one."""
 _NAME = "\0name"
 """What `_read` gives for `metadata.name` (compared by identity: no key is this object)."""
 _CLAIMS = "\0claims"
+_ANNOTATIONS = "\0annotations"
 """What `_read` gives for `status.clusterClaims` (compared by identity too)."""
 
 
 @dataclass(frozen=True)
 class LabelReads:
-    """The label keys the expressions read, whether they read the name, and the claims."""
+    """The label keys the expressions read, whether they read the name, and the claims:
+    `claim_names` when only the claims of some names matter (`placement.cel.claim_reads`),
+    None for the whole list."""
 
     keys: frozenset[str]
     name: bool
     claims: bool = False
+    claim_names: ClaimNames | None = None
+    annotations: frozenset[str] = frozenset()
+    """The annotation keys read (by literal key, with `.`, `.?`, `[...]` or `[?...]`)."""
 
 
 def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
     """What the expressions read, None when it is more than label values and the name."""
     keys: set[str] = set()
+    annotations: set[str] = set()
     name = claims = False
+    parsed: list[list[Token]] = []
+    uses: list[list[int]] = []
     for source in expressions:
         tokens = [t for t in tokenize(source) if t.kind != "space"]
         if any(t.kind == "other" for t in tokens):
             return None
+        parsed.append(tokens)
+        uses.append([])
         for at, token in enumerate(tokens):
             if token.kind != "ident" or token.text != _VARIABLE:
                 continue
@@ -58,18 +72,35 @@ def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
                 name = True
             elif read is _CLAIMS:
                 claims = True
+                uses[-1].append(at)
+            elif isinstance(read, tuple):
+                annotations.add(read[1])
             else:
                 keys.add(read)
-    return LabelReads(frozenset(keys), name, claims)
+    names = claim_names(parsed, uses) if claims else None
+    return LabelReads(frozenset(keys), name, claims, names, frozenset(annotations))
 
 
 def _text(tokens: list[Token], at: int) -> str:
     return tokens[at].text if 0 <= at < len(tokens) else ""
 
 
-def _read(tokens: list[Token], at: int) -> str | None:
+def _annotation_key(tokens: list[Token], after: int) -> str | None:
+    """The key of `["K"]` or `.K` at `after` (past `annotations`): what depends only on that
+    annotation and on whether the cluster has annotations at all. (The optional forms would
+    too, but stay with the interpreter, as for labels.)"""
+    bracket = _text(tokens, after)
+    if bracket == "[" and _text(tokens, after + 2) == "]":
+        literal = tokens[after + 1]
+        return string_value(literal.text) if literal.kind == "string" else None
+    if bracket == "." and after + 1 < len(tokens) and tokens[after + 1].kind == "ident":
+        return tokens[after + 1].text if _text(tokens, after + 2) != "(" else None
+    return None
+
+
+def _read(tokens: list[Token], at: int) -> str | tuple[str, str] | None:
     """The label key read by the variable at `at` (`_NAME` for the name, `_CLAIMS` for the
-    claims), None if something else."""
+    claims, (`_ANNOTATIONS`, key) for an annotation), None if something else."""
     if _text(tokens, at - 1) in (".", ".?"):
         return None  # a field of something else called managedCluster, or a qualified name
     path = [_text(tokens, at + i) for i in range(1, 5)]
@@ -79,6 +110,9 @@ def _read(tokens: list[Token], at: int) -> str | None:
         return None
     if path[3] == "name" and tokens[at + 4].kind == "ident":
         return _NAME if _text(tokens, at + 5) not in ("(", ".?", "[?") else None
+    if path[3] == "annotations":
+        key = _annotation_key(tokens, at + 5)
+        return None if key is None else (_ANNOTATIONS, key)
     if path[3] != "labels":
         return None
     after = at + 5
