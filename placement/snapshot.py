@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +24,7 @@ from apis.cluster import (
     ManagedClusterSetBinding,
 )
 from apis.placements import PlacementDecision
+from placement._snapshot_taints import TaintKind, TaintRow, TaintTable
 from placement.arrays import BoolMask, RowIndex
 from placement.cel.document import claims_text, cluster_document, kept_annotations
 
@@ -68,62 +68,6 @@ class Column:
     def value_at(self, row: int) -> str | None:
         code = int(self.codes[row])
         return None if code < 0 else self.values[code]
-
-
-@dataclass(frozen=True)
-class TaintRow:
-    """One taint of one cluster."""
-
-    row: int
-    key: str
-    value: str
-    effect: str
-    time_added: datetime | None
-
-
-@dataclass(frozen=True)
-class TaintTable:
-    """The taints as columns, entry i being `FleetSnapshot.taints[i]`: a cycle loops over the
-    few distinct (key, value, effect) kinds, not over the tainted clusters."""
-
-    rows: RowIndex
-    kinds: npt.NDArray[np.intp]  # index into `signatures`
-    signatures: tuple[tuple[str, str, str], ...]  # (key, value, effect)
-    added: npt.NDArray[np.float64]  # timeAdded in POSIX seconds, -inf when unset (Go's zero time)
-
-    @classmethod
-    def build(cls, taints: Sequence[TaintRow]) -> TaintTable:
-        index: dict[tuple[str, str, str], int] = {}
-        kinds = [index.setdefault((t.key, t.value, t.effect), len(index)) for t in taints]
-        added = [t.time_added.timestamp() if t.time_added else -np.inf for t in taints]
-        return cls(
-            np.asarray([t.row for t in taints], dtype=np.intp),
-            np.asarray(kinds, dtype=np.intp),
-            tuple(index),
-            np.asarray(added, dtype=np.float64),
-        )
-
-    @cached_property
-    def by_kind(self) -> tuple[TaintKind, ...]:
-        """The entries of each kind (aligned with `signatures`), built on first use with the
-        table: a cycle reads each kind's rows without comparing every entry's kind."""
-        order = np.argsort(self.kinds, kind="stable")
-        bounds = np.searchsorted(self.kinds[order], np.arange(len(self.signatures) + 1))
-        out = []
-        for k, signature in enumerate(self.signatures):
-            entries = order[bounds[k] : bounds[k + 1]]
-            out.append(TaintKind(signature, entries, self.rows[entries], self.added[entries]))
-        return tuple(out)
-
-
-class TaintKind(NamedTuple):
-    """The taints of one (key, value, effect) kind: their entries in the `TaintTable`
-    (ascending), rows and timeAdded."""
-
-    signature: tuple[str, str, str]
-    entries: RowIndex
-    rows: RowIndex
-    added: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
