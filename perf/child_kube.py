@@ -34,7 +34,7 @@ from typing import Any
 
 from apis.core import Namespace, Pod
 from apis.registry import parse_as
-from perf.child_pods import _cpu_seconds, _free_port, overcommitted
+from perf.child_pods import _cpu_seconds, _free_port, overcommitted, stop
 from perf.harness import memory_mib
 from perf.kube_workloads import (
     GANG_CONFIG,
@@ -204,12 +204,7 @@ async def e2e(
                     with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
                         await watching
             finally:
-                scheduler.terminate()
-                try:
-                    out["scheduler_exit"] = scheduler.wait(60)
-                except subprocess.TimeoutExpired:
-                    scheduler.kill()
-                    out["scheduler_exit"] = scheduler.wait()
+                out["scheduler_exit"] = stop(scheduler, 60)
             listed = [p for ns in spaces for p in (await gw.list(Pod, namespace=ns)).items]
         log.seek(0)
         out["scheduler_log_tail"] = [line for line in log.read().splitlines() if line.strip()][-3:]

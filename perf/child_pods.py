@@ -25,7 +25,7 @@ from perf import _pods_workload as pods_workload
 from perf.harness import memory_mib
 from placement.testing import NOW  # the engine's clock
 
-__all__ = ["overcommitted", "pod_e2e", "pod_engine", "pod_memory", "pod_preemption"]
+__all__ = ["overcommitted", "pod_e2e", "pod_engine", "pod_memory", "pod_preemption", "stop"]
 
 
 def _pod_engine() -> Any:
@@ -40,6 +40,16 @@ def _pod_engine() -> Any:
         config, POD_PLUGINS, defaults=DEFAULT_PLUGINS, default_weights=DEFAULT_SCORE_WEIGHTS
     )
     return Engine(profile)
+
+
+def stop(process: subprocess.Popen[Any], grace: float) -> int:
+    """SIGTERM, then SIGKILL after `grace` seconds: the process's exit code."""
+    process.terminate()
+    try:
+        return process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def overcommitted(
@@ -304,12 +314,7 @@ async def _until_bound(url: str, unbound: str, timeout_s: float) -> dict[str, An
                     now_cpu = _cpu_seconds(server)
                     out["server_cpu_s"] = None if now_cpu is None else now_cpu - server_cpu
             finally:
-                scheduler.terminate()
-                try:
-                    out["scheduler_exit"] = scheduler.wait(30)
-                except subprocess.TimeoutExpired:
-                    scheduler.kill()
-                    out["scheduler_exit"] = scheduler.wait()
+                out["scheduler_exit"] = stop(scheduler, 30)
             out["waited_s"] = time.perf_counter() - began
         log.seek(0)
         out["scheduler_log_tail"] = [line for line in log.read().splitlines() if line.strip()][-3:]
