@@ -132,3 +132,15 @@ def test_watch_decodes_only_the_lines_that_change_the_count() -> None:
     watch._line(line("DELETED", "b", None))  # a measured pod's deletion is no eviction
     assert watch.bound == {"ns/a": "n1"} and watch.deleted == 1
     assert (watch.lines, watch.parsed) == (6, 4)
+
+
+def test_creator_reports_a_server_it_cannot_reach() -> None:
+    import asyncio
+
+    from perf.child_pods import _free_port
+    from perf.kube_creator import CreateError, Request, post_all
+
+    request = Request("/api/v1/namespaces/ns/pods", b"{}")
+    with pytest.raises(CreateError, match="connect"):
+        asyncio.run(post_all(f"http://127.0.0.1:{_free_port()}", [request] * 3))
+    assert asyncio.run(post_all("http://127.0.0.1:1", [])) == 0  # nothing to send: no connection
