@@ -12,9 +12,16 @@ controllers.addons.scheduler --url`, the status controller off) starts and repor
 this process watches the pods and creates the measured pods, and the clock runs from the first
 measured pod's creation until the server holds every measured pod bound (gangs: as many members
 bound as whole gangs fit). The bound count is kept after every watch event (the throughput
-curve), with the CPU seconds the scheduler and the server spent meanwhile. Checks: every
-measured pod bound, none misplaced (the workload's own check, and no node over-committed).
-`--profile FILE` runs the scheduler process under cProfile (stats written when it stops).
+curve), with the CPU seconds the scheduler, the server and this process spent meanwhile.
+Checks: every measured pod bound, none misplaced (the workload's own check, and no node
+over-committed). `--profile FILE` runs the scheduler process under cProfile (stats written
+when it stops).
+
+The objects are created as scheduler_perf creates them (`perf.kube_creator`: encoded to JSON
+before the clock starts, 30 POSTs in flight, answers checked for 201 but not parsed);
+`--creator=gateway` creates them through the pydantic gateway instead, 64 at a time (the
+previous harness), to compare. The watch parses only the lines that can change the count: a
+pod with a node, or a deletion.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +44,7 @@ from apis.core import Namespace, Pod
 from apis.registry import parse_as
 from perf.child_pods import _cpu_seconds, _free_port, overcommitted, stop
 from perf.harness import memory_mib
+from perf.kube_creator import encode, post_all
 from perf.kube_workloads import (
     GANG_CONFIG,
     WORKLOADS,
@@ -48,6 +57,14 @@ from perf.kube_workloads import (
 from perf.test_pod_engine_bench import SCHEDULER
 
 __all__ = ["e2e", "main"]
+
+CREATORS = ("raw", "gateway")
+"""How the objects are created: scheduler_perf's way (`perf.kube_creator`), or through the
+pydantic gateway (`tests.controllers.addons.cluster.create_all`, the previous harness)."""
+
+# A watch line that can change the count: a deletion, or a pod with a node (a string, not null).
+_DELETED = re.compile(rb'\{\s*"type"\s*:\s*"DELETED"')
+_NODE = re.compile(rb'"nodeName"\s*:\s*"')
 
 
 def _key(pod: Any) -> str:
@@ -65,6 +82,16 @@ class _Watch:
         self.began: float | None = None
         self.timeline: list[tuple[float, int]] = []
         self.changed = asyncio.Event()
+        self.lines = 0
+        self.parsed = 0
+
+    def _line(self, line: bytes) -> None:
+        """A pod without a node (created, or changed before it is bound) cannot change the
+        count: its line is not decoded."""
+        self.lines += 1
+        if _DELETED.match(line) or _NODE.search(line):
+            self.parsed += 1
+            self._seen(json.loads(line))
 
     def _seen(self, event: dict[str, Any]) -> None:
         obj = event.get("object") or {}
@@ -89,7 +116,7 @@ class _Watch:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        self._seen(json.loads(line))
+                        self._line(line)
 
 
 async def _ready(session: Any, port: int, scheduler: subprocess.Popen[bytes], limit: float) -> bool:
@@ -145,10 +172,16 @@ def _classed(pods: list[Pod]) -> list[Pod]:
 
 
 async def e2e(
-    workload: str, nodes: int, running: int, pending: int, timeout_s: float, profile: str | None
+    workload: str,
+    nodes: int,
+    running: int,
+    pending: int,
+    timeout_s: float,
+    profile: str | None,
+    creator: str = "raw",
 ) -> dict[str, Any]:
     """One end to end run (module docstring). For `gangs`, `running` is the number of gangs and
-    `pending` their members."""
+    `pending` their members; `creator` one of `CREATORS`."""
     import aiohttp
 
     from tests.controllers.addons.cluster import create_all, server_process
@@ -156,7 +189,7 @@ async def e2e(
     cluster, extra, before, measured, expected = _cluster(workload, nodes, running, pending)
     spaces = sorted({str(p.metadata.namespace) for p in (*before, *measured)})
     out: dict[str, Any] = {"workload": workload, "nodes": nodes, "running": running}
-    out["pending"], out["expected"] = len(measured), expected
+    out["pending"], out["expected"], out["creator"] = len(measured), expected, creator
     server: list[int] = []
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,8 +200,11 @@ async def e2e(
             for ns in spaces:
                 doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                 await gw.create(parse_as(Namespace, doc))
-            await create_all(gw, [*cluster, *extra], width=64)
-            await create_all(gw, before, width=64)
+            for batch in ([*cluster, *extra], before):  # the nodes before the pods on them
+                if creator == "gateway":
+                    await create_all(gw, batch, width=64)
+                else:
+                    await post_all(url, encode(batch))
             out["setup_s"] = round(time.perf_counter() - began, 2)
             port = _free_port()
             profiler = ["-m", "cProfile", "-o", profile] if profile else []
@@ -188,9 +224,14 @@ async def e2e(
                     async with session.get(f"{url}/api/v1/pods", params={"limit": "1"}) as r:
                         rv = (await r.json())["metadata"]["resourceVersion"]
                     watching = asyncio.create_task(watch.run(session, url, rv))
+                    requests = encode(measured) if creator != "gateway" else []
                     cpu = _cpu_seconds(scheduler.pid), _cpu_seconds(server[0])
+                    own = time.process_time()
                     watch.began = time.perf_counter()
-                    await create_all(gw, measured, width=64)
+                    if creator == "gateway":
+                        await create_all(gw, measured, width=64)
+                    else:
+                        await post_all(url, requests)
                     out["created_s"] = round(time.perf_counter() - watch.began, 3)
                     while len(watch.bound) < expected and scheduler.poll() is None:
                         if time.perf_counter() - watch.began > timeout_s:
@@ -200,6 +241,7 @@ async def e2e(
                             await asyncio.wait_for(watch.changed.wait(), 1.0)
                     seconds = time.perf_counter() - watch.began
                     after = _cpu_seconds(scheduler.pid), _cpu_seconds(server[0])
+                    out["client_cpu_s"] = round(time.process_time() - own, 2)
                     watching.cancel()
                     with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
                         await watching
@@ -225,6 +267,7 @@ async def e2e(
         timed_out=bound < expected,
         pods_per_s=round(bound / seconds, 1) if seconds > 0 else None,
         evicted=watch.deleted,
+        watch_lines=[watch.lines, watch.parsed],
         scheduler_cpu_s=_delta(cpu[0], after[0]),
         server_cpu_s=_delta(cpu[1], after[1]),
         timeline=_thin(watch.timeline),
@@ -277,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, required=True, help="measured pods (gangs: members)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds (end to end)")
     parser.add_argument("--profile", help="cProfile stats of the scheduler process (end to end)")
+    parser.add_argument(
+        "--creator", choices=CREATORS, default="raw", help="how objects are created (end to end)"
+    )
     args = parser.parse_args(argv)
     from controllers.cli.run import tune_gc
 
@@ -284,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any]
     if args.e2e:
         sizes = (args.workload, args.nodes, args.running, args.pods)
-        out = asyncio.run(e2e(*sizes, args.timeout, args.profile))
+        out = asyncio.run(e2e(*sizes, args.timeout, args.profile, args.creator))
     elif args.workload == "gangs":
         out = gangs(args.running, args.pods, args.nodes)
     else:

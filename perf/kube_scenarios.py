@@ -45,6 +45,8 @@ KEPT = (
     "cpu_s",
     "scheduler_cpu_s",
     "server_cpu_s",
+    "client_cpu_s",
+    "creator",
     "bound",
     "expected",
     "evicted",

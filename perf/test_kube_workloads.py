@@ -63,3 +63,84 @@ def test_per_second_samples_are_the_pods_bound_in_each_whole_second() -> None:
     assert stats["Average"] == 112.5
     assert (stats["Perc50"], stats["Perc90"], stats["Perc99"]) == (50, 300, 300)
     assert summary([]) == {}
+
+
+def test_creator_sends_the_gateways_bodies_and_stops_at_the_first_refusal() -> None:
+    """`perf.kube_creator` creates what the gateway creates (the same path and JSON body), every
+    object once over its 30 connections, and a refused create (409: the pod exists) is an
+    error, never a silent miss."""
+    import asyncio
+    import json
+
+    from apis.core import Namespace, Pod
+    from apis.registry import parse_as
+    from controllers.kube.gateway import collection_path
+    from perf.kube_creator import CreateError, encode, post_all
+    from tests.controllers.addons.cluster import server_process
+
+    nodes, running, pending = SMOKE["SchedulingBasic"]
+    *_, measured = objects("SchedulingBasic", nodes, running, pending)
+    requests = encode(measured)
+    for pod, request in zip(measured, requests, strict=True):
+        assert request.path == collection_path(Pod, pod.metadata.namespace)
+        assert json.loads(request.body) == pod.to_wire()
+    spaces = sorted({str(p.metadata.namespace) for p in measured})
+
+    async def scenario() -> tuple[int, list[Pod], str]:
+        async with server_process() as (url, gateway):
+            for ns in spaces:
+                doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                await gateway.create(parse_as(Namespace, doc))
+            created = await post_all(url, requests)
+            listed = [p for ns in spaces for p in (await gateway.list(Pod, namespace=ns)).items]
+            try:
+                await post_all(url, requests[:3])
+                refused = ""
+            except CreateError as exc:
+                refused = str(exc)
+            return created, listed, refused
+
+    created, listed, refused = asyncio.run(scenario())
+    assert created == len(measured) == len(listed)
+    sent = {(p.metadata.namespace, p.metadata.name): p for p in measured}
+    for pod in listed:
+        mine = sent.pop((pod.metadata.namespace, pod.metadata.name))
+        assert pod.spec.containers == mine.spec.containers and pod.spec.node_name is None
+        assert pod.metadata.labels == mine.metadata.labels
+    assert not sent
+    assert " 409 " in refused
+
+
+def test_watch_decodes_only_the_lines_that_change_the_count() -> None:
+    """The end to end run's watch counts a measured pod bound once, when a line gives it a
+    node, and a deleted other pod as evicted; a line of a pod without a node is not decoded."""
+    import json
+
+    from perf.child_kube import _Watch
+
+    def line(kind: str, name: str, node: str | None) -> bytes:
+        pod = {"metadata": {"namespace": "ns", "name": name}, "spec": {"nodeName": node}}
+        return json.dumps({"type": kind, "object": pod}).encode()
+
+    watch = _Watch({"ns/a", "ns/b"})
+    watch._line(line("ADDED", "a", None))
+    watch._line(line("MODIFIED", "a", None))
+    assert (watch.bound, watch.parsed) == ({}, 0)
+    watch._line(line("MODIFIED", "a", "n1"))
+    watch._line(line("MODIFIED", "a", "n2"))  # bound once: the first node stays
+    watch._line(line("DELETED", "victim", "n1"))
+    watch._line(line("DELETED", "b", None))  # a measured pod's deletion is no eviction
+    assert watch.bound == {"ns/a": "n1"} and watch.deleted == 1
+    assert (watch.lines, watch.parsed) == (6, 4)
+
+
+def test_creator_reports_a_server_it_cannot_reach() -> None:
+    import asyncio
+
+    from perf.child_pods import _free_port
+    from perf.kube_creator import CreateError, Request, post_all
+
+    request = Request("/api/v1/namespaces/ns/pods", b"{}")
+    with pytest.raises(CreateError, match="connect"):
+        asyncio.run(post_all(f"http://127.0.0.1:{_free_port()}", [request] * 3))
+    assert asyncio.run(post_all("http://127.0.0.1:1", [])) == 0  # nothing to send: no connection
