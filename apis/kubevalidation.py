@@ -128,6 +128,8 @@ def _annotation_problems(meta: dict[str, Any]) -> list[FieldProblem]:
 
 
 def _quantity(raw: Any) -> Quantity | None:
+    if raw is None:
+        return None  # no limit set: what a parse of None would say, without raising
     try:
         return Quantity.parse(raw)
     except QuantityError:

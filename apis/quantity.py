@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
@@ -31,6 +32,8 @@ _SYNTAX = re.compile(
     r"(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 _MAX_EXACT_EXPONENT = 4000  # beyond this a Fraction of the value is not worth building
+_PARSED_CACHE_SIZE = 4096  # distinct quantities remembered by `Quantity.parse`
+_CACHED_LENGTH = 64  # longer strings are parsed each time (a cache of them would hold much)
 
 
 class QuantityError(ValueError):
@@ -61,6 +64,9 @@ class Quantity:
         """Parse a wire value (string or JSON number); raises QuantityError."""
         if isinstance(raw, Quantity):
             return raw
+        kind = type(raw)
+        if cls is Quantity and ((kind is str and len(raw) <= _CACHED_LENGTH) or kind is int):
+            return _parsed(raw)
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             raise QuantityError(f"is not a valid quantity (got {raw!r})")
         return cls(raw)
@@ -95,6 +101,16 @@ class Quantity:
 
     def __str__(self) -> str:
         return self.raw if isinstance(self.raw, str) else _number_text(self.raw)
+
+
+@lru_cache(maxsize=_PARSED_CACHE_SIZE, typed=True)
+def _parsed(raw: str | int) -> Quantity:
+    """`Quantity(raw)`, shared: a quantity is never changed once built, and a server parses the
+    same few strings (`100m`, `500Mi`) on every object it admits, twice (the model, then kube's
+    rules). Only exact `str` and `int` values come here: `typed` keeps `1` apart from `"1"`,
+    and floats stay out (`-0.0 == 0.0` would share one `raw`). A value that does not parse
+    raises, and is not remembered."""
+    return Quantity(raw)
 
 
 def _number_text(number: int | float) -> str:
