@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -61,9 +62,106 @@ def unknown_fields_of(cls: type[KubeModel], data: Any) -> list[UnknownField]:
     """Every key of `data` (a decoded document of model `cls`) that no field of the model names,
     in document order. Values of the wrong type are not looked into (validation reports them)."""
     found: list[UnknownField] = []
-    if isinstance(data, dict):
+    if isinstance(data, dict) and not _clean(cls, data):
         _walk_model(cls, data, "", found)
     return found
+
+
+# --- the fast check --------------------------------------------------------------------------
+# Nearly every document a server admits has no unknown field. `_clean` says so without building
+# a path or reading a type annotation per value: each annotation is compiled once into a check
+# of a value (None: nothing inside can be unknown). Only a True answer is trusted; on False (or
+# anything unusual: a key that is no string, a nesting too deep) the walk above runs and words
+# what it finds, so the answers are the walk's by construction.
+
+_Check = Callable[[Any], bool]
+
+
+def _clean(cls: type[KubeModel], data: dict[Any, Any]) -> bool:
+    """True only if `data` (of model `cls`) holds no unknown field at any depth."""
+    try:
+        return _model_check(cls)(data)
+    except RecursionError:
+        return False
+
+
+@cache
+def _plan(cls: type[KubeModel]) -> tuple[dict[str, _Check | None], frozenset[str] | None]:
+    """The check of each typed wire field's value, and the names besides them a document may
+    hold (None: any, as the model does not type all fields of its API type)."""
+    checks = {
+        key: _compile(annotation)
+        for key, annotation in _wire_fields(cls).items()
+        if annotation is not None
+    }
+    return checks, (frozenset(cls.UNTYPED_FIELDS) if cls.ALL_FIELDS_KNOWN else None)
+
+
+@cache
+def _model_check(cls: type[KubeModel]) -> _Check:
+    def check(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return True  # the walk does not look into it
+        checks, untyped = _plan(cls)  # looked up here: models may refer to themselves
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if key in checks:
+                inner = checks[key]
+                if inner is not None and not inner(item):
+                    return False
+            elif untyped is not None and key not in untyped:
+                return False
+        return True
+
+    return check
+
+
+def _compile(annotation: Any) -> _Check | None:
+    """The check `_walk(annotation, value, ...)` amounts to; None when it never finds one."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _compile(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return _union_check(get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, KubeModel):
+        return _model_check(annotation)
+    if origin is list:
+        (item,) = get_args(annotation)
+        inner = _compile(item)
+        return None if inner is None else _list_check(inner)
+    if origin is dict:
+        _, item = get_args(annotation)
+        inner = _compile(item)
+        return None if inner is None else _dict_check(inner)
+    return None
+
+
+def _list_check(inner: _Check) -> _Check:
+    return lambda value: not isinstance(value, list) or all(map(inner, value))
+
+
+def _dict_check(inner: _Check) -> _Check:
+    return lambda value: not isinstance(value, dict) or all(map(inner, value.values()))
+
+
+def _union_check(arms: tuple[Any, ...]) -> _Check | None:
+    """The walk looks into the first arm whose JSON shape the value has (`_fits`)."""
+    for_dict = next((arm for arm in arms if _fits(arm, {})), None)
+    for_list = next((arm for arm in arms if _fits(arm, [])), None)
+    on_dict = None if for_dict is None else _compile(for_dict)
+    on_list = None if for_list is None else _compile(for_list)
+    if on_dict is None and on_list is None:
+        return None
+
+    def check(value: Any) -> bool:
+        if isinstance(value, dict):
+            return on_dict is None or on_dict(value)
+        if isinstance(value, list):
+            return on_list is None or on_list(value)
+        return True
+
+    return check
 
 
 @cache
