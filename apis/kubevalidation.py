@@ -140,7 +140,7 @@ def _nonnegative(resources: Mapping[str, Any], path: str, keyed: bool) -> list[F
     problems = []
     for name in sorted(resources):
         quantity = _quantity(resources[name])
-        if quantity is not None and quantity.value < 0:
+        if quantity is not None and quantity.value.numerator < 0:  # an int compare
             where = f"{path}[{name}]" if keyed else f"{path}.{name}"
             problems.append(_invalid(where, quantity.canonical(), _NEGATIVE))
     return problems
