@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apis.core import Pod
+from apis.core import Node, Pod
 from controllers.addons import gateway as gateway_module
 from controllers.addons.gateway import PodGateway
 from controllers.kube.gateway import Gateway
@@ -63,3 +63,72 @@ def test_the_second_line_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -
     assert second.object is first.object and not decoded
     gateway._event(Pod, _line("ADDED", _pod("9", node="n2")))  # another object: decoded
     assert len(decoded) == 1
+
+
+def _sized(name: str, resources: dict[str, Any], overhead: Any = None) -> dict[str, Any]:
+    doc = _pod("1")
+    doc["metadata"] |= {"name": name, "uid": f"uid-{name}"}
+    doc["spec"]["containers"][0]["resources"] = resources
+    doc["spec"]["initContainers"] = [{"name": "init", "resources": {"limits": {"cpu": "1"}}}]
+    if overhead is not None:
+        doc["spec"]["overhead"] = overhead
+    return doc
+
+
+def test_pods_read_share_one_parsed_quantity_per_value() -> None:
+    gateway = _gateway()
+    resources = {"requests": {"cpu": "100m", "memory": "500Mi"}, "limits": {"cpu": 2}}
+    docs = [_sized(n, json.loads(json.dumps(resources)), {"cpu": "10m"}) for n in ("a", "b")]
+    a, b = (gateway._event(Pod, _line("ADDED", d)).object for d in docs)
+    assert a is not None and b is not None
+    ra, rb = a.spec.containers[0].resources, b.spec.containers[0].resources
+    assert ra is not None and rb is not None and ra.requests and rb.requests
+    assert ra.requests["memory"] is rb.requests["memory"]
+    assert ra.requests["memory"].milli() == 500 * 1024 * 1024 * 1000
+    assert ra.limits is not None and ra.limits["cpu"].milli() == 2000
+    assert a.spec.overhead is not None and b.spec.overhead is not None
+    assert a.spec.overhead["cpu"] is b.spec.overhead["cpu"]
+    init = a.spec.init_containers
+    assert init is not None and init[0].resources is not None and init[0].resources.limits
+    assert init[0].resources.limits["cpu"].milli() == 1000
+    # What the model writes back is what the server sent: the text, and a number as a number.
+    wire = a.to_wire()
+    assert wire["spec"]["containers"][0]["resources"] == resources
+    assert wire["spec"]["overhead"] == {"cpu": "10m"}
+
+
+def test_numbers_share_a_quantity_only_with_the_same_number() -> None:
+    gateway = _gateway()
+    values = {"n1": 1, "n2": "1", "n3": 1.0, "n4": -0.0, "n5": 0.0}
+    pods = {
+        n: gateway._event(Pod, _line("ADDED", _sized(n, {"requests": {"cpu": v}}))).object
+        for n, v in values.items()
+    }
+    written = {}
+    for name, pod in pods.items():
+        assert pod is not None
+        wire = pod.to_wire()["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+        written[name] = (type(wire), repr(wire))
+    assert written == {n: (type(v), repr(v)) for n, v in values.items()}
+
+
+def test_an_invalid_quantity_is_still_refused_by_the_model() -> None:
+    gateway = _gateway()
+    line = _line("ADDED", _sized("bad", {"requests": {"cpu": "lots"}}))
+    with pytest.raises(Exception, match="quantity"):
+        gateway._event(Pod, line)
+
+
+def test_node_capacity_and_allocatable_are_shared_too() -> None:
+    gateway = _gateway()
+
+    def node(name: str) -> dict[str, Any]:
+        status = {"capacity": {"cpu": "32", "pods": "110"}, "allocatable": {"cpu": "32"}}
+        meta = {"name": name, "uid": name, "resourceVersion": "1"}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": status}
+
+    first, second = (gateway._typed(Node, node(n)) for n in ("n1", "n2"))
+    assert first.status is not None and second.status is not None
+    assert first.status.capacity is not None and second.status.allocatable is not None
+    assert first.status.capacity["cpu"] is second.status.allocatable["cpu"]
+    assert first.to_wire()["status"]["capacity"] == {"cpu": "32", "pods": "110"}
