@@ -207,7 +207,7 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return json_response(created, 201, warnings)
+                return json_response(created, 201, warnings, store.encoded(created))
             return self._delete_collection(t, query)
         if verb == "get":
             obj = store.get(res, t.namespace, t.name)
@@ -233,7 +233,7 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return json_response(created, 201, warnings)
+                return json_response(created, 201, warnings, store.encoded(created))
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
         check_type_meta(res, body)
@@ -242,7 +242,7 @@ class Handlers:
         obj = store.update(
             res, t.namespace, t.name, body, status=t.sub == "status", dry_run=options.dry_run
         )
-        return json_response(obj, 200, warnings)
+        return json_response(obj, 200, warnings, store.encoded(obj))
 
     def _admit(self, res: Resource, body: dict[str, Any]) -> bool:
         """The admission of a real server beyond validation, on create: pods get their defaults

@@ -35,12 +35,17 @@ class StoredEvent:
         kind = type_ or self.type
         found = self._lines.get(kind)
         if found is None:
-            if self._object is None:
-                self._object = json.dumps(self.obj).encode()
             # What json.dumps({"type": kind, "object": obj}) writes, the object's part reused.
             found = b'{"type": ' + json.dumps(kind).encode() + b', "object": '
-            found = self._lines[kind] = found + self._object + b"}\n"
+            found = self._lines[kind] = found + self.encoded() + b"}\n"
         return found
+
+    def encoded(self) -> bytes:
+        """The object as json.dumps writes it, encoded once for the watch lines and for the
+        answer to the write that made this change."""
+        if self._object is None:
+            self._object = json.dumps(self.obj).encode()
+        return self._object
 
 
 END, DROP = "end", "drop"

@@ -53,6 +53,7 @@ class Store:
         self.max_object_bytes = MAX_OBJECT_BYTES
         self.compacted = 0  # events at or below this RV are gone from history
         self.watchers: set[Watcher] = set()
+        self.last: StoredEvent | None = None  # the latest change (a twin's aside)
         # Called with every change after it is stored (the kubelet simulation listens); a
         # listener must not write to the store from the call, only schedule work.
         self.listeners: builtins.list[Callable[[StoredEvent], None]] = []
@@ -97,6 +98,12 @@ class Store:
             if obj is not None and (predicate is None or predicate(obj)):
                 yield obj
 
+    def encoded(self, obj: dict[str, Any]) -> bytes | None:
+        """`obj` as JSON when it is what the latest change stored (encoded once for its watch
+        lines and the write's answer); None otherwise."""
+        last = self.last
+        return last.encoded() if last is not None and last.obj is obj else None
+
     def has_namespace(self, name: str) -> bool:
         """Whether the Namespace exists (always true when Namespaces are not served)."""
         return self.namespaces is None or ("", name) in self.objects[self.namespaces.key]
@@ -137,7 +144,8 @@ class Store:
                 self._sorted.pop(res.key, None)
             objects[key] = obj
             self._index(res, key, obj)
-        self._record(StoredEvent(self.rv, res, kind, obj, old))
+        event = self.last = StoredEvent(self.rv, res, kind, obj, old)
+        self._record(event)
         twin = self._twins.get(res)
         if twin is not None:
             twin_res, view = twin
