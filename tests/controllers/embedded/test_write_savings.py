@@ -1,7 +1,8 @@
 """The embedded server's per-write savings: it validates a pod's or a node's quantities from a
 view of the object in which each distinct value is parsed once (`typed_view`; the object stored
 is the JSON sent, and what the validations refuse is refused as before), and a write's answer
-is the object's encoding its watchers got (`Store.encoded`)."""
+is the object's encoding its watchers got (`Store.encoded`); a binding copies only the parts of
+the pod it writes, never changing the version stored before it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from apis.core import Namespace, Node, Pod
 from apis.scheduling import PriorityClass
 from controllers.embedded.admission import admit, typed_view
+from controllers.embedded.pods import bind_pod
 from controllers.embedded.resources import load_resources
 from controllers.embedded.status import StatusError
 from controllers.embedded.store import Store
@@ -94,3 +96,22 @@ def test_a_writes_answer_is_the_encoding_its_watchers_got() -> None:
     assert store.encoded(copy.deepcopy(created)) is None  # not the object stored: no answer
     dry = store.create(POD, pod("d", {"cpu": "1"}), "default", dry_run=True)
     assert store.encoded(dry) is None
+
+
+def test_a_binding_leaves_the_version_before_it_as_it_was() -> None:
+    store = Store(load_resources())
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+    store.create(SERVED[Namespace], ns)
+    sent = pod("b", {"cpu": "1"})
+    sent["metadata"]["annotations"] = {"kept": "yes"}
+    sent["status"] = {"conditions": [{"type": "PodScheduled", "status": "False"}]}
+    before = store.create(POD, sent, "default", keep_status=True)
+    frozen = copy.deepcopy(before)
+    binding = {"metadata": {"name": "b", "annotations": {"added": "1"}}, "target": {"name": "n1"}}
+    bound = bind_pod(before, "b", binding)
+    stored = store.update(POD, "default", "b", bound, internal=True, revalidate=True)
+    assert before == frozen  # the history's object, untouched
+    assert stored["spec"]["nodeName"] == "n1" and "nodeName" not in before["spec"]
+    assert stored["metadata"]["annotations"] == {"kept": "yes", "added": "1"}
+    assert [c["status"] for c in stored["status"]["conditions"]] == ["True"]
+    assert stored["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
