@@ -1,6 +1,5 @@
 """The pod scheduler's gateway: the runtime's `Gateway` plus what the scheduler writes with a uid
-precondition, a parse cache for the pods its two watches share, quantities parsed once, and the
-lease fence on its writes.
+precondition, cheap reads of the pods its two watches share, and the lease fence on its writes.
 
 Writes are fenced as the hub's are (`controllers.runtime.echoes`): `PodGateway.fenced(gateway,
 fence)` is the same connection with every request but a GET passed through `echoes.fenced`, so
@@ -21,73 +20,19 @@ from typing import Any, TypeVar, cast
 
 import aiohttp
 
-from apis.core import Node, Pod
+from apis.core import Pod
 from apis.meta import KubeObject
-from apis.quantity import Quantity, QuantityError
+from controllers.addons.pod_docs import PodVersions, typed_view
 from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
 from controllers.runtime import echoes
 from controllers.runtime.echoes import WriteFence
 
-__all__ = ["PodGateway", "share_quantities"]
+__all__ = ["PodGateway"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 # A watch line's head as API servers write it (Go: no spaces; ours: json.dumps's).
 _EVENT_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"(ADDED|MODIFIED|DELETED)"\s*,\s*"object"\s*:\s*')
-
-
-QUANTITIES = 4096
-"""Distinct quantity values kept parsed (the cache starts over when full)."""
-
-_quantities: dict[tuple[type, str | int], Quantity] = {}
-
-
-def _shared(resources: Any) -> None:
-    """Replace each valid quantity of a ResourceList document by the one parsed before for
-    the same text (in place). Quantities are values nobody changes: one object may serve
-    every pod. An invalid one is left as it is, for the model to report."""
-    if not isinstance(resources, dict):
-        return
-    for name, raw in resources.items():
-        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            continue
-        key = (type(raw), repr(raw) if isinstance(raw, float) else raw)  # -0.0 is not 0.0
-        known = _quantities.get(key)
-        if known is None:
-            try:
-                known = Quantity.parse(raw)
-            except QuantityError:
-                continue
-            if len(_quantities) >= QUANTITIES:
-                _quantities.clear()
-            _quantities[key] = known
-        resources[name] = known
-
-
-def share_quantities(cls: type[KubeObject], doc: Any) -> None:
-    """Parse the quantities of a Pod's containers and overhead, or of a Node's capacity and
-    allocatable, once per distinct value (in place, before the model validates `doc`):
-    parsing a quantity exactly costs more than the rest of a small pod, and a cluster's pods
-    and nodes repeat a few values. Only the model's typed ResourceList fields are touched."""
-    if not isinstance(doc, dict):
-        return
-    if cls is Pod:
-        spec = doc.get("spec")
-        if not isinstance(spec, dict):
-            return
-        for field in ("containers", "initContainers"):
-            containers = spec.get(field)
-            for container in containers if isinstance(containers, list) else ():
-                res = container.get("resources") if isinstance(container, dict) else None
-                if isinstance(res, dict):
-                    _shared(res.get("requests"))
-                    _shared(res.get("limits"))
-        _shared(spec.get("overhead"))
-    elif cls is Node:
-        status = doc.get("status")
-        if isinstance(status, dict):
-            _shared(status.get("capacity"))
-            _shared(status.get("allocatable"))
 
 
 class PodGateway(Gateway):
@@ -96,8 +41,10 @@ class PodGateway(Gateway):
 
     Pods read from lists and watches are parsed once per resourceVersion: a binding shows up on
     both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods') with
-    the same object, and the second is the model parsed for the first (`pods_reused`). The
-    quantities of the pods and nodes it reads are parsed once per value (`share_quantities`)."""
+    the same object, and the second is the model parsed for the first (`pods_reused`). A pod's
+    next version that differs only in what a binding or a status write changes is derived from
+    the model of the one before (`pods_derived`), and the quantities of the pods and nodes it
+    reads are parsed once per value (`controllers.addons.pod_docs`)."""
 
     POD_CACHE = 4096
     """Pod models kept by (uid, resourceVersion): the two watches never drift further apart."""
@@ -106,6 +53,7 @@ class PodGateway(Gateway):
         super().__init__(*args, **kwargs)
         self._pods: OrderedDict[tuple[str, str], Pod] = OrderedDict()
         self._lines: dict[bytes, Pod] = {}  # a watch line's object part -> its model
+        self._versions = PodVersions(self.POD_CACHE)
         self.pods_parsed = 0
         self.pods_reused = 0
         self.fence: WriteFence | None = None
@@ -119,7 +67,7 @@ class PodGateway(Gateway):
         vars(copy).update(vars(gateway))
         if not isinstance(gateway, PodGateway):
             copy._pods, copy.pods_parsed, copy.pods_reused = OrderedDict(), 0, 0
-            copy._lines = {}
+            copy._lines, copy._versions = {}, PodVersions(cls.POD_CACHE)
         copy.fence = fence
         return copy
 
@@ -129,10 +77,14 @@ class PodGateway(Gateway):
             return await super()._open(method, path, **kwargs)
         return await echoes.fenced(self.fence, super()._open(method, path, **kwargs))
 
+    @property
+    def pods_derived(self) -> int:
+        """Watched pods derived from their previous version instead of parsed (class docs)."""
+        return self._versions.derived
+
     @staticmethod
     def _typed(cls: type[ObjT], doc: Any) -> ObjT:
-        share_quantities(cls, doc)
-        return Gateway._typed(cls, doc)
+        return Gateway._typed(cls, typed_view(cls, doc))
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST `pods/binding` with the pod's uid in the Binding's metadata."""
@@ -188,8 +140,13 @@ class PodGateway(Gateway):
             return super()._event(cls, line)
         pod: Any = self._pods.get((uid, version))
         if pod is None:
-            pod = self._typed(Pod, doc)
-            self.pods_parsed += 1
+            if isinstance(uid, str) and isinstance(version, str):
+                pod = self._versions.derive(uid, version, doc)
+            if pod is None:
+                pod = self._typed(Pod, doc)
+                self.pods_parsed += 1
+            if isinstance(uid, str):
+                self._versions.remember(uid, doc, pod)
             self._pods[(uid, version)] = pod
             if len(self._pods) > self.POD_CACHE:
                 self._pods.popitem(last=False)

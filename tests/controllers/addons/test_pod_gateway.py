@@ -1,5 +1,7 @@
 """The scheduler's gateway reads a pod seen on both pod watches once: a binding's DELETED on the
-pending pods' watch and ADDED on the assigned pods' carry the same object."""
+pending pods' watch and ADDED on the assigned pods' carry the same object. A pod's next version
+that differs only in what a binding or a status write changes is derived from the model before
+(the same model a full parse gives), and quantities are parsed once per value."""
 
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def test_the_two_watch_lines_of_a_binding_are_one_model_parsed_once() -> None:
     assert gateway.pods_parsed == 1  # Go's line found the model by uid and resourceVersion
     later = gateway._event(Pod, _line("MODIFIED", _pod("9", node="n1")))
     assert later.object is not came.object and later.resource_version == "9"
-    assert gateway.pods_parsed == 2
+    # Only its resourceVersion differs: derived from the model before, not parsed again.
+    assert (gateway.pods_parsed, gateway.pods_derived) == (1, 1)
 
 
 def test_the_second_line_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,3 +135,77 @@ def test_node_capacity_and_allocatable_are_shared_too() -> None:
     assert first.status.capacity is not None and second.status.allocatable is not None
     assert first.status.capacity["cpu"] is second.status.allocatable["cpu"]
     assert first.to_wire()["status"]["capacity"] == {"cpu": "32", "pods": "110"}
+
+
+def _pending(rv: str) -> dict[str, Any]:
+    doc = _sized("web", {"requests": {"cpu": "100m"}})
+    doc["metadata"] |= {"resourceVersion": rv, "labels": {"app": "web"}}
+    doc["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+    return doc
+
+
+def _bound(rv: str, node: str = "n1") -> dict[str, Any]:
+    doc = _pending(rv)
+    doc["spec"]["nodeName"] = node
+    condition = {"type": "PodScheduled", "status": "True", "lastProbeTime": None}
+    doc["status"]["conditions"] = [condition | {"lastTransitionTime": "2026-11-27T21:44:07Z"}]
+    return doc
+
+
+def _parsed_whole(doc: dict[str, Any]) -> Pod:
+    pod = _gateway()._event(Pod, _line("ADDED", doc)).object
+    assert pod is not None
+    return pod
+
+
+def test_the_bound_version_is_derived_and_is_the_model_a_full_parse_gives() -> None:
+    gateway = _gateway()
+    pending = gateway._event(Pod, _line("ADDED", _pending("5"))).object
+    bound = gateway._event(Pod, _line("MODIFIED", _bound("6"))).object
+    assert (gateway.pods_parsed, gateway.pods_derived) == (1, 1)
+    assert pending is not None and bound is not None
+    whole = _parsed_whole(_bound("6"))
+    assert bound == whole and bound.to_wire() == whole.to_wire() == _bound("6")
+    assert bound.spec.node_name == "n1" and bound.metadata.resource_version == "6"
+    assert bound.status is not None and bound.status.conditions
+    assert pending.spec.node_name is None and pending.metadata.resource_version == "5"
+    assert pending.to_wire() == _pending("5")  # the model before is not changed
+
+
+def test_a_version_with_the_status_unchanged_is_derived_as_set_as_before() -> None:
+    gateway = _gateway()
+    gateway._event(Pod, _line("ADDED", _bound("6")))
+    again = gateway._event(Pod, _line("MODIFIED", _bound("7"))).object
+    assert gateway.pods_derived == 1 and again is not None
+    assert again.to_wire() == _bound("7") == _parsed_whole(_bound("7")).to_wire()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda d: d["metadata"]["labels"].update(app="db"), id="label"),
+        pytest.param(
+            lambda d: d["metadata"].update(deletionTimestamp="2026-11-27T22:00:00Z"), id="deleted"
+        ),
+        pytest.param(lambda d: d["spec"].update(priority=7), id="spec"),
+        pytest.param(lambda d: d["spec"].pop("nodeName"), id="unbound"),
+        pytest.param(lambda d: d.update(extra={"a": 1}), id="top-level"),
+    ],
+)
+def test_any_other_change_is_parsed_whole(change: Any) -> None:
+    gateway = _gateway()
+    gateway._event(Pod, _line("ADDED", _bound("6")))
+    changed = _bound("7")
+    change(changed)
+    pod = gateway._event(Pod, _line("MODIFIED", changed)).object
+    assert (gateway.pods_parsed, gateway.pods_derived) == (2, 0)
+    assert pod is not None and pod.to_wire() == _parsed_whole(changed).to_wire()
+
+
+def test_an_invalid_status_in_a_later_version_is_still_refused() -> None:
+    gateway = _gateway()
+    gateway._event(Pod, _line("ADDED", _pending("5")))
+    broken = _bound("6")
+    broken["status"]["conditions"] = "not a list"
+    with pytest.raises(Exception, match="conditions"):
+        gateway._event(Pod, _line("MODIFIED", broken))
