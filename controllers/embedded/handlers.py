@@ -337,7 +337,7 @@ class Handlers:
             grace=self._grace(t, options, request.query),
             precondition_uid=preconditions.get("uid"),
         )
-        return json_response(obj)
+        return json_response(obj, encoded=self.store.encoded(obj))
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
         predicate, dry_run = query_predicate(query), write_options(query).dry_run

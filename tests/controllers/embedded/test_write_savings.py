@@ -96,6 +96,10 @@ def test_a_writes_answer_is_the_encoding_its_watchers_got() -> None:
     assert store.encoded(copy.deepcopy(created)) is None  # not the object stored: no answer
     dry = store.create(POD, pod("d", {"cpu": "1"}), "default", dry_run=True)
     assert store.encoded(dry) is None
+    gone, _ = store.delete(POD, "default", "w")  # a deletion's answer too
+    deleted = json.loads(watcher.queue.get_nowait())
+    assert deleted["type"] == "DELETED" and store.encoded(gone) == json.dumps(gone).encode()
+    assert json.loads(store.encoded(gone) or b"") == deleted["object"]
 
 
 def test_a_binding_leaves_the_version_before_it_as_it_was() -> None:
