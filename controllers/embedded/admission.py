@@ -23,7 +23,15 @@ from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
 from controllers.embedded.status import StatusError
 
-__all__ = ["admit", "check_size", "invalid_name", "typed_view", "valid_name"]
+__all__ = [
+    "admit",
+    "check_size",
+    "encode_within",
+    "invalid_name",
+    "typed_view",
+    "valid_name",
+    "validate",
+]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 QUANTITIES = 4096
@@ -101,6 +109,12 @@ def admit(
     model and by kube-apiserver's rules (`apis.kubevalidation`); `obj` back, or 422 Invalid;
     500 as etcd refuses an object over its request limit (`max_object_bytes`, etcd's
     `--max-request-bytes`)."""
+    validate(res, obj)
+    return check_size(obj, max_object_bytes)
+
+
+def validate(res: Resource, obj: dict[str, Any]) -> None:
+    """What `admit` does but the size check: defaults and pruning, then validation (422)."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
@@ -123,15 +137,22 @@ def admit(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
     _refuse_kube(res, obj, view)
-    return check_size(obj, max_object_bytes)
 
 
 def check_size(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> dict[str, Any]:
     """`obj` back, or the 500 etcd answers past its request limit (passed on by
     kube-apiserver)."""
-    if len(json.dumps(obj).encode()) > max_object_bytes:
-        raise StatusError(500, "etcdserver: request is too large", "")
+    encode_within(obj, max_object_bytes)
     return obj
+
+
+def encode_within(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> bytes:
+    """`obj` as json.dumps writes it (what its watch lines and answers carry), or the 500 of
+    `check_size`."""
+    raw = json.dumps(obj).encode()
+    if len(raw) > max_object_bytes:
+        raise StatusError(500, "etcdserver: request is too large", "")
+    return raw
 
 
 def _refuse_kube(res: Resource, obj: dict[str, Any], view: dict[str, Any]) -> None:

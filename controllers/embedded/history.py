@@ -13,7 +13,7 @@ from typing import Any
 from controllers.embedded.resources import Resource
 from controllers.embedded.selectors import Predicate
 
-__all__ = ["DROP", "END", "StoredEvent", "Watcher"]
+__all__ = ["DROP", "END", "StoredEvent", "Watcher", "encoded_as_stored"]
 
 
 @dataclass
@@ -46,6 +46,12 @@ class StoredEvent:
         if self._object is None:
             self._object = json.dumps(self.obj).encode()
         return self._object
+
+
+def encoded_as_stored(last: StoredEvent | None, obj: dict[str, Any]) -> bytes | None:
+    """`obj` as JSON when it is what the latest change (`last`) stored, encoded once for its
+    watch lines and the write's answer; None otherwise."""
+    return last.encoded() if last is not None and last.obj is obj else None
 
 
 END, DROP = "end", "drop"

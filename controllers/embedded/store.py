@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from apis.kubevalidation import MAX_OBJECT_BYTES
 from apis.meta import format_time
-from controllers.embedded.admission import admit, check_size, invalid_name, valid_name
+from controllers.embedded.admission import (
+    admit,
+    check_size,
+    encode_within,
+    invalid_name,
+    valid_name,
+    validate,
+)
 from controllers.embedded.eventviews import to_core, to_events
 from controllers.embedded.history import StoredEvent, Watcher
 from controllers.embedded.patch import copy_json
@@ -98,12 +105,6 @@ class Store:
             if obj is not None and (predicate is None or predicate(obj)):
                 yield obj
 
-    def encoded(self, obj: dict[str, Any]) -> bytes | None:
-        """`obj` as JSON when it is what the latest change stored (encoded once for its watch
-        lines and the write's answer); None otherwise."""
-        last = self.last
-        return last.encoded() if last is not None and last.obj is obj else None
-
     def has_namespace(self, name: str) -> bool:
         """Whether the Namespace exists (always true when Namespaces are not served)."""
         return self.namespaces is None or ("", name) in self.objects[self.namespaces.key]
@@ -127,10 +128,17 @@ class Store:
     # --- the write path ------------------------------------------------------------------------
 
     def _commit(
-        self, res: Resource, kind: str, obj: dict[str, Any], old: dict[str, Any] | None
+        self,
+        res: Resource,
+        kind: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        encoded: bytes | None = None,
     ) -> dict[str, Any]:
         self.rv += 1
         meta = obj["metadata"]
+        if meta.get("resourceVersion") != str(self.rv):
+            encoded = None  # `obj` encoded (by the size check) with another resourceVersion
         meta["resourceVersion"] = str(self.rv)
         key = self._key(res, meta.get("namespace", ""), meta["name"])
         if old is not None:
@@ -144,7 +152,7 @@ class Store:
                 self._sorted.pop(res.key, None)
             objects[key] = obj
             self._index(res, key, obj)
-        event = self.last = StoredEvent(self.rv, res, kind, obj, old)
+        event = self.last = StoredEvent(self.rv, res, kind, obj, old, _object=encoded)
         self._record(event)
         twin = self._twins.get(res)
         if twin is not None:
@@ -246,10 +254,13 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
-        admitted = admit(res, obj, self.max_object_bytes)
         if dry_run:
-            return admitted
-        return self._commit(res, "ADDED", admitted, None)
+            return admit(res, obj, self.max_object_bytes)
+        validate(res, obj)
+        # The resourceVersion the commit gives it, set before the size check: the encoding
+        # checked is the one stored, shared by the watch lines and the answer.
+        meta["resourceVersion"] = str(self.rv + 1)
+        return self._commit(res, "ADDED", obj, None, encode_within(obj, self.max_object_bytes))
 
     @staticmethod
     def _suffix() -> str:

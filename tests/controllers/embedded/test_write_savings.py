@@ -1,8 +1,8 @@
 """The embedded server's per-write savings: it validates a pod's or a node's quantities from a
 view of the object in which each distinct value is parsed once (`typed_view`; the object stored
-is the JSON sent, and what the validations refuse is refused as before), and a write's answer
-is the object's encoding its watchers got (`Store.encoded`); a binding copies only the parts of
-the pod it writes, never changing the version stored before it."""
+is the JSON sent, and what the validations refuse is refused as before); a write's answer is the
+object's encoding its watchers got (`encoded_as_stored`), made once by the size check; a binding
+copies only the parts of the pod it writes, never changing the version stored before it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from apis.core import Namespace, Node, Pod
 from apis.scheduling import PriorityClass
 from controllers.embedded.admission import admit, typed_view
+from controllers.embedded.history import encoded_as_stored
 from controllers.embedded.pods import bind_pod
 from controllers.embedded.resources import load_resources
 from controllers.embedded.status import StatusError
@@ -90,16 +91,21 @@ def test_a_writes_answer_is_the_encoding_its_watchers_got() -> None:
     watcher = store.watch(POD, "", None)
     created = store.create(POD, pod("w", {"cpu": "1"}), "default")
     line = json.loads(watcher.queue.get_nowait())
-    encoded = store.encoded(created)
+    encoded = encoded_as_stored(store.last, created)
     assert encoded is not None and json.loads(encoded) == line["object"] == created
     assert encoded == json.dumps(created).encode()
-    assert store.encoded(copy.deepcopy(created)) is None  # not the object stored: no answer
+    assert (
+        encoded_as_stored(store.last, copy.deepcopy(created)) is None
+    )  # not the object stored: no answer
     dry = store.create(POD, pod("d", {"cpu": "1"}), "default", dry_run=True)
-    assert store.encoded(dry) is None
+    assert encoded_as_stored(store.last, dry) is None
     gone, _ = store.delete(POD, "default", "w")  # a deletion's answer too
     deleted = json.loads(watcher.queue.get_nowait())
-    assert deleted["type"] == "DELETED" and store.encoded(gone) == json.dumps(gone).encode()
-    assert json.loads(store.encoded(gone) or b"") == deleted["object"]
+    assert (
+        deleted["type"] == "DELETED"
+        and encoded_as_stored(store.last, gone) == json.dumps(gone).encode()
+    )
+    assert json.loads(encoded_as_stored(store.last, gone) or b"") == deleted["object"]
 
 
 def test_a_binding_leaves_the_version_before_it_as_it_was() -> None:
@@ -119,3 +125,18 @@ def test_a_binding_leaves_the_version_before_it_as_it_was() -> None:
     assert stored["metadata"]["annotations"] == {"kept": "yes", "added": "1"}
     assert [c["status"] for c in stored["status"]["conditions"]] == ["True"]
     assert stored["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+
+
+def test_a_create_stores_the_encoding_its_size_check_made() -> None:
+    store = Store(load_resources())
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+    store.create(SERVED[Namespace], ns)
+    watcher = store.watch(POD, "", None)
+    created = store.create(POD, pod("e", {"cpu": "1"}), "default")
+    assert store.last is not None and store.last.obj is created
+    made = store.last._object  # set by the size check, before any watcher asked for it
+    assert made is not None and made == json.dumps(created).encode()
+    assert created["metadata"]["resourceVersion"] == str(store.rv)
+    assert json.loads(watcher.queue.get_nowait())["object"] == created
+    dry = store.create(POD, pod("f", {"cpu": "1"}), "default", dry_run=True)
+    assert "resourceVersion" not in dry["metadata"]  # a dry run gets none, as before
