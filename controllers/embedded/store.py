@@ -321,17 +321,15 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        if internal and not revalidate:
-            obj = check_size(obj, self.max_object_bytes)
-        else:
-            obj = admit(res, obj, self.max_object_bytes)
+        if not internal or revalidate:
+            validate(res, obj)
         if obj == old:
-            return old  # a no-op write changes nothing, not even the resourceVersion
-        if dry_run:
-            return obj
-        if _finally_deleted(old) and not obj["metadata"].get("finalizers"):
-            return self._remove(res, obj, old, "Background")
-        return self._commit(res, "MODIFIED", obj, old)
+            return old  # a no-op write changes nothing, not even the resourceVersion (nor size)
+        if dry_run or (_finally_deleted(old) and not obj["metadata"].get("finalizers")):
+            obj = check_size(obj, self.max_object_bytes)
+            return obj if dry_run else self._remove(res, obj, old, "Background")
+        obj["metadata"]["resourceVersion"] = str(self.rv + 1)  # the commit's, as on create
+        return self._commit(res, "MODIFIED", obj, old, encode_within(obj, self.max_object_bytes))
 
     # --- deletion ------------------------------------------------------------------------------
 

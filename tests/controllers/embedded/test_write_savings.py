@@ -125,6 +125,14 @@ def test_a_binding_leaves_the_version_before_it_as_it_was() -> None:
     assert stored["metadata"]["annotations"] == {"kept": "yes", "added": "1"}
     assert [c["status"] for c in stored["status"]["conditions"]] == ["True"]
     assert stored["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+    # The update's size check made the encoding stored with it, at its resourceVersion.
+    assert store.last is not None and store.last.obj is stored
+    assert store.last._object == json.dumps(stored).encode()
+    assert stored["metadata"]["resourceVersion"] == str(store.rv)
+    # Writing the same pod again changes nothing, not even the resourceVersion.
+    rv = store.rv
+    same = store.update(POD, "default", "b", copy.deepcopy(stored), internal=True)
+    assert same is stored and store.rv == rv
 
 
 def test_a_create_stores_the_encoding_its_size_check_made() -> None:
