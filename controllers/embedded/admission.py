@@ -1,7 +1,11 @@
 """What the embedded server does to an object before storing it, as a real API server's
 admission and validation do: the CRD schema's defaults and pruning, kube-apiserver's validation
 of PodGroup and ElasticQuota against their CRD (`apis.crdvalidation`), then the kind's own rules
-(the `apis` model), answered as 422 Invalid with one cause per field."""
+(the `apis` model), answered as 422 Invalid with one cause per field.
+
+Both validations read a pod's or a node's quantities; they read them from a view of the object
+whose quantities were parsed once per distinct value (`typed_view`): the object stored stays
+the JSON it was."""
 
 from __future__ import annotations
 
@@ -13,14 +17,84 @@ from apis.crdvalidation import SCHEMA_VALIDATED, schema_problems
 from apis.errors import FieldProblem, ObjectValidationError
 from apis.fielderrors import aggregate
 from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
+from apis.quantity import Quantity, QuantityError
 from apis.registry import parse_as
 from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
 from controllers.embedded.status import StatusError
 
-__all__ = ["admit", "check_size", "invalid_name", "valid_name"]
+__all__ = [
+    "admit",
+    "check_size",
+    "encode_within",
+    "invalid_name",
+    "typed_view",
+    "valid_name",
+    "validate",
+]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+QUANTITIES = 4096
+"""Distinct quantity values kept parsed (the cache starts over when full)."""
+_quantities: dict[tuple[type, str | int], Quantity] = {}
+
+
+def _parsed(resources: Any) -> Any:
+    """A copy of a ResourceList document with each valid quantity replaced by the one parsed
+    before for the same value (an invalid one left for the validations to report)."""
+    if not isinstance(resources, dict):
+        return resources
+    out = dict(resources)
+    for name, raw in resources.items():
+        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+            continue
+        key = (type(raw), repr(raw) if isinstance(raw, float) else raw)  # -0.0 is not 0.0
+        known = _quantities.get(key)
+        if known is None:
+            try:
+                known = Quantity.parse(raw)
+            except QuantityError:
+                continue
+            if len(_quantities) >= QUANTITIES:
+                _quantities.clear()
+            _quantities[key] = known
+        out[name] = known
+    return out
+
+
+def _with_resources(container: Any) -> Any:
+    res = container.get("resources") if isinstance(container, dict) else None
+    if not isinstance(res, dict):
+        return container
+    typed = {**res, "requests": _parsed(res.get("requests")), "limits": _parsed(res.get("limits"))}
+    return {**container, "resources": {k: v for k, v in typed.items() if k in res}}
+
+
+def typed_view(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as the validations read it: a Pod's containers' requests and limits and its
+    overhead, a Node's capacity and allocatable, hold parsed quantities (one object per
+    distinct value; parsing a quantity exactly costs more than validating the rest of a small
+    pod). Copies along those paths only: `obj` is not changed. Other kinds: `obj` itself."""
+    if res.group or res.kind not in ("Pod", "Node"):
+        return obj
+    if res.kind == "Node":
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            return obj
+        typed = {**status, "capacity": _parsed(status.get("capacity"))}
+        typed["allocatable"] = _parsed(status.get("allocatable"))
+        return {**obj, "status": {k: v for k, v in typed.items() if k in status}}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return obj
+    view = dict(spec)
+    for field in ("containers", "initContainers"):
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            view[field] = [_with_resources(c) for c in containers]
+    if "overhead" in spec:
+        view["overhead"] = _parsed(spec["overhead"])
+    return {**obj, "spec": view}
 
 
 def valid_name(name: Any) -> TypeGuard[str]:
@@ -35,14 +109,21 @@ def admit(
     model and by kube-apiserver's rules (`apis.kubevalidation`); `obj` back, or 422 Invalid;
     500 as etcd refuses an object over its request limit (`max_object_bytes`, etcd's
     `--max-request-bytes`)."""
+    validate(res, obj)
+    return check_size(obj, max_object_bytes)
+
+
+def validate(res: Resource, obj: dict[str, Any]) -> None:
+    """What `admit` does but the size check: defaults and pruning, then validation (422)."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
         if (res.api_version, res.kind) in SCHEMA_VALIDATED:
             # kube-apiserver's CRD validation, before the model's (which words it otherwise).
             _refuse(res, obj, schema_problems(obj, res.schema))
+    view = typed_view(res, obj)
     try:
-        parse_as(res.model, obj)
+        parse_as(res.model, view)
     except ObjectValidationError as exc:
         name = obj["metadata"].get("name", "")
         qualified = f"{res.kind}.{res.group}" if res.group else res.kind
@@ -55,23 +136,30 @@ def admit(
         raise StatusError(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
-    _refuse_kube(res, obj)
-    return check_size(obj, max_object_bytes)
+    _refuse_kube(res, obj, view)
 
 
 def check_size(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> dict[str, Any]:
     """`obj` back, or the 500 etcd answers past its request limit (passed on by
     kube-apiserver)."""
-    if len(json.dumps(obj).encode()) > max_object_bytes:
-        raise StatusError(500, "etcdserver: request is too large", "")
+    encode_within(obj, max_object_bytes)
     return obj
 
 
-def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
-    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`), with
-    kube's message: `Pod "p" is invalid: spec.containers: Required value`, several problems
-    as `[a, b]`, one cause each."""
-    doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
+def encode_within(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> bytes:
+    """`obj` as json.dumps writes it (what its watch lines and answers carry), or the 500 of
+    `check_size`."""
+    raw = json.dumps(obj).encode()
+    if len(raw) > max_object_bytes:
+        raise StatusError(500, "etcdserver: request is too large", "")
+    return raw
+
+
+def _refuse_kube(res: Resource, obj: dict[str, Any], view: dict[str, Any]) -> None:
+    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`, which
+    reads `view`: `typed_view(res, obj)`), with kube's message: `Pod "p" is invalid:
+    spec.containers: Required value`, several problems as `[a, b]`, one cause each."""
+    doc = {**view, "apiVersion": res.api_version, "kind": res.kind}
     _refuse(res, obj, kube_problems(doc))
 
 

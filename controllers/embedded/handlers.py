@@ -16,6 +16,7 @@ from aiohttp import web
 
 from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.faults import Faults
+from controllers.embedded.history import encoded_as_stored
 from controllers.embedded.openapi import openapi_document, openapi_index
 from controllers.embedded.patch import APPLY_PATCH, apply_patch
 from controllers.embedded.pods import (
@@ -207,7 +208,7 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return json_response(created, 201, warnings)
+                return json_response(created, 201, warnings, encoded_as_stored(store.last, created))
             return self._delete_collection(t, query)
         if verb == "get":
             obj = store.get(res, t.namespace, t.name)
@@ -233,7 +234,7 @@ class Handlers:
                 created = store.create(
                     res, body, t.namespace, dry_run=options.dry_run, keep_status=keep
                 )
-                return json_response(created, 201, warnings)
+                return json_response(created, 201, warnings, encoded_as_stored(store.last, created))
         if not isinstance(body, dict):
             raise StatusError(400, "the request body must be an object")
         check_type_meta(res, body)
@@ -242,7 +243,7 @@ class Handlers:
         obj = store.update(
             res, t.namespace, t.name, body, status=t.sub == "status", dry_run=options.dry_run
         )
-        return json_response(obj, 200, warnings)
+        return json_response(obj, 200, warnings, encoded_as_stored(store.last, obj))
 
     def _admit(self, res: Resource, body: dict[str, Any]) -> bool:
         """The admission of a real server beyond validation, on create: pods get their defaults
@@ -337,7 +338,7 @@ class Handlers:
             grace=self._grace(t, options, request.query),
             precondition_uid=preconditions.get("uid"),
         )
-        return json_response(obj)
+        return json_response(obj, encoded=encoded_as_stored(self.store.last, obj))
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
         predicate, dry_run = query_predicate(query), write_options(query).dry_run

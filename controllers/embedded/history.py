@@ -13,7 +13,7 @@ from typing import Any
 from controllers.embedded.resources import Resource
 from controllers.embedded.selectors import Predicate
 
-__all__ = ["DROP", "END", "StoredEvent", "Watcher"]
+__all__ = ["DROP", "END", "StoredEvent", "Watcher", "encoded_as_stored"]
 
 
 @dataclass
@@ -35,12 +35,23 @@ class StoredEvent:
         kind = type_ or self.type
         found = self._lines.get(kind)
         if found is None:
-            if self._object is None:
-                self._object = json.dumps(self.obj).encode()
             # What json.dumps({"type": kind, "object": obj}) writes, the object's part reused.
             found = b'{"type": ' + json.dumps(kind).encode() + b', "object": '
-            found = self._lines[kind] = found + self._object + b"}\n"
+            found = self._lines[kind] = found + self.encoded() + b"}\n"
         return found
+
+    def encoded(self) -> bytes:
+        """The object as json.dumps writes it, encoded once for the watch lines and for the
+        answer to the write that made this change."""
+        if self._object is None:
+            self._object = json.dumps(self.obj).encode()
+        return self._object
+
+
+def encoded_as_stored(last: StoredEvent | None, obj: dict[str, Any]) -> bytes | None:
+    """`obj` as JSON when it is what the latest change (`last`) stored, encoded once for its
+    watch lines and the write's answer; None otherwise."""
+    return last.encoded() if last is not None and last.obj is obj else None
 
 
 END, DROP = "end", "drop"

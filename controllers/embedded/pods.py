@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apis.meta import format_time
-from controllers.embedded.patch import copy_json
 from controllers.embedded.status import StatusError
 
 __all__ = [
@@ -263,14 +262,17 @@ def bind_pod(pod: Mapping[str, Any], name: str, binding: Any) -> dict[str, Any]:
         )
     if spec.get("schedulingGates"):
         raise _binding_conflict(name, f"pod {name} has non-empty .spec.schedulingGates")
-    obj: dict[str, Any] = copy_json(dict(pod))
-    obj.setdefault("spec", {})["nodeName"] = node
+    # A new version sharing what does not change with the stored one, which nobody changes
+    # in place (its history and watchers hold it): copies of the metadata, the spec and the
+    # status with its conditions, the parts written here.
+    obj: dict[str, Any] = {**pod, "metadata": dict(pod_meta), "spec": {**spec, "nodeName": node}}
     annotations = meta.get("annotations")
     if isinstance(annotations, dict) and annotations:
-        obj["metadata"].setdefault("annotations", {}).update(annotations)
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        status = obj["status"] = {}
+        obj["metadata"]["annotations"] = {**(pod_meta.get("annotations") or {}), **annotations}
+    status = pod.get("status")
+    status = obj["status"] = dict(status) if isinstance(status, dict) else {}
+    if isinstance(status.get("conditions"), list):
+        status["conditions"] = [dict(c) if isinstance(c, dict) else c for c in status["conditions"]]
     set_condition(status, "PodScheduled", "True")
     return obj
 

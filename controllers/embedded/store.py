@@ -18,7 +18,14 @@ from typing import Any, Literal
 
 from apis.kubevalidation import MAX_OBJECT_BYTES
 from apis.meta import format_time
-from controllers.embedded.admission import admit, check_size, invalid_name, valid_name
+from controllers.embedded.admission import (
+    admit,
+    check_size,
+    encode_within,
+    invalid_name,
+    valid_name,
+    validate,
+)
 from controllers.embedded.eventviews import to_core, to_events
 from controllers.embedded.history import StoredEvent, Watcher
 from controllers.embedded.patch import copy_json
@@ -53,6 +60,7 @@ class Store:
         self.max_object_bytes = MAX_OBJECT_BYTES
         self.compacted = 0  # events at or below this RV are gone from history
         self.watchers: set[Watcher] = set()
+        self.last: StoredEvent | None = None  # the latest change (a twin's aside)
         # Called with every change after it is stored (the kubelet simulation listens); a
         # listener must not write to the store from the call, only schedule work.
         self.listeners: builtins.list[Callable[[StoredEvent], None]] = []
@@ -120,10 +128,17 @@ class Store:
     # --- the write path ------------------------------------------------------------------------
 
     def _commit(
-        self, res: Resource, kind: str, obj: dict[str, Any], old: dict[str, Any] | None
+        self,
+        res: Resource,
+        kind: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        encoded: bytes | None = None,
     ) -> dict[str, Any]:
         self.rv += 1
         meta = obj["metadata"]
+        if meta.get("resourceVersion") != str(self.rv):
+            encoded = None  # `obj` encoded (by the size check) with another resourceVersion
         meta["resourceVersion"] = str(self.rv)
         key = self._key(res, meta.get("namespace", ""), meta["name"])
         if old is not None:
@@ -137,7 +152,8 @@ class Store:
                 self._sorted.pop(res.key, None)
             objects[key] = obj
             self._index(res, key, obj)
-        self._record(StoredEvent(self.rv, res, kind, obj, old))
+        event = self.last = StoredEvent(self.rv, res, kind, obj, old, _object=encoded)
+        self._record(event)
         twin = self._twins.get(res)
         if twin is not None:
             twin_res, view = twin
@@ -238,10 +254,13 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
-        admitted = admit(res, obj, self.max_object_bytes)
         if dry_run:
-            return admitted
-        return self._commit(res, "ADDED", admitted, None)
+            return admit(res, obj, self.max_object_bytes)
+        validate(res, obj)
+        # The resourceVersion the commit gives it, set before the size check: the encoding
+        # checked is the one stored, shared by the watch lines and the answer.
+        meta["resourceVersion"] = str(self.rv + 1)
+        return self._commit(res, "ADDED", obj, None, encode_within(obj, self.max_object_bytes))
 
     @staticmethod
     def _suffix() -> str:
@@ -302,17 +321,15 @@ class Store:
             if _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        if internal and not revalidate:
-            obj = check_size(obj, self.max_object_bytes)
-        else:
-            obj = admit(res, obj, self.max_object_bytes)
+        if not internal or revalidate:
+            validate(res, obj)
         if obj == old:
-            return old  # a no-op write changes nothing, not even the resourceVersion
-        if dry_run:
-            return obj
-        if _finally_deleted(old) and not obj["metadata"].get("finalizers"):
-            return self._remove(res, obj, old, "Background")
-        return self._commit(res, "MODIFIED", obj, old)
+            return old  # a no-op write changes nothing, not even the resourceVersion (nor size)
+        if dry_run or (_finally_deleted(old) and not obj["metadata"].get("finalizers")):
+            obj = check_size(obj, self.max_object_bytes)
+            return obj if dry_run else self._remove(res, obj, old, "Background")
+        obj["metadata"]["resourceVersion"] = str(self.rv + 1)  # the commit's, as on create
+        return self._commit(res, "MODIFIED", obj, old, encode_within(obj, self.max_object_bytes))
 
     # --- deletion ------------------------------------------------------------------------------
 
