@@ -22,7 +22,7 @@ import aiohttp
 
 from apis.core import Pod
 from apis.meta import KubeObject
-from controllers.addons.pod_docs import PodVersions, typed_view
+from controllers.addons.pod_docs import PodVersions
 from controllers.kube.gateway import Gateway, WatchEvent, collection_path, object_path
 from controllers.runtime import echoes
 from controllers.runtime.echoes import WriteFence
@@ -81,10 +81,6 @@ class PodGateway(Gateway):
     def pods_derived(self) -> int:
         """Watched pods derived from their previous version instead of parsed (class docs)."""
         return self._versions.derived
-
-    @staticmethod
-    def _typed(cls: type[ObjT], doc: Any) -> ObjT:
-        return Gateway._typed(cls, typed_view(cls, doc))
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST `pods/binding` with the pod's uid in the Binding's metadata."""

@@ -1,10 +1,7 @@
 """Reading pods cheaply in the scheduler's gateway (`controllers.addons.gateway`), the same models
-the full validation would give:
+the full validation would give (a pod's quantities cost little: `Quantity.parse` shares the
+parse of each distinct value):
 
-* `typed_view`: a Pod's containers' requests and limits and its overhead, or a Node's capacity
-  and allocatable, with each quantity parsed once per distinct value (parsing a quantity exactly
-  costs more than validating the rest of a small pod, and a cluster's pods and nodes repeat a
-  few values). Quantities are values nobody changes: one object serves every pod;
 * `PodVersions`: the last document of each pod read and its model; a later version that differs
   from it only in its resourceVersion, `spec.nodeName` and status (what a binding or a status
   write changes) is that model with those fields replaced, its status validated alone. Anything
@@ -17,74 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from apis.core import Node, Pod, PodStatus
-from apis.meta import KubeObject
-from apis.quantity import Quantity, QuantityError
+from apis.core import Pod, PodStatus
 
-__all__ = ["QUANTITIES", "PodVersions", "typed_view"]
-
-QUANTITIES = 4096
-"""Distinct quantity values kept parsed (the cache starts over when full)."""
-
-_quantities: dict[tuple[type, str | int], Quantity] = {}
-
-
-def _parsed(resources: Any) -> Any:
-    """A copy of a ResourceList document with each valid quantity replaced by the one parsed
-    before for the same value; an invalid one is left as it is, for the model to report."""
-    if not isinstance(resources, dict):
-        return resources
-    out = dict(resources)
-    for name, raw in resources.items():
-        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            continue
-        key = (type(raw), repr(raw) if isinstance(raw, float) else raw)  # -0.0 is not 0.0
-        known = _quantities.get(key)
-        if known is None:
-            try:
-                known = Quantity.parse(raw)
-            except QuantityError:
-                continue
-            if len(_quantities) >= QUANTITIES:
-                _quantities.clear()
-            _quantities[key] = known
-        out[name] = known
-    return out
-
-
-def _with_resources(container: Any) -> Any:
-    res = container.get("resources") if isinstance(container, dict) else None
-    if not isinstance(res, dict):
-        return container
-    typed = {**res, "requests": _parsed(res.get("requests")), "limits": _parsed(res.get("limits"))}
-    return {**container, "resources": {k: v for k, v in typed.items() if k in res}}
-
-
-def typed_view(cls: type[KubeObject], doc: Any) -> Any:
-    """`doc` with its quantities parsed once per value (module docstring): copies along those
-    paths only, `doc` itself unchanged; other kinds, `doc` itself."""
-    if not isinstance(doc, dict):
-        return doc
-    if cls is Node:
-        status = doc.get("status")
-        if not isinstance(status, dict):
-            return doc
-        typed = {**status, "capacity": _parsed(status.get("capacity"))}
-        typed["allocatable"] = _parsed(status.get("allocatable"))
-        return {**doc, "status": {k: v for k, v in typed.items() if k in status}}
-    if cls is not Pod:
-        return doc
-    spec = doc.get("spec")
-    if not isinstance(spec, dict):
-        return doc
-    view = dict(spec)
-    for field in ("containers", "initContainers"):
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            view[field] = [_with_resources(c) for c in containers]
-    if "overhead" in spec:
-        view["overhead"] = _parsed(spec["overhead"])
-    return {**doc, "spec": view}
+__all__ = ["PodVersions"]
 
 
 def _but(doc: dict[str, Any], *keys: str) -> dict[str, Any]:

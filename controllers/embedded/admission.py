@@ -3,9 +3,8 @@ admission and validation do: the CRD schema's defaults and pruning, kube-apiserv
 of PodGroup and ElasticQuota against their CRD (`apis.crdvalidation`), then the kind's own rules
 (the `apis` model), answered as 422 Invalid with one cause per field.
 
-Both validations read a pod's or a node's quantities; they read them from a view of the object
-whose quantities were parsed once per distinct value (`typed_view`): the object stored stays
-the JSON it was."""
+Both validations read a pod's or a node's quantities: `Quantity.parse` shares the parse of a
+value it has seen, so a server admitting thousands of pods parses each distinct quantity once."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from apis.crdvalidation import SCHEMA_VALIDATED, schema_problems
 from apis.errors import FieldProblem, ObjectValidationError
 from apis.fielderrors import aggregate
 from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
-from apis.quantity import Quantity, QuantityError
 from apis.registry import parse_as
 from controllers.embedded.resources import Resource
 from controllers.embedded.schema import apply_defaults, prune
@@ -28,73 +26,11 @@ __all__ = [
     "check_size",
     "encode_within",
     "invalid_name",
-    "typed_view",
     "valid_name",
     "validate",
 ]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-QUANTITIES = 4096
-"""Distinct quantity values kept parsed (the cache starts over when full)."""
-_quantities: dict[tuple[type, str | int], Quantity] = {}
-
-
-def _parsed(resources: Any) -> Any:
-    """A copy of a ResourceList document with each valid quantity replaced by the one parsed
-    before for the same value (an invalid one left for the validations to report)."""
-    if not isinstance(resources, dict):
-        return resources
-    out = dict(resources)
-    for name, raw in resources.items():
-        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            continue
-        key = (type(raw), repr(raw) if isinstance(raw, float) else raw)  # -0.0 is not 0.0
-        known = _quantities.get(key)
-        if known is None:
-            try:
-                known = Quantity.parse(raw)
-            except QuantityError:
-                continue
-            if len(_quantities) >= QUANTITIES:
-                _quantities.clear()
-            _quantities[key] = known
-        out[name] = known
-    return out
-
-
-def _with_resources(container: Any) -> Any:
-    res = container.get("resources") if isinstance(container, dict) else None
-    if not isinstance(res, dict):
-        return container
-    typed = {**res, "requests": _parsed(res.get("requests")), "limits": _parsed(res.get("limits"))}
-    return {**container, "resources": {k: v for k, v in typed.items() if k in res}}
-
-
-def typed_view(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-    """`obj` as the validations read it: a Pod's containers' requests and limits and its
-    overhead, a Node's capacity and allocatable, hold parsed quantities (one object per
-    distinct value; parsing a quantity exactly costs more than validating the rest of a small
-    pod). Copies along those paths only: `obj` is not changed. Other kinds: `obj` itself."""
-    if res.group or res.kind not in ("Pod", "Node"):
-        return obj
-    if res.kind == "Node":
-        status = obj.get("status")
-        if not isinstance(status, dict):
-            return obj
-        typed = {**status, "capacity": _parsed(status.get("capacity"))}
-        typed["allocatable"] = _parsed(status.get("allocatable"))
-        return {**obj, "status": {k: v for k, v in typed.items() if k in status}}
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return obj
-    view = dict(spec)
-    for field in ("containers", "initContainers"):
-        containers = spec.get(field)
-        if isinstance(containers, list):
-            view[field] = [_with_resources(c) for c in containers]
-    if "overhead" in spec:
-        view["overhead"] = _parsed(spec["overhead"])
-    return {**obj, "spec": view}
 
 
 def valid_name(name: Any) -> TypeGuard[str]:
@@ -121,9 +57,8 @@ def validate(res: Resource, obj: dict[str, Any]) -> None:
         if (res.api_version, res.kind) in SCHEMA_VALIDATED:
             # kube-apiserver's CRD validation, before the model's (which words it otherwise).
             _refuse(res, obj, schema_problems(obj, res.schema))
-    view = typed_view(res, obj)
     try:
-        parse_as(res.model, view)
+        parse_as(res.model, obj)
     except ObjectValidationError as exc:
         name = obj["metadata"].get("name", "")
         qualified = f"{res.kind}.{res.group}" if res.group else res.kind
@@ -136,7 +71,7 @@ def validate(res: Resource, obj: dict[str, Any]) -> None:
         raise StatusError(
             422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details
         ) from None
-    _refuse_kube(res, obj, view)
+    _refuse_kube(res, obj)
 
 
 def check_size(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES) -> dict[str, Any]:
@@ -155,11 +90,11 @@ def encode_within(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES)
     return raw
 
 
-def _refuse_kube(res: Resource, obj: dict[str, Any], view: dict[str, Any]) -> None:
-    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`, which
-    reads `view`: `typed_view(res, obj)`), with kube's message: `Pod "p" is invalid:
+def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
+    """422 Invalid for what kube-apiserver's validation refuses (`apis.kubevalidation`), with
+    kube's message: `Pod "p" is invalid:
     spec.containers: Required value`, several problems as `[a, b]`, one cause each."""
-    doc = {**view, "apiVersion": res.api_version, "kind": res.kind}
+    doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
     _refuse(res, obj, kube_problems(doc))
 
 

@@ -1,6 +1,6 @@
-"""The embedded server's per-write savings: it validates a pod's or a node's quantities from a
-view of the object in which each distinct value is parsed once (`typed_view`; the object stored
-is the JSON sent, and what the validations refuse is refused as before); a write's answer is the
+"""The embedded server's per-write savings: the object admitted is stored as the JSON sent (its
+quantities validated, never replaced by parsed ones), and what the validations refuse is refused
+as before; a write's answer is the
 object's encoding its watchers got (`encoded_as_stored`), made once by the size check; a binding
 copies only the parts of the pod it writes, never changing the version stored before it."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from apis.core import Namespace, Node, Pod
 from apis.scheduling import PriorityClass
-from controllers.embedded.admission import admit, typed_view
+from controllers.embedded.admission import admit
 from controllers.embedded.history import encoded_as_stored
 from controllers.embedded.pods import bind_pod
 from controllers.embedded.resources import load_resources
@@ -36,31 +36,11 @@ def pod(name: str, requests: dict[str, Any], **spec: Any) -> dict[str, Any]:
     }
 
 
-def test_the_view_shares_parsed_quantities_and_leaves_the_object_as_sent() -> None:
-    docs = [pod(n, {"cpu": "100m", "memory": 1024}, overhead={"cpu": "10m"}) for n in "ab"]
-    sent = copy.deepcopy(docs)
-    a, b = (typed_view(POD, d) for d in docs)
-    reqs = [v["spec"]["containers"][0]["resources"]["requests"] for v in (a, b)]
-    assert reqs[0]["cpu"] is reqs[1]["cpu"] and reqs[0]["cpu"].milli() == 100
-    assert reqs[0]["memory"] is reqs[1]["memory"] and reqs[0]["memory"].ceil() == 1024
-    assert a["spec"]["overhead"]["cpu"] is b["spec"]["overhead"]["cpu"]
-    assert a["spec"]["initContainers"][0]["resources"]["limits"]["cpu"].milli() == 1000
-    assert docs == sent  # the object itself is untouched
-    stored = admit(POD, docs[0])
-    assert stored is docs[0] and json.loads(json.dumps(stored)) == sent[0]
-
-
-def test_a_node_view_shares_capacity_and_allocatable() -> None:
-    status = {"capacity": {"cpu": "4", "pods": 110}, "allocatable": {"cpu": "4"}}
-    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "status": status}
-    view = typed_view(NODE, node)
-    assert view["status"]["capacity"]["cpu"] is view["status"]["allocatable"]["cpu"]
-    assert status == {"capacity": {"cpu": "4", "pods": 110}, "allocatable": {"cpu": "4"}}
-
-
-def test_other_kinds_are_validated_from_the_object_itself() -> None:
-    doc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 5}
-    assert typed_view(CLASS, doc) is doc
+def test_the_object_admitted_is_the_json_sent() -> None:
+    doc = pod("a", {"cpu": "100m", "memory": 1024}, overhead={"cpu": "10m"})
+    sent = copy.deepcopy(doc)
+    stored = admit(POD, doc)
+    assert stored is doc and json.loads(json.dumps(stored)) == sent
 
 
 def test_a_negative_request_is_refused_with_kubes_words() -> None:
