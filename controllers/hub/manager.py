@@ -33,6 +33,7 @@ from controllers.hub.fanout import Fanout
 from controllers.hub.metrics import Metrics
 from controllers.hub.reconciler import Reconciler, WriteThrough
 from controllers.hub.writer import DecisionWriter
+from controllers.kube.answers import Answers
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
@@ -111,6 +112,10 @@ class Manager(Controller):
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
         # Without leader election this replica always writes: it is the leader.
         self.metrics.leader.set(1 if options.leader is None else 0)
+        # The writer's answers are the objects of the watch events echoing them: shared through
+        # the gateway (any answer at a resourceVersion is that version of the object).
+        if gateway.answers is None:
+            gateway.answers = Answers()
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(

@@ -25,6 +25,7 @@ from apis.core import Binding, Eviction, ObjectReference, Pod
 from apis.errors import ObjectValidationError
 from apis.meta import KubeObject, ObjectMeta
 from apis.registry import parse_as
+from controllers.kube.answers import Answers
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import TransportError, error_from_status
 from controllers.kube.transport import (
@@ -108,6 +109,9 @@ class Gateway:
         self.max_backoff = max_backoff
         self.request_timeout = request_timeout
         self.observe_requests: RequestObserver | None = None
+        self.answers: Answers | None = None
+        """Our writes' answers, for the watch events echoing them (`controllers.kube.answers`);
+        None: every event's object is read from its JSON."""
 
     @property
     def host(self) -> str:
@@ -282,26 +286,50 @@ class Gateway:
             return WatchEvent("BOOKMARK", None, rv)
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             raise InvalidResponseError(f"unknown watch event type {kind!r}")
-        return WatchEvent(kind, self._typed(cls, doc), rv)
+        if self.answers is None or kind == "DELETED":
+            return WatchEvent(kind, self._typed(cls, doc), rv)
+        return WatchEvent(kind, self._shared(cls, doc, rv, answer=False), rv)
+
+    def _answer(self, cls: type[ObjT], doc: Any) -> ObjT:
+        """The model of a write's answer (`_typed`, or the one its echo already made)."""
+        if self.answers is None or not isinstance(doc, dict):
+            return self._typed(cls, doc)
+        rv = (doc.get("metadata") or {}).get("resourceVersion")
+        return self._shared(cls, doc, str(rv) if rv else "", answer=True)
+
+    def _shared(self, cls: type[ObjT], doc: dict[str, Any], rv: str, *, answer: bool) -> ObjT:
+        """`doc` as a model, shared between a write's answer and its watch echo (`Answers`)."""
+        answers = self.answers
+        assert answers is not None
+        meta = doc.get("metadata") or {}
+        name = meta.get("name") or ""
+        key = f"{meta.get('namespace') or ''}/{name}" if cls.NAMESPACED else name
+        seen: ObjT | None = answers.take(cls.KIND, key, rv)
+        if seen is not None:
+            return seen
+        obj = self._typed(cls, doc)
+        if answer or answers.writing(cls.KIND, key):
+            answers.put(cls.KIND, key, rv, obj)
+        return obj
 
     # --- writes (never retried) --------------------------------------------------------------
 
     async def create(self, obj: ObjT) -> ObjT:
         cls = type(obj)
         path = collection_path(cls, obj.namespace or None)
-        return self._typed(cls, await self._request("POST", path, body=obj.to_wire()))
+        return self._answer(cls, await self._request("POST", path, body=obj.to_wire()))
 
     async def replace(self, obj: ObjT) -> ObjT:
         """PUT the whole object; 409 Conflict if its resourceVersion is stale."""
         cls = type(obj)
         path = object_path(cls, obj.name, obj.namespace or None)
-        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+        return self._answer(cls, await self._request("PUT", path, body=obj.to_wire()))
 
     async def replace_status(self, obj: ObjT) -> ObjT:
         """PUT the object's status subresource (the server ignores everything but status)."""
         cls = type(obj)
         path = object_path(cls, obj.name, obj.namespace or None, "status")
-        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+        return self._answer(cls, await self._request("PUT", path, body=obj.to_wire()))
 
     async def merge_patch(
         self,
@@ -315,7 +343,7 @@ class Gateway:
         """RFC 7386 merge patch of the object (or of its `/status` with `status=True`)."""
         path = object_path(cls, name, namespace, "status" if status else "")
         doc = await self._request("PATCH", path, body=dict(patch), content_type=MERGE_PATCH)
-        return self._typed(cls, doc)
+        return self._answer(cls, doc)
 
     async def json_patch(
         self,
@@ -331,7 +359,7 @@ class Gateway:
         doc = await self._request(
             "PATCH", path, body=[dict(op) for op in operations], content_type=JSON_PATCH
         )
-        return self._typed(cls, doc)
+        return self._answer(cls, doc)
 
     async def patch_status(
         self, cls: type[ObjT], name: str, patch: Mapping[str, Any], namespace: str | None = None
@@ -382,8 +410,14 @@ class Gateway:
     async def post_event(self, event: KubeObject) -> None:
         """Record an Event without reading the answer into a model (an event recorder sends
         tens of thousands at a cold start and never looks at what the server stored)."""
-        path = collection_path(type(event), event.namespace or None)
-        await self._send("POST", path, event.to_wire())
+        await self.post_wire(type(event), event.namespace or None, event.to_wire())
+
+    async def post_wire(
+        self, cls: type[KubeObject], namespace: str | None, body: Mapping[str, Any]
+    ) -> None:
+        """POST `body` (an object of `cls` as on the wire) to its collection; the answer is
+        not read into a model (`post_event` for a body built without one)."""
+        await self._send("POST", collection_path(cls, namespace), body)
 
     async def patch_event(
         self, cls: type[KubeObject], name: str, namespace: str, patch: Mapping[str, Any]

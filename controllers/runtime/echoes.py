@@ -107,7 +107,9 @@ class Echoes:
 class EchoedGateway(Gateway):
     """A writer's gateway: the same connection, with every create, patch and delete
     announced to `echoes` before it is sent and settled with the version it produced, so that
-    the watch event echoing it is recognised even when it arrives before the response."""
+    the watch event echoing it is recognised even when it arrives before the response. Creates
+    and merge patches are announced to the gateway's `answers` too (when it keeps them), so an
+    echo read before the answer lends the answer its model."""
 
     def __init__(
         self,
@@ -185,6 +187,8 @@ class EchoedGateway(Gateway):
     async def _announced(self, kind: str, key: str, write: Coroutine[Any, Any, ObjT]) -> ObjT:
         self._refuse_if_fenced(write)
         self.echoes.expect(kind, key)
+        if self.answers is not None:
+            self.answers.begin(kind, key)
         version: str | None = None
         try:
             written = await self._fenced(write)
@@ -198,6 +202,8 @@ class EchoedGateway(Gateway):
             raise
         finally:
             self.echoes.settle(kind, key, version)
+            if self.answers is not None:
+                self.answers.end(kind, key)
 
     # --- the fence ---------------------------------------------------------------------------
 
