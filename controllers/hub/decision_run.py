@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from apis.meta import ObjectMeta
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.decision_steps import Create, Delete, Page, Step, Update, plan_steps
+from controllers.hub.decision_wire import decision_row_of_wire, row_of
 from controllers.kube.errors import (
     AlreadyExistsError,
     ApiError,
@@ -49,6 +50,8 @@ from controllers.runtime.leader import NotLeaderError
 from placement.rows import DecisionRow, decision_row
 
 __all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
+
+_ROWS = decision_row_of_wire  # PD answers are read as rows, not models (`decision_wire`)
 
 # A PD as the server returned it (its row), and the verb that wrote it (None: a re-read).
 Written = Callable[[DecisionRow, str | None], None]
@@ -92,7 +95,8 @@ def _metadata_patch(have: DecisionRow, want: DecisionRow) -> dict[str, Any]:
 
 
 def _related(row: DecisionRow) -> PlacementDecision:
-    """A PD that is gone, as an event's `related` reference names it."""
+    """A PD as an event's `related` reference names it (the reference is made of these
+    fields only)."""
     meta = ObjectMeta(
         name=row.name,
         namespace=row.namespace,
@@ -257,15 +261,14 @@ class DecisionRun:
             )
         )
         try:
-            created = await self.gateway.create(body)
+            row = row_of(await self.gateway.create_kept(body, decision_row_of_wire))
         except AlreadyExistsError as exc:
             raise _StaleError(step.name, exc) from exc
-        row = decision_row(created)
         self.view[step.name] = row
         self.written(row, "create")
         if step.carrier_for is None:
             self.report.created.append(step.name)
-            self._event(created, "DecisionCreate", "DecisionCreated", "created")
+            self._event(_related(row), "DecisionCreate", "DecisionCreated", "created")
         else:
             self.report.carriers.append(step.name)
             self.carrier_names.add(step.name)
@@ -291,16 +294,16 @@ class DecisionRun:
             "status": {"decisions": decisions},
         }
         try:
-            written = await self.gateway.patch_status(
-                PlacementDecision, pd.name, patch, self.namespace
+            written = await self.gateway.merge_patch_kept(
+                PlacementDecision, pd.name, patch, self.namespace, status=True, rows=_ROWS
             )
         except (ConflictError, NotFoundError) as exc:
             raise _StaleError(pd.name, exc) from exc
-        self.view[pd.name] = row = decision_row(written)
+        self.view[pd.name] = row = row_of(written)
         self.written(row, "patch")
         # A missing status filled with an empty list is no change of decisions: no event.
         if announce and pd.wire_decisions() != decisions:
-            self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
+            self._event(_related(row), "DecisionUpdate", "DecisionUpdated", "updated")
 
     async def _fix_metadata(self) -> None:
         for name, want in self.want.items():
@@ -312,12 +315,12 @@ class DecisionRun:
                 continue
             changes["resourceVersion"] = have.resource_version
             try:
-                written = await self.gateway.merge_patch(
-                    PlacementDecision, name, {"metadata": changes}, self.namespace
+                written = await self.gateway.merge_patch_kept(
+                    PlacementDecision, name, {"metadata": changes}, self.namespace, rows=_ROWS
                 )
             except (ConflictError, NotFoundError) as exc:
                 raise _StaleError(name, exc) from exc
-            self.view[name] = row = decision_row(written)
+            self.view[name] = row = row_of(written)
             self.written(row, "patch")
             if name not in self.report.updated and name not in self.report.created:
                 self.report.updated.append(name)

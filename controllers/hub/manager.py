@@ -29,6 +29,7 @@ from apis.cluster import (
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.debug import DebugRoutes
 from controllers.hub.decision_view import DecisionView
+from controllers.hub.decision_wire import decision_row_of_wire, row_of
 from controllers.hub.fanout import Fanout
 from controllers.hub.metrics import Metrics
 from controllers.hub.reconciler import Reconciler, WriteThrough
@@ -42,7 +43,7 @@ from controllers.runtime.http import HttpServer
 from controllers.runtime.queue import Clock, Handler
 from controllers.runtime.views import Latest
 from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
-from placement.rows import DecisionRow, decision_row
+from placement.rows import DecisionRow
 from placement.scheduler import Scheduler
 from plugins import default_scheduler
 
@@ -71,8 +72,9 @@ class ManagerOptions(ControllerOptions):
 _CLUSTER_ROWS: Keep[ManagedCluster, ClusterRow] = Keep(cluster_row, lambda r: r.resource_version)
 _SCORE_ROWS: Keep[AddOnPlacementScore, ScoreRow] = Keep(score_row, lambda r: r.resource_version)
 _PD_KIND = PlacementDecision.KIND
+# The echoes of the writer's PD writes come as rows made from their JSON (`decision_wire`).
 _DECISION_ROWS: Keep[PlacementDecision, DecisionRow] = Keep(
-    decision_row, lambda r: r.resource_version
+    row_of, lambda r: r.resource_version, decision_row_of_wire
 )
 
 

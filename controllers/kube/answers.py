@@ -15,11 +15,20 @@ watch with a selector, an event of someone else's write) are dropped oldest firs
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Answers"]
+from apis.meta import KubeObject
+
+__all__ = ["Answers", "Rows"]
 
 AnswerKey = tuple[str, str, str]  # kind, namespace/name (or name), resourceVersion
+
+Rows = Callable[[dict[str, Any]], Any]
+"""What a cache keeps of an object, made straight from its JSON; None when the JSON is not in a
+shape it knows (then the model is read, and rejects it if invalid)."""
+
+_ROW = "#row"  # rows are kept apart from models: only who asked for a row may take one
 
 
 class Answers:
@@ -65,4 +74,32 @@ class Answers:
         obj = self._kept.pop((kind, key, version), None)
         if obj is not None:
             self.reused += 1
+        return obj
+
+    def shared(
+        self,
+        cls: type[KubeObject],
+        doc: dict[str, Any],
+        version: str,
+        typed: Callable[[type[KubeObject], Any], Any],
+        *,
+        rows: Rows | None,
+        answer: bool,
+    ) -> Any:
+        """`doc` (an object of `cls` at `version`) read once for a write's answer (`answer`)
+        and its watch echo: the model (`typed(cls, doc)`) or, with `rows`, the row (the model
+        when `rows` makes none)."""
+        kind = cls.KIND
+        meta = doc.get("metadata") or {}
+        name = meta.get("name") or ""
+        key = f"{meta.get('namespace') or ''}/{name}" if cls.NAMESPACED else name
+        slot = kind if rows is None else kind + _ROW
+        seen = self.take(slot, key, version)
+        if seen is not None:
+            return seen
+        obj = rows(doc) if rows is not None else None
+        if obj is None:
+            obj = typed(cls, doc)
+        if answer or self.writing(kind, key):
+            self.put(slot, key, version, obj)
         return obj
