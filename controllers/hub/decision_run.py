@@ -45,7 +45,7 @@ from controllers.kube.errors import (
     NotFoundError,
 )
 from controllers.kube.gateway import Gateway
-from controllers.runtime.events import EventRecorder, EventType
+from controllers.runtime.events import EventRecorder, EventType, Reference
 from controllers.runtime.leader import NotLeaderError
 from placement.rows import DecisionRow, decision_row
 
@@ -94,16 +94,13 @@ def _metadata_patch(have: DecisionRow, want: DecisionRow) -> dict[str, Any]:
     return patch
 
 
-def _related(row: DecisionRow) -> PlacementDecision:
-    """A PD as an event's `related` reference names it (the reference is made of these
-    fields only)."""
-    meta = ObjectMeta(
-        name=row.name,
-        namespace=row.namespace,
-        uid=row.uid,
-        resource_version=row.resource_version,
+def _related(row: DecisionRow) -> Reference:
+    """A PD as an event's `related` reference names it."""
+    kind = PlacementDecision
+    namespace = row.namespace or None
+    return Reference(
+        kind.api_version_string(), kind.KIND, row.name, namespace, row.uid, row.resource_version
     )
-    return PlacementDecision(metadata=meta)
 
 
 class _StaleError(Exception):
@@ -223,7 +220,7 @@ class DecisionRun:
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _event(self, pd: PlacementDecision, reason: str, action: str, verb: str) -> None:
+    def _event(self, pd: Reference, reason: str, action: str, verb: str) -> None:
         p = self.placement
         note = f"Decision {pd.name} is {verb} with placement {p.name} in namespace {p.namespace}"
         kind: EventType = "Normal"

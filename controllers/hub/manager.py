@@ -78,6 +78,15 @@ _DECISION_ROWS: Keep[PlacementDecision, DecisionRow] = Keep(
 )
 
 
+def _series(cache: dict[tuple[str, ...], Any], family: Any, **labels: str) -> Any:
+    """`family.labels(**labels)`, looked up once per label values in `cache`."""
+    key = tuple(labels.values())
+    series = cache.get(key)
+    if series is None:
+        series = cache[key] = family.labels(**labels)
+    return series
+
+
 class Manager(Controller):
     """Wires and runs one placement controller instance against `gateway`."""
 
@@ -91,6 +100,10 @@ class Manager(Controller):
         wall: Callable[[], datetime] | None = None,
     ) -> None:
         self.metrics = Metrics()
+        # Labelled series looked up once each (`labels()` costs microseconds, and a cold start
+        # counts a write and an event tens of thousands of times).
+        self._write_series: dict[tuple[str, ...], Any] = {}
+        self._event_series: dict[tuple[str, ...], Any] = {}
         self.index = FleetIndex()
         self.fanout = Fanout()
         self.placements: Latest[Placement] = Latest()
@@ -128,7 +141,7 @@ class Manager(Controller):
             ),
             self.recorder,
             sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
-            on_write=lambda kind, verb: self.metrics.writes.labels(kind=kind, verb=verb).inc(),
+            on_write=self._wrote,
             may_retry=self.may_write,
         )
         self.reconciler = Reconciler(
@@ -182,7 +195,10 @@ class Manager(Controller):
         self.metrics.leader.set(1 if leading else 0)
 
     def event_recorded(self, reason: str, outcome: str) -> None:
-        self.metrics.events.labels(reason=reason, outcome=outcome).inc()
+        _series(self._event_series, self.metrics.events, reason=reason, outcome=outcome).inc()
+
+    def _wrote(self, kind: str, verb: str) -> None:
+        _series(self._write_series, self.metrics.writes, kind=kind, verb=verb).inc()
 
     def synced_message(self) -> str:
         return (

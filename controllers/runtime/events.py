@@ -19,7 +19,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from apis.core import Event, EventSeries, ObjectReference
 from apis.meta import KubeObject, ObjectMeta
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_NOTE_BYTES",
     "EventRecorder",
     "EventType",
+    "Reference",
     "object_reference",
     "truncated_note",
 ]
@@ -48,10 +49,24 @@ EventType = Literal["Normal", "Warning"]
 _Ref = tuple[str | None, ...]
 
 
-def _ref_key(obj: KubeObject | None) -> _Ref:
+class Reference(NamedTuple):
+    """An object as an Event's reference names it (`object_reference`'s fields), for a caller
+    that has no model of it at hand."""
+
+    api_version: str | None
+    kind: str | None
+    name: str | None
+    namespace: str | None
+    uid: str | None
+    resource_version: str | None
+
+
+def _ref_key(obj: KubeObject | Reference | None) -> _Ref:
     """`object_reference(obj)`'s fields as a tuple (part of an isomorphic key); () for None."""
     if obj is None:
         return ()
+    if isinstance(obj, Reference):
+        return tuple(obj)
     meta = obj.metadata
     return (
         obj.api_version or obj.api_version_string(),
@@ -210,7 +225,7 @@ class EventRecorder:
     def record(
         self,
         regarding: KubeObject,
-        related: KubeObject | None,
+        related: KubeObject | Reference | None,
         type: EventType,
         reason: str,
         action: str,

@@ -22,6 +22,7 @@ from controllers.kube.gateway import Gateway
 from controllers.runtime.events import (
     MAX_NOTE_BYTES,
     EventRecorder,
+    Reference,
     object_reference,
     truncated_note,
 )
@@ -210,3 +211,27 @@ async def test_the_body_posted_is_the_event_models_wire_form(related: bool) -> N
             "moved",
         )
         assert [e.name for e in await stored(gw)] == [model.name]
+
+
+@pytest.mark.asyncio
+async def test_a_reference_names_the_related_object_as_its_model_would() -> None:
+    # A related object given as a Reference (no model at hand) is the same reference: the
+    # same body, and the same isomorphic key (the second event makes a series of the first).
+    async with recording() as (_, gw, recorder, p, outcomes):
+        pd = await gw.create(PlacementDecision(metadata=ObjectMeta(name="pd", namespace="team")))
+        meta = pd.metadata
+        ref = Reference(
+            PlacementDecision.api_version_string(),
+            PlacementDecision.KIND,
+            meta.name,
+            meta.namespace,
+            meta.uid,
+            meta.resource_version,
+        )
+        recorder.record(p, ref, "Normal", "DecisionCreate", "DecisionCreated", "made")
+        await recorder.flush()
+        recorder.record(p, pd, "Normal", "DecisionCreate", "DecisionCreated", "made")
+        await recorder.flush()
+        assert outcomes == ["created", "patched"]
+        (event,) = await stored(gw)
+        assert event.related == object_reference(pd)
