@@ -6,10 +6,10 @@ resourceVersion names one version of one object, so both carry the same object: 
 the two the gateway reads first is validated into a model and kept here, and the other takes
 that model instead of validating the same JSON again (at a cold start of the hub controller,
 the echoes were a tenth of its work). The echo often arrives before the answer (the server
-sends both at once), so an event is kept only while a write of its object is in flight
-(`begin` .. `end`), and an answer always (its echo is on its way). Entries nobody takes (a
-watch with a selector, an event of someone else's write) are dropped oldest first past
-`limit`.
+sends both at once). Only writes announced (`begin` .. `end`: the hub writer's, through
+`EchoedGateway`) are shared: an answer or an event is kept only while a write of its object is
+in flight, so the writes nobody watches (a Lease renewal) keep nothing. Entries nobody takes
+(a watch with a selector, a write that failed) are dropped oldest first past `limit`.
 """
 
 from __future__ import annotations
@@ -84,11 +84,10 @@ class Answers:
         typed: Callable[[type[KubeObject], Any], Any],
         *,
         rows: Rows | None,
-        answer: bool,
     ) -> Any:
-        """`doc` (an object of `cls` at `version`) read once for a write's answer (`answer`)
-        and its watch echo: the model (`typed(cls, doc)`) or, with `rows`, the row (the model
-        when `rows` makes none)."""
+        """`doc` (an object of `cls` at `version`) read once for a write's answer and its watch
+        echo: the model (`typed(cls, doc)`) or, with `rows`, the row (the model when `rows`
+        makes none)."""
         kind = cls.KIND
         meta = doc.get("metadata") or {}
         name = meta.get("name") or ""
@@ -100,6 +99,6 @@ class Answers:
         obj = rows(doc) if rows is not None else None
         if obj is None:
             obj = typed(cls, doc)
-        if answer or self.writing(kind, key):
+        if self.writing(kind, key):
             self.put(slot, key, version, obj)
         return obj

@@ -280,7 +280,7 @@ class Gateway:
             raise InvalidResponseError(f"unknown watch event type {kind!r}")
         if self.answers is None or kind == "DELETED":
             return WatchEvent(kind, self._typed(cls, doc), rv)
-        obj = self.answers.shared(cls, doc, rv, self._typed, rows=rows, answer=False)
+        obj = self.answers.shared(cls, doc, rv, self._typed, rows=rows)
         return WatchEvent(kind, obj, rv)
 
     def _answer(self, cls: type[ObjT], doc: Any) -> ObjT:
@@ -293,7 +293,7 @@ class Gateway:
         if self.answers is None or not isinstance(doc, dict):
             return (rows(doc) if rows is not None else None) or self._typed(cls, doc)
         rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
-        return self.answers.shared(cls, doc, rv, self._typed, rows=rows, answer=True)
+        return self.answers.shared(cls, doc, rv, self._typed, rows=rows)
 
     # --- writes (never retried) --------------------------------------------------------------
 

@@ -95,10 +95,12 @@ async def test_an_echo_read_before_its_answer_lends_the_answer_its_model() -> No
 
 
 @pytest.mark.asyncio
-async def test_events_of_objects_no_write_of_ours_touches_are_read_from_their_json() -> None:
+async def test_only_announced_writes_and_their_echoes_are_kept() -> None:
     async with gateways() as (gw, _, other):
         start = (await gw.list(ManagedCluster)).resource_version
         created = await other.create(cluster("c2"))
         (added,) = await asyncio.wait_for(_events(gw, start, 1), 10)
         assert added.object is not created and added.object == created
         assert gw.answers is not None and gw.answers.reused == 0 and len(gw.answers) == 0
+        await gw.create(cluster("c3"))  # not announced (no EchoedGateway): nothing kept
+        assert len(gw.answers) == 0
