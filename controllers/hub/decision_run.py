@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from apis.meta import ObjectMeta
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.decision_steps import Create, Delete, Page, Step, Update, plan_steps
+from controllers.hub.decision_wire import decision_row_of_wire, row_of
 from controllers.kube.errors import (
     AlreadyExistsError,
     ApiError,
@@ -44,11 +45,13 @@ from controllers.kube.errors import (
     NotFoundError,
 )
 from controllers.kube.gateway import Gateway
-from controllers.runtime.events import EventRecorder, EventType
+from controllers.runtime.events import EventRecorder, EventType, Reference
 from controllers.runtime.leader import NotLeaderError
 from placement.rows import DecisionRow, decision_row
 
 __all__ = ["DecisionRun", "Deleted", "StepReport", "Written"]
+
+_ROWS = decision_row_of_wire  # PD answers are read as rows, not models (`decision_wire`)
 
 # A PD as the server returned it (its row), and the verb that wrote it (None: a re-read).
 Written = Callable[[DecisionRow, str | None], None]
@@ -91,15 +94,13 @@ def _metadata_patch(have: DecisionRow, want: DecisionRow) -> dict[str, Any]:
     return patch
 
 
-def _related(row: DecisionRow) -> PlacementDecision:
-    """A PD that is gone, as an event's `related` reference names it."""
-    meta = ObjectMeta(
-        name=row.name,
-        namespace=row.namespace,
-        uid=row.uid,
-        resource_version=row.resource_version,
+def _related(row: DecisionRow) -> Reference:
+    """A PD as an event's `related` reference names it."""
+    kind = PlacementDecision
+    namespace = row.namespace or None
+    return Reference(
+        kind.api_version_string(), kind.KIND, row.name, namespace, row.uid, row.resource_version
     )
-    return PlacementDecision(metadata=meta)
 
 
 class _StaleError(Exception):
@@ -219,7 +220,7 @@ class DecisionRun:
 
     # --- steps -------------------------------------------------------------------------------
 
-    def _event(self, pd: PlacementDecision, reason: str, action: str, verb: str) -> None:
+    def _event(self, pd: Reference, reason: str, action: str, verb: str) -> None:
         p = self.placement
         note = f"Decision {pd.name} is {verb} with placement {p.name} in namespace {p.namespace}"
         kind: EventType = "Normal"
@@ -257,15 +258,14 @@ class DecisionRun:
             )
         )
         try:
-            created = await self.gateway.create(body)
+            row = row_of(await self.gateway.create_kept(body, decision_row_of_wire))
         except AlreadyExistsError as exc:
             raise _StaleError(step.name, exc) from exc
-        row = decision_row(created)
         self.view[step.name] = row
         self.written(row, "create")
         if step.carrier_for is None:
             self.report.created.append(step.name)
-            self._event(created, "DecisionCreate", "DecisionCreated", "created")
+            self._event(_related(row), "DecisionCreate", "DecisionCreated", "created")
         else:
             self.report.carriers.append(step.name)
             self.carrier_names.add(step.name)
@@ -291,16 +291,16 @@ class DecisionRun:
             "status": {"decisions": decisions},
         }
         try:
-            written = await self.gateway.patch_status(
-                PlacementDecision, pd.name, patch, self.namespace
+            written = await self.gateway.merge_patch_kept(
+                PlacementDecision, pd.name, patch, self.namespace, status=True, rows=_ROWS
             )
         except (ConflictError, NotFoundError) as exc:
             raise _StaleError(pd.name, exc) from exc
-        self.view[pd.name] = row = decision_row(written)
+        self.view[pd.name] = row = row_of(written)
         self.written(row, "patch")
         # A missing status filled with an empty list is no change of decisions: no event.
         if announce and pd.wire_decisions() != decisions:
-            self._event(written, "DecisionUpdate", "DecisionUpdated", "updated")
+            self._event(_related(row), "DecisionUpdate", "DecisionUpdated", "updated")
 
     async def _fix_metadata(self) -> None:
         for name, want in self.want.items():
@@ -312,12 +312,12 @@ class DecisionRun:
                 continue
             changes["resourceVersion"] = have.resource_version
             try:
-                written = await self.gateway.merge_patch(
-                    PlacementDecision, name, {"metadata": changes}, self.namespace
+                written = await self.gateway.merge_patch_kept(
+                    PlacementDecision, name, {"metadata": changes}, self.namespace, rows=_ROWS
                 )
             except (ConflictError, NotFoundError) as exc:
                 raise _StaleError(name, exc) from exc
-            self.view[name] = row = decision_row(written)
+            self.view[name] = row = row_of(written)
             self.written(row, "patch")
             if name not in self.report.updated and name not in self.report.created:
                 self.report.updated.append(name)

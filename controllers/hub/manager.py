@@ -29,10 +29,12 @@ from apis.cluster import (
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.debug import DebugRoutes
 from controllers.hub.decision_view import DecisionView
+from controllers.hub.decision_wire import decision_row_of_wire, row_of
 from controllers.hub.fanout import Fanout
 from controllers.hub.metrics import Metrics
 from controllers.hub.reconciler import Reconciler, WriteThrough
 from controllers.hub.writer import DecisionWriter
+from controllers.kube.answers import Answers
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
 from controllers.runtime.controller import Controller, ControllerOptions, StartError
@@ -41,7 +43,7 @@ from controllers.runtime.http import HttpServer
 from controllers.runtime.queue import Clock, Handler
 from controllers.runtime.views import Latest
 from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
-from placement.rows import DecisionRow, decision_row
+from placement.rows import DecisionRow
 from placement.scheduler import Scheduler
 from plugins import default_scheduler
 
@@ -70,9 +72,19 @@ class ManagerOptions(ControllerOptions):
 _CLUSTER_ROWS: Keep[ManagedCluster, ClusterRow] = Keep(cluster_row, lambda r: r.resource_version)
 _SCORE_ROWS: Keep[AddOnPlacementScore, ScoreRow] = Keep(score_row, lambda r: r.resource_version)
 _PD_KIND = PlacementDecision.KIND
+# The echoes of the writer's PD writes come as rows made from their JSON (`decision_wire`).
 _DECISION_ROWS: Keep[PlacementDecision, DecisionRow] = Keep(
-    decision_row, lambda r: r.resource_version
+    row_of, lambda r: r.resource_version, decision_row_of_wire
 )
+
+
+def _series(cache: dict[tuple[str, ...], Any], family: Any, **labels: str) -> Any:
+    """`family.labels(**labels)`, looked up once per label values in `cache`."""
+    key = tuple(labels.values())
+    series = cache.get(key)
+    if series is None:
+        series = cache[key] = family.labels(**labels)
+    return series
 
 
 class Manager(Controller):
@@ -88,6 +100,10 @@ class Manager(Controller):
         wall: Callable[[], datetime] | None = None,
     ) -> None:
         self.metrics = Metrics()
+        # Labelled series looked up once each (`labels()` costs microseconds, and a cold start
+        # counts a write and an event tens of thousands of times).
+        self._write_series: dict[tuple[str, ...], Any] = {}
+        self._event_series: dict[tuple[str, ...], Any] = {}
         self.index = FleetIndex()
         self.fanout = Fanout()
         self.placements: Latest[Placement] = Latest()
@@ -111,6 +127,10 @@ class Manager(Controller):
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
         # Without leader election this replica always writes: it is the leader.
         self.metrics.leader.set(1 if options.leader is None else 0)
+        # The writer's answers are the objects of the watch events echoing them: shared through
+        # the gateway (any answer at a resourceVersion is that version of the object).
+        if gateway.answers is None:
+            gateway.answers = Answers()
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
         self.writer = DecisionWriter(
@@ -121,7 +141,7 @@ class Manager(Controller):
             ),
             self.recorder,
             sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
-            on_write=lambda kind, verb: self.metrics.writes.labels(kind=kind, verb=verb).inc(),
+            on_write=self._wrote,
             may_retry=self.may_write,
         )
         self.reconciler = Reconciler(
@@ -175,7 +195,10 @@ class Manager(Controller):
         self.metrics.leader.set(1 if leading else 0)
 
     def event_recorded(self, reason: str, outcome: str) -> None:
-        self.metrics.events.labels(reason=reason, outcome=outcome).inc()
+        _series(self._event_series, self.metrics.events, reason=reason, outcome=outcome).inc()
+
+    def _wrote(self, kind: str, verb: str) -> None:
+        _series(self._write_series, self.metrics.writes, kind=kind, verb=verb).inc()
 
     def synced_message(self) -> str:
         return (

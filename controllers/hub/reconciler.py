@@ -225,6 +225,10 @@ class Reconciler:
         chosen = result.selection.rows if result.selection is not None else None
         if chosen is None or not result.status.ok or _same(chosen, current):
             return result
+        if current.size == 0:
+            # Nothing to keep (a cold start): `keep` would add its bonus to no cluster and
+            # select what this cycle did, so that second cycle is not run.
+            return result
         kept = self.scheduler.schedule(placement, fleet, now, keep=True)
         if kept.selection is not None and kept.status.ok and _same(kept.selection.rows, current):
             return kept

@@ -25,8 +25,10 @@ from apis.core import Binding, Eviction, ObjectReference, Pod
 from apis.errors import ObjectValidationError
 from apis.meta import KubeObject, ObjectMeta
 from apis.registry import parse_as
+from controllers.kube.answers import Answers, Rows
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import TransportError, error_from_status
+from controllers.kube.paths import collection_path, object_path
 from controllers.kube.transport import (
     InvalidResponseError,
     RequestObserver,
@@ -42,6 +44,8 @@ __all__ = [
     "InvalidResponseError",
     "ListResult",
     "WatchEvent",
+    "collection_path",
+    "object_path",
 ]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -70,25 +74,6 @@ class WatchEvent(Generic[ObjT]):
     resource_version: str
 
 
-def _base(cls: type[KubeObject]) -> str:
-    return f"/apis/{cls.GROUP}/{cls.VERSION}" if cls.GROUP else f"/api/{cls.VERSION}"
-
-
-def collection_path(cls: type[KubeObject], namespace: str | None) -> str:
-    """The URL path of a kind's collection (all namespaces when `namespace` is None)."""
-    if cls.NAMESPACED and namespace:
-        return f"{_base(cls)}/namespaces/{namespace}/{cls.PLURAL}"
-    return f"{_base(cls)}/{cls.PLURAL}"
-
-
-def object_path(cls: type[KubeObject], name: str, namespace: str | None, sub: str = "") -> str:
-    """The URL path of one object, or of its subresource `sub`."""
-    if cls.NAMESPACED and not namespace:
-        raise ValueError(f"{cls.KIND} {name!r} is namespaced: a namespace is required")
-    path = f"{collection_path(cls, namespace)}/{name}"
-    return f"{path}/{sub}" if sub else path
-
-
 class Gateway:
     """Typed list, watch, get, create, replace, patch, delete, binding, eviction and events."""
 
@@ -108,6 +93,7 @@ class Gateway:
         self.max_backoff = max_backoff
         self.request_timeout = request_timeout
         self.observe_requests: RequestObserver | None = None
+        self.answers: Answers | None = None  # shared by writes and their echoes: `Answers`
 
     @property
     def host(self) -> str:
@@ -237,8 +223,11 @@ class Gateway:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         bookmarks: bool = True,
+        rows: Rows | None = None,
     ) -> AsyncIterator[WatchEvent[ObjT]]:
-        """Events after `resource_version` until the server ends the stream.
+        """Events after `resource_version` until the server ends the stream. With `rows`,
+        an event echoing a write of ours in flight or answered (`answers`) may carry a row
+        instead of a model (`Rows`).
 
         Raises GoneError when that resourceVersion is compacted (relist, then watch again), and
         TransportError when the connection breaks (resume from the last RV seen).
@@ -265,11 +254,18 @@ class Gateway:
                 if not line:
                     return
                 if line.strip():
-                    yield self._event(cls, line)
+                    yield (
+                        self._event(cls, line)
+                        if rows is None
+                        else self._read_event(cls, line, rows)
+                    )
         finally:
             response.release()
 
     def _event(self, cls: type[ObjT], line: bytes) -> WatchEvent[ObjT]:
+        return self._read_event(cls, line, None)
+
+    def _read_event(self, cls: type[ObjT], line: bytes, rows: Rows | None) -> WatchEvent[ObjT]:
         try:
             raw = json.loads(line)
         except ValueError as exc:
@@ -282,26 +278,47 @@ class Gateway:
             return WatchEvent("BOOKMARK", None, rv)
         if kind not in ("ADDED", "MODIFIED", "DELETED"):
             raise InvalidResponseError(f"unknown watch event type {kind!r}")
-        return WatchEvent(kind, self._typed(cls, doc), rv)
+        if self.answers is None or kind == "DELETED":
+            return WatchEvent(kind, self._typed(cls, doc), rv)
+        obj = self.answers.shared(cls, doc, rv, self._typed, rows=rows)
+        return WatchEvent(kind, obj, rv)
+
+    def _answer(self, cls: type[ObjT], doc: Any) -> ObjT:
+        answer: ObjT = self._answer_as(cls, doc, None)
+        return answer
+
+    def _answer_as(self, cls: type[KubeObject], doc: Any, rows: Rows | None) -> Any:
+        """A write's answer as a model (as a row with `rows`), shared with its watch echo
+        when the gateway keeps `answers`."""
+        if self.answers is None or not isinstance(doc, dict):
+            return (rows(doc) if rows is not None else None) or self._typed(cls, doc)
+        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
+        return self.answers.shared(cls, doc, rv, self._typed, rows=rows)
 
     # --- writes (never retried) --------------------------------------------------------------
 
     async def create(self, obj: ObjT) -> ObjT:
-        cls = type(obj)
-        path = collection_path(cls, obj.namespace or None)
-        return self._typed(cls, await self._request("POST", path, body=obj.to_wire()))
+        return self._answer(type(obj), await self._post(obj))
+
+    async def create_kept(self, obj: KubeObject, rows: Rows | None) -> Any:
+        """`create`, answering with what `rows` makes of the object (else the model)."""
+        return self._answer_as(type(obj), await self._post(obj), rows)
+
+    async def _post(self, obj: KubeObject) -> Any:
+        path = collection_path(type(obj), obj.namespace or None)
+        return await self._request("POST", path, body=obj.to_wire())
 
     async def replace(self, obj: ObjT) -> ObjT:
         """PUT the whole object; 409 Conflict if its resourceVersion is stale."""
         cls = type(obj)
         path = object_path(cls, obj.name, obj.namespace or None)
-        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+        return self._answer(cls, await self._request("PUT", path, body=obj.to_wire()))
 
     async def replace_status(self, obj: ObjT) -> ObjT:
         """PUT the object's status subresource (the server ignores everything but status)."""
         cls = type(obj)
         path = object_path(cls, obj.name, obj.namespace or None, "status")
-        return self._typed(cls, await self._request("PUT", path, body=obj.to_wire()))
+        return self._answer(cls, await self._request("PUT", path, body=obj.to_wire()))
 
     async def merge_patch(
         self,
@@ -313,9 +330,24 @@ class Gateway:
         status: bool = False,
     ) -> ObjT:
         """RFC 7386 merge patch of the object (or of its `/status` with `status=True`)."""
-        path = object_path(cls, name, namespace, "status" if status else "")
-        doc = await self._request("PATCH", path, body=dict(patch), content_type=MERGE_PATCH)
-        return self._typed(cls, doc)
+        return self._answer(cls, await self._merge(cls, name, patch, namespace, status))
+
+    async def merge_patch_kept(
+        self,
+        cls: type[KubeObject],
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+        rows: Rows | None,
+    ) -> Any:
+        """`merge_patch`, answering with what `rows` makes of the object (`create_kept`)."""
+        return self._answer_as(cls, await self._merge(cls, name, patch, namespace, status), rows)
+
+    async def _merge(self, cls: type[KubeObject], name: str, patch: Any, ns: Any, sub: bool) -> Any:
+        path = object_path(cls, name, ns, "status" if sub else "")
+        return await self._request("PATCH", path, body=dict(patch), content_type=MERGE_PATCH)
 
     async def json_patch(
         self,
@@ -331,7 +363,7 @@ class Gateway:
         doc = await self._request(
             "PATCH", path, body=[dict(op) for op in operations], content_type=JSON_PATCH
         )
-        return self._typed(cls, doc)
+        return self._answer(cls, doc)
 
     async def patch_status(
         self, cls: type[ObjT], name: str, patch: Mapping[str, Any], namespace: str | None = None
@@ -382,8 +414,14 @@ class Gateway:
     async def post_event(self, event: KubeObject) -> None:
         """Record an Event without reading the answer into a model (an event recorder sends
         tens of thousands at a cold start and never looks at what the server stored)."""
-        path = collection_path(type(event), event.namespace or None)
-        await self._send("POST", path, event.to_wire())
+        await self.post_wire(type(event), event.namespace or None, event.to_wire())
+
+    async def post_wire(
+        self, cls: type[KubeObject], namespace: str | None, body: Mapping[str, Any]
+    ) -> None:
+        """POST `body` (an object of `cls` as on the wire) to its collection; the answer is
+        not read into a model (`post_event` for a body built without one)."""
+        await self._send("POST", collection_path(cls, namespace), body)
 
     async def patch_event(
         self, cls: type[KubeObject], name: str, namespace: str, patch: Mapping[str, Any]

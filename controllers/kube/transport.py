@@ -24,6 +24,7 @@ Each request can be reported to a `RequestObserver` as (HTTP method, status code
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -57,7 +58,8 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
-_AUTH = ["BearerToken"]
+_BEARER = "BearerToken"
+_AUTH = [_BEARER]
 
 # The status code reported for a request that got no HTTP answer (client-go's "<error>").
 NO_RESPONSE_CODE: Final = "<error>"
@@ -89,6 +91,12 @@ def read_env_once(api_client: client.ApiClient) -> None:
     session._trust_env = False
 
 
+@functools.lru_cache(maxsize=16)
+def _total(seconds: float) -> aiohttp.ClientTimeout:
+    """One (frozen) timeout object per value, not one per request."""
+    return aiohttp.ClientTimeout(total=seconds)
+
+
 async def open_response(
     api_client: client.ApiClient,
     method: str,
@@ -110,18 +118,18 @@ async def open_response(
     if api.cookie:
         headers["Cookie"] = api.cookie
     auth_query: list[tuple[str, str]] = []
-    await api.update_params_for_auth(headers, auth_query, _AUTH)
-    url = api.configuration.host + path
-    params = [*(query or {}).items(), *auth_query]
+    configuration = api.configuration
+    if _BEARER in configuration.api_key:
+        # Only a configured token is ever sent (its refresh hook runs first): without one,
+        # the client's auth settings are empty and the call would only cost its await.
+        await api.update_params_for_auth(headers, auth_query, _AUTH)
+    url = configuration.host + path
+    params = [*(query or {}).items(), *auth_query] if query or auth_query else None
     if params:
         url += "?" + urlencode(params)
     if body is not None and not isinstance(body, bytes | str):
-        body = json.dumps(body)
-    wait = (
-        timeout
-        if isinstance(timeout, aiohttp.ClientTimeout)
-        else aiohttp.ClientTimeout(total=timeout)
-    )
+        body = json.dumps(body).encode()
+    wait = timeout if isinstance(timeout, aiohttp.ClientTimeout) else _total(timeout)
     extra: dict[str, Any] = {}
     if rest.proxy:
         extra["proxy"] = rest.proxy

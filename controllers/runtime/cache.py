@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
 from apis.meta import KubeObject
+from controllers.kube.answers import Rows
 from controllers.kube.errors import ApiError, GoneError
 from controllers.kube.gateway import Gateway, WatchEvent
 
@@ -52,6 +53,10 @@ class Keep(Generic[ObjT, ItemT]):
 
     project: Callable[[ObjT], ItemT]
     version: Callable[[ItemT], str | None]
+    wire: Rows | None = None
+    """Makes the item straight from an object's JSON, for the watch events echoing the
+    controller's own writes (`Gateway.watch`'s `rows`); `project` must then take an item as
+    itself."""
 
 
 def _model_version(obj: KubeObject) -> str | None:
@@ -215,6 +220,7 @@ class Informer(Generic[ObjT, ItemT]):
                     self.namespace,
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
+                    rows=self.keep.wire,
                 ):
                     self._apply(event)
                     delay = self.retry_delay

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
 from apis.meta import KubeObject
+from controllers.kube.answers import Rows
 from controllers.kube.errors import ConflictError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.leader import NotLeaderError
@@ -107,7 +108,9 @@ class Echoes:
 class EchoedGateway(Gateway):
     """A writer's gateway: the same connection, with every create, patch and delete
     announced to `echoes` before it is sent and settled with the version it produced, so that
-    the watch event echoing it is recognised even when it arrives before the response."""
+    the watch event echoing it is recognised even when it arrives before the response. Creates
+    and merge patches are announced to the gateway's `answers` too (when it keeps them), so an
+    echo read before the answer lends the answer its model."""
 
     def __init__(
         self,
@@ -158,6 +161,24 @@ class EchoedGateway(Gateway):
         written = super().merge_patch(cls, name, patch, namespace, status=status)
         return await self._announced(cls.KIND, key, written)
 
+    async def create_kept(self, obj: KubeObject, rows: Rows | None) -> Any:
+        written = super().create_kept(obj, rows)
+        return await self._announced(obj.KIND, obj.key, written)
+
+    async def merge_patch_kept(
+        self,
+        cls: type[KubeObject],
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        status: bool = False,
+        rows: Rows | None,
+    ) -> Any:
+        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        written = super().merge_patch_kept(cls, name, patch, namespace, status=status, rows=rows)
+        return await self._announced(cls.KIND, key, written)
+
     async def delete(
         self,
         cls: type[ObjT],
@@ -182,13 +203,20 @@ class EchoedGateway(Gateway):
         finally:
             self.echoes.settle(cls.KIND, key, version)
 
-    async def _announced(self, kind: str, key: str, write: Coroutine[Any, Any, ObjT]) -> ObjT:
+    async def _announced(
+        self,
+        kind: str,
+        key: str,
+        write: Coroutine[Any, Any, R],
+    ) -> R:
         self._refuse_if_fenced(write)
         self.echoes.expect(kind, key)
+        if self.answers is not None:
+            self.answers.begin(kind, key)
         version: str | None = None
         try:
             written = await self._fenced(write)
-            version = written.metadata.resource_version
+            version = _version_of(written)
             return written
         except ConflictError:
             if kind in self.requeue_on_conflict:
@@ -198,6 +226,8 @@ class EchoedGateway(Gateway):
             raise
         finally:
             self.echoes.settle(kind, key, version)
+            if self.answers is not None:
+                self.answers.end(kind, key)
 
     # --- the fence ---------------------------------------------------------------------------
 
@@ -206,6 +236,13 @@ class EchoedGateway(Gateway):
 
     async def _fenced(self, write: Coroutine[Any, Any, R]) -> R:
         return await fenced(self.fence, write)
+
+
+def _version_of(written: Any) -> str | None:
+    """The resourceVersion of a write's answer, a model or a row (`Rows`)."""
+    meta = getattr(written, "metadata", None)
+    version = meta.resource_version if meta is not None else written.resource_version
+    return version if isinstance(version, str) else None
 
 
 def refuse_if_fenced(fence: WriteFence | None, write: Coroutine[Any, Any, Any]) -> None:

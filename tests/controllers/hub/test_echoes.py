@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apis.meta import KubeObject
 from apis.placements import Placement
 from controllers.kube.gateway import Gateway
 from tests.controllers.hub.controller_hub import hub
@@ -33,16 +34,19 @@ def slow_responses(
     def slowed(original: Write) -> Write:
         async def write(self: Gateway, *args: Any, **kwargs: Any) -> Any:
             written = await original(self, *args, **kwargs)
-            writes[written.KIND] += 1
+            # The PD writes answer with rows (`create_kept`, `merge_patch_kept`): the kind is
+            # the object's (a create) or the class's (a patch).
+            kind = args[0].KIND
+            writes[kind] += 1
             if after is not None:
-                await after(written.KIND, written)
+                await after(kind, written)
             await asyncio.sleep(0.1)
             return written
 
         return write
 
-    monkeypatch.setattr(Gateway, "create", slowed(Gateway.create))
-    monkeypatch.setattr(Gateway, "merge_patch", slowed(Gateway.merge_patch))
+    for verb in ("create", "merge_patch", "create_kept", "merge_patch_kept"):
+        monkeypatch.setattr(Gateway, verb, slowed(getattr(Gateway, verb)))
     return writes
 
 
@@ -104,3 +108,35 @@ async def test_an_edited_placement_status_is_restored() -> None:
         assert list(manager.reconciler.history) == ["ns-a/prod"]
         restored = await h.placement("ns-a", "prod")
         assert restored.status is not None and restored.status.number_of_selected_clusters == 1
+
+
+@pytest.mark.asyncio
+async def test_what_the_writer_writes_is_read_once_and_its_pds_never_as_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each version the writer produces comes back twice (its answer, its watch echo): each
+    # placement status it patches is validated once, its PDs are read as rows, never as models.
+    typed: Counter[str] = Counter()
+    original = Gateway._typed
+
+    def counting(cls: type[KubeObject], doc: Any) -> Any:
+        typed[cls.KIND] += 1
+        return original(cls, doc)
+
+    status_patches = 0
+
+    async with hub() as h:
+        await create(h, TWO_TEAMS)
+        monkeypatch.setattr(Gateway, "_typed", staticmethod(counting))
+        manager = await h.manager(workers=4)
+        await manager.wait_idle(timeout=30, settle=0.3)
+        status_patches = sum(
+            1 for pd in (await h.gateway.list(Placement)).items if pd.status is not None
+        )
+        answers = manager.gateway.answers
+        assert answers is not None and answers.reused > 0
+    assert status_patches == 4
+    assert typed["PlacementDecision"] == 0
+    # The list at the start, then one model per status patch (answer and echo share it); the
+    # test's own list at the end adds 4.
+    assert typed["Placement"] == 4 + status_patches + 4

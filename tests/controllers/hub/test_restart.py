@@ -6,10 +6,15 @@ placement whose own inputs changed while the controller was down is scheduled as
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from apis.cluster import ManagedCluster
 from apis.placements import Placement
+from controllers.hub.manager import Manager, ManagerOptions
+from controllers.kube.config import ClusterAccess
+from controllers.kube.gateway import Gateway
 from placement.simulate import simulate
 from placement.testing import binding, cluster, cluster_set, placement
 from plugins import default_scheduler
@@ -78,3 +83,30 @@ async def test_a_placement_whose_cluster_went_away_meanwhile_is_rescheduled() ->
         after = await _decided(h)
         for name in NAMES:  # each lost c1: rescheduled as OCM would, none kept its old pair
             assert gone not in after[name] and len(after[name]) == 2, after
+
+
+async def test_a_cold_start_schedules_each_undecided_placement_once() -> None:
+    # With no decisions to keep, the start's keep-cycle would select what the first cycle did:
+    # it is not run (placements with decisions still are: the restart test above).
+    async with hub() as h:
+        fleet = [cluster(f"c{i}", cluster_set="fleet") for i in range(4)]
+        await create(h, [*fleet, cluster_set("fleet"), binding("apps", "fleet")])
+        await create(h, [placement("apps", f"p{j}", numberOfClusters=2) for j in range(3)])
+        cycles: list[tuple[str, bool]] = []
+        scheduler = default_scheduler()
+        schedule = scheduler.schedule
+
+        def counted(p: Placement, *args: Any, **kwargs: Any) -> Any:
+            cycles.append((p.name, bool(kwargs.get("keep"))))
+            return schedule(p, *args, **kwargs)
+
+        scheduler.schedule = counted  # type: ignore[method-assign, assignment]
+        gateway = await Gateway.connect(ClusterAccess(url=h.server.url), backoff=0.01)
+        options = ManagerOptions(workers=1, http_addr=None)
+        manager = Manager(gateway, options, scheduler=scheduler, clock=h.clock, wall=h.wall)
+        h.managers.append(manager)
+        await manager.start(sync_timeout=10)
+        await manager.wait_idle()
+        assert sorted(cycles) == [("p0", False), ("p1", False), ("p2", False)]
+        for j in range(3):
+            assert len(await h.decided("apps", f"p{j}")) == 2

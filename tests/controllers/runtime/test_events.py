@@ -10,7 +10,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -19,7 +19,13 @@ from apis.meta import ObjectMeta
 from apis.placements import Placement, PlacementDecision
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.gateway import Gateway
-from controllers.runtime.events import MAX_NOTE_BYTES, EventRecorder, truncated_note
+from controllers.runtime.events import (
+    MAX_NOTE_BYTES,
+    EventRecorder,
+    Reference,
+    object_reference,
+    truncated_note,
+)
 from tests.controllers.embedded.hub import hub, placement
 
 WALL = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -169,3 +175,63 @@ def test_an_event_recorded_outside_an_event_loop_is_dropped() -> None:
 def test_the_reporting_instance_defaults_to_the_host_name() -> None:
     recorder = EventRecorder(cast(Gateway, object()), controller="placement-controller")
     assert recorder.instance == socket.gethostname()[:128]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("related", [False, True])
+async def test_the_body_posted_is_the_event_models_wire_form(related: bool) -> None:
+    # The recorder builds event bodies without the Event model; what it posts must be what the
+    # model would have sent: same keys in the same order, nulls included.
+    bodies: list[dict[str, object]] = []
+
+    class Posting(Gateway):
+        async def _send(self, method: str, path: str, body: Any, content_type: str = "") -> None:
+            bodies.append(body)
+            await super()._send(method, path, body)
+
+    async with recording() as (_, gw, _recorder, p, _outcomes):
+        posting = Posting.__new__(Posting)
+        vars(posting).update(vars(gw))
+        recorder = EventRecorder(
+            posting, controller="placement-controller", wall=lambda: WALL, instance="hub-1"
+        )
+        pd = await gw.create(PlacementDecision(metadata=ObjectMeta(name="pd", namespace="team")))
+        recorder.record(p, pd if related else None, "Warning", "R", "A", "moved")
+        await recorder.flush()
+        (body,) = bodies
+        model = Event.model_validate(body)
+        assert list(body.items()) == list(model.to_wire().items())
+        assert model.event_time == WALL
+        assert model.regarding == object_reference(p)
+        assert model.related == (object_reference(pd) if related else None)
+        assert (model.type, model.reason, model.action, model.note) == (
+            "Warning",
+            "R",
+            "A",
+            "moved",
+        )
+        assert [e.name for e in await stored(gw)] == [model.name]
+
+
+@pytest.mark.asyncio
+async def test_a_reference_names_the_related_object_as_its_model_would() -> None:
+    # A related object given as a Reference (no model at hand) is the same reference: the
+    # same body, and the same isomorphic key (the second event makes a series of the first).
+    async with recording() as (_, gw, recorder, p, outcomes):
+        pd = await gw.create(PlacementDecision(metadata=ObjectMeta(name="pd", namespace="team")))
+        meta = pd.metadata
+        ref = Reference(
+            PlacementDecision.api_version_string(),
+            PlacementDecision.KIND,
+            meta.name,
+            meta.namespace,
+            meta.uid,
+            meta.resource_version,
+        )
+        recorder.record(p, ref, "Normal", "DecisionCreate", "DecisionCreated", "made")
+        await recorder.flush()
+        recorder.record(p, pd, "Normal", "DecisionCreate", "DecisionCreated", "made")
+        await recorder.flush()
+        assert outcomes == ["created", "patched"]
+        (event,) = await stored(gw)
+        assert event.related == object_reference(pd)
