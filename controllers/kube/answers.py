@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apis.meta import KubeObject
+from controllers.kube.paths import object_key
 
 __all__ = ["Answers", "Rows"]
 
@@ -90,8 +91,7 @@ class Answers:
         makes none)."""
         kind = cls.KIND
         meta = doc.get("metadata") or {}
-        name = meta.get("name") or ""
-        key = f"{meta.get('namespace') or ''}/{name}" if cls.NAMESPACED else name
+        key = object_key(cls, meta.get("name") or "", meta.get("namespace"))
         slot = kind if rows is None else kind + _ROW
         seen = self.take(slot, key, version)
         if seen is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from apis.meta import KubeObject
 
-__all__ = ["collection_path", "object_path"]
+__all__ = ["collection_path", "object_key", "object_path"]
 
 
 def _base(cls: type[KubeObject]) -> str:
@@ -25,3 +25,9 @@ def object_path(cls: type[KubeObject], name: str, namespace: str | None, sub: st
         raise ValueError(f"{cls.KIND} {name!r} is namespaced: a namespace is required")
     path = f"{collection_path(cls, namespace)}/{name}"
     return f"{path}/{sub}" if sub else path
+
+
+def object_key(cls: type[KubeObject], name: str, namespace: str | None) -> str:
+    """The object's cache key as `KubeObject.key` makes it: `namespace/name`, or the name of a
+    cluster-scoped object."""
+    return f"{namespace or ''}/{name}" if cls.NAMESPACED else name

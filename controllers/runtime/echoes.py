@@ -24,6 +24,7 @@ from apis.meta import KubeObject
 from controllers.kube.answers import Rows
 from controllers.kube.errors import ConflictError
 from controllers.kube.gateway import Gateway
+from controllers.kube.paths import object_key
 from controllers.runtime.leader import NotLeaderError
 
 __all__ = ["GONE", "EchoedGateway", "Echoes", "WriteFence", "fenced", "refuse_if_fenced"]
@@ -157,7 +158,7 @@ class EchoedGateway(Gateway):
         *,
         status: bool = False,
     ) -> ObjT:
-        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        key = object_key(cls, name, namespace)
         written = super().merge_patch(cls, name, patch, namespace, status=status)
         return await self._announced(cls.KIND, key, written)
 
@@ -175,7 +176,7 @@ class EchoedGateway(Gateway):
         status: bool = False,
         rows: Rows | None,
     ) -> Any:
-        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        key = object_key(cls, name, namespace)
         written = super().merge_patch_kept(cls, name, patch, namespace, status=status, rows=rows)
         return await self._announced(cls.KIND, key, written)
 
@@ -188,7 +189,7 @@ class EchoedGateway(Gateway):
         propagation: Literal["Background", "Foreground", "Orphan"] | None = None,
         resource_version: str | None = None,
     ) -> ObjT | None:
-        key = f"{namespace}/{name}" if cls.NAMESPACED else name
+        key = object_key(cls, name, namespace)
         deleting = super().delete(
             cls, name, namespace, propagation=propagation, resource_version=resource_version
         )
