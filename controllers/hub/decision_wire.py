@@ -23,6 +23,7 @@ from placement.rows import DecisionRow, decision_row
 __all__ = ["decision_row_of_wire", "row_of"]
 
 _OWNER_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+_OWNER_KNOWN = frozenset(_OWNER_FIELDS)
 _OWNER_TEXT = frozenset(_OWNER_FIELDS[:4])
 _DECISION_FIELDS = frozenset({"clusterName", "reason", "score"})
 _INT32 = (-(2**31), 2**31 - 1)
@@ -49,7 +50,7 @@ def _owners(refs: Any) -> tuple[dict[str, Any], ...] | None:
         return None
     out = []
     for ref in refs:
-        if not isinstance(ref, dict) or not ref.keys() <= set(_OWNER_FIELDS):
+        if not isinstance(ref, dict) or not ref.keys() <= _OWNER_KNOWN:
             return None
         if not all(_text(ref.get(f)) for f in _OWNER_TEXT):
             return None
