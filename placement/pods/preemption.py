@@ -26,8 +26,9 @@ and one pass of the Filter plugins tells which rows fit then. Without victim hoo
 search over the priority levels (log2(levels) filter passes) finds for every row the lowest
 level that must go, which is the priority of its most important victim: only the rows with the
 lowest such level can win, and only those (at most `max(10%, 100)` of the candidates, as kube
-samples) get their pods listed in Python. Reprieve then runs in rounds, round j trying to put
-back the j-th most important victim of every row at once (one filter pass per round).
+samples) get their victims examined. Reprieve then runs in rounds, round j trying to put back
+the j-th most important victim of every row at once (one filter pass per round). Without hooks
+this and the choice of node run on arrays (`victim_table`, the same outcome).
 
 **Hooks.** Plugins restrict or extend preemption through `framework.PreemptionHooks` (one
 Protocol, kube's preemption Interface): a plugin that declares it and overrides a hook is called
@@ -66,6 +67,7 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.requests import PODS
+from placement.pods.victim_table import VictimTable, best_candidate
 from placement.pods.victims import (
     importance_key,
     num_candidates,
@@ -168,6 +170,7 @@ class Preemptor:
         self.min_candidate_percentage = min_candidate_percentage
         self.min_candidate_absolute = min_candidate_absolute
         self.hooks = tuple(hooks)
+        self._table = VictimTable()
 
     # --- the PostFilter ----------------------------------------------------------------------
 
@@ -182,8 +185,12 @@ class Preemptor:
         if refusal is not None:
             message = f"preemption: {refusal}"
             return PostFilterResult(PodStatus.unschedulable(self.name, message))
-        candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
-        best = pick_candidate(candidates, cycle.now)
+        if plugins:
+            candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
+            best = pick_candidate(candidates, cycle.now)
+        else:  # the same outcome on arrays (`victim_table`)
+            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis)
+            best = best_candidate(self._table, cycle, pod, nodes, rows)
         if best is None:
             fit = Diagnosis(
                 total_nodes=nodes.size,
@@ -249,37 +256,46 @@ class Preemptor:
         failed and why (kube's preemption FitError) when there is none."""
         host = cycle.host
         assert host is not None
-        size = nodes.size
+        victim_hooks = _hooks(plugins, "preemption_victims")
+        if not victim_hooks:
+            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis)
+            lists = {row: self.lower_priority_pods(cycle, pod, nodes.names[row]) for row in rows}
+            found = self.select_victims(cycle, pod, nodes, lists, plugins)
+            return complete_candidates(cycle, pod, found, plugins), failures
         potential = diagnosis.resolvable.copy()
-        failures: dict[str, int] = {}
-        not_helpful = size - int(np.count_nonzero(potential))
+        failures = {}
+        not_helpful = nodes.size - int(np.count_nonzero(potential))
         if not_helpful:
             failures[NOT_HELPFUL] = not_helpful
         if not potential.any():
             return [], failures
-        limit = num_candidates(
-            int(np.count_nonzero(potential)),
-            self.min_candidate_percentage,
-            self.min_candidate_absolute,
+        limit = self._limit(potential)
+        return self._candidates_listed(
+            cycle, pod, nodes, potential, plugins, victim_hooks, limit, failures
         )
-        victim_hooks = _hooks(plugins, "preemption_victims")
-        if victim_hooks:
-            return self._candidates_listed(
-                cycle, pod, nodes, potential, plugins, victim_hooks, limit, failures
-            )
-        return self._candidates_ranked(cycle, host, pod, nodes, potential, plugins, limit, failures)
 
-    def _candidates_ranked(
+    def _limit(self, potential: BoolMask) -> int:
+        count = int(np.count_nonzero(potential))
+        return num_candidates(count, self.min_candidate_percentage, self.min_candidate_absolute)
+
+    def _ranked_rows(
         self,
         cycle: PodCycle,
         host: CycleHost,
         pod: PodInfo,
         nodes: NodeSnapshot,
-        potential: BoolMask,
-        plugins: Sequence[PreemptionHooks],
-        limit: int,
-        failures: dict[str, int],
-    ) -> tuple[list[Candidate], dict[str, int]]:
+        diagnosis: Diagnosis,
+    ) -> tuple[list[int], dict[str, int]]:
+        """Without `preemption_victims` hooks: the rows (ascending, at most the candidate
+        limit) whose victims are examined, and the failures counted on the way."""
+        potential = diagnosis.resolvable
+        failures: dict[str, int] = {}
+        not_helpful = nodes.size - int(np.count_nonzero(potential))
+        if not_helpful:
+            failures[NOT_HELPFUL] = not_helpful
+        if not potential.any():
+            return [], failures
+        limit = self._limit(potential)
         below = host.requested_below(pod.priority, nodes)
         pods_col = nodes.column_of(PODS)
         # The `pods` column counts pods: > 0 where some lower-priority pod runs.
@@ -300,12 +316,7 @@ class Preemptor:
         if not fits.any():
             return [], failures
         rows = self._lowest_level_rows(cycle, host, pod, nodes, fits)
-        rows = rows[:limit]
-        lists = {
-            int(row): self.lower_priority_pods(cycle, pod, nodes.names[int(row)]) for row in rows
-        }
-        found = self.select_victims(cycle, pod, nodes, lists, plugins)
-        return complete_candidates(cycle, pod, found, plugins), failures
+        return [int(row) for row in rows[:limit]], failures
 
     def _lowest_level_rows(
         self,
