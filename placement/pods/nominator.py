@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -30,6 +31,7 @@ from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 __all__ = ["Nominator"]
 
 _KEPT_PRIORITIES = 16  # sums kept for this many priorities, then all forgotten at once
+_Placed = tuple[int, PodInfo]
 
 
 class Nominator:
@@ -41,9 +43,11 @@ class Nominator:
         # priority -> (names, resources, per row the requests of the pods nominated at that
         # priority or above)
         self._extra: dict[int, tuple[tuple[str, ...], tuple[str, ...], ResourceMatrix]] = {}
-        # priority -> (names, the (row, pod) of the pods nominated at that priority or above):
-        # the overlay's added pods, kept until a nomination comes or goes.
-        self._placed: dict[int, tuple[tuple[str, ...], tuple[tuple[int, PodInfo], ...]]] = {}
+        # priority -> (names, per nominated node in `_on`'s order the (row, pod) of its pods
+        # nominated at that priority or above): the overlay's added pods, adjusted node by node
+        # as nominations come and go; `_flat` holds them as one tuple until the next change.
+        self._placed: dict[int, tuple[tuple[str, ...], dict[str, list[_Placed]]]] = {}
+        self._flat: dict[int, tuple[_Placed, ...]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._on)
@@ -120,29 +124,51 @@ class Nominator:
         overlay = nodes.overlay.adding(added) if added else nodes.overlay
         return dataclasses.replace(nodes, requested=requested, overlay=overlay)
 
-    def _added(self, pod: PodInfo, nodes: NodeSnapshot) -> tuple[tuple[int, PodInfo], ...]:
+    def _added(self, pod: PodInfo, nodes: NodeSnapshot) -> tuple[_Placed, ...]:
         """The nominated pods the pod's filters count as running (`PodOverlay.added`), the
-        pod's own nomination left out; kept per priority while the nominations stand."""
+        pod's own nomination left out, in `_on`'s order (nodes, then pods on each)."""
         kept = self._placed.get(pod.priority)
         if kept is not None and (kept[0] is nodes.names or kept[0] == nodes.names):
-            placed = kept[1]
+            groups = kept[1]
         else:
-            found: list[tuple[int, PodInfo]] = []
-            for node, pods in self._on.items():
-                row = nodes.row_of(node)
-                if row is not None:
-                    found.extend((row, p) for p in pods.values() if p.priority >= pod.priority)
-            placed = tuple(found)
+            groups = {node: self._group(node, pod.priority, nodes.names) for node in self._on}
             if len(self._placed) >= _KEPT_PRIORITIES:
                 self._placed.clear()
-            self._placed[pod.priority] = (nodes.names, placed)
-        if pod.key in self._node_of:
-            return tuple(item for item in placed if item[1].key != pod.key)
+                self._flat.clear()
+            self._placed[pod.priority] = (nodes.names, groups)
+            self._flat.pop(pod.priority, None)
+        own = self._node_of.get(pod.key)
+        if own is not None:
+            key = pod.key
+            return tuple(
+                item
+                for node, group in groups.items()
+                for item in group
+                if node != own or item[1].key != key
+            )
+        placed = self._flat.get(pod.priority)
+        if placed is None:
+            placed = self._flat[pod.priority] = tuple(
+                itertools.chain.from_iterable(groups.values())
+            )
         return placed
 
+    def _group(self, node: str, priority: int, names: tuple[str, ...]) -> list[_Placed]:
+        """The (row, pod) of the pods nominated to `node` at `priority` or above."""
+        row = bisect.bisect_left(names, node)
+        if row >= len(names) or names[row] != node:
+            return []
+        return [(row, p) for p in self._on.get(node, {}).values() if p.priority >= priority]
+
     def _adjust(self, info: PodInfo, node: str, sign: int) -> None:
-        """Add (or take away) one nominated pod in the kept sums."""
-        self._placed.clear()
+        """Add (or take away) one nominated pod in the kept sums and groups (`_on` holds the
+        change already)."""
+        self._flat.clear()
+        for priority, (names, groups) in self._placed.items():
+            if node not in self._on:
+                groups.pop(node, None)
+            elif info.priority >= priority or node not in groups:
+                groups[node] = self._group(node, priority, names)  # a new node goes last
         for priority, (names, resources, extra) in list(self._extra.items()):
             if info.priority < priority:
                 continue
