@@ -24,9 +24,9 @@ always the one `select_victims` + `pick_candidate` give.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -51,7 +51,6 @@ class _Entry:
 
     pods: tuple[PodInfo, ...]  # as the cluster listed them: the entry stands while equal
     ordered: tuple[PodInfo, ...]
-    negated: list[int]  # -priority of `ordered` (ascending, for bisect)
     priority: np.ndarray[Any, np.dtype[np.int64]]
     started: np.ndarray[Any, np.dtype[np.float64]]  # nan: not started
     latest: float  # the latest start time (-inf: none)
@@ -77,7 +76,6 @@ def _entry(pods: tuple[PodInfo, ...], now: datetime) -> _Entry:
     return _Entry(
         pods=pods,
         ordered=tuple(ordered),
-        negated=[-p.priority for p in ordered],
         priority=np.array([p.priority for p in ordered], dtype=np.int64),
         started=np.array(
             [math.nan if p.started is None else p.started for p in ordered], dtype=np.float64
@@ -97,19 +95,94 @@ class VictimTable:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._last: _Gathered | None = None
 
-    def entry(self, cycle: PodCycle, node: str, moment: float) -> _Entry:
-        """The node's entry; `moment` is `cycle.now` as a timestamp."""
-        pods = tuple(cycle.cluster.pods_on(node))
-        found = self._entries.get(node)
-        if found is not None and found.pods == pods and found.latest < moment:
-            return found
-        made = _entry(pods, cycle.now)
-        if made.latest < moment:
-            if len(self._entries) > 20_000:
-                self._entries.clear()  # nodes gone for good are forgotten now and then
-            self._entries[node] = made
+    def entries(self, cycle: PodCycle, nodes: NodeSnapshot, rows: Sequence[int]) -> list[_Entry]:
+        """The rows' entries, made again where a node's pods changed."""
+        moment = cycle.now.timestamp()
+        names, pods_on, get = nodes.names, cycle.cluster.pods_on, self._entries.get
+        out: list[_Entry] = []
+        for row in rows:
+            node = names[row]
+            pods = tuple(pods_on(node))
+            found = get(node)
+            if found is None or found.pods != pods or found.latest >= moment:
+                found = _entry(pods, cycle.now)
+                if found.latest < moment:
+                    if len(self._entries) > 20_000:
+                        self._entries.clear()  # nodes gone for good are forgotten now and then
+                    self._entries[node] = found
+            out.append(found)
+        return out
+
+    def gather(self, pod: PodInfo, nodes: NodeSnapshot, entries: list[_Entry]) -> _Gathered:
+        """The potential victims of these entries as padded arrays (the last call's again when
+        the entries, the priority and the columns are the same)."""
+        last = self._last
+        if (
+            last is not None
+            and last.priority == pod.priority
+            and last.resources is nodes.resources
+            and last.entries == entries
+        ):
+            return last
+        self._last = made = _gather(pod.priority, nodes, entries)
         return made
+
+
+@dataclasses.dataclass(eq=False)
+class _Gathered:
+    """Row i's j-th potential victim (most important first) is `pods[index[i, j]]`, with its
+    requests `amounts[i, j]`; `valid[i, j]` is False past the row's last (a zero victim)."""
+
+    entries: list[_Entry]
+    priority: int
+    resources: tuple[str, ...]
+    cuts: np.ndarray[Any, np.dtype[np.intp]]  # per row, its pods at or above the priority
+    lengths: np.ndarray[Any, np.dtype[np.intp]]
+    valid: BoolMask
+    index: np.ndarray[Any, np.dtype[np.intp]]
+    amounts: np.ndarray[Any, np.dtype[np.int64]]  # rows x victims x resources
+    priorities: np.ndarray[Any, np.dtype[np.int64]]  # per flat pod (last: the zero victim)
+    started: np.ndarray[Any, np.dtype[np.float64]]
+    pods: list[PodInfo]
+
+
+def _gather(priority: int, nodes: NodeSnapshot, entries: list[_Entry]) -> _Gathered:
+    resources = nodes.resources
+    sizes = np.fromiter((len(e.ordered) for e in entries), dtype=np.intp, count=len(entries))
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    priorities = np.concatenate([*(e.priority for e in entries), np.zeros(1, dtype=np.int64)])
+    started = np.concatenate([*(e.started for e in entries), np.zeros(1)])
+    amounts = np.concatenate(
+        [
+            *(e.amounts if e.resources is resources else e.requests(nodes) for e in entries),
+            np.zeros((1, len(resources)), dtype=np.int64),
+        ]
+    )
+    pods = list(itertools.chain.from_iterable(e.ordered for e in entries))
+    # Each entry is sorted by priority, highest first: the pods below `priority` end it.
+    above = np.concatenate(([0], np.cumsum(priorities[:-1] >= priority)))
+    cuts = above[ends] - above[begins]
+    lengths = sizes - cuts
+    longest = int(lengths.max()) if lengths.size else 0
+    column = np.arange(longest)
+    valid = column[None, :] < lengths[:, None]
+    index = np.where(valid, (begins + cuts)[:, None] + column[None, :], len(pods))
+    return _Gathered(
+        entries=entries,
+        priority=priority,
+        resources=resources,
+        cuts=cuts,
+        lengths=lengths,
+        valid=valid,
+        index=index,
+        amounts=amounts[index],
+        priorities=priorities,
+        started=started,
+        pods=pods,
+    )
 
 
 def best_candidate(
@@ -126,32 +199,10 @@ def best_candidate(
     if not len(rows):
         return None
     moment = cycle.now.timestamp()
-    entries = [table.entry(cycle, nodes.names[row], moment) for row in rows]
-    cuts = [bisect.bisect_right(e.negated, -pod.priority) for e in entries]
-    lengths = np.array([len(e.ordered) - c for e, c in zip(entries, cuts, strict=True)])
-    longest = int(lengths.max())
-    width = len(nodes.resources)
-    # Flat per victim, then padded to rows x longest (the pad points at a zero victim).
-    flat_amounts = np.concatenate(
-        [
-            *(e.requests(nodes)[c:] for e, c in zip(entries, cuts, strict=True)),
-            np.zeros((1, width), dtype=np.int64),
-        ]
-    )
-    flat_priority = np.concatenate(
-        [*(e.priority[c:] for e, c in zip(entries, cuts, strict=True)), np.zeros(1, dtype=np.int64)]
-    )
-    flat_started = np.concatenate(
-        [*(e.started[c:] for e, c in zip(entries, cuts, strict=True)), np.zeros(1)]
-    )
-    flat_pods: list[PodInfo] = []
-    for e, c in zip(entries, cuts, strict=True):
-        flat_pods.extend(e.ordered[c:])
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    column = np.arange(longest)
-    valid = column[None, :] < lengths[:, None]
-    index = np.where(valid, starts[:, None] + column[None, :], len(flat_pods))
-    amounts = flat_amounts[index]  # rows x longest x resources
+    entries = table.entries(cycle, nodes, rows)
+    g = table.gather(pod, nodes, entries)
+    lengths, valid, index, amounts, flat_pods = g.lengths, g.valid, g.index, g.amounts, g.pods
+    longest = valid.shape[1]
     row_ids = np.asarray(rows, dtype=np.intp)
 
     read: list[bool] = []
@@ -176,7 +227,7 @@ def best_candidate(
         cycle, pod, dataclasses.replace(nodes, requested=requested, overlay=overlay), mask
     )
     if read:
-        return _listed(cycle, pod, nodes, rows, entries, cuts)
+        return _listed(cycle, pod, nodes, rows, g)
     alive = ok[row_ids]
     removed &= alive[:, None]
     victim = np.zeros_like(valid)
@@ -194,7 +245,7 @@ def best_candidate(
         trial = dataclasses.replace(nodes, requested=requested, overlay=overlay)
         ok = host.fits(cycle, pod, trial, mask)
         if read:
-            return _listed(cycle, pod, nodes, rows, entries, cuts)
+            return _listed(cycle, pod, nodes, rows, g)
         back = np.zeros_like(trying)
         back[trying] = ok[tried]
         again = trying & ~back
@@ -207,8 +258,8 @@ def best_candidate(
         return None
     # pick_candidate's criteria, per alive row.
     victim, index = victim[kept], index[kept]
-    priority = flat_priority[index]
-    started = flat_started[index]
+    priority = g.priorities[index]
+    started = g.started[index]
     started = np.where(np.isnan(started), moment, started)
     has = victim.any(axis=1)
     highest = np.where(has, priority[np.arange(kept.size), victim.argmax(axis=1)], _NO_VICTIM)
@@ -223,13 +274,11 @@ def best_candidate(
 
 
 def _listed(
-    cycle: PodCycle,
-    pod: PodInfo,
-    nodes: NodeSnapshot,
-    rows: Sequence[int],
-    entries: Sequence[_Entry],
-    cuts: Sequence[int],
+    cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: Sequence[int], g: _Gathered
 ) -> Candidate | None:
     """`select_victims` on the same lists (a plugin reads the removed pods)."""
-    lists = {int(row): list(e.ordered[c:]) for row, e, c in zip(rows, entries, cuts, strict=True)}
+    lists = {
+        int(row): list(e.ordered[int(c) :])
+        for row, e, c in zip(rows, g.entries, g.cuts, strict=True)
+    }
     return pick_candidate(select_victims(cycle, pod, nodes, lists), cycle.now)
