@@ -137,20 +137,18 @@ class Nominator:
                 self._flat.clear()
             self._placed[pod.priority] = (nodes.names, groups)
             self._flat.pop(pod.priority, None)
-        own = self._node_of.get(pod.key)
-        if own is not None:
-            key = pod.key
-            return tuple(
-                item
-                for node, group in groups.items()
-                for item in group
-                if node != own or item[1].key != key
-            )
         placed = self._flat.get(pod.priority)
         if placed is None:
             placed = self._flat[pod.priority] = tuple(
                 itertools.chain.from_iterable(groups.values())
             )
+        own = self._node_of.get(pod.key)
+        if own is not None:
+            key = pod.key
+            mine = next((item for item in groups.get(own, ()) if item[1].key == key), None)
+            if mine is not None:  # the very tuple `placed` holds once
+                at = placed.index(mine)
+                return placed[:at] + placed[at + 1 :]
         return placed
 
     def _group(self, node: str, priority: int, names: tuple[str, ...]) -> list[_Placed]:
