@@ -8,7 +8,8 @@ the same decisions are taken on arrays:
 
 * **Per node, once.** `VictimTable` keeps each node's pods sorted most important first (higher
   priority, earlier start, key) with their priorities, start times and requests as arrays. An
-  entry stands while the node holds the very same `PodInfo` objects; a pod that has not started
+  entry stands until the cluster's `PodIndex` logs a count or uncount on the node (every change
+  of a node's pods, an update of a running pod included, is one); a pod that has not started
   ranks as started now, after every started pod of its priority as long as no start time lies
   ahead of now (else the row is sorted afresh for this cycle only). A preemptor's potential
   victims on a node are then a suffix of that order (the pods below its priority).
@@ -37,6 +38,7 @@ import numpy as np
 from placement.arrays import BoolMask
 from placement.pods.framework import Candidate, PodCycle, PodInfo
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.pod_index import PodIndex
 from placement.pods.victims import importance_key, pick_candidate, select_victims
 
 __all__ = ["VictimTable", "best_candidate"]
@@ -49,7 +51,6 @@ _NO_VICTIM = -(2**31) - 1  # `Candidate.highest` without victims
 class _Entry:
     """One node's pods, most important first (see the module docstring)."""
 
-    pods: tuple[PodInfo, ...]  # as the cluster listed them: the entry stands while equal
     ordered: tuple[PodInfo, ...]
     priority: np.ndarray[Any, np.dtype[np.int64]]
     started: np.ndarray[Any, np.dtype[np.float64]]  # nan: not started
@@ -74,7 +75,6 @@ def _entry(pods: tuple[PodInfo, ...], now: datetime) -> _Entry:
     else:  # a start ahead of now: now's place among them decides
         ordered = sorted(pods, key=importance_key(now))
     return _Entry(
-        pods=pods,
         ordered=tuple(ordered),
         priority=np.array([p.priority for p in ordered], dtype=np.int64),
         started=np.array(
@@ -95,22 +95,30 @@ class VictimTable:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._index: PodIndex | None = None  # whose changes `_generation` counts
+        self._generation = 0
         self._last: _Gathered | None = None
 
     def entries(self, cycle: PodCycle, nodes: NodeSnapshot, rows: Sequence[int]) -> list[_Entry]:
-        """The rows' entries, made again where a node's pods changed."""
+        """The rows' entries, made again for the nodes whose pods were counted or uncounted
+        since the last call (the cluster's `PodIndex` logs every change with its node)."""
         moment = cycle.now.timestamp()
-        names, pods_on, get = nodes.names, cycle.cluster.pods_on, self._entries.get
+        counted = cycle.cluster.counted
+        changes = counted.changes_since(self._generation) if counted is self._index else None
+        if changes is None or len(self._entries) > 20_000:
+            self._entries.clear()  # another cluster, or too much happened since
+        else:
+            for change in changes:
+                self._entries.pop(change.node, None)
+        self._index, self._generation = counted, counted.generation
+        names, get = nodes.names, self._entries.get
         out: list[_Entry] = []
         for row in rows:
             node = names[row]
-            pods = tuple(pods_on(node))
             found = get(node)
-            if found is None or found.pods != pods or found.latest >= moment:
-                found = _entry(pods, cycle.now)
+            if found is None or found.latest >= moment:
+                found = _entry(tuple(cycle.cluster.pods_on(node)), cycle.now)
                 if found.latest < moment:
-                    if len(self._entries) > 20_000:
-                        self._entries.clear()  # nodes gone for good are forgotten now and then
                     self._entries[node] = found
             out.append(found)
         return out

@@ -163,3 +163,25 @@ def test_the_random_worlds_do_preempt() -> None:
     """The comparison above is about preemptions: most worlds have some."""
     preempting = sum(1 for seed in range(60) if any(t[0] == "delete" for t in play(seed, False)[0]))
     assert preempting >= 30
+
+
+@pytest.mark.parametrize("inert", [False, True])
+def test_a_victims_new_start_time_is_seen_by_the_next_preemption(inert: bool) -> None:
+    """Nodes' ranked pods are kept between preemptions: a running pod whose status changes
+    (here its start time) is ranked again."""
+    world = World.of(profile(None, inert))
+    world.add_nodes(*(make_node(n, cpu=1) for n in "abc"))
+    world.add_pods(
+        running("a-p", "a", 1, priority=1, started=T0 - timedelta(seconds=300)),
+        running("b-p", "b", 1, priority=1, started=T0 - timedelta(seconds=200)),
+        running("c-p", "c", 1, priority=1, started=T0 - timedelta(seconds=100)),
+        make_pod("vip-1", cpu=1, priority=10),
+    )
+    first = trace(world.run(until=T0 + timedelta(minutes=1)))
+    assert ("delete", "default/c-p") in [t[:2] for t in first]  # the latest start goes
+    assert world.node_of("default/vip-1") == "c"
+    older = running("b-p", "b", 1, priority=1, started=T0 - timedelta(seconds=400))
+    world.add_pods(older)  # Modified: b-p started earlier than a-p after all
+    world.add_pods(make_pod("vip-2", cpu=1, priority=10, created=T0 + timedelta(seconds=1)))
+    second = trace(world.run(until=T0 + timedelta(minutes=2)))
+    assert [t[1] for t in second if t[0] == "delete"] == ["default/a-p"]
