@@ -72,6 +72,7 @@ from placement.pods.victims import (
     importance_key,
     num_candidates,
     pick_candidate,
+    preempted_by_scheduler,
     select_victims,
     start_time,
 )
@@ -147,14 +148,6 @@ def complete_candidates(
     return out
 
 
-def _preempted_by_scheduler(pod: PodInfo) -> bool:
-    status = pod.pod.status
-    for cond in (status.conditions if status else None) or ():
-        if cond.get("type") == "DisruptionTarget" and cond.get("reason") == "PreemptionByScheduler":
-            return True
-    return False
-
-
 class Preemptor:
     """Default preemption with hooks; see the module docstring."""
 
@@ -189,8 +182,10 @@ class Preemptor:
             candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
             best = pick_candidate(candidates, cycle.now)
         else:  # the same outcome on arrays (`victim_table`)
-            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis)
+            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis, False)
             best = best_candidate(self._table, cycle, pod, nodes, rows)
+            if best is None and rows:  # the emptied rows' reasons, as reported per pod
+                failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis)[1]
         if best is None:
             fit = Diagnosis(
                 total_nodes=nodes.size,
@@ -233,7 +228,7 @@ class Preemptor:
                     if other.priority >= pod.priority:
                         continue
                     if (host is not None and host.preempting(other.key)) or (
-                        other.terminating and _preempted_by_scheduler(other)
+                        other.terminating and preempted_by_scheduler(other)
                     ):
                         return NOT_ELIGIBLE_TERMINATING
         for hook in _hooks(plugins, "preemption_eligible"):
@@ -285,9 +280,11 @@ class Preemptor:
         pod: PodInfo,
         nodes: NodeSnapshot,
         diagnosis: Diagnosis,
+        explain: bool = True,
     ) -> tuple[list[int], dict[str, int]]:
         """Without `preemption_victims` hooks: the rows (ascending, at most the candidate
-        limit) whose victims are examined, and the failures counted on the way."""
+        limit) whose victims are examined, and the failures counted on the way (without the
+        filters' reasons on the emptied rows unless `explain` or none is left)."""
         potential = diagnosis.resolvable
         failures: dict[str, int] = {}
         not_helpful = nodes.size - int(np.count_nonzero(potential))
@@ -310,9 +307,11 @@ class Preemptor:
         emptied = dataclasses.replace(
             nodes, requested=nodes.requested - below, overlay=nodes.overlay.below_priority(gone)
         )
-        fits, diag = host.run_filters(cycle, pod, emptied, rows_mask)
-        for message, count in diag.counts.items():
-            failures[message] = failures.get(message, 0) + count
+        fits = host.fits(cycle, pod, emptied, rows_mask) if not explain else None
+        if fits is None or not fits.any():  # the reasons only when they are reported
+            fits, diag = host.run_filters(cycle, pod, emptied, rows_mask)
+            for message, count in diag.counts.items():
+                failures[message] = failures.get(message, 0) + count
         if not fits.any():
             return [], failures
         rows = self._lowest_level_rows(cycle, host, pod, nodes, fits)

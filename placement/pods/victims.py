@@ -23,6 +23,7 @@ __all__ = [
     "importance_key",
     "num_candidates",
     "pick_candidate",
+    "preempted_by_scheduler",
     "select_victims",
     "start_time",
 ]
@@ -69,6 +70,15 @@ def pick_candidate(candidates: Sequence[Candidate], now: datetime) -> Candidate 
         return (c.highest, total, len(c.victims), -earliest, c.node)
 
     return min(candidates, key=rank)
+
+
+def preempted_by_scheduler(pod: PodInfo) -> bool:
+    """The pod carries the DisruptionTarget condition a scheduler's preemption sets."""
+    status = pod.pod.status
+    for cond in (status.conditions if status else None) or ():
+        if cond.get("type") == "DisruptionTarget" and cond.get("reason") == "PreemptionByScheduler":
+            return True
+    return False
 
 
 def num_candidates(potential: int, percentage: int, absolute: int) -> int:

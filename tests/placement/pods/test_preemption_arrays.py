@@ -136,8 +136,11 @@ def trace(actions: list[Action]) -> list[tuple[str, ...]]:
             out.append(("bind", a.key, a.node))
         elif isinstance(a, DeletePod):
             out.append(("delete", a.key, a.reason))
-        elif isinstance(a, PatchPodStatus) and a.nominated_node is not None:
-            out.append(("nominate", a.key, a.nominated_node))
+        elif isinstance(a, PatchPodStatus):
+            if a.nominated_node is not None:
+                out.append(("nominate", a.key, a.nominated_node))
+            if a.condition is not None:  # the preemption's failures are in the message
+                out.append(("status", a.key, str(a.condition.get("message"))))
     return out
 
 
