@@ -315,7 +315,7 @@ class Preemptor:
         if not fits.any():
             return [], failures
         rows = self._lowest_level_rows(cycle, host, pod, nodes, fits)
-        return [int(row) for row in rows[:limit]], failures
+        return rows[:limit].tolist(), failures
 
     def _lowest_level_rows(
         self,
