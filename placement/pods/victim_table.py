@@ -165,7 +165,12 @@ def _gather(priority: int, nodes: NodeSnapshot, entries: list[_Entry]) -> _Gathe
     started = np.concatenate([*(e.started for e in entries), np.zeros(1)])
     amounts = np.concatenate(
         [
-            *(e.amounts if e.resources is resources else e.requests(nodes) for e in entries),
+            *(
+                e.amounts
+                if e.amounts is not None and e.resources is resources
+                else e.requests(nodes)
+                for e in entries
+            ),
             np.zeros((1, len(resources)), dtype=np.int64),
         ]
     )
