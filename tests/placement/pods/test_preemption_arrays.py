@@ -5,9 +5,9 @@ victims, nominations and bindings on seeded random worlds.
 A plugin that declares `PreemptionHooks` and overrides nothing changes no decision but sends
 the preemptor down the per-pod path, so two engines, one with such a plugin, must act alike
 step for step. The worlds mix priorities, start times (absent, past, ahead of the clock),
-several resources, a small candidate limit (kube's sampling), terminating victims and, in some,
-pods anti-affine to their own kind (a filter that reads the removed pods: the batched passes
-are decided again row by row)."""
+several resources, a small candidate limit (kube's sampling) and, in some, pods anti-affine to
+their own kind (a filter that reads the removed pods: the batched passes are decided again row
+by row)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
+from placement.pods import preemption, victim_table
 from placement.pods.events import Action, BindPod, DeletePod, PatchPodStatus
 from placement.pods.framework import EventHandler, PreemptionHooks, Profile
 from tests.placement.pods.test_engine import T0, World, default_profile, make_node, make_pod
@@ -162,10 +163,25 @@ def test_arrays_decide_as_the_per_pod_search(seed: int) -> None:
     assert attempts == slow_attempts
 
 
-def test_the_random_worlds_do_preempt() -> None:
-    """The comparison above is about preemptions: most worlds have some."""
+def test_the_random_worlds_do_preempt_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above is about preemptions: most worlds have some, decided on arrays
+    without the inert plugin (and, where a filter reads the removed pods, handed over)."""
+    calls = {"arrays": 0, "handed": 0}
+
+    def counted(name: str, real: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(
+        preemption, "best_candidate", counted("arrays", victim_table.best_candidate)
+    )
+    monkeypatch.setattr(victim_table, "_listed", counted("handed", victim_table._listed))
     preempting = sum(1 for seed in range(60) if any(t[0] == "delete" for t in play(seed, False)[0]))
     assert preempting >= 30
+    assert calls["arrays"] >= preempting and calls["handed"] > 0
 
 
 @pytest.mark.parametrize("inert", [False, True])
