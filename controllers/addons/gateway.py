@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any, TypeVar, cast
 
 import aiohttp
+from pydantic_core import from_json
 
 from apis.core import Pod
 from apis.meta import KubeObject
@@ -125,9 +126,11 @@ class PodGateway(Gateway):
                 version_seen = seen.metadata.resource_version or ""
                 return WatchEvent(kind_seen, cast(ObjT, seen), version_seen)
         try:
-            raw = json.loads(line)
+            # pydantic's JSON parser: the same values as json.loads in half its time; what it
+            # refuses (a lone surrogate escape, a byte-order mark) goes the gateway's way.
+            raw = from_json(line)
         except ValueError:
-            return super()._event(cls, line)  # its error
+            return super()._event(cls, line)  # its error, or json.loads's reading
         kind, doc = raw.get("type"), raw.get("object")
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         uid = meta.get("uid") if isinstance(meta, dict) else None
