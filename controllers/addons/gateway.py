@@ -13,9 +13,9 @@ Lease).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any, TypeVar, cast
 
 import aiohttp
@@ -28,12 +28,25 @@ from controllers.kube.gateway import Gateway, WatchEvent, collection_path, objec
 from controllers.runtime import echoes
 from controllers.runtime.echoes import WriteFence
 
-__all__ = ["PodGateway"]
+__all__ = ["PodGateway", "binding_body"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 # A watch line's head as API servers write it (Go: no spaces; ours: json.dumps's).
 _EVENT_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"(ADDED|MODIFIED|DELETED)"\s*,\s*"object"\s*:\s*')
+
+
+def binding_body(namespace: str, name: str, uid: str, node: str) -> bytes:
+    """The Binding `bind_pod` sends, as the bytes json.dumps writes for it (`{"apiVersion":
+    "v1", "kind": "Binding", "metadata": {name, namespace, uid when known}, "target": the
+    Node}`), each string escaped as json.dumps escapes it: one per pod scheduled."""
+    meta = f'{_quoted(name)}, "namespace": {_quoted(namespace)}'
+    if uid:
+        meta += f', "uid": {_quoted(uid)}'
+    return (
+        f'{{"apiVersion": "v1", "kind": "Binding", "metadata": {{"name": {meta}}}, '
+        f'"target": {{"apiVersion": "v1", "kind": "Node", "name": {_quoted(node)}}}}}'
+    ).encode()
 
 
 class PodGateway(Gateway):
@@ -85,17 +98,8 @@ class PodGateway(Gateway):
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST `pods/binding` with the pod's uid in the Binding's metadata."""
-        meta: dict[str, str] = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
         path = object_path(Pod, name, namespace, "binding")
-        await self._send("POST", path, json.dumps(binding).encode())
+        await self._send("POST", path, binding_body(namespace, name, uid, node))
 
     async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""

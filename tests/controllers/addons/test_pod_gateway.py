@@ -234,3 +234,24 @@ def test_numbers_decode_as_json_loads_decodes_them() -> None:
     assert [(type(n), repr(n)) for n in numbers] == [
         (type(n), repr(n)) for n in doc["spec"]["extraNumbers"]
     ]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "uid", "node"),
+    [
+        ("team", "web", "u1", "n1"),
+        ("team", "web", "", "n1"),
+        ("tëam", 'we"b\\', "u\n1", "nöde ✓ \U0001f600"),
+    ],
+)
+def test_the_binding_body_is_what_json_dumps_writes(
+    namespace: str, name: str, uid: str, node: str
+) -> None:
+    meta = {"name": name, "namespace": namespace} | ({"uid": uid} if uid else {})
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    assert gateway_module.binding_body(namespace, name, uid, node) == json.dumps(binding).encode()
