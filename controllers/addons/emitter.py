@@ -12,9 +12,9 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from json.encoder import encode_basestring_ascii as _quoted
+from typing import Any, NamedTuple
 
 from apis.core import Event
 from controllers.addons.gateway import PodGateway
@@ -34,10 +34,26 @@ _EVENT_API = Event.api_version_string()
 _YIELD_SECONDS = 0.05  # how often a waiting worker looks whether the bindings left room
 
 
-@dataclass(frozen=True, slots=True)
-class _Kept:
+_HEAD = f'{{"apiVersion": {_quoted(_EVENT_API)}, "kind": "Event", "metadata": {{"name": '
+
+
+def _micro(at: datetime) -> str:
+    """`micro_time(at)`; a UTC time (the wall clock's) written by isoformat, not strftime."""
+    if at.tzinfo is UTC and at.year >= 1000:
+        return at.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return micro_time(at)
+
+
+def _reference_json(key: tuple[str, ...]) -> str:
+    """json.dumps of `reference_of(key)`."""
+    fields = ", ".join(f"{_quoted(k)}: {_quoted(v)}" for k, v in reference_of(key).items())
+    return f"{{{fields}}}"
+
+
+class _Kept(NamedTuple):
     """What the book keeps of an event besides its name, for minutes per key: the references
-    as their key tuples (the callers' strings), not a request body."""
+    as their key tuples (the callers' strings), not a request body. An immutable tuple, made
+    once per event in a third of a frozen dataclass's time."""
 
     regarding: tuple[str, ...]
     related: tuple[str, ...] | None
@@ -93,6 +109,11 @@ class EventEmitter:
         self.workers = workers
         self.max_queued = max_queued
         self._on_recorded = on_recorded
+        # The part of every body between its eventTime and its action (`_body`).
+        self._reporter = (
+            f'", "reportingController": {_quoted(self.controller)}, '
+            f'"reportingInstance": {_quoted(self.instance)}, "action": '
+        )
         self.yield_to = yield_to
         self._writing = 0  # workers with a write in flight
         self._queue: deque[Write[_Kept]] = deque()
@@ -160,7 +181,37 @@ class EventEmitter:
 
     def _body(self, entry: Entry[_Kept], series: dict[str, Any] | None = None) -> bytes:
         """The JSON of the Event an entry is created as (with `series` when its series patch
-        found it gone)."""
+        found it gone): the bytes json.dumps writes for `_doc`, put together from the
+        emitter's constant parts and each string escaped as json.dumps escapes it (a third of
+        its time, once per pod scheduled)."""
+        kept = entry.event
+        if series is not None:
+            return json.dumps(self._doc(entry, series)).encode()
+        parts = [
+            _HEAD,
+            _quoted(entry.name),
+            ', "namespace": ',
+            _quoted(entry.namespace),
+            '}, "eventTime": "',
+            _micro(kept.at),
+            self._reporter,
+            _quoted(kept.action),
+            ', "reason": ',
+            _quoted(kept.reason),
+            ', "regarding": ',
+            _reference_json(kept.regarding),
+            ', "note": ',
+            _quoted(kept.note),
+            ', "type": ',
+            _quoted(kept.type),
+        ]
+        if kept.related is not None:
+            parts += ', "related": ', _reference_json(kept.related)
+        parts.append("}")
+        return "".join(parts).encode()
+
+    def _doc(self, entry: Entry[_Kept], series: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The Event an entry is created as, as a document (`_body` writes its JSON)."""
         kept = entry.event
         body: dict[str, Any] = {
             "apiVersion": _EVENT_API,
@@ -179,7 +230,7 @@ class EventEmitter:
             body["related"] = reference_of(kept.related)
         if series is not None:
             body["series"] = series
-        return json.dumps(body).encode()
+        return body
 
     def _enqueue(self, loop: asyncio.AbstractEventLoop, write: Write[_Kept]) -> None:
         self._queue.append(write)

@@ -13,12 +13,13 @@ Lease).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any, TypeVar, cast
 
 import aiohttp
+from pydantic_core import from_json
 
 from apis.core import Pod
 from apis.meta import KubeObject
@@ -27,12 +28,25 @@ from controllers.kube.gateway import Gateway, WatchEvent, collection_path, objec
 from controllers.runtime import echoes
 from controllers.runtime.echoes import WriteFence
 
-__all__ = ["PodGateway"]
+__all__ = ["PodGateway", "binding_body"]
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 # A watch line's head as API servers write it (Go: no spaces; ours: json.dumps's).
 _EVENT_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"(ADDED|MODIFIED|DELETED)"\s*,\s*"object"\s*:\s*')
+
+
+def binding_body(namespace: str, name: str, uid: str, node: str) -> bytes:
+    """The Binding `bind_pod` sends, as the bytes json.dumps writes for it (`{"apiVersion":
+    "v1", "kind": "Binding", "metadata": {name, namespace, uid when known}, "target": the
+    Node}`), each string escaped as json.dumps escapes it: one per pod scheduled."""
+    meta = f'{_quoted(name)}, "namespace": {_quoted(namespace)}'
+    if uid:
+        meta += f', "uid": {_quoted(uid)}'
+    return (
+        f'{{"apiVersion": "v1", "kind": "Binding", "metadata": {{"name": {meta}}}, '
+        f'"target": {{"apiVersion": "v1", "kind": "Node", "name": {_quoted(node)}}}}}'
+    ).encode()
 
 
 class PodGateway(Gateway):
@@ -84,17 +98,8 @@ class PodGateway(Gateway):
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST `pods/binding` with the pod's uid in the Binding's metadata."""
-        meta: dict[str, str] = {"name": name, "namespace": namespace}
-        if uid:
-            meta["uid"] = uid
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
         path = object_path(Pod, name, namespace, "binding")
-        await self._send("POST", path, json.dumps(binding).encode())
+        await self._send("POST", path, binding_body(namespace, name, uid, node))
 
     async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
         """DELETE the pod if it is still the one with `uid` (DeleteOptions preconditions)."""
@@ -125,9 +130,11 @@ class PodGateway(Gateway):
                 version_seen = seen.metadata.resource_version or ""
                 return WatchEvent(kind_seen, cast(ObjT, seen), version_seen)
         try:
-            raw = json.loads(line)
+            # pydantic's JSON parser: the same values as json.loads in half its time; what it
+            # refuses (a lone surrogate escape, a byte-order mark) goes the gateway's way.
+            raw = from_json(line)
         except ValueError:
-            return super()._event(cls, line)  # its error
+            return super()._event(cls, line)  # its error, or json.loads's reading
         kind, doc = raw.get("type"), raw.get("object")
         meta = doc.get("metadata") if isinstance(doc, dict) else None
         uid = meta.get("uid") if isinstance(meta, dict) else None

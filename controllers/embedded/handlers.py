@@ -39,7 +39,7 @@ from controllers.embedded.resources import (
     api_resource_list,
 )
 from controllers.embedded.selectors import query_predicate
-from controllers.embedded.status import StatusError, status_doc
+from controllers.embedded.status import StatusError, status_doc, success_json
 from controllers.embedded.store import Propagation, Store
 from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
@@ -388,4 +388,5 @@ class Handlers:
             t.resource, t.namespace, t.name, bound, internal=True, revalidate=annotated
         )
         node = bound["spec"]["nodeName"]
-        return json_response(status_doc(201, f"pod {t.name} bound to {node}"), 201)
+        answer = success_json(201, f"pod {t.name} bound to {node}")
+        return json_response(None, 201, encoded=answer)

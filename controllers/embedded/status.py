@@ -3,9 +3,10 @@ one does, so that clients and kubectl decode them into their usual errors."""
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
-__all__ = ["StatusError", "status_doc"]
+__all__ = ["StatusError", "status_doc", "success_json"]
 
 _REASONS = {
     400: "BadRequest",
@@ -38,6 +39,17 @@ def status_doc(
     if details:
         doc["details"] = details
     return doc
+
+
+def success_json(code: int, message: str) -> bytes:
+    """`json.dumps(status_doc(code, message))` for a success (`code` below 400), written from
+    its parts: the answer to every binding, one per pod scheduled."""
+    if code >= 400:
+        raise ValueError(f"{code} is no success")
+    return (
+        '{"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", '
+        f'"message": {_quoted(message)}, "code": {int(code)}}}'
+    ).encode()
 
 
 class StatusError(Exception):

@@ -6,7 +6,6 @@ that differs only in what a binding or a status write changes is derived from th
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -61,7 +60,7 @@ def test_the_second_line_is_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -
         decoded.append(data)
         return json.loads(data)
 
-    monkeypatch.setattr(gateway_module, "json", SimpleNamespace(loads=loads))
+    monkeypatch.setattr(gateway_module, "from_json", loads)
     second = gateway._event(Pod, _line("ADDED", bound))
     assert second.object is first.object and not decoded
     gateway._event(Pod, _line("ADDED", _pod("9", node="n2")))  # another object: decoded
@@ -209,3 +208,50 @@ def test_an_invalid_status_in_a_later_version_is_still_refused() -> None:
     broken["status"]["conditions"] = "not a list"
     with pytest.raises(Exception, match="conditions"):
         gateway._event(Pod, _line("MODIFIED", broken))
+
+
+def test_a_line_pydantic_cannot_decode_is_read_as_json_loads_reads_it() -> None:
+    doc = _pending("5")
+    doc["metadata"]["annotations"] = {"note": "\ud800"}  # a lone surrogate escape
+    line = _line("ADDED", doc)
+    assert b"\\ud800" in line
+    gateway = _gateway()
+    gateway.answers = None  # the plain gateway's reading, which it falls back to
+    pod = gateway._event(Pod, line).object
+    assert pod is not None and pod.metadata.annotations == {"note": "\ud800"}
+
+
+def test_numbers_decode_as_json_loads_decodes_them() -> None:
+    doc = _pending("5")
+    doc["metadata"]["annotations"] = {"a": "é\n\u2028"}
+    doc["status"]["podIP"] = "10.0.0.1"
+    doc["spec"]["extraNumbers"] = [1, 1.0, -0.0, 1e300, 123456789012345678901234567890]
+    line = _line("ADDED", doc)
+    assert gateway_module.from_json(line) == json.loads(line)
+    pod = _gateway()._event(Pod, line).object
+    assert pod is not None and pod.to_wire() == doc
+    numbers = pod.to_wire()["spec"]["extraNumbers"]
+    assert [(type(n), repr(n)) for n in numbers] == [
+        (type(n), repr(n)) for n in doc["spec"]["extraNumbers"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "uid", "node"),
+    [
+        ("team", "web", "u1", "n1"),
+        ("team", "web", "", "n1"),
+        ("tëam", 'we"b\\', "u\n1", "nöde ✓ \U0001f600"),
+    ],
+)
+def test_the_binding_body_is_what_json_dumps_writes(
+    namespace: str, name: str, uid: str, node: str
+) -> None:
+    meta = {"name": name, "namespace": namespace} | ({"uid": uid} if uid else {})
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": meta,
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+    assert gateway_module.binding_body(namespace, name, uid, node) == json.dumps(binding).encode()

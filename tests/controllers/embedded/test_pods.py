@@ -7,6 +7,7 @@ generated kubernetes_asyncio APIs)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -224,8 +225,16 @@ async def test_binding_answers_as_kube_does() -> None:
         code, body = await bind(api, "p1", "n1", uid="not-the-uid")
         assert code == 409
         assert "Precondition failed: UID in precondition: not-the-uid" in body
-        code, _ = await bind(api, "p1", "n1", uid=created.metadata.uid)
+        code, answer = await bind(api, "p1", "n1", uid=created.metadata.uid)
         assert code == 201
+        assert json.loads(answer) == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "message": "pod p1 bound to n1",
+            "code": 201,
+        }
         with pytest.raises(ConflictError) as conflict:
             await gw.bind("default", "p1", "n2")
         assert str(conflict.value).endswith(

@@ -4,6 +4,7 @@ and events."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from apis.core import CoreEvent, Event, Namespace, ObjectReference, Pod
 from apis.meta import ObjectMeta, OwnerReference
 from apis.placements import Placement, PlacementDecision
 from apis.registry import parse_as
+from controllers.embedded.status import status_doc, success_json
 from controllers.kube.errors import ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from tests.controllers.embedded.hub import cluster, hub, namespaces, obj, placement, pod
@@ -248,3 +250,12 @@ async def test_core_events_are_selected_by_the_object_they_involve() -> None:
         assert [e.name for e in by_regarding.items] == ["placementdecision-web"]
         typed = await gw.list(CoreEvent, field_selector="type=Warning")
         assert typed.items == []
+
+
+@pytest.mark.parametrize(
+    "message", ["pod p1 bound to n1", 'pod "é" bound to nöde ✓\n\\ \U0001f600']
+)
+def test_a_success_status_is_what_json_dumps_writes(message: str) -> None:
+    assert success_json(201, message) == json.dumps(status_doc(201, message)).encode()
+    with pytest.raises(ValueError, match="no success"):
+        success_json(409, message)
