@@ -255,7 +255,7 @@ async def test_core_events_are_selected_by_the_object_they_involve() -> None:
 @pytest.mark.parametrize(
     "message", ["pod p1 bound to n1", 'pod "é" bound to nöde ✓\n\\ \U0001f600']
 )
-def test_a_success_status_is_what_json_dumps_writes(message: str) -> None:
+async def test_a_success_status_is_what_json_dumps_writes(message: str) -> None:
     assert success_json(201, message) == json.dumps(status_doc(201, message)).encode()
     with pytest.raises(ValueError, match="no success"):
         success_json(409, message)
