@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from placement._index_buckets import CowBuckets
 from placement._index_columns import Cow, Epoch, Layout
 from placement.arrays import RowIndex
 from placement.rows import DecisionRow
@@ -53,8 +54,7 @@ class DecisionState:
         self._stored: dict[tuple[str, str], _Stored] = {}
         self._members: dict[PlacementKey, dict[tuple[str, str], Ids]] = {}
         self._placement_ids: dict[PlacementKey, Ids] = {}
-        self._by_placement: dict[PlacementKey, RowIndex] = {}
-        self._by_placement_made = -1
+        self._by_placement: CowBuckets[PlacementKey, RowIndex] = CowBuckets(epoch)
         self._extra_users: set[PlacementKey] = set()  # placements with rows past the fleet
         self._dirty: set[PlacementKey] = set()  # their PlacementDecisions changed
         self._moved: set[PlacementKey] = set()  # their rows moved
@@ -221,22 +221,18 @@ class DecisionState:
                     else np.concatenate(list(members.values()))
                 )
         moved = self._dirty | (self._placement_ids.keys() if self._all_moved else self._moved)
-        if moved:
-            if self._by_placement_made != self._epoch.now:  # a snapshot holds the dict
-                self._by_placement = dict(self._by_placement)
-                self._by_placement_made = self._epoch.now
-            for placement in moved:
-                self._place(placement)
+        for placement in moved:
+            self._place(placement)
         self._dirty.clear()
         self._moved.clear()
         self._all_moved = False
-        self._table = DecisionTable(self._extra_names, self._totals.read, self._by_placement)
+        self._table = DecisionTable(self._extra_names, self._totals.read, self._by_placement.view())
         return self._table
 
     def _place(self, placement: PlacementKey) -> None:
         ids = self._placement_ids.get(placement)
         if ids is None:
-            self._by_placement.pop(placement, None)
+            self._by_placement.pop(placement)
             self._extra_users.discard(placement)
             return
         rows = self._row_of[ids]

@@ -20,7 +20,12 @@ from typing import Any
 
 from apis.cluster import AddOnPlacementScore, ManagedCluster
 from apis.meta import without_nulls
-from apis.placements import PLACEMENT_LABEL, PlacementDecision
+from apis.placements import (
+    DECISION_GROUP_INDEX_LABEL,
+    DECISION_GROUP_NAME_LABEL,
+    PLACEMENT_LABEL,
+    PlacementDecision,
+)
 from apis.quantity import Quantity
 from placement.cel.document import claims_text, kept_annotations
 from placement.snapshot import RESOURCES
@@ -32,6 +37,7 @@ __all__ = [
     "ScoreRow",
     "claims_list_text",
     "cluster_row",
+    "decision_labels",
     "decision_row",
     "score_row",
 ]
@@ -209,6 +215,18 @@ class DecisionRow:
                 one["score"] = score
             out.append(one)
         return out
+
+
+def decision_labels(placement: str, group: str, index: str) -> Mapping[str, str]:
+    """The labels of a placement's PD in decision group `group` (number `index`), as
+    `decision_row` keeps them."""
+    return _interned(
+        (
+            (PLACEMENT_LABEL, placement),
+            (DECISION_GROUP_NAME_LABEL, group),
+            (DECISION_GROUP_INDEX_LABEL, index),
+        )
+    )
 
 
 def decision_row(pd: PlacementDecision) -> DecisionRow:

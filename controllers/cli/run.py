@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 from controllers.cli.common import EXIT_USAGE, add_log_options
 from controllers.cli.lease_flags import LeaseTiming, add_lease_flags, lease_timing
 from controllers.kube.errors import ApiError
+from controllers.runtime import process
 from controllers.runtime.logs import setup_logging
-from controllers.runtime.process import tune_gc
 
 # The hub, the embedded server and the client are imported in the functions that use them: the
 # command's parser imports this module, and the offline verbs should not pay for them.
@@ -57,6 +57,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+def tune_gc() -> None:
+    """The collector as the hub controller runs it (`process.HUB_GC_THRESHOLDS`)."""
+    process.tune_gc(process.HUB_GC_THRESHOLDS)
+
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_LEASE_NAMESPACE = "open-cluster-management-hub"

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from apis.meta import ObjectMeta
+from apis.meta import ObjectMeta, OwnerReference
 from apis.placements import Placement, PlacementDecision
 from controllers.hub.decision_steps import Create, Delete, Page, Step, Update, plan_steps
 from controllers.hub.decision_wire import decision_row_of_wire, row_of
@@ -121,7 +121,7 @@ class DecisionRun:
         gateway: Gateway,
         recorder: EventRecorder,
         placement: Placement,  # as cached
-        want: Sequence[PlacementDecision],  # the desired PDs, as `paginate` builds them
+        want: Sequence[DecisionRow | PlacementDecision],  # the desired PDs, from `paginate`
         current: Sequence[DecisionRow | PlacementDecision],  # as cached, possibly stale
         *,
         warning: tuple[str, str] | None,  # (message, plugin) when scheduling said Warning
@@ -144,8 +144,9 @@ class DecisionRun:
         self.carrier_names: set[str] = set()
         self.placement = placement
         self.namespace = placement.namespace
-        self.templates = {pd.name: pd for pd in want}
-        self.want = {pd.name: decision_row(pd) for pd in want}
+        self.want = {
+            pd.name: pd if isinstance(pd, DecisionRow) else decision_row(pd) for pd in want
+        }
         rows = (pd if isinstance(pd, DecisionRow) else decision_row(pd) for pd in current)
         # Only this placement's PDs, whatever the caller passed: deleting another placement's
         # decisions would be far worse than missing a stale one.
@@ -242,19 +243,19 @@ class DecisionRun:
     async def _create(self, step: Create) -> None:
         labels: Mapping[str, str]
         if step.carrier_for is None:
-            template = self.templates[step.name]
-            labels = template.metadata.labels or {}
+            template = self.want[step.name]
+            labels = template.labels
         else:
             # A carrier keeps the labels of the PD it relieves: consumers see its clusters in
             # the group they were in until the move completes.
-            template = next(iter(self.templates.values()))
+            template = next(iter(self.want.values()))
             labels = self.view[step.carrier_for].labels
         body = PlacementDecision(
             metadata=ObjectMeta(
                 name=step.name,
                 namespace=self.namespace,
                 labels=dict(labels),
-                owner_references=list(template.metadata.owner_references or []),
+                owner_references=[OwnerReference.model_validate(o) for o in template.owners],
             )
         )
         try:

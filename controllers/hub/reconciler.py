@@ -170,7 +170,7 @@ class Reconciler:
         done = outcome(result, fleet, placement.status, now)
         plan = WritePlan(
             placement=placement,
-            decisions=done.paged.decisions if done.paged is not None else None,
+            decisions=done.paged.rows if done.paged is not None else None,
             status=done.placement_status,
             score_note=partial(score_note, result, fleet) if done.paged is not None else "",
             warning=(

@@ -46,8 +46,9 @@ class WritePlan:
     """What one reconcile wants on the hub for one placement."""
 
     placement: Placement  # as cached: metadata.uid, resourceVersion and current status
-    # The desired PDs from `placement.decisions.paginate`; None keeps the current ones untouched.
-    decisions: Sequence[PlacementDecision] | None
+    # The desired PDs from `placement.decisions.paginate` (its rows, or its models); None keeps
+    # the current ones untouched.
+    decisions: Sequence[DecisionRow | PlacementDecision] | None
     status: PlacementStatus  # the desired Placement status
     # The ScoreUpdate note, formatted and capped by the caller; a callable is called only when
     # a PD's decisions change (most reconciles change nothing and record no event).

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["GC_THRESHOLDS", "Running", "run_until_signal", "tune_gc"]
+__all__ = ["GC_THRESHOLDS", "HUB_GC_THRESHOLDS", "Running", "run_until_signal", "tune_gc"]
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +29,21 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 GC_THRESHOLDS = (50_000, 50, 100)
+HUB_GC_THRESHOLDS = (200_000, 50, 100)
+"""The hub controller's: every object alive at a young collection (the requests and events
+in flight, thousands at a cold start) is moved to the middle generation, which is walked
+again at each of its own collections; four times fewer young collections moved four times
+fewer, and the middle collections' share of a 5,000 x 10,000 cold start went from 1.06 s of
+CPU to 0.03 s (the young ones' from 1.47 s to 1.56 s, the peak RSS the same)."""
 
 
-def tune_gc() -> None:
+def tune_gc(thresholds: tuple[int, int, int] = GC_THRESHOLDS) -> None:
     """Collect young objects less often. The controller keeps hundreds of thousands of
     long-lived models (every cluster, placement, decision and score) and allocates many small
     objects per request; with Python's default thresholds the collector took a third of a
     5,000 x 10,000 cold start (perf/RESULTS.md). The pod scheduler keeps as many (pods, nodes).
     Process-wide, so only entry points call it."""
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc.set_threshold(*thresholds)
 
 
 class Running(Protocol):

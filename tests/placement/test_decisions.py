@@ -20,6 +20,7 @@ from placement.decisions import (
     paginate,
 )
 from placement.framework import Code
+from placement.rows import decision_row
 from placement.snapshot import FleetSnapshot
 from placement.testing import cluster, placement, snapshot
 
@@ -225,3 +226,38 @@ def test_decision_numbers_run_across_groups_and_an_empty_group_still_gets_an_obj
     assert empty.names == ["web-decision-1"]
     assert empty.decisions[0].status is not None
     assert empty.decisions[0].status.decisions == []
+
+
+def test_paged_rows_are_the_rows_of_the_paged_models() -> None:
+    """The writer compares and writes the rows; the models are made from them on demand. Both
+    must say the same: the rows are what `decision_row` keeps of each model, and each model
+    goes on the wire with exactly the fields a PD is created with."""
+    names = tuple(sorted((f"c{i:03d}" for i in range(150)), key=str.encode))
+    paged = paginate(
+        placement("apps", "web", uid="uid-1"),
+        [DecisionGroup("canary", names[:1]), DecisionGroup("", names[1:]), DecisionGroup("", ())],
+    )
+    assert paged.names == [f"web-decision-{k}" for k in (1, 2, 3, 4)]
+    assert paged.rows == tuple(decision_row(pd) for pd in paged.decisions)
+    assert [row.clusters for row in paged.rows] == [names[:1], names[1:101], names[101:], ()]
+    assert all(row.has_status and row.details is None for row in paged.rows)
+    assert paged.decisions[1].to_wire()["metadata"] == {
+        "name": "web-decision-2",
+        "namespace": "apps",
+        "labels": {
+            PLACEMENT_LABEL: "web",
+            DECISION_GROUP_NAME_LABEL: "",
+            DECISION_GROUP_INDEX_LABEL: "1",
+        },
+        "ownerReferences": [
+            {
+                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+                "kind": "Placement",
+                "name": "web",
+                "uid": "uid-1",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    assert paged.decisions is paged.decisions  # made once

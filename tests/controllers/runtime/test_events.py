@@ -9,7 +9,7 @@ import re
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, cast
 
 import pytest
@@ -23,6 +23,7 @@ from controllers.runtime.events import (
     MAX_NOTE_BYTES,
     EventRecorder,
     Reference,
+    micro_time,
     object_reference,
     truncated_note,
 )
@@ -235,3 +236,16 @@ async def test_a_reference_names_the_related_object_as_its_model_would() -> None
         assert outcomes == ["created", "patched"]
         (event,) = await stored(gw)
         assert event.related == object_reference(pd)
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        datetime(2026, 11, 28, 0, 41, 7, 123456, tzinfo=UTC),
+        datetime(2026, 11, 28, 0, 41, 7, tzinfo=UTC),  # no microseconds: still six digits
+        datetime(2026, 11, 28, 1, 41, 7, 5, tzinfo=timezone(timedelta(hours=1))),
+        datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
+    ],
+)
+def test_micro_time_is_the_utc_strftime(when: datetime) -> None:
+    assert micro_time(when) == when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
