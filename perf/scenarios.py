@@ -75,13 +75,14 @@ def _plain(size: int) -> Any:
 
 @contextlib.contextmanager
 def _controller_gc() -> Iterator[None]:
-    """The collector as the controller process sets it (`tune_gc`) while a cycle is timed: under
-    Python's default thresholds a collection of the harness's large heap lands in most cycles
-    and the median measures it, not the cycle (2026-11-27: 287 against 190 µs at 10k)."""
-    from controllers.runtime.process import GC_THRESHOLDS
+    """The collector as the hub controller's process sets it (`HUB_GC_THRESHOLDS`) while a cycle
+    is timed: under Python's default thresholds a collection of the harness's large heap lands in
+    most cycles and the median measures it, not the cycle (2026-11-27: 287 against 190 µs at
+    10k)."""
+    from controllers.runtime.process import HUB_GC_THRESHOLDS
 
     before = gc.get_threshold()
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc.set_threshold(*HUB_GC_THRESHOLDS)
     try:
         yield
     finally:

@@ -35,3 +35,9 @@ def test_a_pair_of_the_same_checkout_selects_the_same(capsys: pytest.CaptureFixt
 def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="not a checkout"):
         cycle_alternate.main(["--reference", str(tmp_path), "--sizes", "1000"])
+
+
+def test_both_builds_run_under_the_hub_controllers_collector_thresholds() -> None:
+    from controllers.runtime.process import HUB_GC_THRESHOLDS
+
+    assert cycle_alternate._THRESHOLDS == HUB_GC_THRESHOLDS
