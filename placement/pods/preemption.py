@@ -108,6 +108,12 @@ def _hooks(plugins: Sequence[PreemptionHooks], method: str) -> list[Any]:
     return [getattr(p, method) for p in plugins if overrides(p, method)]
 
 
+def _not_helpful(potential: BoolMask, nodes: NodeSnapshot) -> dict[str, int]:
+    """The failures counted before any victim is looked at: the nodes preemption cannot help."""
+    count = nodes.size - int(np.count_nonzero(potential))
+    return {NOT_HELPFUL: count} if count else {}
+
+
 def hook_plugins(plugins: Iterable[object], cycle: PodCycle, pod: PodInfo) -> list[PreemptionHooks]:
     """The plugins declaring `PreemptionHooks` whose hooks apply to this pod."""
     found: list[PreemptionHooks] = []
@@ -258,10 +264,7 @@ class Preemptor:
             found = self.select_victims(cycle, pod, nodes, lists, plugins)
             return complete_candidates(cycle, pod, found, plugins), failures
         potential = diagnosis.resolvable.copy()
-        failures = {}
-        not_helpful = nodes.size - int(np.count_nonzero(potential))
-        if not_helpful:
-            failures[NOT_HELPFUL] = not_helpful
+        failures = _not_helpful(potential, nodes)
         if not potential.any():
             return [], failures
         limit = self._limit(potential)
@@ -286,10 +289,7 @@ class Preemptor:
         limit) whose victims are examined, and the failures counted on the way (without the
         filters' reasons on the emptied rows unless `explain` or none is left)."""
         potential = diagnosis.resolvable
-        failures: dict[str, int] = {}
-        not_helpful = nodes.size - int(np.count_nonzero(potential))
-        if not_helpful:
-            failures[NOT_HELPFUL] = not_helpful
+        failures = _not_helpful(potential, nodes)
         if not potential.any():
             return [], failures
         limit = self._limit(potential)

@@ -11,6 +11,7 @@ by row)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -50,15 +51,8 @@ def profile(limit: int | None, inert: bool) -> Profile:
     base = default_profile(**args)
     if not inert:
         return base
-    return Profile(
-        scheduler_name=base.scheduler_name,
-        queue_sort=base.queue_sort,
-        pre_filters=base.pre_filters,
-        filters=base.filters,
-        post_filters=base.post_filters,
-        scores=base.scores,
-        handlers=(*base.handlers, Inert()),
-    )
+    # The same profile but for the inert hooks plugin: only the preemption path differs.
+    return dataclasses.replace(base, handlers=(*base.handlers, Inert()))
 
 
 def anti_affine(pod: Pod) -> Pod:
