@@ -10,8 +10,12 @@ The engine decides; this module only writes. Each action becomes one request:
   `spec.volumeName` (the PV controller completes the binding), queued behind the pod's earlier
   writes and ahead of its binding. A failed write fails the pod's binding instead (a failed
   `BindResult`; the `BindPod` that follows is not sent).
-* `DeletePod` -> DELETE with a uid precondition, so that a victim replaced by a new pod of the
-  same name is not deleted in its place. 404 and 409 mean the victim is gone already.
+* `DeletePod` -> first, as kube-scheduler does, a status patch giving the victim the
+  `DisruptionTarget` condition (reason `PreemptionByScheduler`, message `<the preemptor's
+  scheduler>: preempting to accommodate a higher priority pod`; kube does not delete a victim
+  it could not mark, and neither do we), then the DELETE with a uid precondition, so that a
+  victim replaced by a new pod of the same name is not deleted in its place. 404 and 409 mean
+  the victim is gone already.
 * `PatchPodStatus` -> a merge patch of `pods/status`. A merge patch replaces lists whole, so the
   patch carries every condition the pod has, with PodScheduled replaced (kube-scheduler sends a
   strategic merge patch, which merges conditions by type; this is the same outcome). Nothing is
@@ -69,6 +73,7 @@ from placement.pods.events import (
 __all__ = [
     "ActionExecutor",
     "ExecutorCounts",
+    "disruption_patch",
     "pod_status_patch",
     "split_key",
 ]
@@ -114,6 +119,30 @@ def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> 
             kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
             status["conditions"] = [*kept, new]
     return {"status": status} if status else {}
+
+
+DISRUPTION_TARGET = "DisruptionTarget"
+
+
+def disruption_patch(victim: Pod, scheduler: str, now: datetime) -> dict[str, Any]:
+    """The merge patch that gives a preemption victim kube-scheduler's DisruptionTarget
+    condition, every other condition kept; {} when it carries that condition already."""
+    new: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+    }
+    conditions = [dict(c) for c in ((victim.status.conditions if victim.status else None) or [])]
+    old = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+    if not _condition_changed(old, new):
+        return {}
+    if old is not None and old.get("status") == new["status"]:
+        new["lastTransitionTime"] = old.get("lastTransitionTime")
+    else:
+        new["lastTransitionTime"] = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kept = [c for c in conditions if c.get("type") != DISRUPTION_TARGET]
+    return {"status": {"conditions": [*kept, {"lastProbeTime": None, **new}]}}
 
 
 @dataclass
@@ -303,6 +332,8 @@ class ActionExecutor:
 
     async def _delete(self, action: DeletePod) -> None:
         namespace, name = split_key(action.key)
+        if not await self._mark_victim(action, namespace, name):
+            return
         try:
             await self._gateway.delete_pod(namespace, name, action.uid)
         except (NotFoundError, ConflictError):
@@ -313,6 +344,28 @@ class ActionExecutor:
         else:
             self.counts.deleted += 1
             log.info("deleted %s: %s", action.key, action.reason)
+
+    async def _mark_victim(self, action: DeletePod, namespace: str, name: str) -> bool:
+        """Give the victim its DisruptionTarget condition; False when it must not be deleted
+        (the patch failed) or is gone already."""
+        victim = self._lookup("Pod", action.key)
+        if not isinstance(victim, Pod) or (action.uid and victim.metadata.uid != action.uid):
+            return True  # not in the cache: the DELETE's uid precondition decides
+        preemptor = self._lookup("Pod", action.preemptor) if action.preemptor else None
+        scheduler = preemptor.spec.scheduler_name if isinstance(preemptor, Pod) else None
+        patch = disruption_patch(victim, scheduler or "default-scheduler", self._wall())
+        if not patch:
+            return True
+        try:
+            await self._gateway.patch_status(Pod, name, patch, namespace)
+        except NotFoundError:
+            log.info("preemption victim %s is gone already", action.key)
+            return False
+        except ApiError as exc:
+            self.counts.delete_failures += 1
+            log.warning("marking preemption victim %s failed, not deleted: %s", action.key, exc)
+            return False
+        return True
 
     async def _patch_pod(self, action: PatchPodStatus) -> None:
         pod = self._lookup("Pod", action.key)

@@ -18,7 +18,7 @@ from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.scheduling import PodGroup
 from controllers.addons.emitter import EventEmitter
-from controllers.addons.executor import ActionExecutor, pod_status_patch
+from controllers.addons.executor import ActionExecutor, disruption_patch, pod_status_patch
 from controllers.addons.gateway import PodGateway
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
@@ -141,6 +141,51 @@ async def test_victims_are_deleted_and_a_gone_victim_is_no_failure() -> None:
         assert [p.name for p in (await r.gateway.list(Pod, "team")).items] == []
         assert r.executor.counts.deleted == 1
         assert r.executor.counts.delete_failures == 0
+
+
+@pytest.mark.asyncio
+async def test_a_victim_is_marked_as_a_disruption_target_before_its_delete() -> None:
+    async with rig() as r:
+        victim = await r.pod("victim", nodeName="n1")
+        vip = await r.pod("vip")
+        r.gateway.requests.clear()
+        r.executor.submit(
+            [DeletePod(victim.key, victim.metadata.uid or "", "preempted", preemptor=vip.key)]
+        )
+        await r.settle()
+        assert r.gateway.requests == ["PATCH status", "DELETE victim"]
+        assert r.executor.counts.deleted == 1
+
+
+def test_the_disruption_target_condition_is_kubes_and_written_once() -> None:
+    victim = parse_as(
+        Pod,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "victim", "namespace": "team"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        },
+    )
+    patch = disruption_patch(victim, "s", WALL)
+    assert patch == {
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {
+                    "lastProbeTime": None,
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": "s: preempting to accommodate a higher priority pod",
+                    "lastTransitionTime": "2026-01-02T03:04:05Z",
+                },
+            ]
+        }
+    }
+    wire = victim.to_wire()
+    wire["status"] = patch["status"]
+    assert disruption_patch(parse_as(Pod, wire), "s", WALL) == {}
 
 
 @pytest.mark.asyncio
@@ -382,7 +427,7 @@ async def test_writes_in_flight_at_the_lease_deadline_are_abandoned() -> None:
                 DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web"),
             ]
         )
-        sent = {"POST binding", "DELETE victim"}
+        sent = {"POST binding", "PATCH status"}  # the victim's DisruptionTarget, before its DELETE
         await eventually(lambda: _true(sent <= set(r.gateway.requests)))
         fence.closed.set()
         await executor.drain(5)

@@ -37,6 +37,7 @@ TEST_WRITES = {
     ("", "persistentvolumes", "create"),
     ("", "persistentvolumeclaims", "create"),
     ("storage.k8s.io", "storageclasses", "create"),
+    ("", "nodes", "create"),  # the node that makes `huge` fail a second time
 }
 
 
@@ -99,6 +100,14 @@ async def test_the_rbac_grants_exactly_what_the_scheduler_and_status_controller_
             return gang and pods["stateful"].spec.node_name == "small"
 
         await eventually(gang_bound, timeout=60)
+        # A node too small for `huge` moves it back to the queue: its second FailedScheduling
+        # continues the first one's series, which is a PATCH of the event.
+        await gw.create(node("n-extra", cpu="1"))
+
+        async def series_patched() -> bool:
+            return "patch" in server.audit.verbs().get(("events.k8s.io", "events"), set())
+
+        await eventually(series_patched, timeout=30)
         await asyncio.sleep(0.5)  # the status controller's last patches and the events
         for item in reversed(opened):
             await item.stop() if hasattr(item, "stop") else await item.close()
