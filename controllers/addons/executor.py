@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apis.core import Pod
-from apis.meta import KubeObject
+from apis.meta import KubeObject, format_time
 from apis.registry import KINDS
 from apis.storage import PersistentVolume, PersistentVolumeClaim
 from controllers.addons.emitter import EventEmitter
@@ -69,6 +69,7 @@ from placement.pods.events import (
     PatchPodStatus,
     WakeAt,
 )
+from placement.pods.world import DISRUPTION_TARGET
 
 __all__ = [
     "ActionExecutor",
@@ -114,14 +115,10 @@ def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> 
             if old is not None and old.get("status") == new.get("status"):
                 new.setdefault("lastTransitionTime", old.get("lastTransitionTime"))
             else:
-                stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-                new.setdefault("lastTransitionTime", stamp)
+                new.setdefault("lastTransitionTime", format_time(now))
             kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
             status["conditions"] = [*kept, new]
     return {"status": status} if status else {}
-
-
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def disruption_patch(victim: Pod, scheduler: str, now: datetime) -> dict[str, Any]:
@@ -140,7 +137,7 @@ def disruption_patch(victim: Pod, scheduler: str, now: datetime) -> dict[str, An
     if old is not None and old.get("status") == new["status"]:
         new["lastTransitionTime"] = old.get("lastTransitionTime")
     else:
-        new["lastTransitionTime"] = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        new["lastTransitionTime"] = format_time(now)
     kept = [c for c in conditions if c.get("type") != DISRUPTION_TARGET]
     return {"status": {"conditions": [*kept, {"lastProbeTime": None, **new}]}}
 
