@@ -10,12 +10,12 @@ The engine decides; this module only writes. Each action becomes one request:
   `spec.volumeName` (the PV controller completes the binding), queued behind the pod's earlier
   writes and ahead of its binding. A failed write fails the pod's binding instead (a failed
   `BindResult`; the `BindPod` that follows is not sent).
-* `DeletePod` -> first, as kube-scheduler does, a status patch giving the victim the
-  `DisruptionTarget` condition (reason `PreemptionByScheduler`, message `<the preemptor's
-  scheduler>: preempting to accommodate a higher priority pod`; kube does not delete a victim
-  it could not mark, and neither do we), then the DELETE with a uid precondition, so that a
-  victim replaced by a new pod of the same name is not deleted in its place. 404 and 409 mean
-  the victim is gone already.
+* `DeletePod` -> first, as kube-scheduler does, a status patch giving the victim the condition
+  the engine decided (`DisruptionTarget`, reason `PreemptionByScheduler`; kube does not delete a
+  victim it could not mark, and neither do we; nothing is sent when the victim carries that
+  condition already), then the DELETE with a uid precondition, so that a victim replaced by a
+  new pod of the same name is not deleted in its place. 404 and 409 mean the victim is gone
+  already.
 * `PatchPodStatus` -> a merge patch of `pods/status`. A merge patch replaces lists whole, so the
   patch carries every condition the pod has, with PodScheduled replaced (kube-scheduler sends a
   strategic merge patch, which merges conditions by type; this is the same outcome). Nothing is
@@ -67,9 +67,9 @@ from placement.pods.events import (
     EmitEvent,
     PatchObjectStatus,
     PatchPodStatus,
+    PodCondition,
     WakeAt,
 )
-from placement.pods.world import DISRUPTION_TARGET
 
 __all__ = [
     "ActionExecutor",
@@ -121,24 +121,21 @@ def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> 
     return {"status": status} if status else {}
 
 
-def disruption_patch(victim: Pod, scheduler: str, now: datetime) -> dict[str, Any]:
-    """The merge patch that gives a preemption victim kube-scheduler's DisruptionTarget
-    condition, every other condition kept; {} when it carries that condition already."""
-    new: dict[str, Any] = {
-        "type": DISRUPTION_TARGET,
-        "status": "True",
-        "reason": "PreemptionByScheduler",
-        "message": f"{scheduler}: preempting to accommodate a higher priority pod",
-    }
+def disruption_patch(victim: Pod, condition: PodCondition, now: datetime) -> dict[str, Any]:
+    """The merge patch that gives a preemption victim the condition the engine decided (its
+    `DeletePod.condition`), every other condition kept; {} when it carries that condition
+    already. Only `lastTransitionTime` is this shell's: the time of the write, or the old one
+    when the status does not change."""
+    new: dict[str, Any] = dict(condition.to_wire())
     conditions = [dict(c) for c in ((victim.status.conditions if victim.status else None) or [])]
-    old = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+    old = next((c for c in conditions if c.get("type") == condition.type), None)
     if not _condition_changed(old, new):
         return {}
     if old is not None and old.get("status") == new["status"]:
         new["lastTransitionTime"] = old.get("lastTransitionTime")
     else:
         new["lastTransitionTime"] = format_time(now)
-    kept = [c for c in conditions if c.get("type") != DISRUPTION_TARGET]
+    kept = [c for c in conditions if c.get("type") != condition.type]
     return {"status": {"conditions": [*kept, {"lastProbeTime": None, **new}]}}
 
 
@@ -348,9 +345,7 @@ class ActionExecutor:
         victim = self._lookup("Pod", action.key)
         if not isinstance(victim, Pod) or (action.uid and victim.metadata.uid != action.uid):
             return True  # not in the cache: the DELETE's uid precondition decides
-        preemptor = self._lookup("Pod", action.preemptor) if action.preemptor else None
-        scheduler = preemptor.spec.scheduler_name if isinstance(preemptor, Pod) else None
-        patch = disruption_patch(victim, scheduler or "default-scheduler", self._wall())
+        patch = disruption_patch(victim, action.condition, self._wall())
         if not patch:
             return True
         try:

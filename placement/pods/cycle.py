@@ -24,7 +24,14 @@ from placement.arrays import BoolMask, RowIndex
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
 from placement.pods.calls import PluginError, call, failed, named
-from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus
+from placement.pods.events import (
+    DISRUPTION_TARGET,
+    PREEMPTION_BY_SCHEDULER,
+    DeletePod,
+    EmitEvent,
+    PatchPodStatus,
+    PodCondition,
+)
 from placement.pods.framework import (
     Diagnosis,
     FilterResult,
@@ -40,10 +47,17 @@ from placement.pods.noscore import adds_nothing
 from placement.pods.queue import QueuedPod
 from placement.pods.reporting import Reporter
 
-__all__ = ["NO_NODES", "SKIPPED", "SchedulingCycle"]
+__all__ = ["NO_NODES", "SKIPPED", "SchedulingCycle", "disruption_target"]
 
 NO_NODES = "no nodes available to schedule pods"
 SKIPPED = "engine.skipped"  # cycle.scratch: ids of the plugins whose PreFilter said SKIP
+
+
+def disruption_target(scheduler_name: str) -> PodCondition:
+    """kube-scheduler's condition on a preemption victim, naming the preemptor's scheduler:
+    the profile's name, since a profile schedules only the pods whose spec.schedulerName it is."""
+    message = f"{scheduler_name}: preempting to accommodate a higher priority pod"
+    return PodCondition(DISRUPTION_TARGET, "True", PREEMPTION_BY_SCHEDULER, message)
 
 
 class SchedulingCycle:
@@ -290,6 +304,7 @@ class SchedulingCycle:
         out = self.reporter.out
         stats = self.reporter.stats
         stats.preemption_attempts += 1
+        condition = disruption_target(self.profile.scheduler_name)
         for victim in result.victims:
             if victim.key in self.preempting:
                 continue
@@ -311,6 +326,7 @@ class SchedulingCycle:
                     victim.key,
                     victim.uid,
                     reason=f"preempted by {info.key} on node {node}",
+                    condition=condition,
                     preemptor=info.key,
                 )
             )

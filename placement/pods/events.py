@@ -21,6 +21,8 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 
 __all__ = [
+    "DISRUPTION_TARGET",
+    "PREEMPTION_BY_SCHEDULER",
     "Action",
     "BindPod",
     "BindResult",
@@ -33,11 +35,17 @@ __all__ = [
     "ObjectEvent",
     "PatchObjectStatus",
     "PatchPodStatus",
+    "PodCondition",
     "PodEvent",
     "WakeAt",
 ]
 
 EventType = Literal["Added", "Modified", "Deleted"]
+
+DISRUPTION_TARGET = "DisruptionTarget"
+"""The type of the pod condition a preemption victim gets before its DELETE."""
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+"""That condition's reason when a scheduler's preemption sets it."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +116,38 @@ class BindVolumes:
 
 
 @dataclass(frozen=True)
+class PodCondition:
+    """A pod condition as the engine decides it: what the shell writes into
+    `status.conditions`, replacing the condition of the same `type`. Its `lastTransitionTime`
+    is the shell's (it holds the clock of the write), kept when the status does not change."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+    def to_wire(self) -> dict[str, str]:
+        """The condition's fields as the API spells them (the empty ones left out)."""
+        wire = {"type": self.type, "status": self.status}
+        if self.reason:
+            wire["reason"] = self.reason
+        if self.message:
+            wire["message"] = self.message
+        return wire
+
+
+@dataclass(frozen=True)
 class DeletePod:
-    """DELETE a preemption victim (uid precondition); `reason` says for whom."""
+    """DELETE a preemption victim (uid precondition); `reason` says for whom (a log line).
+
+    Before the DELETE the shell gives the victim `condition` (kube-scheduler's
+    `DisruptionTarget`), and does not delete a victim it could not mark; nothing is written
+    when the victim carries that condition already."""
 
     key: str
     uid: str
     reason: str
+    condition: PodCondition
     preemptor: str = ""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from placement.pods.events import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from placement.pods.framework import Candidate, PodCycle, PodInfo
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 
@@ -76,7 +77,7 @@ def preempted_by_scheduler(pod: PodInfo) -> bool:
     """The pod carries the DisruptionTarget condition a scheduler's preemption sets."""
     status = pod.pod.status
     for cond in (status.conditions if status else None) or ():
-        if cond.get("type") == "DisruptionTarget" and cond.get("reason") == "PreemptionByScheduler":
+        if cond.get("type") == DISRUPTION_TARGET and cond.get("reason") == PREEMPTION_BY_SCHEDULER:
             return True
     return False
 

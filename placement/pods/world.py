@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 from apis.core import Node, Pod
 from apis.meta import KubeObject, format_time
 from placement.pods.events import (
+    DISRUPTION_TARGET,
     Action,
     BindPod,
     BindResult,
@@ -59,7 +60,6 @@ __all__ = [
 ]
 
 DEFAULT_GRACE_SECONDS = 30
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 class EngineLike(Protocol):
@@ -252,12 +252,8 @@ class World:
         wire = pod.to_wire()
         wire["metadata"]["deletionTimestamp"] = format_time(self.now)
         wire["metadata"]["deletionGracePeriodSeconds"] = grace
-        message = f"{self.scheduler_name}: preempting to accommodate a higher priority pod"
-        if action.preemptor:
-            message += f" ({action.preemptor})"
-        condition = _condition(
-            "True", "PreemptionByScheduler", message, self.now, DISRUPTION_TARGET
-        )
+        given = action.condition  # the engine's: this shell only dates it
+        condition = _condition(given.status, given.reason, given.message, self.now, given.type)
         _set_condition(wire, condition)
         self.update_pod(wire)
         heapq.heappush(self.deleting, (self.now + timedelta(seconds=grace), action.key, action.uid))

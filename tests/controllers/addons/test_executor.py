@@ -29,6 +29,7 @@ from placement.pods.events import (
     EmitEvent,
     PatchObjectStatus,
     PatchPodStatus,
+    PodCondition,
 )
 from tests.controllers.embedded.hub import ensure_namespaces, eventually, pod
 
@@ -38,6 +39,8 @@ UNSCHEDULABLE = {
     "reason": "Unschedulable",
     "message": "0/1 nodes are available: 1 Insufficient cpu.",
 }
+# A victim's condition as the engine decides it (words of its own: the shell has none).
+MARK = PodCondition("DisruptionTarget", "True", "PreemptionByScheduler", "s: the engine's words")
 
 
 class SlowPatches(PodGateway):
@@ -69,7 +72,7 @@ class Rig:
         )
 
     async def pod(self, name: str, **spec: Any) -> Pod:
-        created = await self.gateway.create(pod(name, "team", schedulerName="s", **spec))
+        created = await self.gateway.create(pod(name, "team", **{"schedulerName": "s", **spec}))
         self.objects[("Pod", created.key)] = created
         return created
 
@@ -133,8 +136,8 @@ async def test_victims_are_deleted_and_a_gone_victim_is_no_failure() -> None:
         victim = await r.pod("victim", nodeName="n1")
         r.executor.submit(
             [
-                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/vip"),
-                DeletePod("team/ghost", "u-ghost", "preempted by team/vip"),
+                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/vip", MARK),
+                DeletePod("team/ghost", "u-ghost", "preempted by team/vip", MARK),
             ]
         )
         await r.settle()
@@ -149,15 +152,61 @@ async def test_a_victim_is_marked_as_a_disruption_target_before_its_delete() -> 
         victim = await r.pod("victim", nodeName="n1")
         vip = await r.pod("vip")
         r.gateway.requests.clear()
-        r.executor.submit(
-            [DeletePod(victim.key, victim.metadata.uid or "", "preempted", preemptor=vip.key)]
-        )
+        uid = victim.metadata.uid or ""
+        r.executor.submit([DeletePod(victim.key, uid, "preempted", MARK, preemptor=vip.key)])
         await r.settle()
         assert r.gateway.requests == ["PATCH status", "DELETE victim"]
         assert r.executor.counts.deleted == 1
 
 
-def test_the_disruption_target_condition_is_kubes_and_written_once() -> None:
+@pytest.mark.asyncio
+async def test_the_victim_gets_exactly_the_engines_condition() -> None:
+    async with rig() as r:
+        victim = await r.pod("victim", nodeName="n1")
+        vip = await r.pod("vip", schedulerName="another")  # not where the words come from
+        uid = victim.metadata.uid or ""
+        r.server.faults.fail_next("delete", 403)  # keep the victim to read what it was given
+        r.executor.submit([DeletePod(victim.key, uid, "preempted", MARK, preemptor=vip.key)])
+        await r.settle()
+        stored = await r.gateway.get(Pod, "victim", "team")
+        assert stored.status is not None
+        marks = [c for c in stored.status.conditions or [] if c["type"] == "DisruptionTarget"]
+        assert marks == [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": "s: the engine's words",
+                "lastProbeTime": None,
+                "lastTransitionTime": "2026-01-02T03:04:05Z",
+            }
+        ]
+
+
+@pytest.mark.asyncio
+async def test_a_victim_whose_mark_failed_is_not_deleted_and_a_marked_one_not_patched() -> None:
+    async with rig() as r:
+        victim = await r.pod("victim", nodeName="n1")
+        uid = victim.metadata.uid or ""
+        r.server.faults.fail_next("patch", 403)
+        r.gateway.requests.clear()
+        r.executor.submit([DeletePod(victim.key, uid, "preempted", MARK)])
+        await r.settle()
+        assert r.gateway.requests == ["PATCH status"]  # refused: no DELETE follows
+        assert r.executor.counts.delete_failures == 1
+        assert (await r.gateway.get(Pod, "victim", "team")).metadata.deletion_timestamp is None
+        # The victim as cached carries the engine's condition already: only the DELETE goes.
+        marked = victim.to_wire()
+        marked["status"] = {"conditions": [{**MARK.to_wire(), "lastTransitionTime": "x"}]}
+        r.objects[("Pod", victim.key)] = parse_as(Pod, marked)
+        r.gateway.requests.clear()
+        r.executor.submit([DeletePod(victim.key, uid, "preempted", MARK)])
+        await r.settle()
+        assert r.gateway.requests == ["DELETE victim"]
+        assert r.executor.counts.deleted == 1
+
+
+def test_the_disruption_target_condition_is_the_engines_and_written_once() -> None:
     victim = parse_as(
         Pod,
         {
@@ -167,7 +216,13 @@ def test_the_disruption_target_condition_is_kubes_and_written_once() -> None:
             "status": {"conditions": [{"type": "Ready", "status": "True"}]},
         },
     )
-    patch = disruption_patch(victim, "s", WALL)
+    kube = PodCondition(
+        "DisruptionTarget",
+        "True",
+        "PreemptionByScheduler",
+        "s: preempting to accommodate a higher priority pod",
+    )
+    patch = disruption_patch(victim, kube, WALL)
     assert patch == {
         "status": {
             "conditions": [
@@ -185,7 +240,14 @@ def test_the_disruption_target_condition_is_kubes_and_written_once() -> None:
     }
     wire = victim.to_wire()
     wire["status"] = patch["status"]
-    assert disruption_patch(parse_as(Pod, wire), "s", WALL) == {}
+    assert disruption_patch(parse_as(Pod, wire), kube, WALL) == {}
+    # Another decision (a new message) is written again, keeping the transition time.
+    other = disruption_patch(parse_as(Pod, wire), MARK, WALL.replace(year=2027))
+    assert other["status"]["conditions"][-1] == {
+        "lastProbeTime": None,
+        **MARK.to_wire(),
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
 
 
 @pytest.mark.asyncio
@@ -388,7 +450,7 @@ async def test_past_the_lease_deadline_no_write_of_any_kind_reaches_the_server()
         executor.submit(
             [
                 BindPod(web.key, uid, "n1"),
-                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web"),
+                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web", MARK),
                 PatchPodStatus(web.key, uid, condition=UNSCHEDULABLE),
                 PatchObjectStatus("PodGroup", "team/g", {"phase": "Pending"}),
                 EmitEvent(("Pod", web.key, uid), "Normal", "Scheduled", "assigned"),
@@ -424,7 +486,7 @@ async def test_writes_in_flight_at_the_lease_deadline_are_abandoned() -> None:
         executor.submit(
             [
                 BindPod(web.key, uid, "n1"),
-                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web"),
+                DeletePod(victim.key, victim.metadata.uid or "", "preempted by team/web", MARK),
             ]
         )
         sent = {"POST binding", "PATCH status"}  # the victim's DisruptionTarget, before its DELETE

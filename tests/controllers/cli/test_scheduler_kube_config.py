@@ -121,6 +121,50 @@ def test_simulate_runs_every_profile_of_a_kube_scheduler_configuration(
     assert "this simulation runs 'scheduler-plugins-scheduler', 'bin-packer'" in row
 
 
+PREEMPTION = """\
+apiVersion: v1
+kind: Node
+metadata: {name: only}
+status: {allocatable: {cpu: "2", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: low, namespace: shop}
+spec:
+  nodeName: only
+  priority: 0
+  containers: [{name: c, resources: {requests: {cpu: "2"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vip, namespace: shop}
+spec:
+  schedulerName: bin-packer
+  priority: 100
+  containers: [{name: c, resources: {requests: {cpu: "2"}}}]
+"""
+
+
+def test_a_victim_is_told_the_name_of_the_profile_that_preempted_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path, "config.yaml", CONFIG)
+    world = write(tmp_path, "world.yaml", PREEMPTION)
+    argv = ["scheduler", "simulate", "-f", world, "--config", config, *NOW]
+    code, out, err = run(capsys, *argv, "-o", "json")
+    assert code == EXIT_OK, err
+    items = json.loads(out)["items"]
+    assert [i["spec"].get("nodeName") for i in items if i["metadata"]["name"] == "vip"] == ["only"]
+    (low,) = [i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "low"]
+    (mark,) = [c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    # kube's words with the preemptor's scheduler: the second profile, not the first.
+    assert (mark["status"], mark["reason"], mark["message"]) == (
+        "True",
+        "PreemptionByScheduler",
+        "bin-packer: preempting to accommodate a higher priority pod",
+    )
+
+
 def test_a_bad_kube_scheduler_configuration_is_one_line_per_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
-from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus
+from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus, PodCondition
 from placement.pods.framework import (
     Diagnosis,
     EventHandler,
@@ -74,6 +74,21 @@ def test_minimal_victim_set_reprieves_the_most_important_first() -> None:
     assert [a.regarding[1] for a in preempted] == ["default/v2", "default/v1"]  # kube's order
     assert preempted[0].message == "Preempted by pod uid-vip on node a"
     assert world.engine.stats.preemption_attempts == 1 and world.engine.stats.victims == 2
+
+
+def test_a_victim_is_given_kubes_disruption_target_naming_the_profiles_scheduler() -> None:
+    world = World.of(default_profile(schedulerName="batch-scheduler"))
+    world.add_nodes(make_node("a", cpu=2))
+    world.add_pods(running("low", "a", 2, priority=1))
+    world.add_pods(make_pod("vip", cpu=2, priority=10, scheduler="batch-scheduler"))
+    [delete] = of(world.engine.schedule(T0), DeletePod)
+    assert (delete.key, delete.uid, delete.preemptor) == ("default/low", "uid-low", "default/vip")
+    assert delete.condition == PodCondition(
+        type="DisruptionTarget",
+        status="True",
+        reason="PreemptionByScheduler",
+        message="batch-scheduler: preempting to accommodate a higher priority pod",
+    )
 
 
 def test_reprieve_skips_a_big_victim_but_keeps_trying_smaller_ones() -> None:

@@ -21,6 +21,7 @@ from placement.pods.events import (
     EmitEvent,
     NodeEvent,
     PatchPodStatus,
+    PodCondition,
     PodEvent,
 )
 from placement.pods.framework import pod_key
@@ -33,6 +34,8 @@ from placement.pods.simulation import (
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 ME = "ocm-pod-scheduler"
+# The victim's condition as the stand-in engine decides it (words of its own: the world has none).
+MARK = PodCondition(DISRUPTION_TARGET, "True", "PreemptionByScheduler", "the engine's words")
 
 
 class SlotEngine:
@@ -104,7 +107,7 @@ class SlotEngine:
                 if key not in self.waiting_for_victim:
                     self.waiting_for_victim.add(key)
                     victim = victims[0]
-                    actions.append(DeletePod(victim, self.uids[victim], "preempted", key))
+                    actions.append(DeletePod(victim, self.uids[victim], "preempted", MARK, key))
                     actions.append(PatchPodStatus(key, uid, condition, self.bound[victim]))
                 continue
             actions.append(PatchPodStatus(key, uid, condition))
@@ -194,7 +197,16 @@ def test_a_victim_terminates_for_its_grace_period_then_the_preemptor_binds() -> 
         if gone.status
         else []
     )
-    assert disruption and disruption[0]["reason"] == "PreemptionByScheduler"
+    assert disruption == [
+        {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "the engine's words",  # exactly the engine's: no preemptor appended
+            "lastProbeTime": None,
+            "lastTransitionTime": "2026-01-01T12:00:00Z",
+        }
+    ]
     assert result.finished == NOW + timedelta(seconds=20)
 
 
