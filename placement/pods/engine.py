@@ -159,6 +159,7 @@ class Engine:
         backoff_initial: timedelta = timedelta(seconds=1),
         backoff_max: timedelta = timedelta(seconds=10),
         unschedulable_flush: timedelta = timedelta(minutes=5),
+        pop_from_backoff: bool = False,
     ) -> None:
         self.profile = profile
         plugins: list[object] = []
@@ -171,6 +172,7 @@ class Engine:
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             unschedulable_flush=unschedulable_flush,
+            pop_from_backoff=pop_from_backoff,
         )
         self.stats = EngineStats()
         self.now = datetime.min.replace(tzinfo=UTC)  # the time of the current call
@@ -226,7 +228,7 @@ class Engine:
         self.binding.expire(now)
         tried = 0
         while limit is None or tried < limit:
-            queued = self.queue.pop()
+            queued = self.queue.pop(now)
             if queued is None:
                 break
             tried += 1

@@ -16,13 +16,26 @@ Nothing moves a pod to active before its backoff is over, not even `activate` (s
 pod is tried at most once per backoff period, which bounds the attempts of a gang whose members
 keep activating and rejecting each other.
 
+`pop_from_backoff` (off by default) is kube-scheduler's `SchedulerPopFromBackoffQ` (on by default
+since kube 1.33): when the active queue is empty, `pop` takes a backoff pod early, in kube's
+order (the backoffs that end in the earliest second first, by the QueueSort key within that
+second, so a gang's members stay together). Two exceptions keep a gang whose members activate
+and reject each other from going round at one instant (issue 27): a pod whose attempt ended in
+an error is never popped early (kube keeps those apart too), nor is one that failed at the very
+instant of the `pop` (the engine's clock, one value per `schedule` call). It is off because kube
+pairs it with requeueing by plugin (Coscheduling's rejections are lifted by a new pod or a
+PodGroup change, not by freed room) where `Engine._retry_all` moves every unschedulable pod:
+turned on, the scheduler of `tests/controllers/addons/test_gang_e2e.py` never refilled the room
+of the gangs that left (issue 29's report).
+
 A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
 it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
 deletion: an entry carries the pod's version and a stale entry is skipped when popped.
 
 Nothing here scans every queued pod: the backoff expiries and the unschedulable flush times are
 heaps, the unschedulable pods a dict (and an index by rejecting plugin), so a `schedule` call
-costs O(log n) per pod it moves however long the queue is.
+costs O(log n) per pod it moves however long the queue is (an early pop from backoff also
+steps over the pods that failed at its instant).
 """
 
 from __future__ import annotations
@@ -66,6 +79,9 @@ class QueuedPod:
     rejected_by: frozenset[str] = frozenset()
     """The plugins that rejected it last time (an event handler of one of them may move it)."""
     version: int = 0
+    errored: bool = False
+    """Its last attempt ended in an error (or a failed binding): never popped early from
+    backoff."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -79,14 +95,19 @@ class SchedulingQueue:
         backoff_initial: timedelta = timedelta(seconds=1),
         backoff_max: timedelta = timedelta(seconds=10),
         unschedulable_flush: timedelta = timedelta(minutes=5),
+        pop_from_backoff: bool = False,
     ) -> None:
         self._sort_key = sort_key
+        self.pop_from_backoff = pop_from_backoff
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.unschedulable_flush = unschedulable_flush
         self._pods: dict[str, QueuedPod] = {}
         self._active: list[tuple[Any, int, str, int]] = []  # (sort key, seq, pod key, version)
         self._backoff: list[tuple[datetime, int, str, int]] = []  # (until, seq, key, version)
+        # The backoff pods as `pop` takes them early: (second of until, sort key, seq, key,
+        # version).
+        self._early: list[tuple[int, Any, int, str, int]] = []
         self._flushes: list[tuple[datetime, int, str, int]] = []  # (since, seq, key, version)
         self._unschedulable: dict[str, QueuedPod] = {}
         self._rejected: dict[str, set[str]] = {}  # plugin -> keys of unschedulable pods
@@ -159,19 +180,49 @@ class SchedulingQueue:
             self._leave(queued)
         return queued
 
-    def pop(self) -> QueuedPod | None:
-        """The next active pod, now in flight; None when active is empty."""
+    def pop(self, now: datetime | None = None) -> QueuedPod | None:
+        """The next active pod, now in flight; when active is empty and `now` is given, a
+        backoff pod (see the module docstring: which, and the two that are left to wait);
+        None when there is none."""
         while self._active:
             _, _, key, version = heapq.heappop(self._active)
             queued = self._pods.get(key)
             if queued is None or queued.version != version or queued.where != "active":
                 continue
             self._counts["active"] -= 1
-            queued.where = "inflight"
-            queued.version += 1
-            queued.attempts += 1
-            return queued
-        return None
+            return self._in_flight(queued)
+        if now is None or not self.pop_from_backoff:
+            return None
+        return self._pop_backoff(now)
+
+    def _pop_backoff(self, now: datetime) -> QueuedPod | None:
+        """kube's order for it: the backoffs ending in the earliest second first, by the
+        QueueSort key within that second (a gang's members stay together)."""
+        heap = self._early
+        kept: list[tuple[int, Any, int, str, int]] = []
+        found: QueuedPod | None = None
+        while heap:
+            entry = heapq.heappop(heap)
+            queued = self._pods.get(entry[3])
+            if queued is None or queued.version != entry[4] or queued.where != "backoff":
+                continue  # stale
+            if queued.errored or (queued.failed_at is not None and queued.failed_at >= now):
+                kept.append(entry)
+                continue
+            found = queued
+            break
+        for entry in kept:
+            heapq.heappush(heap, entry)
+        if found is None:
+            return None
+        self._counts["backoff"] -= 1
+        return self._in_flight(found)
+
+    def _in_flight(self, queued: QueuedPod) -> QueuedPod:
+        queued.where = "inflight"
+        queued.version += 1
+        queued.attempts += 1
+        return queued
 
     def requeue(
         self,
@@ -195,6 +246,7 @@ class SchedulingQueue:
         queued.failed_at = now
         queued.queued_at = now
         queued.rejected_by = frozenset(rejected_by)
+        queued.errored = not unschedulable
         if info.gated:
             self._place(queued, "gated", now)
         elif unschedulable:
@@ -333,6 +385,11 @@ class SchedulingQueue:
         elif where == "backoff":
             until = self.backoff_until(queued) or now
             heapq.heappush(self._backoff, (until, self._seq, queued.info.key, queued.version))
+            if self.pop_from_backoff and not queued.errored:
+                key = self._sort_key(queued.info, queued.queued_at)
+                second = int(until.timestamp())
+                early = (second, key, self._seq, queued.info.key, queued.version)
+                heapq.heappush(self._early, early)
         elif where == "unschedulable":
             queued.unschedulable_since = now
             key = queued.info.key
