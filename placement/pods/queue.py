@@ -218,6 +218,17 @@ class SchedulingQueue:
         self._counts["backoff"] -= 1
         return self._in_flight(found)
 
+    def _prune_early(self) -> None:
+        """Drop the stale entries (pods that left backoff by a flush or a move): `_early` is
+        only popped when the active queue is empty, so they would pile up otherwise."""
+        live = []
+        for entry in self._early:
+            queued = self._pods.get(entry[3])
+            if queued is not None and queued.version == entry[4] and queued.where == "backoff":
+                live.append(entry)
+        heapq.heapify(live)
+        self._early = live
+
     def _in_flight(self, queued: QueuedPod) -> QueuedPod:
         queued.where = "inflight"
         queued.version += 1
@@ -390,6 +401,8 @@ class SchedulingQueue:
                 second = int(until.timestamp())
                 early = (second, key, self._seq, queued.info.key, queued.version)
                 heapq.heappush(self._early, early)
+                if len(self._early) > 2 * self._counts["backoff"] + 64:
+                    self._prune_early()
         elif where == "unschedulable":
             queued.unschedulable_since = now
             key = queued.info.key

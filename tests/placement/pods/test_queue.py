@@ -249,3 +249,17 @@ def test_errors_and_failures_of_this_instant_wait_their_backoff_out() -> None:
     q.flush(T0 + timedelta(seconds=1))
     popped = q.pop(T0 + timedelta(seconds=1))
     assert popped is not None and popped.info.name == "error"
+
+
+def test_the_early_order_does_not_keep_the_pods_that_left_backoff() -> None:
+    q = queue(pop_from_backoff=True)
+    for i in range(200):  # each through backoff, to active by the flush, then bound (gone)
+        start = T0 + timedelta(seconds=10 * i)
+        failed_then_moved(q, f"p{i}", start, start + timedelta(seconds=0.5))
+        assert q.sizes()["backoff"] == 1
+        q.flush(start + timedelta(seconds=1))
+        popped = q.pop()
+        assert popped is not None and popped.info.name == f"p{i}"
+        q.remove(popped.info.key)
+    assert q.sizes() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert len(q._early) <= 65  # stale entries pruned, not piled up
