@@ -95,7 +95,7 @@ class SchedulingQueue:
         backoff_initial: timedelta = timedelta(seconds=1),
         backoff_max: timedelta = timedelta(seconds=10),
         unschedulable_flush: timedelta = timedelta(minutes=5),
-        pop_from_backoff: bool = False,
+        pop_from_backoff: bool = True,
     ) -> None:
         self._sort_key = sort_key
         self.pop_from_backoff = pop_from_backoff
@@ -279,13 +279,20 @@ class SchedulingQueue:
         return queued
 
     def move_unschedulable(
-        self, now: datetime, match: Callable[[QueuedPod], bool] | None = None
+        self,
+        now: datetime,
+        match: Callable[[QueuedPod], bool] | None = None,
+        *,
+        deaf: frozenset[str] = frozenset(),
     ) -> int:
         """An event that may help: unschedulable pods (those `match` accepts) go to backoff
-        or active. Returns how many moved."""
+        or active, except those rejected only by `deaf` plugins (plugins that do not listen to
+        this event: kube's requeueing by plugin). Returns how many moved."""
         moved = 0
         for key in sorted(self._unschedulable):
             queued = self._unschedulable[key]
+            if deaf and queued.rejected_by and queued.rejected_by <= deaf:
+                continue
             if match is None or match(queued):
                 self._move(queued, now)
                 moved += 1
@@ -305,7 +312,15 @@ class SchedulingQueue:
         queued = self._pods.get(key)
         if queued is None or queued.where not in ("unschedulable", "backoff"):
             return False
-        return self._move(queued, now) == "active"
+        if self._move(queued, now) == "active":
+            return True
+        if self.pop_from_backoff and not queued.errored:
+            # kube's Activate puts it in the active queue, ahead of every backoff pod: popped
+            # early, it comes first (a gang's siblings together), still not at its failure's
+            # instant.
+            sort_key = self._sort_key(queued.info, queued.queued_at)
+            heapq.heappush(self._early, (-1, sort_key, self._seq, key, queued.version))
+        return False
 
     def move_rejected_by(self, now: datetime, plugin: str) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may

@@ -126,7 +126,10 @@ class PodGroupManager:
                 del self._gangs[key]
             return False
         group = obj if isinstance(obj, PodGroup) else PodGroup.model_validate(obj.model_dump())
+        old = self._groups.get(key)
         self._groups[key] = group
+        if old is not None and old.spec == group.spec:
+            return False  # a status update (ours, the status controller's) helps no pod
         self.ensure(key).resources_ok_until = None  # minMember or minResources may have changed
         return True
 
