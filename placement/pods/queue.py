@@ -82,6 +82,8 @@ class QueuedPod:
     errored: bool = False
     """Its last attempt ended in an error (or a failed binding): never popped early from
     backoff."""
+    not_before: datetime | None = None
+    """A plugin's refusal lapses then (`hold_until`): not tried before, even popped early."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -132,10 +134,11 @@ class SchedulingQueue:
 
     def backoff_until(self, queued: QueuedPod) -> datetime | None:
         if queued.failed_at is None or queued.attempts == 0:
-            return None
-        return queued.failed_at + backoff_duration(
+            return queued.not_before
+        until = queued.failed_at + backoff_duration(
             queued.attempts, self.backoff_initial, self.backoff_max
         )
+        return until if queued.not_before is None else max(until, queued.not_before)
 
     # --- changes -----------------------------------------------------------------------------
 
@@ -206,7 +209,8 @@ class SchedulingQueue:
             queued = self._pods.get(entry[3])
             if queued is None or queued.version != entry[4] or queued.where != "backoff":
                 continue  # stale
-            if queued.errored or (queued.failed_at is not None and queued.failed_at >= now):
+            held = queued.not_before is not None and queued.not_before > now
+            if held or queued.errored or (queued.failed_at is not None and queued.failed_at >= now):
                 kept.append(entry)
                 continue
             found = queued
@@ -258,6 +262,7 @@ class SchedulingQueue:
         queued.queued_at = now
         queued.rejected_by = frozenset(rejected_by)
         queued.errored = not unschedulable
+        queued.not_before = None
         if info.gated:
             self._place(queued, "gated", now)
         elif unschedulable:
@@ -321,6 +326,14 @@ class SchedulingQueue:
             sort_key = self._sort_key(queued.info, queued.queued_at)
             heapq.heappush(self._early, (-1, sort_key, self._seq, key, queued.version))
         return False
+
+    def hold_until(self, key: str, when: datetime, now: datetime) -> None:
+        """An unschedulable pod whose rejection lapses at `when` (a PodGroup's backoff): it
+        waits in backoff until then instead of for an event that may never come."""
+        queued = self._pods.get(key)
+        if queued is not None and queued.where == "unschedulable" and when > now:
+            queued.not_before = when
+            self._place(queued, "backoff", now)
 
     def move_rejected_by(self, now: datetime, plugin: str) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may

@@ -173,7 +173,8 @@ class Coscheduling(
             cycle.scratch[self.name] = "resources"
             # Preemption may help (the anchor says unresolvable; gang preemption needs it).
             return PreFilterResult(PodStatus.unschedulable(self.name, refusal.message))
-        return PreFilterResult(PodStatus.unresolvable(self.name, refusal.message))
+        status = PodStatus.unresolvable(self.name, refusal.message)
+        return PreFilterResult(status, retry_at=refusal.until)
 
     # --- PostFilter --------------------------------------------------------------------------
 

@@ -394,7 +394,7 @@ def test_backoff_doubles_per_attempt_up_to_the_maximum() -> None:
 
 
 def test_requeue_on_node_added_respects_the_pod_backoff() -> None:
-    world = World.of()
+    world = World.of(pop_from_backoff=False)  # kube <= 1.32; on, the test below
     world.add_pods(make_pod("p", cpu=2))
     world.add_nodes(make_node("small", cpu=1))
     world.step()
@@ -411,7 +411,7 @@ def test_requeue_on_node_added_respects_the_pod_backoff() -> None:
 def test_an_engine_popping_from_backoff_tries_a_moved_pod_before_its_backoff_ends() -> None:
     """kube's SchedulerPopFromBackoffQ (`pop_from_backoff`): nothing else to try, the pod the
     new node moved to backoff is tried at once."""
-    world = World.of(pop_from_backoff=True)
+    world = World.of()  # on by default
     world.add_pods(make_pod("p", cpu=2))
     world.add_nodes(make_node("small", cpu=1))
     world.step()

@@ -222,11 +222,12 @@ def test_active_pods_go_before_backoff_pods() -> None:
     assert [q.pop(now).info.name, q.pop(now).info.name] == ["new", "waiting"]  # type: ignore[union-attr]
 
 
-def test_no_early_pop_without_a_clock_or_by_default() -> None:
-    q = queue(pop_from_backoff=True)
+def test_no_early_pop_without_a_clock_or_when_turned_off() -> None:
+    q = queue()  # on by default, as in kube >= 1.33
     failed_then_moved(q, "p", T0, T0 + timedelta(seconds=0.5))
     assert q.pop() is None  # no `now`: active only
-    off = queue()  # the default: off
+    assert q.pop(T0 + timedelta(seconds=0.5)) is not None
+    off = queue(pop_from_backoff=False)  # kube <= 1.32
     failed_then_moved(off, "p", T0, T0 + timedelta(seconds=0.5))
     assert off.pop(T0 + timedelta(seconds=0.5)) is None
     off.flush(T0 + timedelta(seconds=1))
