@@ -99,7 +99,7 @@ class Coscheduling(
     """PodGroup gang scheduling; see the module docstring."""
 
     name = "Coscheduling"
-    requeue_on: frozenset[str] = frozenset({"AssignedPodDelete", "NodeAdd/NodeUpdate"})
+    requeue_on: frozenset[str] = frozenset()
     """Freed room and node changes do not lift a gang's rejection (kube's Coscheduling listens
     to pods and PodGroups only); `on_event` says when a new sibling or a PodGroup change may."""
     replaces_queue_sort = "PrioritySort"

@@ -116,12 +116,14 @@ def test_popping_from_backoff_tries_a_member_at_most_once_per_instant(
 
 
 def test_the_cli_simulation_of_a_partly_fitting_gang_returns() -> None:
-    """`scheduler simulate` with its defaults (one hour) ends at its time limit, with the
-    gang's story in the report."""
+    """`scheduler simulate` with its defaults (one hour) returns, with the gang's story in the
+    report. It settles early: once the member that fits nowhere is rejected by its resources
+    and the others by Coscheduling (which freed room does not wake, as in kube), nothing moves
+    them until an event comes, and none does."""
     watched = Watched(Engine(default_profile()))
     result = simulate(partly_fitting_world(), watched, T0, scheduler_name=SCHEDULER)
-    assert result.timed_out
-    assert result.finished - T0 <= timedelta(hours=1)
+    assert not result.timed_out
+    assert result.finished - T0 < timedelta(minutes=1)
     hour = attempts_within(timedelta(hours=1), BACKOFF_INITIAL, BACKOFF_MAX)
     assert watched.gang_attempts("default/stuck") <= 3 * hour
     [line] = [r for r in result.reports if r.startswith("gang default/stuck")]
