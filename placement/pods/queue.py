@@ -8,25 +8,23 @@ kube-scheduler's queue, on an injected clock:
   attempt up to 10 s) before going back to active. A pod whose attempt ended in an error goes
   straight here.
 * **unschedulable**: pods no node fits. They wait for a cluster event that may help (the engine
-  calls `move_unschedulable`), or for the periodic flush (5 min without a move), and then go to
-  backoff if their backoff has not expired yet, else to active, as kube moves them.
+  calls `move_unschedulable` with the plugins deaf to that event, or `move_rejected_by`), or
+  for the periodic flush (5 min without a move), and then go to backoff if their backoff has
+  not expired yet, else to active, as kube moves them. A plugin whose refusal lapses at a known
+  time (a PodGroup's backoff) has the pod wait in backoff until then instead (`hold_until`).
 * **gated**: pods with `spec.schedulingGates`, held until an update removes the gates.
 
-Nothing moves a pod to active before its backoff is over, not even `activate` (see there): every
-pod is tried at most once per backoff period, which bounds the attempts of a gang whose members
-keep activating and rejecting each other.
+Nothing moves a pod to active before its backoff is over, not even `activate` (see there).
 
-`pop_from_backoff` (off by default) is kube-scheduler's `SchedulerPopFromBackoffQ` (on by default
-since kube 1.33): when the active queue is empty, `pop` takes a backoff pod early, in kube's
-order (the backoffs that end in the earliest second first, by the QueueSort key within that
-second, so a gang's members stay together). Two exceptions keep a gang whose members activate
-and reject each other from going round at one instant (issue 27): a pod whose attempt ended in
-an error is never popped early (kube keeps those apart too), nor is one that failed at the very
-instant of the `pop` (the engine's clock, one value per `schedule` call). It is off because kube
-pairs it with requeueing by plugin (Coscheduling's rejections are lifted by a new pod or a
-PodGroup change, not by freed room) where `Engine._retry_all` moves every unschedulable pod:
-turned on, the scheduler of `tests/controllers/addons/test_gang_e2e.py` never refilled the room
-of the gangs that left (issue 29's report).
+`pop_from_backoff` (on by default) is kube-scheduler's `SchedulerPopFromBackoffQ` (on by default
+since kube 1.33; off, the queue is kube 1.32's): when the active queue is empty, `pop` takes a
+backoff pod early, in kube's order (the backoffs that end in the earliest second first, by the
+QueueSort key within that second, so a gang's members stay together; pods a plugin activated
+before those, as kube's activation puts them in the active queue). Three are left to wait, so
+that a gang whose members activate and reject each other never goes round at one instant: a
+pod whose attempt ended in an error (kube keeps those apart too), one that failed at the very
+instant of the `pop` (the engine's clock, one value per `schedule` call), and one held by
+`hold_until`.
 
 A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
 it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
