@@ -113,6 +113,8 @@ class SchedulingCycle:
                     plugins=frozenset({plugin.name}),
                 )
                 self._failed(cycle, info, nodes, diagnosis, queued)
+                if result.retry_at is not None:
+                    self.reporter.queue.hold_until(info.key, result.retry_at, cycle.now)
                 return
             if result.nodes is not None:
                 restricting.append(plugin.name)

@@ -35,6 +35,8 @@ from placement.pods.cache import PodCache
 from placement.pods.calls import PluginError
 from placement.pods.cycle import SchedulingCycle
 from placement.pods.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD_OR_UPDATE,
     Action,
     BindResult,
     ClusterEvent,
@@ -42,6 +44,7 @@ from placement.pods.events import (
     ObjectEvent,
     PodEvent,
     WakeAt,
+    deaf_plugins,
 )
 from placement.pods.framework import (
     Diagnosis,
@@ -57,6 +60,7 @@ from placement.pods.layers import PriorityLayers
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
 from placement.pods.nominator import Nominator
 from placement.pods.pod_index import PodIndex
+from placement.pods.podinfo import spec_changed
 from placement.pods.queue import QueuedPod, SchedulingQueue
 from placement.pods.reporting import EngineStats, Reporter, go_duration, scheduled_condition
 
@@ -159,6 +163,7 @@ class Engine:
         backoff_initial: timedelta = timedelta(seconds=1),
         backoff_max: timedelta = timedelta(seconds=10),
         unschedulable_flush: timedelta = timedelta(minutes=5),
+        pop_from_backoff: bool = True,
     ) -> None:
         self.profile = profile
         plugins: list[object] = []
@@ -166,11 +171,13 @@ class Engine:
             if all(plugin is not p for p in plugins):
                 plugins.append(plugin)
         self.plugins: tuple[object, ...] = tuple(plugins)
+        self._deaf = deaf_plugins(self.plugins)
         self.queue = SchedulingQueue(
             _queue_sort_key(profile, self.plugins),
             backoff_initial=backoff_initial,
             backoff_max=backoff_max,
             unschedulable_flush=unschedulable_flush,
+            pop_from_backoff=pop_from_backoff,
         )
         self.stats = EngineStats()
         self.now = datetime.min.replace(tzinfo=UTC)  # the time of the current call
@@ -226,7 +233,7 @@ class Engine:
         self.binding.expire(now)
         tried = 0
         while limit is None or tried < limit:
-            queued = self.queue.pop()
+            queued = self.queue.pop(now)
             if queued is None:
                 break
             tried += 1
@@ -313,7 +320,7 @@ class Engine:
         if queued is None:
             self.queue.add(info, now, event.queued_at)
         else:
-            changed = old is None or _spec_changed(old.pod, pod)
+            changed = old is None or spec_changed(old.pod, pod)
             self.queue.update(info, now, changed=changed)
 
     def _on_bound(self, info: PodInfo, node: str, now: datetime) -> None:
@@ -358,7 +365,7 @@ class Engine:
         if event.type == "Deleted":
             self.cache.remove_node(node.metadata.name or "")
         elif self.cache.put_node(node):
-            self._retry_all(now)
+            self._retry_all(now, NODE_ADD_OR_UPDATE)
 
     def _on_object(self, event: ObjectEvent) -> None:
         obj = event.obj
@@ -396,9 +403,10 @@ class Engine:
             if helps:
                 self.queue.move_rejected_by(now, handler.name)
 
-    def _retry_all(self, now: datetime) -> None:
-        """Room was freed or a node changed: the unschedulable pods may fit now."""
-        self.queue.move_unschedulable(now)
+    def _retry_all(self, now: datetime, event: str = ASSIGNED_POD_DELETE) -> None:
+        """Room was freed or a node changed: the unschedulable pods may fit now, but for those
+        rejected only by plugins this event cannot help (`RequeueHints`)."""
+        self.queue.move_unschedulable(now, deaf=self._deaf.get(event, frozenset()))
 
     # --- one attempt -------------------------------------------------------------------------
 
@@ -439,8 +447,3 @@ def _profile_plugins(profile: Profile) -> Iterator[object]:
     yield from profile.binds
     yield from profile.post_binds
     yield from profile.handlers
-
-
-def _spec_changed(old: Pod, new: Pod) -> bool:
-    """An update that may change where the pod fits (spec or labels), not a status echo."""
-    return old.spec != new.spec or old.metadata.labels != new.metadata.labels

@@ -13,15 +13,18 @@ by another of the same name (a bind or delete is sent with a uid precondition).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 
 __all__ = [
+    "ASSIGNED_POD_DELETE",
     "DISRUPTION_TARGET",
+    "NODE_ADD_OR_UPDATE",
     "PREEMPTION_BY_SCHEDULER",
     "Action",
     "BindPod",
@@ -37,7 +40,9 @@ __all__ = [
     "PatchPodStatus",
     "PodCondition",
     "PodEvent",
+    "RequeueHints",
     "WakeAt",
+    "deaf_plugins",
 ]
 
 EventType = Literal["Added", "Modified", "Deleted"]
@@ -46,6 +51,36 @@ DISRUPTION_TARGET = "DisruptionTarget"
 """The type of the pod condition a preemption victim gets before its DELETE."""
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 """That condition's reason when a scheduler's preemption sets it."""
+
+ASSIGNED_POD_DELETE = "AssignedPodDelete"
+"""Room was freed: an assigned pod deleted or finished, a pod's Permit wait rejected, a binding
+failed (kube-scheduler names them all so)."""
+NODE_ADD_OR_UPDATE = "NodeAdd/NodeUpdate"
+"""A node was added, or changed in a way that may make more pods fit on it."""
+
+
+class RequeueHints(Protocol):
+    """kube-scheduler's EnqueueExtensions: which of the engine's cluster-wide events
+    (`ASSIGNED_POD_DELETE`, `NODE_ADD_OR_UPDATE`) may make a pod this plugin rejected
+    schedulable. A pod is moved by such an event when one of the plugins that rejected it
+    listens to it; a plugin that does not declare this listens to every event (kube's default
+    for a plugin without EventsToRegister). The plugin's own `EventHandler.on_event` answers for
+    the other events."""
+
+    name: str
+    requeue_on: frozenset[str]
+
+
+def deaf_plugins(plugins: Iterable[object]) -> dict[str, frozenset[str]]:
+    """For each cluster-wide event, the names of the plugins whose rejections it does not
+    lift (an event absent here lifts every rejection)."""
+    hints = [cast(RequeueHints, p) for p in plugins if RequeueHints in type(p).__mro__]
+    deaf: dict[str, frozenset[str]] = {}
+    for event in (ASSIGNED_POD_DELETE, NODE_ADD_OR_UPDATE):
+        names = frozenset(p.name for p in hints if event not in p.requeue_on)
+        if names:
+            deaf[event] = names
+    return deaf
 
 
 @dataclass(frozen=True)

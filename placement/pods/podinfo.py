@@ -15,7 +15,7 @@ from typing import Any
 from apis.core import Pod
 from placement.pods.requests import Requests, non_zero_requests, pod_requests
 
-__all__ = ["PodInfo", "pod_key"]
+__all__ = ["PodInfo", "pod_key", "spec_changed"]
 
 
 def pod_key(namespace: str | None, name: str | None) -> str:
@@ -118,3 +118,8 @@ class PodInfo:
             except ValueError:
                 return None
         return raw.timestamp() if isinstance(raw, datetime) else None
+
+
+def spec_changed(old: Pod, new: Pod) -> bool:
+    """An update that may change where the pod fits (spec or labels), not a status echo."""
+    return old.spec != new.spec or old.metadata.labels != new.metadata.labels

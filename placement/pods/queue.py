@@ -8,13 +8,23 @@ kube-scheduler's queue, on an injected clock:
   attempt up to 10 s) before going back to active. A pod whose attempt ended in an error goes
   straight here.
 * **unschedulable**: pods no node fits. They wait for a cluster event that may help (the engine
-  calls `move_unschedulable`), or for the periodic flush (5 min without a move), and then go to
-  backoff if their backoff has not expired yet, else to active, as kube moves them.
+  calls `move_unschedulable` with the plugins deaf to that event, or `move_rejected_by`), or
+  for the periodic flush (5 min without a move), and then go to backoff if their backoff has
+  not expired yet, else to active, as kube moves them. A plugin whose refusal lapses at a known
+  time (a PodGroup's backoff) has the pod wait in backoff until then instead (`hold_until`).
 * **gated**: pods with `spec.schedulingGates`, held until an update removes the gates.
 
-Nothing moves a pod to active before its backoff is over, not even `activate` (see there): every
-pod is tried at most once per backoff period, which bounds the attempts of a gang whose members
-keep activating and rejecting each other.
+Nothing moves a pod to active before its backoff is over, not even `activate` (see there).
+
+`pop_from_backoff` (on by default) is kube-scheduler's `SchedulerPopFromBackoffQ` (on by default
+since kube 1.33; off, the queue is kube 1.32's): when the active queue is empty, `pop` takes a
+backoff pod early, in kube's order (the backoffs that end in the earliest second first, by the
+QueueSort key within that second, so a gang's members stay together; pods a plugin activated
+before those, as kube's activation puts them in the active queue). Three are left to wait, so
+that a gang whose members activate and reject each other never goes round at one instant: a
+pod whose attempt ended in an error (kube keeps those apart too), one that failed at the very
+instant of the `pop` (the engine's clock, one value per `schedule` call), and one held by
+`hold_until`.
 
 A pod is in at most one place; a pod being tried ("in flight") is in none until the engine puts
 it back (`unschedulable`, `backoff`) or forgets it (bound, deleted). The heaps use lazy
@@ -22,7 +32,8 @@ deletion: an entry carries the pod's version and a stale entry is skipped when p
 
 Nothing here scans every queued pod: the backoff expiries and the unschedulable flush times are
 heaps, the unschedulable pods a dict (and an index by rejecting plugin), so a `schedule` call
-costs O(log n) per pod it moves however long the queue is.
+costs O(log n) per pod it moves however long the queue is (an early pop from backoff also
+steps over the pods that failed at its instant).
 """
 
 from __future__ import annotations
@@ -66,6 +77,11 @@ class QueuedPod:
     rejected_by: frozenset[str] = frozenset()
     """The plugins that rejected it last time (an event handler of one of them may move it)."""
     version: int = 0
+    errored: bool = False
+    """Its last attempt ended in an error (or a failed binding): never popped early from
+    backoff."""
+    not_before: datetime | None = None
+    """A plugin's refusal lapses then (`hold_until`): not tried before, even popped early."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -79,14 +95,19 @@ class SchedulingQueue:
         backoff_initial: timedelta = timedelta(seconds=1),
         backoff_max: timedelta = timedelta(seconds=10),
         unschedulable_flush: timedelta = timedelta(minutes=5),
+        pop_from_backoff: bool = True,
     ) -> None:
         self._sort_key = sort_key
+        self.pop_from_backoff = pop_from_backoff
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.unschedulable_flush = unschedulable_flush
         self._pods: dict[str, QueuedPod] = {}
         self._active: list[tuple[Any, int, str, int]] = []  # (sort key, seq, pod key, version)
         self._backoff: list[tuple[datetime, int, str, int]] = []  # (until, seq, key, version)
+        # The backoff pods as `pop` takes them early: (second of until, sort key, seq, key,
+        # version).
+        self._early: list[tuple[int, Any, int, str, int]] = []
         self._flushes: list[tuple[datetime, int, str, int]] = []  # (since, seq, key, version)
         self._unschedulable: dict[str, QueuedPod] = {}
         self._rejected: dict[str, set[str]] = {}  # plugin -> keys of unschedulable pods
@@ -111,10 +132,11 @@ class SchedulingQueue:
 
     def backoff_until(self, queued: QueuedPod) -> datetime | None:
         if queued.failed_at is None or queued.attempts == 0:
-            return None
-        return queued.failed_at + backoff_duration(
+            return queued.not_before
+        until = queued.failed_at + backoff_duration(
             queued.attempts, self.backoff_initial, self.backoff_max
         )
+        return until if queued.not_before is None else max(until, queued.not_before)
 
     # --- changes -----------------------------------------------------------------------------
 
@@ -159,19 +181,61 @@ class SchedulingQueue:
             self._leave(queued)
         return queued
 
-    def pop(self) -> QueuedPod | None:
-        """The next active pod, now in flight; None when active is empty."""
+    def pop(self, now: datetime | None = None) -> QueuedPod | None:
+        """The next active pod, now in flight; when active is empty and `now` is given, a
+        backoff pod (see the module docstring: which, and the two that are left to wait);
+        None when there is none."""
         while self._active:
             _, _, key, version = heapq.heappop(self._active)
             queued = self._pods.get(key)
             if queued is None or queued.version != version or queued.where != "active":
                 continue
             self._counts["active"] -= 1
-            queued.where = "inflight"
-            queued.version += 1
-            queued.attempts += 1
-            return queued
-        return None
+            return self._in_flight(queued)
+        if now is None or not self.pop_from_backoff:
+            return None
+        return self._pop_backoff(now)
+
+    def _pop_backoff(self, now: datetime) -> QueuedPod | None:
+        """kube's order for it: the backoffs ending in the earliest second first, by the
+        QueueSort key within that second (a gang's members stay together)."""
+        heap = self._early
+        kept: list[tuple[int, Any, int, str, int]] = []
+        found: QueuedPod | None = None
+        while heap:
+            entry = heapq.heappop(heap)
+            queued = self._pods.get(entry[3])
+            if queued is None or queued.version != entry[4] or queued.where != "backoff":
+                continue  # stale
+            held = queued.not_before is not None and queued.not_before > now
+            if held or queued.errored or (queued.failed_at is not None and queued.failed_at >= now):
+                kept.append(entry)
+                continue
+            found = queued
+            break
+        for entry in kept:
+            heapq.heappush(heap, entry)
+        if found is None:
+            return None
+        self._counts["backoff"] -= 1
+        return self._in_flight(found)
+
+    def _prune_early(self) -> None:
+        """Drop the stale entries (pods that left backoff by a flush or a move): `_early` is
+        only popped when the active queue is empty, so they would pile up otherwise."""
+        live = []
+        for entry in self._early:
+            queued = self._pods.get(entry[3])
+            if queued is not None and queued.version == entry[4] and queued.where == "backoff":
+                live.append(entry)
+        heapq.heapify(live)
+        self._early = live
+
+    def _in_flight(self, queued: QueuedPod) -> QueuedPod:
+        queued.where = "inflight"
+        queued.version += 1
+        queued.attempts += 1
+        return queued
 
     def requeue(
         self,
@@ -195,6 +259,8 @@ class SchedulingQueue:
         queued.failed_at = now
         queued.queued_at = now
         queued.rejected_by = frozenset(rejected_by)
+        queued.errored = not unschedulable
+        queued.not_before = None
         if info.gated:
             self._place(queued, "gated", now)
         elif unschedulable:
@@ -216,13 +282,20 @@ class SchedulingQueue:
         return queued
 
     def move_unschedulable(
-        self, now: datetime, match: Callable[[QueuedPod], bool] | None = None
+        self,
+        now: datetime,
+        match: Callable[[QueuedPod], bool] | None = None,
+        *,
+        deaf: frozenset[str] = frozenset(),
     ) -> int:
         """An event that may help: unschedulable pods (those `match` accepts) go to backoff
-        or active. Returns how many moved."""
+        or active, except those rejected only by `deaf` plugins (plugins that do not listen to
+        this event: kube's requeueing by plugin). Returns how many moved."""
         moved = 0
         for key in sorted(self._unschedulable):
             queued = self._unschedulable[key]
+            if deaf and queued.rejected_by and queued.rejected_by <= deaf:
+                continue
             if match is None or match(queued):
                 self._move(queued, now)
                 moved += 1
@@ -242,7 +315,23 @@ class SchedulingQueue:
         queued = self._pods.get(key)
         if queued is None or queued.where not in ("unschedulable", "backoff"):
             return False
-        return self._move(queued, now) == "active"
+        if self._move(queued, now) == "active":
+            return True
+        if self.pop_from_backoff and not queued.errored:
+            # kube's Activate puts it in the active queue, ahead of every backoff pod: popped
+            # early, it comes first (a gang's siblings together), still not at its failure's
+            # instant.
+            sort_key = self._sort_key(queued.info, queued.queued_at)
+            heapq.heappush(self._early, (-1, sort_key, self._seq, key, queued.version))
+        return False
+
+    def hold_until(self, key: str, when: datetime, now: datetime) -> None:
+        """An unschedulable pod whose rejection lapses at `when` (a PodGroup's backoff): it
+        waits in backoff until then instead of for an event that may never come."""
+        queued = self._pods.get(key)
+        if queued is not None and queued.where == "unschedulable" and when > now:
+            queued.not_before = when
+            self._place(queued, "backoff", now)
 
     def move_rejected_by(self, now: datetime, plugin: str) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may
@@ -333,6 +422,13 @@ class SchedulingQueue:
         elif where == "backoff":
             until = self.backoff_until(queued) or now
             heapq.heappush(self._backoff, (until, self._seq, queued.info.key, queued.version))
+            if self.pop_from_backoff and not queued.errored:
+                key = self._sort_key(queued.info, queued.queued_at)
+                second = int(until.timestamp())
+                early = (second, key, self._seq, queued.info.key, queued.version)
+                heapq.heappush(self._early, early)
+                if len(self._early) > 2 * self._counts["backoff"] + 64:
+                    self._prune_early()
         elif where == "unschedulable":
             queued.unschedulable_since = now
             key = queued.info.key

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import IntEnum
 
 from placement.arrays import BoolMask
@@ -91,10 +91,13 @@ class Reason:
 
 @dataclass(frozen=True)
 class PreFilterResult:
-    """`nodes`, when set, restricts the cycle to these rows (NodeName, a nominated node)."""
+    """`nodes`, when set, restricts the cycle to these rows (NodeName, a nominated node).
+    `retry_at`, with a refusal: when the refusal lapses by itself (a PodGroup's backoff ends),
+    so the pod is tried again then rather than left to wait for an event."""
 
     status: PodStatus = POD_SUCCESS
     nodes: BoolMask | None = None
+    retry_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from typing import Any
 
 from apis.pluginargs import CoschedulingArgs
 from apis.scheduling import PodGroup
-from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
+from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent, RequeueHints
 from placement.pods.framework import (
     POD_SUCCESS,
     SKIP,
@@ -92,12 +92,16 @@ class Coscheduling(
     Reserve,
     Permit,
     EventHandler,
+    RequeueHints,
     PreemptionHooks,
     SimulationReport,
 ):
     """PodGroup gang scheduling; see the module docstring."""
 
     name = "Coscheduling"
+    requeue_on: frozenset[str] = frozenset()
+    """Freed room and node changes do not lift a gang's rejection (kube's Coscheduling listens
+    to pods and PodGroups only); `on_event` says when a new sibling or a PodGroup change may."""
     replaces_queue_sort = "PrioritySort"
     """The engine orders its queue with `queue_sort_key` instead of this QueueSort's."""
 
@@ -169,7 +173,8 @@ class Coscheduling(
             cycle.scratch[self.name] = "resources"
             # Preemption may help (the anchor says unresolvable; gang preemption needs it).
             return PreFilterResult(PodStatus.unschedulable(self.name, refusal.message))
-        return PreFilterResult(PodStatus.unresolvable(self.name, refusal.message))
+        status = PodStatus.unresolvable(self.name, refusal.message)
+        return PreFilterResult(status, retry_at=refusal.until)
 
     # --- PostFilter --------------------------------------------------------------------------
 

@@ -126,7 +126,10 @@ class PodGroupManager:
                 del self._gangs[key]
             return False
         group = obj if isinstance(obj, PodGroup) else PodGroup.model_validate(obj.model_dump())
+        old = self._groups.get(key)
         self._groups[key] = group
+        if old is not None and old.spec == group.spec:
+            return False  # a status update (ours, the status controller's) helps no pod
         self.ensure(key).resources_ok_until = None  # minMember or minResources may have changed
         return True
 
@@ -168,7 +171,8 @@ class PodGroupManager:
         self._member_of.setdefault(pod.key, group)
         minimum = min_member(pg)
         if gang.backoff_until is not None and gang.backoff_until > now:
-            return self._refuse(gang, f"podGroup {group} failed recently")
+            message = f"podGroup {group} failed recently"
+            return self._refuse(gang, message, until=gang.backoff_until)
         total = len(gang.members)
         if total < minimum:
             return self._refuse(
@@ -197,9 +201,11 @@ class PodGroupManager:
         return None
 
     @staticmethod
-    def _refuse(gang: Gang, message: str, *, resources: bool = False) -> Refusal:
+    def _refuse(
+        gang: Gang, message: str, *, resources: bool = False, until: datetime | None = None
+    ) -> Refusal:
         gang.last_rejection = message
-        return Refusal(message, resources)
+        return Refusal(message, resources, until)
 
     def min_resources(self, group: PodGroup) -> dict[str, int] | None:
         spec = group.spec

@@ -90,10 +90,12 @@ class Gang:
 @dataclass(frozen=True)
 class Refusal:
     """Why PreFilter refuses a member; `resources`: a capacity gap, which preemption may
-    close (every other refusal is unresolvable)."""
+    close (every other refusal is unresolvable); `until`: when it lapses by itself (the
+    group's backoff)."""
 
     message: str
     resources: bool = False
+    until: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -394,7 +394,7 @@ def test_backoff_doubles_per_attempt_up_to_the_maximum() -> None:
 
 
 def test_requeue_on_node_added_respects_the_pod_backoff() -> None:
-    world = World.of()
+    world = World.of(pop_from_backoff=False)  # kube <= 1.32; on, the test below
     world.add_pods(make_pod("p", cpu=2))
     world.add_nodes(make_node("small", cpu=1))
     world.step()
@@ -406,6 +406,19 @@ def test_requeue_on_node_added_respects_the_pod_backoff() -> None:
     assert binds(world.engine.schedule(world.now)) == {}
     world.now = T0 + seconds(1)
     assert binds(world.step()) == {"default/p": "big"}
+
+
+def test_an_engine_popping_from_backoff_tries_a_moved_pod_before_its_backoff_ends() -> None:
+    """kube's SchedulerPopFromBackoffQ (`pop_from_backoff`): nothing else to try, the pod the
+    new node moved to backoff is tried at once."""
+    world = World.of()  # on by default
+    world.add_pods(make_pod("p", cpu=2))
+    world.add_nodes(make_node("small", cpu=1))
+    world.step()
+    world.now += seconds(0.5)
+    world.add_nodes(make_node("big", cpu=4))  # 0.5 s after the failure: backoff of 1 s left
+    assert world.engine.queue_sizes()["backoff"] == 1
+    assert binds(world.engine.schedule(world.now)) == {"default/p": "big"}
 
 
 def test_requeue_after_backoff_expired_goes_straight_to_active() -> None:

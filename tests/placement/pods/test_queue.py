@@ -176,3 +176,91 @@ def test_activation_cannot_make_a_pod_try_more_than_once_per_backoff() -> None:
         now += timedelta(milliseconds=250)
     gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(tries)]
     assert gaps == [1, 2, 4, 8, 10, 10, 10, 10]  # 1 s doubled per attempt, at most 10 s
+
+
+# --- popping from backoff when the active queue is empty (kube's SchedulerPopFromBackoffQ) ----
+
+
+def failed_then_moved(q: SchedulingQueue, name: str, failed: datetime, moved: datetime) -> None:
+    """`name` tried and found unschedulable at `failed`, then moved by an event at `moved`
+    (its backoff of 1 s still running: it goes to backoff)."""
+    q.add(info(name), failed)
+    assert q.pop() is not None
+    q.requeue(info(name), failed, unschedulable=True, rejected_by=("NodeResourcesFit",))
+    q.move_unschedulable(moved)
+
+
+def test_an_idle_queue_pops_the_backoff_pod_whose_backoff_ends_first() -> None:
+    """Ends in an earlier second: first, whatever the sort key says."""
+    q = queue(pop_from_backoff=True)
+    failed_then_moved(q, "a-later", T0 + timedelta(seconds=1.2), T0 + timedelta(seconds=1.4))
+    failed_then_moved(q, "first", T0 + timedelta(seconds=0.5), T0 + timedelta(seconds=1.4))
+    now = T0 + timedelta(seconds=1.4)  # the backoffs run until 1.5 s and 2.2 s
+    assert q.sizes()["backoff"] == 2
+    first = q.pop(now)
+    assert first is not None and first.info.name == "first" and first.attempts == 2
+    assert [p.info.name for p in (q.pop(now), q.pop(now)) if p is not None] == ["a-later"]
+    assert q.sizes() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+
+
+def test_backoffs_ending_in_one_second_pop_in_the_queue_sort_order() -> None:
+    q = queue(pop_from_backoff=True)
+    failed_then_moved(q, "low", T0, T0 + timedelta(seconds=0.5))
+    q.add(info("high", 9), T0 + timedelta(seconds=0.3))
+    assert q.pop() is not None
+    q.requeue(info("high", 9), T0 + timedelta(seconds=0.3), unschedulable=True)
+    q.move_unschedulable(T0 + timedelta(seconds=0.5))
+    now = T0 + timedelta(seconds=0.5)  # backoffs until 1 s (low) and 1.3 s (high): one second
+    assert [q.pop(now).info.name, q.pop(now).info.name] == ["high", "low"]  # type: ignore[union-attr]
+
+
+def test_active_pods_go_before_backoff_pods() -> None:
+    q = queue(pop_from_backoff=True)
+    failed_then_moved(q, "waiting", T0, T0 + timedelta(seconds=0.5))
+    q.add(info("new"), T0 + timedelta(seconds=0.5))
+    now = T0 + timedelta(seconds=0.5)
+    assert [q.pop(now).info.name, q.pop(now).info.name] == ["new", "waiting"]  # type: ignore[union-attr]
+
+
+def test_no_early_pop_without_a_clock_or_when_turned_off() -> None:
+    q = queue()  # on by default, as in kube >= 1.33
+    failed_then_moved(q, "p", T0, T0 + timedelta(seconds=0.5))
+    assert q.pop() is None  # no `now`: active only
+    assert q.pop(T0 + timedelta(seconds=0.5)) is not None
+    off = queue(pop_from_backoff=False)  # kube <= 1.32
+    failed_then_moved(off, "p", T0, T0 + timedelta(seconds=0.5))
+    assert off.pop(T0 + timedelta(seconds=0.5)) is None
+    off.flush(T0 + timedelta(seconds=1))
+    assert off.pop(T0 + timedelta(seconds=1)) is not None  # after its backoff, as before
+
+
+def test_errors_and_failures_of_this_instant_wait_their_backoff_out() -> None:
+    q = queue(pop_from_backoff=True)
+    q.add(info("error"), T0)
+    assert q.pop() is not None
+    q.requeue(info("error"), T0, unschedulable=False)  # an error: straight to backoff
+    now = T0 + timedelta(seconds=0.5)
+    failed_then_moved(q, "just-now", now, now)  # failed and moved at this very instant
+    assert q.sizes()["backoff"] == 2
+    assert q.pop(now) is None
+    assert q.sizes()["backoff"] == 2  # both still there, in order
+    later = now + timedelta(seconds=0.1)
+    popped = q.pop(later)
+    assert popped is not None and popped.info.name == "just-now"  # the error still waits
+    q.flush(T0 + timedelta(seconds=1))
+    popped = q.pop(T0 + timedelta(seconds=1))
+    assert popped is not None and popped.info.name == "error"
+
+
+def test_the_early_order_does_not_keep_the_pods_that_left_backoff() -> None:
+    q = queue(pop_from_backoff=True)
+    for i in range(200):  # each through backoff, to active by the flush, then bound (gone)
+        start = T0 + timedelta(seconds=10 * i)
+        failed_then_moved(q, f"p{i}", start, start + timedelta(seconds=0.5))
+        assert q.sizes()["backoff"] == 1
+        q.flush(start + timedelta(seconds=1))
+        popped = q.pop()
+        assert popped is not None and popped.info.name == f"p{i}"
+        q.remove(popped.info.key)
+    assert q.sizes() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert len(q._early) <= 65  # stale entries pruned, not piled up
