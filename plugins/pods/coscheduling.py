@@ -173,6 +173,8 @@ class Coscheduling(
             cycle.scratch[self.name] = "resources"
             # Preemption may help (the anchor says unresolvable; gang preemption needs it).
             return PreFilterResult(PodStatus.unschedulable(self.name, refusal.message))
+        if refusal.until is not None:
+            cycle.scratch[self.name] = "backoff"
         status = PodStatus.unresolvable(self.name, refusal.message)
         return PreFilterResult(status, retry_at=refusal.until)
 
@@ -183,9 +185,11 @@ class Coscheduling(
     ) -> PostFilterResult:
         group = group_of(pod)
         pg = self.manager.group(group) if group is not None else None
-        if group is None or pg is None:
-            # Not a gang (or its group is missing, which PreFilter said): the next PostFilter
-            # (default preemption) decides, without a word from us.
+        if group is None or pg is None or cycle.scratch.get(self.name) == "backoff":
+            # Not a gang (or its group is missing, which PreFilter said), or a group backing
+            # off already, which a refusal for that must not back off again (retried when it
+            # ends, it would be refused for ever):
+            # the next PostFilter (default preemption) decides, without a word from us.
             return PostFilterResult(PodStatus(PodCode.UNSCHEDULABLE, (), self.name))
         gang = self.manager.ensure(group)
         preempted = self._preemption.plan(cycle, pod, pg, gang, nodes, diagnosis)

@@ -264,3 +264,53 @@ def test_the_early_order_does_not_keep_the_pods_that_left_backoff() -> None:
         q.remove(popped.info.key)
     assert q.sizes() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert len(q._early) <= 65  # stale entries pruned, not piled up
+
+
+def unschedulable(q: SchedulingQueue, name: str, at: datetime, *plugins: str) -> None:
+    q.add(info(name), at)
+    assert q.pop() is not None
+    q.requeue(info(name), at, unschedulable=True, rejected_by=plugins)
+
+
+def test_an_event_moves_only_the_pods_a_listening_plugin_rejected() -> None:
+    """kube's requeueing by plugin: a pod rejected only by plugins deaf to the event stays; one
+    that a listening plugin also rejected, or that no plugin named, moves."""
+    q = queue()
+    unschedulable(q, "gang-only", T0, "Coscheduling")
+    unschedulable(q, "gang-and-fit", T0, "Coscheduling", "NodeResourcesFit")
+    unschedulable(q, "fit", T0, "NodeResourcesFit")
+    unschedulable(q, "nobody", T0)
+    moved = q.move_unschedulable(T0 + timedelta(seconds=5), deaf=frozenset({"Coscheduling"}))
+    assert moved == 3
+    assert [p.info.name for p in q.pods("unschedulable")] == ["gang-only"]
+    assert q.move_rejected_by(T0 + timedelta(seconds=5), "Coscheduling") == 1
+    assert q.sizes()["unschedulable"] == 0
+
+
+def test_a_held_pod_waits_in_backoff_until_its_refusal_lapses_even_popped_early() -> None:
+    q = queue()
+    unschedulable(q, "member", T0, "Coscheduling")
+    q.hold_until("ns/member", T0 + timedelta(seconds=5), T0)
+    assert q.sizes()["backoff"] == 1
+    assert q.next_wake() == T0 + timedelta(seconds=5)
+    q.flush(T0 + timedelta(seconds=2))  # its own 1 s backoff is over, the hold is not
+    assert q.pop(T0 + timedelta(seconds=2)) is None
+    q.flush(T0 + timedelta(seconds=5))
+    popped = q.pop(T0 + timedelta(seconds=5))
+    assert popped is not None and popped.info.name == "member"
+    # A new failure clears the hold; holding a pod that is not unschedulable does nothing.
+    q.requeue(info("member"), T0 + timedelta(seconds=5), unschedulable=True)
+    assert q.get("ns/member").not_before is None  # type: ignore[union-attr]
+    q.hold_until("ns/member", T0 + timedelta(seconds=4), T0 + timedelta(seconds=5))  # past
+    assert q.sizes()["unschedulable"] == 1
+
+
+def test_an_activated_sibling_is_popped_early_before_other_backoff_pods() -> None:
+    """kube's activation puts a pod in the active queue: ours, still in its backoff, comes
+    first among the pods taken early, though another's backoff ends sooner."""
+    q = queue()
+    failed_then_moved(q, "other", T0, T0 + timedelta(seconds=0.1))  # until T0 + 1 s
+    unschedulable(q, "sibling", T0 + timedelta(seconds=0.5), "Coscheduling")  # until 1.5 s
+    now = T0 + timedelta(seconds=0.8)
+    assert not q.activate("ns/sibling", now)  # still backing off
+    assert [q.pop(now).info.name, q.pop(now).info.name] == ["sibling", "other"]  # type: ignore[union-attr]
