@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -99,17 +100,26 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_simulate_runs_every_profile_of_a_kube_scheduler_configuration(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def simulate_with_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], world_text: str
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """`scheduler simulate` of `world_text` with CONFIG: its arguments, and its `-o json` items."""
     config = write(tmp_path, "config.yaml", CONFIG)
-    world = write(tmp_path, "world.yaml", WORLD)
+    world = write(tmp_path, "world.yaml", world_text)
     argv = ["scheduler", "simulate", "-f", world, "--config", config, *NOW]
     code, out, err = run(capsys, *argv, "-o", "json")
     assert code == EXIT_OK, err
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return argv, items
+
+
+def test_simulate_runs_every_profile_of_a_kube_scheduler_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, items = simulate_with_config(tmp_path, capsys, WORLD)
     nodes = {
         item["metadata"]["name"]: item["spec"].get("nodeName")
-        for item in json.loads(out)["items"]
+        for item in items
         if item["kind"] == "Pod"
     }
     # LeastAllocated (first profile) takes the emptier node, MostAllocated the fuller one.
@@ -148,12 +158,7 @@ spec:
 def test_a_victim_is_told_the_name_of_the_profile_that_preempted_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = write(tmp_path, "config.yaml", CONFIG)
-    world = write(tmp_path, "world.yaml", PREEMPTION)
-    argv = ["scheduler", "simulate", "-f", world, "--config", config, *NOW]
-    code, out, err = run(capsys, *argv, "-o", "json")
-    assert code == EXIT_OK, err
-    items = json.loads(out)["items"]
+    _, items = simulate_with_config(tmp_path, capsys, PREEMPTION)
     assert [i["spec"].get("nodeName") for i in items if i["metadata"]["name"] == "vip"] == ["only"]
     (low,) = [i for i in items if i["kind"] == "Pod" and i["metadata"]["name"] == "low"]
     (mark,) = [c for c in low["status"]["conditions"] if c["type"] == "DisruptionTarget"]
