@@ -401,7 +401,7 @@ class Engine:
                 self.stats.handler_errors += 1
                 continue
             if helps:
-                self.queue.move_rejected_by(now, handler.name)
+                self.queue.move_rejected_by(now, handler.name, None if helps is True else helps)
 
     def _retry_all(self, now: datetime, event: str = ASSIGNED_POD_DELETE) -> None:
         """Room was freed or a node changed: the unschedulable pods may fit now, but for those

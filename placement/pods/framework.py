@@ -26,7 +26,7 @@ no I/O and never read a clock (`PodCycle.now`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -302,8 +302,9 @@ class EventHandler(Protocol):
 
     name: str
 
-    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
-        """Update the plugin's state; True when pods this plugin rejected should be retried."""
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool | Set[str]:
+        """Update the plugin's state; True when pods this plugin rejected should be retried,
+        or the keys of those that should (kube's queueing hint: a gang's own members)."""
         ...
 
 

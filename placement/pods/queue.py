@@ -39,7 +39,7 @@ steps over the pods that failed at its instant).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -333,10 +333,11 @@ class SchedulingQueue:
             queued.not_before = when
             self._place(queued, "backoff", now)
 
-    def move_rejected_by(self, now: datetime, plugin: str) -> int:
+    def move_rejected_by(self, now: datetime, plugin: str, only: Set[str] | None = None) -> int:
         """`move_unschedulable` for the pods `plugin` rejected (an event its handler says may
-        help them), found through an index rather than a scan."""
-        keys = sorted(self._rejected.get(plugin, ()))
+        help them; `only` those of them), found through an index rather than a scan."""
+        rejected = self._rejected.get(plugin, set())
+        keys = sorted(rejected if only is None else rejected & only)
         for key in keys:
             self._move(self._unschedulable[key], now)
         return len(keys)

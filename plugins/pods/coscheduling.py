@@ -37,7 +37,7 @@ binding burst completes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -64,6 +64,7 @@ from placement.pods.framework import (
     QueueSortOverride,
     Reserve,
     SimulationReport,
+    pod_key,
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.preemption import Candidate
@@ -140,12 +141,25 @@ class Coscheduling(
     def gang(self, key: str) -> Gang | None:
         return self.manager.gang(key)
 
-    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool | Set[str]:
+        """The members of the group a new member or a PodGroup spec change may help (not every
+        pod this plugin rejected: the hint kube's plugins give). A new member helps once the
+        group has `minMember` pods: before, PreFilter would refuse them all again."""
         if isinstance(event, PodEvent):
-            return self.manager.on_pod(event, cluster)
-        if isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) == "PodGroup":
-            return self.manager.on_group(event)
-        return False
+            helps = self.manager.on_pod(event, cluster)
+            group = group_of(event.pod) if helps else None
+            pg = self.manager.group(group) if group is not None else None
+            gang = self.manager.gang(group) if group is not None else None
+            if pg is None or gang is None or len(gang.members) < min_member(pg):
+                return False
+        elif isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) == "PodGroup":
+            helps = self.manager.on_group(event)
+            meta = event.obj.metadata
+            group = pod_key(meta.namespace, meta.name) if helps else None
+        else:
+            return False
+        gang = self.manager.gang(group) if group is not None else None
+        return frozenset(gang.members) if gang is not None else False
 
     def wait_time(self, group: PodGroup) -> timedelta:
         """The group's scheduleTimeoutSeconds, else permitWaitingTimeSeconds, else 60 s."""

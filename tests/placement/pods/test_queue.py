@@ -283,7 +283,9 @@ def test_an_event_moves_only_the_pods_a_listening_plugin_rejected() -> None:
     moved = q.move_unschedulable(T0 + timedelta(seconds=5), deaf=frozenset({"Coscheduling"}))
     assert moved == 3
     assert [p.info.name for p in q.pods("unschedulable")] == ["gang-only"]
-    assert q.move_rejected_by(T0 + timedelta(seconds=5), "Coscheduling") == 1
+    later = T0 + timedelta(seconds=5)
+    assert q.move_rejected_by(later, "Coscheduling", frozenset({"ns/another-gang"})) == 0
+    assert q.move_rejected_by(later, "Coscheduling", frozenset({"ns/gang-only"})) == 1
     assert q.sizes()["unschedulable"] == 0
 
 

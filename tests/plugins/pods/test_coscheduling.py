@@ -596,12 +596,18 @@ def test_the_first_member_at_permit_activates_its_siblings() -> None:
 
 
 def test_events_that_may_help_say_so() -> None:
-    plugin = plugin_with([make_group("pg", 2)])
+    """The hint names the group's own members, and only once the group has minMember pods (a
+    member refused for too few siblings fails again until then)."""
+    plugin = plugin_with([make_group("pg", 2), make_group("other", 1)])
     view = cast(ClusterView, None)
-    assert plugin.on_event(PodEvent("Added", make_pod("a", "pg")), view)  # a new sibling
+    assert not plugin.on_event(PodEvent("Added", make_pod("a", "pg")), view)  # 1 of 2
+    assert plugin.on_event(PodEvent("Added", make_pod("b", "pg")), view) == {"ns/a", "ns/b"}
+    assert plugin.on_event(PodEvent("Added", make_pod("c", "other")), view) == {"ns/c"}
     assert not plugin.on_event(PodEvent("Modified", make_pod("a", "pg")), view)
     assert not plugin.on_event(PodEvent("Added", make_pod("plain")), view)
-    assert plugin.on_event(ObjectEvent("Modified", make_group("pg", 1)), view)
+    spec_change = ObjectEvent("Modified", make_group("pg", 1))
+    assert plugin.on_event(spec_change, view) == {"ns/a", "ns/b"}
+    assert not plugin.on_event(spec_change, view)  # the same spec again: a status update
     assert not plugin.on_event(ObjectEvent("Deleted", make_group("pg", 1)), view)
     assert plugin.group("ns/pg") is None
 
