@@ -119,6 +119,23 @@ class _Watch:
                         self._line(line)
 
 
+async def _attempts(session: Any, port: int) -> dict[str, float]:
+    """The scheduler's `scheduler_schedule_attempts_total` by result, from its /metrics (every
+    attempt since it started: the pods before the measured ones need none); {} when it does
+    not answer."""
+    import aiohttp
+
+    counts: dict[str, float] = {}
+    with contextlib.suppress(aiohttp.ClientError, ValueError):
+        async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+            for line in (await response.text()).splitlines():
+                if line.startswith("scheduler_schedule_attempts_total{"):
+                    labels, _, value = line.rpartition(" ")
+                    result = labels.split('result="', 1)[1].split('"', 1)[0]
+                    counts[result] = counts.get(result, 0.0) + float(value)
+    return counts
+
+
 async def _ready(session: Any, port: int, scheduler: subprocess.Popen[bytes], limit: float) -> bool:
     import aiohttp
 
@@ -242,6 +259,7 @@ async def e2e(
                     seconds = time.perf_counter() - watch.began
                     after = _cpu_seconds(scheduler.pid), _cpu_seconds(server[0])
                     out["client_cpu_s"] = round(time.process_time() - own, 2)
+                    out["attempts"] = await _attempts(session, port)
                     watching.cancel()
                     with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):
                         await watching
