@@ -108,6 +108,10 @@ class SchedulingQueue:
         # The backoff pods as `pop` takes them early: (second of until, sort key, seq, key,
         # version).
         self._early: list[tuple[int, Any, int, str, int]] = []
+        # Early entries that may not go at `_parked_at` (failed then, or held): set aside until
+        # the clock moves, so the pops of one instant do not step over them again and again.
+        self._parked: list[tuple[int, Any, int, str, int]] = []
+        self._parked_at: datetime | None = None
         self._flushes: list[tuple[datetime, int, str, int]] = []  # (since, seq, key, version)
         self._unschedulable: dict[str, QueuedPod] = {}
         self._rejected: dict[str, set[str]] = {}  # plugin -> keys of unschedulable pods
@@ -200,8 +204,10 @@ class SchedulingQueue:
         """kube's order for it: the backoffs ending in the earliest second first, by the
         QueueSort key within that second (a gang's members stay together)."""
         heap = self._early
-        kept: list[tuple[int, Any, int, str, int]] = []
-        found: QueuedPod | None = None
+        if self._parked_at != now:  # a new instant: what was parked may go now
+            for entry in self._parked:
+                heapq.heappush(heap, entry)
+            self._parked, self._parked_at = [], now
         while heap:
             entry = heapq.heappop(heap)
             queued = self._pods.get(entry[3])
@@ -209,16 +215,11 @@ class SchedulingQueue:
                 continue  # stale
             held = queued.not_before is not None and queued.not_before > now
             if held or queued.errored or (queued.failed_at is not None and queued.failed_at >= now):
-                kept.append(entry)
+                self._parked.append(entry)
                 continue
-            found = queued
-            break
-        for entry in kept:
-            heapq.heappush(heap, entry)
-        if found is None:
-            return None
-        self._counts["backoff"] -= 1
-        return self._in_flight(found)
+            self._counts["backoff"] -= 1
+            return self._in_flight(queued)
+        return None
 
     def _prune_early(self) -> None:
         """Drop the stale entries (pods that left backoff by a flush or a move): `_early` is
@@ -230,6 +231,14 @@ class SchedulingQueue:
                 live.append(entry)
         heapq.heapify(live)
         self._early = live
+
+    def _push_early(self, queued: QueuedPod, second: int) -> None:
+        """Order a backoff pod for an early pop: by `second`, then its QueueSort key."""
+        sort_key = self._sort_key(queued.info, queued.queued_at)
+        early = (second, sort_key, self._seq, queued.info.key, queued.version)
+        heapq.heappush(self._early, early)
+        if len(self._early) > 2 * self._counts["backoff"] + 64:
+            self._prune_early()
 
     def _in_flight(self, queued: QueuedPod) -> QueuedPod:
         queued.where = "inflight"
@@ -321,8 +330,7 @@ class SchedulingQueue:
             # kube's Activate puts it in the active queue, ahead of every backoff pod: popped
             # early, it comes first (a gang's siblings together), still not at its failure's
             # instant.
-            sort_key = self._sort_key(queued.info, queued.queued_at)
-            heapq.heappush(self._early, (-1, sort_key, self._seq, key, queued.version))
+            self._push_early(queued, -1)
         return False
 
     def hold_until(self, key: str, when: datetime, now: datetime) -> None:
@@ -424,12 +432,7 @@ class SchedulingQueue:
             until = self.backoff_until(queued) or now
             heapq.heappush(self._backoff, (until, self._seq, queued.info.key, queued.version))
             if self.pop_from_backoff and not queued.errored:
-                key = self._sort_key(queued.info, queued.queued_at)
-                second = int(until.timestamp())
-                early = (second, key, self._seq, queued.info.key, queued.version)
-                heapq.heappush(self._early, early)
-                if len(self._early) > 2 * self._counts["backoff"] + 64:
-                    self._prune_early()
+                self._push_early(queued, int(until.timestamp()))
         elif where == "unschedulable":
             queued.unschedulable_since = now
             key = queued.info.key

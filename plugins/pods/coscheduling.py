@@ -146,20 +146,19 @@ class Coscheduling(
         pod this plugin rejected: the hint kube's plugins give). A new member helps once the
         group has `minMember` pods: before, PreFilter would refuse them all again."""
         if isinstance(event, PodEvent):
-            helps = self.manager.on_pod(event, cluster)
-            group = group_of(event.pod) if helps else None
-            pg = self.manager.group(group) if group is not None else None
-            gang = self.manager.gang(group) if group is not None else None
-            if pg is None or gang is None or len(gang.members) < min_member(pg):
-                return False
+            group = group_of(event.pod) if self.manager.on_pod(event, cluster) else None
+            quorum = True  # a new member: only once the group has minMember pods
         elif isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) == "PodGroup":
-            helps = self.manager.on_group(event)
             meta = event.obj.metadata
-            group = pod_key(meta.namespace, meta.name) if helps else None
+            group = pod_key(meta.namespace, meta.name) if self.manager.on_group(event) else None
+            quorum = False
         else:
             return False
         gang = self.manager.gang(group) if group is not None else None
-        return frozenset(gang.members) if gang is not None else False
+        pg = self.manager.group(group) if group is not None else None
+        if gang is None or (quorum and (pg is None or len(gang.members) < min_member(pg))):
+            return False
+        return frozenset(gang.members)
 
     def wait_time(self, group: PodGroup) -> timedelta:
         """The group's scheduleTimeoutSeconds, else permitWaitingTimeSeconds, else 60 s."""
