@@ -34,6 +34,7 @@ from placement.pods.framework import (
     PostBind,
     PostFilter,
     PreBind,
+    PreEnqueue,
     PreFilter,
     Profile,
     QueueSort,
@@ -96,6 +97,7 @@ _LEADER_FIELDS = ("leaseName", "leaseNamespace")
 
 # Which methods put a plugin at which extension point of the Profile.
 _POINTS: tuple[tuple[str, type], ...] = (
+    ("pre_enqueues", PreEnqueue),
     ("pre_filters", PreFilter),
     ("filters", Filter),
     ("post_filters", PostFilter),
@@ -336,6 +338,7 @@ def build_profile(
     return Profile(
         scheduler_name=config.scheduler_name,
         queue_sort=queue_sort,
+        pre_enqueues=tuple(points["pre_enqueues"]),
         pre_filters=tuple(points["pre_filters"]),
         filters=tuple(points["filters"]),
         post_filters=tuple(points["post_filters"]),

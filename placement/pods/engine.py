@@ -9,12 +9,14 @@ controller and the simulator (and the tests) drive the same code on real or virt
 `Engine` only coordinates kube-scheduler's parts, each in its own module with its contract on
 its interface:
 
+* `gating.Gatekeeper`: new pending pods a PreEnqueue plugin keeps out of the queue (gated);
 * `queue.SchedulingQueue`: active, backoff and unschedulable pods; which pod is next;
 * `cache.PodCache`: nodes, pods, what is counted on each node; assume / confirm / forget;
 * `nominator.Nominator`: pods promised a node by a preemption, and the room they hold;
 * `cycle.SchedulingCycle`: PreFilter, Filter, Score, PostFilter (and carrying out a preemption);
 * `binding.BindingCycle`: Reserve, Permit and its waits, Bind, PostBind, Unreserve;
-* `reporting.Reporter`: the actions of one call, conditions and events, the counters.
+* `reporting.Reporter`: the actions of one call, conditions and events, the counters;
+* `engine_views`: what plugins see of all this (`ClusterView`, `WaitingPods`, `CycleHost`).
 
 A plugin that raises is a bug in that plugin: the pod gets an ERROR (backoff) and the engine
 goes on.
@@ -24,16 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
 from typing import Any, cast
 
 from apis.core import Pod
-from apis.meta import KubeObject
-from placement.arrays import BoolMask
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
 from placement.pods.calls import PluginError
 from placement.pods.cycle import SchedulingCycle
+from placement.pods.engine_views import EngineHost, EngineView, WaitingHandle
 from placement.pods.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD_OR_UPDATE,
@@ -47,7 +47,6 @@ from placement.pods.events import (
     deaf_plugins,
 )
 from placement.pods.framework import (
-    Diagnosis,
     PodCycle,
     PodInfo,
     Profile,
@@ -56,10 +55,9 @@ from placement.pods.framework import (
     declares,
     pod_key,
 )
-from placement.pods.layers import PriorityLayers
-from placement.pods.nodes import NodeSnapshot, ResourceMatrix
+from placement.pods.gating import Gatekeeper
+from placement.pods.nodes import NodeSnapshot
 from placement.pods.nominator import Nominator
-from placement.pods.pod_index import PodIndex
 from placement.pods.podinfo import spec_changed
 from placement.pods.queue import QueuedPod, SchedulingQueue
 from placement.pods.reporting import EngineStats, Reporter, go_duration, scheduled_condition
@@ -68,89 +66,6 @@ __all__ = ["DEFAULT_SCHEDULER", "Engine", "EngineStats", "go_duration", "schedul
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """The scheduler a pod without `spec.schedulerName` belongs to (not ours)."""
-
-
-class _View:
-    """The read-only `ClusterView` plugins get."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._cache = engine.cache
-        self._nominator = engine.nominator
-
-    def pod(self, key: str) -> PodInfo | None:
-        return self._cache.pod(key)
-
-    def pods_on(self, node: str) -> Sequence[PodInfo]:
-        return tuple(self._cache.pods_on(node).values())
-
-    def nominated_on(self, node: str) -> Sequence[PodInfo]:
-        return tuple(self._nominator.on(node).values())
-
-    @property
-    def counted(self) -> PodIndex:
-        return self._cache.index
-
-    def pods_in(self, namespace: str) -> Iterable[PodInfo]:
-        return tuple(self._cache.pods_in(namespace).values())
-
-    def objects(self, kind: str) -> Mapping[str, KubeObject]:
-        return MappingProxyType(self._cache.objects(kind))
-
-
-class _WaitingHandle:
-    """`WaitingPods` for plugins: allow or reject pods held at Permit."""
-
-    def __init__(self, binding: BindingCycle) -> None:
-        self._binding = binding
-
-    def waiting(self) -> Iterable[PodInfo]:
-        return self._binding.waiting_pods()
-
-    def allow(self, key: str, plugin: str) -> None:
-        self._binding.allow(key, plugin)
-
-    def reject(self, key: str, plugin: str, message: str) -> None:
-        self._binding.reject(key, plugin, message)
-
-
-class _Host:
-    """`CycleHost`: the engine's services for plugins that re-run filters (preemption)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def run_filters(
-        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
-    ) -> tuple[BoolMask, Diagnosis]:
-        engine = self._engine
-        nodes = engine.nominator.with_nominated(pod, nodes)
-        return engine.cycles.filter(cycle, pod, nodes, candidates)
-
-    def fits(
-        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
-    ) -> BoolMask:
-        engine = self._engine
-        nodes = engine.nominator.with_nominated(pod, nodes)
-        mask, _ = engine.cycles.filter(cycle, pod, nodes, candidates, explain=False)
-        return mask
-
-    def plugins(self) -> Sequence[object]:
-        return self._engine.plugins
-
-    def requested_below(self, priority: int, nodes: NodeSnapshot) -> ResourceMatrix:
-        return self._engine.cache.layers.below(priority, nodes)
-
-    def preempting(self, key: str) -> bool:
-        return key in self._engine.cycles.preempting
-
-    def activate(self, keys: Iterable[str]) -> None:
-        engine = self._engine
-        for key in keys:
-            engine.queue.activate(key, engine.now)
-
-    @property
-    def layers(self) -> PriorityLayers:
-        return self._engine.cache.layers
 
 
 class Engine:
@@ -195,9 +110,12 @@ class Engine:
         self.cycles = SchedulingCycle(
             profile, self.cache, self.nominator, self.reporter, self.binding
         )
-        self.cluster = _View(self)
-        self._waiting_handle = _WaitingHandle(self.binding)
-        self._host = _Host(self)
+        self.cluster = EngineView(self.cache, self.nominator)
+        self._waiting_handle = WaitingHandle(self.binding)
+        self.gates = Gatekeeper(profile.pre_enqueues, self.cluster)
+        self._host = EngineHost(
+            self.cycles, self.cache, self.nominator, self.queue, self.plugins, lambda: self.now
+        )
 
     # --- public API --------------------------------------------------------------------------
 
@@ -231,6 +149,7 @@ class Engine:
         self.now = now
         self.queue.flush(now)
         self.binding.expire(now)
+        self.reporter.out.extend(self.gates.due(now))
         tried = 0
         while limit is None or tried < limit:
             queued = self.queue.pop(now)
@@ -246,7 +165,8 @@ class Engine:
 
     def next_wake(self) -> datetime | None:
         """When `schedule` has something to do that no event will announce."""
-        times = [t for t in (self.binding.next_deadline(), self.queue.next_wake()) if t is not None]
+        timers = (self.binding.next_deadline(), self.queue.next_wake(), self.gates.next_report())
+        times = [t for t in timers if t is not None]
         return min(times) if times else None
 
     def simulation_report(self) -> list[str]:
@@ -261,7 +181,10 @@ class Engine:
         return lines
 
     def queue_sizes(self) -> dict[str, int]:
-        return self.queue.sizes()
+        """Pending pods per queue; "gated" counts those held at PreEnqueue too."""
+        sizes = self.queue.sizes()
+        sizes["gated"] += len(self.gates)
+        return sizes
 
     def nodes(self) -> NodeSnapshot:
         """The current node snapshot (read-only)."""
@@ -305,6 +228,7 @@ class Engine:
         # A pending pod.
         if info.terminating or not self._ours(pod):
             self.queue.remove(key)
+            self.gates.drop(key)
             self.nominator.drop(key)
             return
         self.nominator.track(info)
@@ -318,7 +242,9 @@ class Engine:
             return
         queued = self.queue.get(key)
         if queued is None:
-            self.queue.add(info, now, event.queued_at)
+            entered = self.gates.admit(info, now, event.queued_at)  # PreEnqueue
+            if entered is not None:
+                self.queue.add(info, now, entered)
         else:
             changed = old is None or spec_changed(old.pod, pod)
             self.queue.update(info, now, changed=changed)
@@ -326,6 +252,7 @@ class Engine:
     def _on_bound(self, info: PodInfo, node: str, now: datetime) -> None:
         key = info.key
         self.queue.remove(key)
+        self.gates.drop(key)
         self.nominator.drop(key)
         self.binding.waiting.pop(key, None)
         assumed = self.cache.settle(key)
@@ -345,6 +272,7 @@ class Engine:
         or assumption, and retry the pods it may have blocked."""
         self.cache.remove(key)
         self.queue.remove(key)
+        self.gates.drop(key)
         self.cycles.preempting.pop(key, None)
         self.stats.pod_attempts.pop(key, None)
         helped = self.nominator.drop(key)
@@ -401,7 +329,10 @@ class Engine:
                 self.stats.handler_errors += 1
                 continue
             if helps:
-                self.queue.move_rejected_by(now, handler.name, None if helps is True else helps)
+                only = None if helps is True else helps
+                self.queue.move_rejected_by(now, handler.name, only)
+                for info, entered in self.gates.release(handler.name, only, now):
+                    self.queue.add(info, now, entered)
 
     def _retry_all(self, now: datetime, event: str = ASSIGNED_POD_DELETE) -> None:
         """Room was freed or a node changed: the unschedulable pods may fit now, but for those

@@ -1,7 +1,8 @@
 """The pod framework: the extension points of one pod's scheduling, as kube-scheduler has them.
 
-A scheduling cycle for one pod runs QueueSort (which pod next), PreFilter (checks on the pod
-alone, may narrow the nodes), Filter (boolean masks over the rows of a `NodeSnapshot`), then,
+A new pending pod first passes PreEnqueue (may it enter the queue at all?). A scheduling cycle
+for one pod runs QueueSort (which pod next), PreFilter (checks on the pod alone, may narrow the
+nodes), Filter (boolean masks over the rows of a `NodeSnapshot`), then,
 when no node is left, PostFilter (preemption); otherwise Score (a vector over the feasible rows,
 already normalized to 0..100 by the plugin, weighted and summed by the engine), Reserve, Permit
 (allow / wait with a timeout / reject). The binding cycle then sends PreBind's writes (volume
@@ -20,22 +21,20 @@ defaults: a plugin overrides the ones it needs (`overrides`).
 
 Expected outcomes are values (`PodStatus`); a plugin that raises has a bug, and the engine turns
 the exception into an ERROR status for that pod (the pod goes to backoff, the engine lives on).
-Plugins see the cluster only through the read-only `ClusterView` the engine hands them; they do
-no I/O and never read a clock (`PodCycle.now`).
+Plugins see the cluster only through the read-only `ClusterView` the engine hands them
+(`placement.pods.views`); they do no I/O and never read a clock (`PodCycle.now`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from apis.meta import KubeObject
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.events import ClusterEvent
-from placement.pods.nodes import NodeSnapshot, ResourceMatrix
-from placement.pods.pod_index import PodIndex
+from placement.pods.nodes import NodeSnapshot
 from placement.pods.podinfo import PodInfo, pod_key
 from placement.pods.results import (
     POD_SUCCESS,
@@ -50,9 +49,7 @@ from placement.pods.results import (
     PreFilterResult,
     Reason,
 )
-
-if TYPE_CHECKING:
-    from placement.pods.layers import PriorityLayers
+from placement.pods.views import ClusterView, CycleHost, PodCycle, WaitingPods
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -78,6 +75,7 @@ __all__ = [
     "PostFilterResult",
     "PreBind",
     "PreBindResult",
+    "PreEnqueue",
     "PreFilter",
     "PreFilterResult",
     "PreemptionHooks",
@@ -100,110 +98,15 @@ MAX_NODE_SCORE = 100
 """The top of every plugin's normalized score (kube-scheduler's MaxNodeScore)."""
 
 
-class ClusterView(Protocol):
-    """What plugins may read of the engine's state (never write)."""
+class PreEnqueue(Protocol):
+    """Checks a new pending pod before it enters the scheduling queue (kube's PreEnqueue): a
+    message keeps it out, gated (no attempt, no event), until an event this plugin's
+    `EventHandler.on_event` names it for lets it pass; None lets it in. Cheap and read-only:
+    it runs for every new pending pod."""
 
-    def pod(self, key: str) -> PodInfo | None:
-        """Any pod the engine knows (pending, assumed or bound), by `namespace/name`."""
-        ...
+    name: str
 
-    def pods_on(self, node: str) -> Sequence[PodInfo]:
-        """The pods counted on a node: bound and assumed, not finished."""
-        ...
-
-    def nominated_on(self, node: str) -> Sequence[PodInfo]:
-        """Pending pods nominated to a node by an earlier preemption."""
-        ...
-
-    def pods_in(self, namespace: str) -> Iterable[PodInfo]:
-        """Every pod the engine knows in a namespace."""
-        ...
-
-    @property
-    def counted(self) -> PodIndex:
-        """The counted pods (bound and assumed) indexed by label, namespace and feature, with
-        their changes since a generation (`placement.pods.pod_index`)."""
-        ...
-
-    def objects(self, kind: str) -> Mapping[str, KubeObject]:
-        """Watched objects of a kind ("PodGroup", "ElasticQuota", "PriorityClass"), by key
-        (`namespace/name`, or `name` for cluster-scoped kinds)."""
-        ...
-
-
-class WaitingPods(Protocol):
-    """The pods held at Permit, which plugins may release or reject (a gang reaching quorum
-    allows its waiting siblings)."""
-
-    def waiting(self) -> Iterable[PodInfo]: ...
-
-    def allow(self, key: str, plugin: str) -> None:
-        """This plugin no longer holds the pod; it binds once no plugin holds it."""
-        ...
-
-    def reject(self, key: str, plugin: str, message: str) -> None:
-        """Unreserve the pod and send it back to the queue."""
-        ...
-
-
-class CycleHost(Protocol):
-    """What the engine lends the plugins that re-run part of a cycle on a hypothetical
-    cluster (preemption: "would the pod fit once these pods are gone?")."""
-
-    def run_filters(
-        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
-    ) -> tuple[BoolMask, Diagnosis]:
-        """The profile's Filter plugins over `nodes` (which may be hypothetical), with the
-        requests of the pods nominated to each node at the pod's priority or above added, as
-        the cycle runs them. Returns the rows that fit and why the others do not."""
-        ...
-
-    def plugins(self) -> Sequence[object]:
-        """Every plugin object of the profile, once each, in profile order (to find the
-        ones that implement an optional hook, e.g. preemption's)."""
-        ...
-
-    def requested_below(self, priority: int, nodes: NodeSnapshot) -> ResourceMatrix:
-        """Per node (rows of `nodes`), the summed requests of the counted pods whose priority
-        is below `priority`, kept aggregated by the engine (no per-pod walk)."""
-        ...
-
-    def preempting(self, key: str) -> bool:
-        """True when a preemption already deleted this pod and it is not gone yet."""
-        ...
-
-    def fits(
-        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
-    ) -> BoolMask:
-        """`run_filters` without the reasons, for searches that only need the rows that fit
-        (gang preemption tries many hypothetical clusters)."""
-        ...
-
-    def activate(self, keys: Iterable[str]) -> None:
-        """Move these pending pods to the active queue (kube's PodsToActivate: a gang's first
-        member at Permit brings its siblings); a pod still in its backoff goes to the backoff
-        queue instead and becomes active when its backoff ends."""
-        ...
-
-    @property
-    def layers(self) -> PriorityLayers:
-        """The counted pods' requests aggregated per priority (preemption's shortcut)."""
-        ...
-
-
-@dataclass
-class PodCycle:
-    """One pod's scheduling cycle: the injected clock, the engine's state and scratch data the
-    plugins share between extension points (keyed by plugin name)."""
-
-    now: datetime
-    cluster: ClusterView
-    waiting: WaitingPods
-    scratch: dict[str, Any] = field(default_factory=dict)
-    explain: bool = False
-    """True when the caller wants per-node reasons even for the nodes that fit."""
-    host: CycleHost | None = None
-    """The engine's services for this cycle (None in a plugin's unit test without engine)."""
+    def pre_enqueue(self, pod: PodInfo, cluster: ClusterView) -> str | None: ...
 
 
 class QueueSort(Protocol):
@@ -376,6 +279,7 @@ class SimulationReport(Protocol):
 
 
 POINTS: Mapping[type, tuple[str, ...]] = {
+    PreEnqueue: ("pre_enqueue",),
     QueueSort: ("sort_key",),
     QueueSortOverride: ("queue_sort_key",),
     PreFilter: ("pre_filter",),
@@ -434,6 +338,7 @@ class Profile:
 
     scheduler_name: str
     queue_sort: QueueSort
+    pre_enqueues: tuple[PreEnqueue, ...] = ()
     pre_filters: tuple[PreFilter, ...] = ()
     filters: tuple[Filter, ...] = ()
     post_filters: tuple[PostFilter, ...] = ()

@@ -41,6 +41,7 @@ from placement.pods.framework import (
     PostBind,
     PostFilter,
     PreBind,
+    PreEnqueue,
     PreFilter,
     Profile,
     QueueSort,
@@ -81,9 +82,9 @@ class ConfigError(ValueError):
 
 
 # Which Protocol makes a plugin implement each extension point (the methods listed are the
-# ones the point calls). PreScore is part of our Score; nothing implements PreEnqueue.
+# ones the point calls). PreScore is part of our Score.
 _POINTS: dict[str, tuple[str, type | None, tuple[str, ...]]] = {
-    "preEnqueue": ("PreEnqueue", None, ()),
+    "preEnqueue": ("PreEnqueue", PreEnqueue, ("pre_enqueue",)),
     "queueSort": ("QueueSort", QueueSort, ("sort_key",)),
     "preFilter": ("PreFilter", PreFilter, ("pre_filter",)),
     "filter": ("Filter", Filter, ("filter",)),
@@ -395,6 +396,7 @@ def _profile(
     return Profile(
         scheduler_name=spec.scheduler_name,
         queue_sort=queue_sort,
+        pre_enqueues=at("preEnqueue"),
         pre_filters=at("preFilter"),
         filters=at("filter"),
         post_filters=at("postFilter"),

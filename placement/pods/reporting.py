@@ -17,7 +17,7 @@ from placement.pods.events import Action, EmitEvent, PatchPodStatus
 from placement.pods.framework import PodCycle, PodInfo, PodStatus
 from placement.pods.queue import SchedulingQueue
 
-__all__ = ["EngineStats", "Reporter", "go_duration", "scheduled_condition"]
+__all__ = ["EngineStats", "Reporter", "go_duration", "has_condition", "scheduled_condition"]
 
 
 def go_duration(value: timedelta) -> str:
@@ -77,7 +77,7 @@ class Reporter:
     ) -> None:
         """PodScheduled=False (skipped when the pod already says so) and FailedScheduling."""
         condition = scheduled_condition(reason, message)
-        if nominated is not None or not _has_condition(info.pod, condition):
+        if nominated is not None or not has_condition(info.pod, condition):
             self.out.append(PatchPodStatus(info.key, info.uid, condition, nominated))
         self.out.append(
             EmitEvent(
@@ -112,7 +112,8 @@ class Reporter:
         self.queue.requeue(info, cycle.now, unschedulable=False, attempts=attempts)
 
 
-def _has_condition(pod: Pod, condition: Mapping[str, Any]) -> bool:
+def has_condition(pod: Pod, condition: Mapping[str, Any]) -> bool:
+    """The pod carries `condition` already (same type, and every field given equal)."""
     status = pod.status
     for existing in (status.conditions if status else None) or ():
         if existing.get("type") == condition["type"]:

@@ -59,6 +59,7 @@ from placement.pods.framework import (
     PostFilter,
     PostFilterResult,
     PreemptionHooks,
+    PreEnqueue,
     PreFilter,
     PreFilterResult,
     QueueSortOverride,
@@ -88,6 +89,7 @@ NOT_A_GANG_PREEMPTION = "gang members preempt as a whole (Coscheduling)"
 
 class Coscheduling(
     QueueSortOverride,
+    PreEnqueue,
     PreFilter,
     PostFilter,
     Reserve,
@@ -172,6 +174,28 @@ class Coscheduling(
 
     def queue_sort_key(self, pod: PodInfo, queued_at: datetime) -> tuple[int, datetime, str]:
         return (-pod.priority, self.manager.sort_stamp(pod, queued_at), pod.key)
+
+    # --- PreEnqueue --------------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo, cluster: ClusterView) -> str | None:
+        """A member whose group has fewer than `minMember` pods (itself counted) waits out of
+        the queue; `on_event` lets the members in when the group has them. A pod without a
+        group, or whose PodGroup is not seen yet, goes in (PreFilter names the missing one)."""
+        group = group_of(pod)
+        pg = None if group is None else self.manager.group(group)
+        if group is None or pg is None:
+            return None
+        minimum = min_member(pg)
+        gang = self.manager.gang(group)
+        members = 0 if gang is None else len(gang.members)
+        if gang is None or pod.key not in gang.members:
+            members += 1
+        if members >= minimum:
+            return None
+        return (
+            f'waiting for minMember pods of PodGroup "{pg.metadata.name}" to appear in '
+            f"scheduling queue (minMember: {minimum})"
+        )
 
     # --- PreFilter ---------------------------------------------------------------------------
 
