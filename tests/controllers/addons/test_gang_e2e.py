@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from apis.core import Pod
+from apis.core import Event, Pod
 from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, PodGroup, PriorityClass
 from controllers.addons.gateway import PodGateway
@@ -282,3 +282,54 @@ async def test_a_high_priority_gang_preempts_across_nodes_and_an_impossible_one_
             left = [p.name for p in now.values() if p.name.startswith("low")]
             assert len(left) == 4
             assert [p.name for p in now.values() if gang_of(p) == "huge" and p.spec.node_name] == []
+
+
+async def test_members_held_for_their_siblings_say_so_after_five_seconds_then_bind_together() -> (
+    None
+):
+    async with server_process("--kubelet") as (url, gw):
+        await create_all(gw, [node("n00", cpu="4"), group("trio", 3)])
+        first = [member(f"trio-m{j}", "trio", "1") for j in range(2)]
+        async with controllers(url):
+            await create_all(gw, first)
+            message = (
+                'waiting for minMember pods of PodGroup "trio" to appear in scheduling queue '
+                "(minMember: 3)"
+            )
+
+            async def reported() -> list[dict[str, Any]]:
+                conditions = [
+                    c
+                    for p in (await pods_now(gw)).values()
+                    for c in (p.status.conditions if p.status else None) or []
+                    if c.get("reason") == "NotReadyForScheduling"
+                ]
+                return conditions if len(conditions) == 2 else []
+
+            conditions = await eventually(reported, timeout=30)
+            assert {(c["type"], c["status"], c["message"]) for c in conditions} == {
+                ("PodScheduled", "False", message)
+            }
+            events = [
+                e
+                for e in (await gw.list(Event, "default")).items
+                if e.reason == "NotReadyForScheduling"
+            ]
+            assert sorted((e.type, e.regarding.name, e.note) for e in events) == [  # type: ignore[union-attr]
+                ("Normal", "trio-m0", message),
+                ("Normal", "trio-m1", message),
+            ]
+            assert not [
+                e for e in (await gw.list(Event, "default")).items if e.reason == "FailedScheduling"
+            ]
+
+            await create_all(gw, [member("trio-m2", "trio", "1")])
+
+            async def all_bound() -> dict[str, Pod]:
+                now = await pods_now(gw)
+                return now if all(p.spec.node_name for p in now.values()) else {}
+
+            now = await eventually(all_bound, timeout=30)
+            for p in now.values():  # the binding replaced the condition
+                [cond] = [c for c in p.status.conditions or [] if c["type"] == "PodScheduled"]  # type: ignore[union-attr]
+                assert cond["status"] == "True", p.name

@@ -64,6 +64,10 @@ def test_members_are_held_without_an_attempt_until_the_group_has_min_member_pods
     assert gated(world) == 2
     assert world.engine.stats.cycles == 0  # never tried
     assert not of(actions, EmitEvent) and not of(actions, PatchPodStatus)
+    assert world.engine.simulation_report() == [
+        "gang default/train: phase Pending, minMember 3: 0 bound, 0 binding, "
+        "0 waiting at Permit, 2 pending; 2 of its 3 pods exist"
+    ]
     world.add_pods(third)  # the quorum exists: all three enter the queue and bind together
     assert gated(world) == 0
     assert world.engine.queue_sizes()["active"] == 3
