@@ -172,8 +172,10 @@ class Store:
         if len(self.history) == self.history.maxlen:
             self.compacted = self.history[0].rv
         self.history.append(event)
+        resource = event.resource
         for watcher in self.watchers:
-            watcher.offer(event)
+            if watcher.resource is resource:  # most watches are of another resource
+                watcher.offer(event)
         for listener in self.listeners:
             listener(event)
 
