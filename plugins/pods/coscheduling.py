@@ -144,15 +144,18 @@ class Coscheduling(
         return self.manager.gang(key)
 
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool | Set[str]:
-        """The members of the group a new member or a PodGroup spec change may help (not every
-        pod this plugin rejected: the hint kube's plugins give). A new member helps once the
-        group has `minMember` pods: before, PreFilter would refuse them all again."""
+        """The members of the group a new member, a PodGroup spec change or its deletion may
+        help (not every pod this plugin rejected: the hint kube's plugins give). A new member
+        helps once the group has `minMember` pods: before, PreFilter would refuse them all
+        again."""
         if isinstance(event, PodEvent):
             group = group_of(event.pod) if self.manager.on_pod(event, cluster) else None
             quorum = True  # a new member: only once the group has minMember pods
         elif isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) == "PodGroup":
             meta = event.obj.metadata
-            group = pod_key(meta.namespace, meta.name) if self.manager.on_group(event) else None
+            # A deleted group lets its members held at PreEnqueue in: PreFilter names it.
+            helps = self.manager.on_group(event) or event.type == "Deleted"
+            group = pod_key(meta.namespace, meta.name) if helps else None
             quorum = False
         else:
             return False

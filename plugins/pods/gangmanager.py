@@ -363,7 +363,7 @@ class PodGroupManager:
                     f" ({gang.assigned()}/{minimum} members hold a node, waiting for "
                     f"{max(minimum - gang.assigned(), 0)} more until {min(deadlines).isoformat()})"
                 )
-            if len(gang.members) < minimum:
+            if 0 < len(gang.members) < minimum:
                 line += f"; {len(gang.members)} of its {minimum} pods exist"
             if gang.last_rejection:
                 line += f"; last rejection: {gang.last_rejection}"

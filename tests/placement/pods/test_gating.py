@@ -145,6 +145,18 @@ def test_a_smaller_min_member_lets_the_held_members_in() -> None:
     assert bound_per_group(world)["train"] == 2
 
 
+def test_a_deleted_pod_group_lets_its_held_members_in_to_be_refused_by_name() -> None:
+    world = gang_world(min_member=3)
+    world.add_pods(*gang("train", 2))
+    assert gated(world) == 2
+    world.engine.handle(ObjectEvent("Deleted", pod_group("train", 3)), world.now)
+    assert gated(world) == 0
+    actions = world.step()
+    messages = [a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
+    assert len(messages) == 2
+    assert all('PodGroup "train" not found in namespace "default"' in m for m in messages)
+
+
 def test_a_larger_min_member_holds_the_new_member_with_the_new_message() -> None:
     world = gang_world(min_member=2)
     world.add_pods(member("train-m00", "train"))

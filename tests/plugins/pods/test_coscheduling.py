@@ -608,8 +608,10 @@ def test_events_that_may_help_say_so() -> None:
     spec_change = ObjectEvent("Modified", make_group("pg", 1))
     assert plugin.on_event(spec_change, view) == {"ns/a", "ns/b"}
     assert not plugin.on_event(spec_change, view)  # the same spec again: a status update
-    assert not plugin.on_event(ObjectEvent("Deleted", make_group("pg", 1)), view)
+    # Deleted: its members go (back) to the queue, where PreFilter names the missing group.
+    assert plugin.on_event(ObjectEvent("Deleted", make_group("pg", 1)), view) == {"ns/a", "ns/b"}
     assert plugin.group("ns/pg") is None
+    assert not plugin.on_event(ObjectEvent("Deleted", make_group("gone", 1)), view)  # no pods
 
 
 def test_a_member_leaving_the_group_is_forgotten() -> None:
