@@ -180,6 +180,10 @@ class Engine:
                 )
         return lines
 
+    def next_report(self) -> datetime | None:
+        """When a pod held at PreEnqueue is due to be reported (`gating`), None when none is."""
+        return self.gates.next_report()
+
     def queue_sizes(self) -> dict[str, int]:
         """Pending pods per queue; "gated" counts those held at PreEnqueue too."""
         sizes = self.queue.sizes()

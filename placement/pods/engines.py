@@ -146,6 +146,12 @@ class EngineSet:
                 sizes[name] = sizes.get(name, 0) + size
         return sizes
 
+    def next_report(self) -> datetime | None:
+        """The first report of a pod held at PreEnqueue due in any engine."""
+        found = [getattr(e, "next_report", None) for e in self.engines]
+        times = [t for t in (f() for f in found if callable(f)) if t is not None]
+        return min(times) if times else None
+
     def waiting(self) -> dict[str, str]:
         """Pods held at Permit by any engine: key -> node."""
         held: dict[str, str] = {}

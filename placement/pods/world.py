@@ -393,9 +393,13 @@ class World:
         """Nothing can move any more without a change from outside."""
         sizes = self.engine.queue_sizes()
         busy = ("active", "backoff", "waiting")
-        # Pods held at Permit (a gang short of quorum) move at their timeout.
+        # Pods held at Permit (a gang short of quorum) move at their timeout; a pod held at
+        # PreEnqueue is reported after a delay (its condition says why it waits).
         waiting = getattr(self.engine, "waiting", None)
         held = len(waiting()) if callable(waiting) else 0
+        report = getattr(self.engine, "next_report", None)
+        if callable(report) and report() is not None:
+            return False
         return not self.deleting and not held and not any(sizes.get(q, 0) for q in busy)
 
     def next_time(self) -> datetime | None:

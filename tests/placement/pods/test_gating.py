@@ -208,6 +208,25 @@ def test_without_coscheduling_at_pre_enqueue_a_lone_member_is_tried_and_refused(
     assert "cannot find enough sibling pods" in event.message
 
 
+def test_a_simulation_runs_until_held_members_are_reported() -> None:
+    from placement.pods.engine import Engine
+    from placement.pods.simulation import simulate
+    from tests.placement.pods.test_engine import SCHEDULER
+
+    objects = [make_node("n1", cpu=8), pod_group("train", 3), *gang("train", 2)]
+    result = simulate(objects, Engine(default_profile()), T0, scheduler_name=SCHEDULER)
+    assert result.finished == T0 + REPORT_DELAY and not result.timed_out
+    message = HELD.format("train", 3)
+    for pod in result.pods:
+        [condition] = pod.status.conditions or []  # type: ignore[union-attr]
+        assert (condition["reason"], condition["message"]) == (NOT_READY_FOR_SCHEDULING, message)
+    about_pods = [e for e in result.events if e.involved_object.kind == "Pod"]  # type: ignore[union-attr]
+    assert [(e.involved_object.name, e.type, e.reason) for e in about_pods] == [  # type: ignore[union-attr]
+        ("train-m00", "Normal", NOT_READY_FOR_SCHEDULING),
+        ("train-m01", "Normal", NOT_READY_FOR_SCHEDULING),
+    ]
+
+
 class _Holds(PreEnqueue):
     name = "Holds"
 
