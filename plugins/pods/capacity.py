@@ -30,7 +30,13 @@ from datetime import datetime
 from typing import Any
 
 from apis.pluginargs import CapacitySchedulingArgs
-from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
+from placement.pods.events import (
+    ASSIGNED_POD_DELETE,
+    ClusterEvent,
+    ObjectEvent,
+    PodEvent,
+    RequeueHints,
+)
 from placement.pods.framework import (
     POD_SUCCESS,
     ClusterView,
@@ -72,10 +78,14 @@ NAME = "CapacityScheduling"
 _SLOT = f"{NAME}/preemption"
 
 
-class CapacityScheduling(PreFilter, Reserve, EventHandler, PreemptionHooks, SimulationReport):
+class CapacityScheduling(
+    PreFilter, Reserve, EventHandler, RequeueHints, PreemptionHooks, SimulationReport
+):
     """See the module docstring."""
 
     name = NAME
+    requeue_on = frozenset({ASSIGNED_POD_DELETE})
+    """kube registers pod deletions (freed room), not node events, for this plugin."""
 
     def __init__(self) -> None:
         self.book = QuotaBook()

@@ -26,6 +26,7 @@ from apis.core import (
 from apis.pluginargs import NodeAffinityArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import NAME_FIELD, node_selector_mask, term_mask
+from placement.pods.events import NODE_ADD_OR_UPDATE, RequeueHints
 from placement.pods.framework import (
     SKIP,
     Filter,
@@ -118,8 +119,10 @@ def _name_narrowing(selector: NodeSelector) -> set[str] | None:
     return names
 
 
-class NodeAffinity(PreFilter, Filter, Score):
+class NodeAffinity(PreFilter, Filter, Score, RequeueHints):
     name = "NodeAffinity"
+    requeue_on = frozenset({NODE_ADD_OR_UPDATE})
+    """kube registers node events only: freed room does not help a pod this plugin rejected."""
 
     def __init__(self, added: NodeAffinitySpec | None = None) -> None:
         self.added = added

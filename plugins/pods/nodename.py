@@ -9,6 +9,7 @@ import numpy as np
 
 from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
+from placement.pods.events import NODE_ADD_OR_UPDATE, RequeueHints
 from placement.pods.framework import (
     SKIP,
     Filter,
@@ -28,12 +29,14 @@ __all__ = ["ERR_REASON_NODE_NAME", "NodeName"]
 ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
 
 
-class NodeName(PreFilter, Filter):
+class NodeName(PreFilter, Filter, RequeueHints):
     """PreFilter narrows the cycle to the named node's row, so no other node is even looked
     at; Filter repeats the check for callers that filter without PreFilter. A name no node
     has is unresolvable at PreFilter (kube finds no node either; preemption cannot help)."""
 
     name = "NodeName"
+    requeue_on = frozenset({NODE_ADD_OR_UPDATE})
+    """kube registers node events only: freed room does not help a pod this plugin rejected."""
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeName:

@@ -7,6 +7,7 @@ from typing import Any
 
 from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask
+from placement.pods.events import NODE_ADD_OR_UPDATE, RequeueHints
 from placement.pods.framework import Filter, FilterResult, PodCycle, PodInfo, Reason
 from placement.pods.nodes import NodeSnapshot, Taint
 from plugins.pods._shared import PerSnapshot, args_of, frozen
@@ -19,10 +20,12 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 """The taint a pod must tolerate to land on a cordoned node (DaemonSet pods do)."""
 
 
-class NodeUnschedulable(Filter):
+class NodeUnschedulable(Filter, RequeueHints):
     """Unresolvable: evicting pods does not uncordon a node."""
 
     name = "NodeUnschedulable"
+    requeue_on = frozenset({NODE_ADD_OR_UPDATE})
+    """kube registers node events only: freed room does not help a pod this plugin rejected."""
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeUnschedulable:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from apis.pluginargs import NoArgs
 from placement.arrays import BoolMask, RowIndex, ScoreVector
+from placement.pods.events import NODE_ADD_OR_UPDATE, RequeueHints
 from placement.pods.framework import (
     MAX_NODE_SCORE,
     Filter,
@@ -68,8 +69,10 @@ class _Verdict(NamedTuple):
     reasons: tuple[tuple[str, BoolMask], ...]  # message -> rows it covers
 
 
-class TaintToleration(Filter, Score):
+class TaintToleration(Filter, Score, RequeueHints):
     name = "TaintToleration"
+    requeue_on = frozenset({NODE_ADD_OR_UPDATE})
+    """kube registers node events only: freed room does not help a pod this plugin rejected."""
 
     def __init__(self) -> None:
         self._groups = PerSnapshot(lambda nodes: nodes.taints, _group)

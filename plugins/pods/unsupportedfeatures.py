@@ -16,6 +16,7 @@ from typing import Any
 
 from apis.core import Pod
 from apis.pluginargs import NoArgs
+from placement.pods.events import RequeueHints
 from placement.pods.framework import PodCycle, PodInfo, PodStatus, PreFilter, PreFilterResult
 from placement.pods.nodes import NodeSnapshot
 from plugins.pods._shared import args_of
@@ -35,8 +36,10 @@ def unsupported(pod: Pod) -> list[str]:
     return found
 
 
-class UnsupportedFeatures(PreFilter):
+class UnsupportedFeatures(PreFilter, RequeueHints):
     name = "UnsupportedFeatures"
+    requeue_on: frozenset[str] = frozenset()
+    """No cluster event makes a pod it refuses schedulable (the pod itself must change)."""
 
     def __init__(self, scheduler: str = SCHEDULER) -> None:
         self.scheduler = scheduler

@@ -24,7 +24,7 @@ import numpy as np
 from apis.pluginargs import NoArgs
 from apis.storage import PersistentVolumeClaim
 from placement.arrays import BoolMask
-from placement.pods.events import ClusterEvent, ObjectEvent
+from placement.pods.events import ASSIGNED_POD_DELETE, ClusterEvent, ObjectEvent, RequeueHints
 from placement.pods.framework import (
     SKIP,
     ClusterView,
@@ -79,8 +79,10 @@ def _uses_claims(pod: PodInfo) -> bool:
     return any(v.persistent_volume_claim is not None for v in pod.pod.spec.volumes or ())
 
 
-class VolumeRestrictions(PreFilter, Filter, EventHandler):
+class VolumeRestrictions(PreFilter, Filter, EventHandler, RequeueHints):
     name = "VolumeRestrictions"
+    requeue_on = frozenset({ASSIGNED_POD_DELETE})
+    """kube registers pod deletions (freed room), not node events, for this plugin."""
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> VolumeRestrictions:

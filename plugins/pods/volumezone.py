@@ -21,7 +21,7 @@ import numpy as np
 from apis.pluginargs import NoArgs
 from apis.storage import PersistentVolumeClaim, claim_class
 from placement.arrays import BoolMask
-from placement.pods.events import ClusterEvent, ObjectEvent
+from placement.pods.events import NODE_ADD_OR_UPDATE, ClusterEvent, ObjectEvent, RequeueHints
 from placement.pods.framework import (
     SKIP,
     ClusterView,
@@ -58,8 +58,10 @@ def _zones(value: str) -> frozenset[str]:
     return frozenset(part.strip() for part in value.split("__") if part.strip())
 
 
-class VolumeZone(PreFilter, Filter, EventHandler):
+class VolumeZone(PreFilter, Filter, EventHandler, RequeueHints):
     name = "VolumeZone"
+    requeue_on = frozenset({NODE_ADD_OR_UPDATE})
+    """kube registers node events only: freed room does not help a pod this plugin rejected."""
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> VolumeZone:
