@@ -2,10 +2,10 @@
 
 A new pending pod first passes PreEnqueue (may it enter the queue at all?). A scheduling cycle
 for one pod runs QueueSort (which pod next), PreFilter (checks on the pod alone, may narrow the
-nodes), Filter (boolean masks over the rows of a `NodeSnapshot`), then,
-when no node is left, PostFilter (preemption); otherwise Score (a vector over the feasible rows,
-already normalized to 0..100 by the plugin, weighted and summed by the engine), Reserve, Permit
-(allow / wait with a timeout / reject). The binding cycle then sends PreBind's writes (volume
+nodes), Filter (boolean masks over the rows of a `NodeSnapshot`), then, when no node is left,
+PostFilter (preemption); otherwise Score (a vector over the feasible rows, already normalized
+to 0..100 by the plugin, weighted and summed by the engine), Reserve, Permit (allow / wait with
+a timeout / reject). The binding cycle then sends PreBind's writes (volume
 bindings) and binds (actions the shell performs), and runs PostBind once the binding is
 confirmed. A failure after Reserve runs Unreserve in reverse order.
 

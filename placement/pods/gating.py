@@ -123,13 +123,8 @@ class Gatekeeper:
     def drop(self, key: str) -> None:
         """Forget a held pod (it passed, was deleted, bound elsewhere, or is no longer ours)."""
         hold = self._held.pop(key, None)
-        if hold is None:
-            return
-        keys = self._by_plugin.get(hold.plugin)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._by_plugin[hold.plugin]
+        if hold is not None:
+            self._unindex(hold)
 
     def due(self, now: datetime) -> list[Action]:
         """The condition and Event of each pod held with one message for the delay."""
@@ -178,10 +173,16 @@ class Gatekeeper:
                 return plugin.name, message
         return None
 
+    def _unindex(self, hold: Hold) -> None:
+        keys = self._by_plugin.get(hold.plugin)
+        if keys is not None:
+            keys.discard(hold.info.key)
+            if not keys:
+                del self._by_plugin[hold.plugin]
+
     def _hold(self, hold: Hold, plugin: str, message: str, now: datetime) -> None:
         if plugin != hold.plugin:
-            if hold.plugin:
-                self._by_plugin[hold.plugin].discard(hold.info.key)
+            self._unindex(hold)
             hold.plugin = plugin
             self._by_plugin.setdefault(plugin, set()).add(hold.info.key)
         if message == hold.message:

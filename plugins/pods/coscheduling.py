@@ -72,7 +72,14 @@ from placement.pods.preemption import Candidate
 from plugins.pods._shared import args_of
 from plugins.pods.gangmanager import PodGroupManager
 from plugins.pods.gangpreemption import GangPreemption
-from plugins.pods.gangs import POD_GROUP_LABEL, Gang, Manager, group_of, min_member
+from plugins.pods.gangs import (
+    POD_GROUP_LABEL,
+    Gang,
+    Manager,
+    enough_pods,
+    group_of,
+    min_member,
+)
 
 __all__ = [
     "DEFAULT_PERMIT_WAITING_SECONDS",
@@ -161,7 +168,7 @@ class Coscheduling(
             return False
         gang = self.manager.gang(group) if group is not None else None
         pg = self.manager.group(group) if group is not None else None
-        if gang is None or (quorum and (pg is None or len(gang.members) < min_member(pg))):
+        if gang is None or (quorum and (pg is None or not enough_pods(gang, pg))):
             return False
         return frozenset(gang.members)
 
@@ -188,16 +195,11 @@ class Coscheduling(
         pg = None if group is None else self.manager.group(group)
         if group is None or pg is None:
             return None
-        minimum = min_member(pg)
-        gang = self.manager.gang(group)
-        members = 0 if gang is None else len(gang.members)
-        if gang is None or pod.key not in gang.members:
-            members += 1
-        if members >= minimum:
+        if enough_pods(self.manager.gang(group), pg, pod.key):
             return None
         return (
             f'waiting for minMember pods of PodGroup "{pg.metadata.name}" to appear in '
-            f"scheduling queue (minMember: {minimum})"
+            f"scheduling queue (minMember: {min_member(pg)})"
         )
 
     # --- PreFilter ---------------------------------------------------------------------------

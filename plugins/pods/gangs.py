@@ -31,6 +31,7 @@ __all__ = [
     "Manager",
     "PermitVerdict",
     "Refusal",
+    "enough_pods",
     "finished",
     "format_amount",
     "group_of",
@@ -171,6 +172,13 @@ class Manager(Protocol):
 
 def min_member(group: PodGroup) -> int:
     return (group.spec.min_member if group.spec is not None else None) or 0
+
+
+def enough_pods(gang: Gang | None, group: PodGroup, joining: str = "") -> bool:
+    """The group has `minMember` pods, counting the pod `joining` if it is not a member yet."""
+    members = gang.members if gang is not None else {}
+    count = len(members) + (1 if joining and joining not in members else 0)
+    return count >= min_member(group)
 
 
 def format_amount(name: str, value: int) -> str:
