@@ -10,7 +10,8 @@ gateway starts against it.
     python -m perf.controller_run --clusters 5000 --placements 1000 --profile cold.prof
 
 prints one JSON object: the timings, the peak RSS (`VmHWM`), the requests the controller
-made and the writes the server stored.
+made and the writes the server stored; with `--split`, the server's peak RSS and the CPU it
+spent while it served (`server_cpu_s`: which of the two processes bounds the cold start).
 """
 
 from __future__ import annotations
@@ -275,15 +276,21 @@ async def fan_out(hub: Hub) -> tuple[ColdStart, Fanout]:
 
 
 async def _serve(shape: Shape) -> None:
-    """Serve the shape's hub until stdin closes; print the URL first and the peak RSS last."""
+    """Serve the shape's hub until stdin closes; print the URL first, then the peak RSS and the
+    CPU the server spent while it served (the controller's cold start and its check)."""
     async with running_hub(shape) as hub:
         print(json.dumps({"url": hub.url, "loaded_s": hub.loaded_s}), flush=True)
+        cpu = time.process_time()
         loop = asyncio.get_running_loop()
         closed = asyncio.Event()
         loop.add_reader(sys.stdin.fileno(), closed.set)
         await closed.wait()
         loop.remove_reader(sys.stdin.fileno())
-    print(json.dumps({"server_peak_rss_mib": peak_rss_mib()}), flush=True)
+        served_cpu = time.process_time() - cpu
+    print(
+        json.dumps({"server_peak_rss_mib": peak_rss_mib(), "server_cpu_s": served_cpu}),
+        flush=True,
+    )
 
 
 async def _split(shape: Shape) -> dict[str, Any]:

@@ -256,7 +256,7 @@ def _core_memory(clusters: int, placements: int, settings: Settings) -> Case:
 
 def _controller_memory(clusters: int, placements: int, settings: Settings) -> Case:
     def read(out: Any, case: Case) -> float:
-        for key in ("decided_s", "reconciles", "server_peak_rss_mib"):
+        for key in ("decided_s", "reconciles", "cpu_s", "server_cpu_s", "server_peak_rss_mib"):
             case.details.setdefault(key, []).append(out.get(key))
         if out["decided_ten"] != placements:
             case.error = f"only {out['decided_ten']} of {placements} placements decided"

@@ -258,3 +258,4 @@ def test_the_peak_rss_of_a_cold_start_is_measured_in_a_fresh_process(
     assert figures["reconciles"] == shape.placements
     if "--split" in options:
         assert figures["server_peak_rss_mib"] > 0
+        assert figures["server_cpu_s"] > 0
