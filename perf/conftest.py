@@ -12,8 +12,3 @@ def benchmarking(pytestconfig: pytest.Config) -> bool:
     enabled = pytestconfig.getoption("benchmark_enable") or pytestconfig.getoption("benchmark_only")
     return bool(enabled) or not pytestconfig.getoption("benchmark_disable")
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "largest: a size only measured when benchmarking (skipped in CI)"
-    )
