@@ -11,4 +11,3 @@ def benchmarking(pytestconfig: pytest.Config) -> bool:
     """True when benchmarks are measured (`--benchmark-enable` or `--benchmark-only`)."""
     enabled = pytestconfig.getoption("benchmark_enable") or pytestconfig.getoption("benchmark_only")
     return bool(enabled) or not pytestconfig.getoption("benchmark_disable")
-
