@@ -19,7 +19,16 @@ from pydantic_core import PydanticCustomError
 
 from apis.quantity_amount import AmountError, approximate, parse_amount, to_string
 
-__all__ = ["QUANTITY_PATTERN", "Quantity", "QuantityError", "QuantityField", "ResourceList"]
+__all__ = [
+    "MAX_QUANTITY_LENGTH",
+    "QUANTITY_PATTERN",
+    "BoundedQuantityField",
+    "BoundedResourceList",
+    "Quantity",
+    "QuantityError",
+    "QuantityField",
+    "ResourceList",
+]
 
 # The pattern Kubernetes puts on quantity fields of CRDs.
 QUANTITY_PATTERN = (
@@ -147,3 +156,36 @@ QuantityField = Annotated[
     ),
 ]
 ResourceList = dict[str, QuantityField]
+
+MAX_QUANTITY_LENGTH = 64
+"""The longest quantity string a CRD field walked by a CEL rule takes: kube-apiserver estimates
+a rule's cost from the longest string it may see, and refuses a CRD whose rule parses unbounded
+strings (`estimated rule cost exceeds budget`)."""
+
+
+def _validate_bounded(value: Any) -> Quantity:
+    if isinstance(value, str) and len(value) > MAX_QUANTITY_LENGTH:
+        raise PydanticCustomError(
+            "quantity_length",
+            "Too long: may not be longer than {limit}",
+            {"limit": MAX_QUANTITY_LENGTH},
+        )
+    return _validate(value)
+
+
+BoundedQuantityField = Annotated[
+    Quantity,
+    PlainValidator(_validate_bounded),
+    PlainSerializer(_serialize),
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "maxLength": MAX_QUANTITY_LENGTH,
+            "x-kubernetes-int-or-string": True,
+        }
+    ),
+]
+BoundedResourceList = dict[str, BoundedQuantityField]
+"""A ResourceList whose quantities are at most `MAX_QUANTITY_LENGTH` characters (ElasticQuota's
+min and max, which its CRD's CEL rule parses)."""

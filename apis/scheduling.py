@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from apis.meta import Condition, Int32, IntRange, KubeModel, KubeObject, Time
-from apis.quantity import ResourceList
+from apis.quantity import BoundedResourceList, ResourceList
 
 __all__ = [
     "MAX_QUOTA_RESOURCES",
@@ -71,7 +71,8 @@ MIN_ABOVE_MAX_RULE = (
 )
 """The CRD's rule for `min <= max` (Kubernetes 1.29+ has the CEL quantity library)."""
 MAX_QUOTA_RESOURCES = 64
-"""At most this many resource names in `min` or `max` (bounds the rule's estimated cost)."""
+"""At most this many resource names in `min` or `max`; with each quantity at most
+`MAX_QUANTITY_LENGTH` characters, this keeps the rule within kube-apiserver's cost budget."""
 
 
 class ElasticQuotaSpec(KubeModel):
@@ -89,8 +90,8 @@ class ElasticQuotaSpec(KubeModel):
         },
     )
 
-    min: Annotated[ResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
-    max: Annotated[ResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
+    min: Annotated[BoundedResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
+    max: Annotated[BoundedResourceList, Field(max_length=MAX_QUOTA_RESOURCES)] | None = None
 
     @model_validator(mode="after")
     def _min_not_above_max(self) -> ElasticQuotaSpec:

@@ -19,7 +19,6 @@ TYPE_META = {
         "Kind is a string value representing the REST resource this object represents. "
         "Servers may infer this from the endpoint the client submits requests to. In CamelCase."
     ),
-    "metadata": "Standard object's metadata: name, namespace, labels, annotations, ...",
 }
 
 _CONDITIONS = "Conditions contain the different condition statuses of this object."

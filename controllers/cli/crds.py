@@ -142,8 +142,9 @@ def _schema(cls: type[KubeObject]) -> dict[str, Any]:
     props = schema["properties"]
     props["apiVersion"] = {"type": "string", "description": TYPE_META["apiVersion"]}
     props["kind"] = {"type": "string", "description": TYPE_META["kind"]}
-    # the API server owns metadata's schema
-    props["metadata"] = {"type": "object", "description": TYPE_META["metadata"]}
+    # The API server owns metadata's schema: kube-apiserver refuses a CRD whose schema gives
+    # metadata anything but its type (a description included).
+    props["metadata"] = {"type": "object"}
     schema.pop("x-kubernetes-preserve-unknown-fields", None)
     return schema
 
