@@ -54,9 +54,7 @@ def control_plane() -> Iterator[ControlPlane]:
     plane = ControlPlane.from_env().start()
     try:
         plane.kubectl("apply", "-k", str(ROOT / "config" / "crds"))
-        plane.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"
-        )
+        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
         yield plane
     finally:
         plane.stop()
