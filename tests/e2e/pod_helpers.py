@@ -1,0 +1,217 @@
+"""Helpers of the pod scheduler's e2e tests: a JSON client on the real apiserver (our `Gateway`),
+`placement scheduler run` as a subprocess, namespaces whose `default` ServiceAccount exists,
+manifests, and polling waits with short timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from controllers.kube.config import ClusterAccess
+from controllers.kube.errors import AlreadyExistsError, NotFoundError
+from controllers.kube.gateway import MERGE_PATCH, Gateway
+from tests.e2e.controlplane import ControlPlane, free_port
+
+__all__ = [
+    "JsonGateway",
+    "SchedulerProcess",
+    "container",
+    "wait_until",
+]
+
+T = TypeVar("T")
+Doc = dict[str, Any]
+
+
+class JsonGateway(Gateway):
+    """Our gateway, answering plain JSON: the tests and the kubelet stand-in read and write
+    objects as the apiserver stores them (every field, no model in between)."""
+
+    @classmethod
+    async def open(cls, kubeconfig: Path) -> JsonGateway:
+        gateway = await cls.connect(ClusterAccess(kubeconfig=kubeconfig))
+        assert isinstance(gateway, JsonGateway)
+        return gateway
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        return await self._request(method, path, body=body, query=query, content_type=content_type)
+
+    async def read(self, path: str, **query: str) -> Doc:
+        doc: Doc = await self.call("GET", path, query=query or None)
+        return doc
+
+    async def items(self, path: str, **query: str) -> list[Doc]:
+        doc = await self.read(path, **query)
+        items: list[Doc] = doc.get("items") or []
+        return items
+
+    async def post(self, path: str, body: Doc) -> Doc:
+        doc: Doc = await self.call("POST", path, body)
+        return doc
+
+    async def patch(self, path: str, body: Doc) -> Doc:
+        doc: Doc = await self.call("PATCH", path, body, content_type=MERGE_PATCH)
+        return doc
+
+    async def remove(self, path: str, *, grace: int | None = None, uid: str = "") -> None:
+        options: Doc = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace is not None:
+            options["gracePeriodSeconds"] = grace
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        with contextlib.suppress(NotFoundError):
+            await self.call("DELETE", path, options)
+
+    async def namespace(self, name: str, timeout: float = 20.0) -> None:
+        """Create namespace `name` and wait for its `default` ServiceAccount (made by
+        kube-controller-manager's service-account controller; ServiceAccount admission refuses
+        pods until it exists)."""
+        with contextlib.suppress(AlreadyExistsError):
+            await self.post(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            )
+
+        async def account() -> bool:
+            try:
+                await self.read(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            except NotFoundError:
+                return False
+            return True
+
+        await wait_until(account, timeout, f"the default ServiceAccount of {name}")
+
+    async def pods(self, namespace: str, selector: str = "") -> list[Doc]:
+        query = {"labelSelector": selector} if selector else {}
+        return await self.items(f"/api/v1/namespaces/{namespace}/pods", **query)
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[T]], timeout: float, what: str, interval: float = 0.1
+) -> T:
+    """Poll `check` until it answers something true; its answer. Fails after `timeout` with
+    `what` and the last answer."""
+    deadline = time.monotonic() + timeout
+    last: T = await check()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}: {last!r}")
+        await asyncio.sleep(interval)
+        last = await check()
+    return last
+
+
+def container(cpu: str = "100m", memory: str = "64Mi", name: str = "main") -> Doc:
+    return {
+        "name": name,
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+
+
+def kubectl_apply(plane: ControlPlane, *docs: Doc) -> None:
+    """`kubectl apply` of `docs` (as a user applies manifests)."""
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+
+# --- the scheduler, as users run it ------------------------------------------------------------
+
+
+@dataclass
+class SchedulerProcess:
+    """`placement scheduler run --kubeconfig ...` in a subprocess, with its log in a file."""
+
+    popen: subprocess.Popen[bytes]
+    log: Path
+    http: str
+
+    def output(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+def placement_argv() -> list[str]:
+    """The `placement` console script of this environment (as users run it)."""
+    script = Path(sys.executable).with_name("placement")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "controllers.cli"]
+
+
+@contextlib.contextmanager
+def scheduler_process(
+    plane: ControlPlane, name: str, *args: str, ready_timeout: float = 30.0
+) -> Iterator[SchedulerProcess]:
+    """Start `placement scheduler run` for `name` on the control plane; wait for its /readyz
+    (caches synced); stop it with SIGTERM after the block."""
+    log = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+    port = free_port()
+    argv = [
+        *placement_argv(),
+        "scheduler",
+        "run",
+        f"--kubeconfig={plane.kubeconfig}",
+        f"--scheduler-name={name}",
+        f"--http-addr=127.0.0.1:{port}",
+        *args,
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    with log.open("wb") as handle:
+        popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    process = SchedulerProcess(popen, log, f"http://127.0.0.1:{port}")
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if popen.poll() is not None:
+                raise AssertionError(
+                    f"the scheduler exited {popen.returncode}:\n{process.output()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{process.http}/readyz", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the scheduler is not ready:\n{process.output()}")
+            time.sleep(0.1)
+        yield process
+    finally:
+        process.stop()
+
+
+def dump(doc: Any) -> str:
+    return json.dumps(doc, indent=1, default=str)[:4000]

@@ -1,0 +1,140 @@
+"""The pod scheduler on a real control plane with kube-controller-manager: the pods kube's
+Deployment, StatefulSet and Job controllers create, naming our scheduler, are bound through the
+real `pods/binding` subresource and run (on the kubelet stand-in's nodes)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import unique_name
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.kubelet import Kubelet, NodeSpec
+from tests.e2e.pod_helpers import (
+    JsonGateway,
+    SchedulerProcess,
+    container,
+    kubectl_apply,
+    scheduler_process,
+    wait_until,
+)
+
+SCHEDULER = unique_name("e2e-workloads")
+
+
+@pytest.fixture(scope="module")
+def scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess]:
+    with scheduler_process(controller_manager, SCHEDULER, "--status-controller=off") as process:
+        yield process
+
+
+def _template(app: str) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app}},
+        "spec": {"schedulerName": SCHEDULER, "containers": [container("200m", "128Mi")]},
+    }
+
+
+def _workloads(namespace: str) -> list[dict[str, Any]]:
+    meta = {"namespace": namespace}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", **meta},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": _template("web"),
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", **meta},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": _template("db"),
+            },
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "batch", **meta},
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "template": {
+                    **_template("batch"),
+                    "spec": {**_template("batch")["spec"], "restartPolicy": "Never"},
+                },
+            },
+        },
+    ]
+
+
+@pytest.mark.asyncio
+async def test_deployment_statefulset_and_job_pods_are_bound_and_run(
+    controller_manager: ControlPlane, scheduler: SchedulerProcess
+) -> None:
+    namespace = unique_name("e2e-workloads")
+    nodes = [NodeSpec(unique_name("e2e-wl-node"), cpu="2") for _ in range(2)]
+    gateway = await JsonGateway.open(controller_manager.kubeconfig)
+    try:
+        await gateway.namespace(namespace)
+        async with Kubelet(gateway, nodes) as kubelet:
+            started = time.monotonic()
+            kubectl_apply(controller_manager, *_workloads(namespace))
+
+            async def running() -> list[dict[str, Any]] | None:
+                pods = await gateway.pods(namespace)
+                live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+                ok = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
+                return live if len(ok) == 7 and len(live) == 7 else None
+
+            pods = await wait_until(running, 30, "7 running pods (3 web, 2 db, 2 batch)")
+            elapsed = time.monotonic() - started
+            by_app: dict[str, int] = {}
+            names = {n.name for n in nodes}
+            for pod in pods:
+                spec, status = pod["spec"], pod["status"]
+                assert spec["schedulerName"] == SCHEDULER
+                assert spec["nodeName"] in names, pod["metadata"]["name"]
+                scheduled = next(c for c in status["conditions"] if c["type"] == "PodScheduled")
+                assert scheduled["status"] == "True"
+                by_app[pod["metadata"]["labels"]["app"]] = (
+                    by_app.get(pod["metadata"]["labels"]["app"], 0) + 1
+                )
+                assert pod["metadata"]["uid"] in kubelet.started
+            assert by_app == {"web": 3, "db": 2, "batch": 2}
+            # Owned by kube's controllers: a ReplicaSet, the StatefulSet, the Job.
+            owners = {p["metadata"]["ownerReferences"][0]["kind"] for p in pods}
+            assert owners == {"ReplicaSet", "StatefulSet", "Job"}
+            # LeastAllocated spreads seven 200m pods over both 2-CPU nodes.
+            assert {p["spec"]["nodeName"] for p in pods} == names
+            # StatefulSet: db-1 was created only once db-0 ran (OrderedReady).
+            assert {p["metadata"]["name"] for p in pods if "db" in p["metadata"]["name"]} == {
+                "db-0",
+                "db-1",
+            }
+
+            async def scheduled_events() -> list[dict[str, Any]] | None:
+                events = await gateway.items(
+                    f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+                    fieldSelector="reason=Scheduled",
+                )
+                return events if len(events) >= 7 else None
+
+            events = await wait_until(scheduled_events, 10, "7 Scheduled events")
+            notes = sorted(e.get("note", "") for e in events)
+            assert all(n.startswith(f"Successfully assigned {namespace}/") for n in notes), notes
+            assert elapsed < 30
+    finally:
+        kubectl = controller_manager.kubectl
+        kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        await gateway.close()
