@@ -111,12 +111,12 @@ class JsonGateway(Gateway):
 
 
 async def wait_until(
-    check: Callable[[], Awaitable[T]], timeout: float, what: str, interval: float = 0.1
+    check: Callable[[], Awaitable[T | None]], timeout: float, what: str, interval: float = 0.1
 ) -> T:
     """Poll `check` until it answers something true; its answer. Fails after `timeout` with
     `what` and the last answer."""
     deadline = time.monotonic() + timeout
-    last: T = await check()
+    last = await check()
     while not last:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}: {last!r}")
