@@ -1,0 +1,247 @@
+"""Helpers of the spot webhook's e2e tests: `placement webhook run` as a subprocess on a loopback
+port with a certificate minted for 127.0.0.1, a MutatingWebhookConfiguration that reaches it by
+`url` with the `caBundle`, scoped to one namespace, and the pods counted through the API.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apis.core import Pod
+from controllers.addons.webhook import MUTATE_PATH
+from controllers.addons.webhook_certs import CertBundle, mint, write_bundle
+from controllers.kube.config import ClusterAccess
+from controllers.kube.gateway import Gateway
+from placement.pods.mutation import DESIRED_CAPACITY
+from tests.e2e.controlplane import ControlPlane, free_port
+
+__all__ = [
+    "WebhookProcess",
+    "capacities",
+    "deployment",
+    "kubectl_apply",
+    "namespace",
+    "registered",
+    "wait_for",
+    "webhook_process",
+]
+
+Doc = dict[str, Any]
+MIN_AVAILABLE = "distributed-scheduling/min-available"
+WEBHOOK_NAME = "spot.distributed-scheduling.ocm-placement.io"
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float, step: float = 0.1) -> None:
+    """Poll `check` until it holds; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(step)
+
+
+def kubectl_apply(plane: ControlPlane, *docs: Doc) -> None:
+    plane.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(docs)}),
+    )
+
+
+@dataclass
+class WebhookProcess:
+    """`placement webhook run` on https://127.0.0.1:`port`, its log in `log`."""
+
+    popen: subprocess.Popen[bytes]
+    port: int
+    http_port: int
+    bundle: CertBundle
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}{MUTATE_PATH}"
+
+    def output(self, lines: int = 40) -> str:
+        text = self.log.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample of the webhook's /metrics (0 when absent)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        wanted = name + (
+            "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+        )
+        for line in text.splitlines():
+            if line.startswith(wanted + " "):
+                return float(line.split()[-1])
+        return 0.0
+
+    def ready(self) -> bool:
+        if self.popen.poll() is not None:
+            raise AssertionError(f"webhook exited {self.popen.returncode}:\n{self.output()}")
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.http_port}/readyz", timeout=2
+            ) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+
+
+def placement_command() -> list[str]:
+    """The `placement` command beside this interpreter (as installed), else the module."""
+    script = Path(sys.executable).with_name("placement")
+    return (
+        [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "controllers.cli"]
+    )
+
+
+@contextmanager
+def webhook_process(plane: ControlPlane, *extra: str) -> Iterator[WebhookProcess]:
+    """`placement webhook run` with a fresh certificate for 127.0.0.1, ready (caches synced)."""
+    folder = Path(tempfile.mkdtemp(prefix="spot-webhook-"))
+    bundle = mint(["127.0.0.1"])
+    paths = write_bundle(bundle, folder)
+    port, http_port = free_port(), free_port()
+    log = folder / "webhook.log"
+    argv = [
+        *placement_command(),
+        "webhook",
+        "run",
+        f"--tls-cert-file={paths['cert']}",
+        f"--tls-key-file={paths['key']}",
+        f"--kubeconfig={plane.kubeconfig}",
+        f"--addr=127.0.0.1:{port}",
+        f"--http-addr=127.0.0.1:{http_port}",
+        *extra,
+    ]
+    with log.open("wb") as handle:
+        popen = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, env=plane.env(), start_new_session=True
+        )
+    process = WebhookProcess(popen, port, http_port, bundle, log)
+    try:
+        wait_for("the webhook's /readyz", process.ready, 20)
+        yield process
+    finally:
+        process.stop()
+
+
+def namespace(plane: ControlPlane, name: str) -> None:
+    """A namespace whose `default` ServiceAccount exists (pods can be created in it)."""
+    kubectl_apply(plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    wait_for(
+        f"ServiceAccount {name}/default",
+        lambda: plane.kubectl("get", "sa", "default", "-n", name, check=False).returncode == 0,
+        20,
+        0.2,
+    )
+
+
+@contextmanager
+def registered(
+    plane: ControlPlane,
+    webhook: WebhookProcess,
+    name: str,
+    scope: str,
+    *,
+    policy: str = "Fail",
+    timeout: int = 5,
+) -> Iterator[Doc]:
+    """A MutatingWebhookConfiguration calling `webhook` by url with its caBundle, for pod
+    CREATE in namespace `scope` only; deleted on exit."""
+    doc: Doc = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": WEBHOOK_NAME,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "NoneOnDryRun",
+                "failurePolicy": policy,
+                "timeoutSeconds": timeout,
+                "reinvocationPolicy": "IfNeeded",
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": scope}},
+                "clientConfig": {
+                    "url": webhook.url,
+                    "caBundle": base64.b64encode(webhook.bundle.ca).decode(),
+                },
+            }
+        ],
+    }
+    kubectl_apply(plane, doc)
+    try:
+        yield doc
+    finally:
+        plane.kubectl("delete", "mutatingwebhookconfiguration", name, "--wait=false", check=False)
+
+
+def deployment(name: str, ns: str, replicas: int, min_available: int) -> Doc:
+    """A Deployment annotated as docs/spot-webhook.md says; its pods need no kubelet to exist."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "annotations": {MIN_AVAILABLE: str(min_available)},
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+                    "terminationGracePeriodSeconds": 0,
+                },
+            },
+        },
+    }
+
+
+async def capacities(plane: ControlPlane, ns: str) -> list[str | None]:
+    """The desired-capacity label of every pod of `ns`, read through the API (None: unmutated)."""
+    gateway = await Gateway.connect(ClusterAccess(kubeconfig=plane.kubeconfig))
+    try:
+        pods = await gateway.list(Pod, ns)
+    finally:
+        await gateway.close()
+    return [(pod.metadata.labels or {}).get(DESIRED_CAPACITY) for pod in pods.items]
