@@ -7,10 +7,10 @@ does) and its `x-kubernetes-validations` rules, worded as kube-apiserver words t
   type integer: "string"` (type; its cause reason is FieldValueTypeInvalid);
 * `spec.max.cpu: Invalid value: "12xyz": spec.max.cpu in body should match '^(\\+|-)?...'`;
 * `spec.min: Too many: 65: must have at most 64 items` (maxProperties);
-* a rule that fails: `spec: Invalid value: "object": min must not be above max`; one that
+* a rule that fails: `spec: Invalid value: min must not be above max` (no value); one that
   cannot be evaluated: `spec: Invalid value: "object": <error> evaluating rule: <message>`;
 * rules are not evaluated when the schema found a type, enum, size or required-field error:
-  `<nil>: Invalid value: "null": some validation rules were not checked because the object was
+  `<nil>: Invalid value: null: some validation rules were not checked because the object was
   invalid; correct the existing errors to complete validation` is added instead.
 
 As kube, `format: int32` bounds nothing (kube-openapi checks only the type of an integer), and
@@ -161,7 +161,7 @@ def schema_problems(doc: dict[str, Any], schema: dict[str, Any]) -> list[FieldPr
     problems = _check(schema, doc, "")
     if any(p.message.startswith(_BLOCKING) or _type_error(p.message) for p in problems):
         if _has_rules(schema):
-            problems.append(FieldProblem("<nil>", f'Invalid value: "null": {RULES_NOT_CHECKED}'))
+            problems.append(FieldProblem("<nil>", f"Invalid value: null: {RULES_NOT_CHECKED}"))
         return problems
     return problems + _rule_problems(schema, doc, "")
 
@@ -247,7 +247,9 @@ def _check(node: dict[str, Any], value: Any, path: str) -> list[FieldProblem]:
 def _string_problems(node: dict[str, Any], value: str, path: str) -> list[FieldProblem]:
     problems = []
     if "maxLength" in node and len(value) > node["maxLength"]:
-        problems.append(FieldProblem(path, f"Too long: may not be longer than {node['maxLength']}"))
+        problems.append(
+            FieldProblem(path, f"Too long: may not be more than {node['maxLength']} bytes")
+        )
     if "minLength" in node and len(value) < node["minLength"]:
         detail = f"{path} in body should be at least {node['minLength']} chars long"
         problems.append(_invalid(path, value, detail))
@@ -340,10 +342,12 @@ def _rule_problems(node: dict[str, Any], value: Any, path: str) -> list[FieldPro
         try:
             if check(value):
                 continue
+            # kube-apiserver leaves the value out of a failed rule's error
             detail = said if rule.get("message") else f"failed rule: {said}"
+            problems.append(FieldProblem(path or "<nil>", f"Invalid value: {detail}"))
         except _RuleError as exc:
             detail = f"{exc} evaluating rule: {said}"
-        problems.append(_invalid(path or "<nil>", node.get("type", ""), detail))
+            problems.append(_invalid(path or "<nil>", node.get("type", ""), detail))
     if isinstance(value, dict):
         props: dict[str, Any] = node.get("properties") or {}
         extra = node.get("additionalProperties")

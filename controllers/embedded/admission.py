@@ -112,16 +112,25 @@ def _refuse(res: Resource, obj: dict[str, Any], problems: list[FieldProblem]) ->
     raise StatusError(422, f'{qualified} "{name}" is invalid: {text}', "Invalid", details)
 
 
+# kube-apiserver's words for a name that is no DNS-1123 subdomain.
+_SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
 def invalid_name(res: Resource, name: Any) -> StatusError:
     """The 422 a name that is no DNS-1123 subdomain gets."""
     cause = {
         "reason": "FieldValueInvalid",
         "field": "metadata.name",
-        "message": "a lowercase RFC 1123 subdomain is required",
+        "message": f"Invalid value: {json.dumps(name)}: {_SUBDOMAIN}",
     }
+    qualified = f"{res.kind}.{res.group}" if res.group else res.kind
     return StatusError(
         422,
-        f'{res.kind} "{name}" is invalid: metadata.name: {cause["message"]}',
+        f'{qualified} "{name}" is invalid: metadata.name: {cause["message"]}',
         "Invalid",
         {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": [cause]},
     )

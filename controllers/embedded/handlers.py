@@ -44,12 +44,13 @@ from controllers.embedded.store import Propagation, Store
 from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
 from controllers.embedded.webhooks import MutatingWebhooks
-from controllers.embedded.writes import checked_fields, write_options
+from controllers.embedded.writes import checked_fields, require_field_manager, write_options
 from placement.pods.volumes import with_default_class
 
 __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
+_TYPE_META = ("apiVersion", "kind")
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 STORAGE_CLASSES = ("storage.k8s.io", "storageclasses")
 
@@ -223,6 +224,8 @@ class Handlers:
         options = write_options(query)
         body = sent = await read_body(request)
         if verb == "patch":
+            if request.content_type == APPLY_PATCH:
+                require_field_manager(query)
             current = self._patched(request.content_type, t)
             body = apply_patch(request.content_type, current or {}, sent)
             if current is None:  # server-side apply of an object that does not exist creates it
@@ -315,6 +318,8 @@ class Handlers:
         if view is not None:
             return json_response(view.table(out, meta))
         doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
+        if res.builtin:  # kube-apiserver's items of its own kinds carry no type meta
+            out = [{k: v for k, v in o.items() if k not in _TYPE_META} for o in out]
         return json_response({**doc, "items": out})
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
@@ -328,7 +333,7 @@ class Handlers:
             raise StatusError(400, f"unknown propagationPolicy {propagation!r}")
         preconditions = options.get("preconditions") or {}
         dry_run = write_options(request.query).dry_run or options.get("dryRun") == ["All"]
-        obj, _ = self.store.delete(
+        obj, gone = self.store.delete(
             t.resource,
             t.namespace,
             t.name,
@@ -338,6 +343,8 @@ class Handlers:
             grace=self._grace(t, options, request.query),
             precondition_uid=preconditions.get("uid"),
         )
+        if gone and not t.resource.delete_answers_object:
+            return json_response(deleted_status(t.resource, obj))
         return json_response(obj, encoded=encoded_as_stored(self.store.last, obj))
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
@@ -390,3 +397,18 @@ class Handlers:
         node = bound["spec"]["nodeName"]
         answer = success_json(201, f"pod {t.name} bound to {node}")
         return json_response(None, 201, encoded=answer)
+
+
+def deleted_status(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """kube-apiserver's answer to a DELETE that removed an object of a kind whose deletes do
+    not answer the object: a Status of Success naming it."""
+    meta = obj["metadata"]
+    details = {"name": meta["name"], "group": res.group, "kind": res.plural, "uid": meta["uid"]}
+    details = {k: v for k, v in details.items() if v}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

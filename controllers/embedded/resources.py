@@ -40,6 +40,24 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     *WORKLOAD_MODELS,
     MutatingWebhookConfiguration,
 )
+# The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set
+# it); every other kind, custom ones included, starts at 1 and counts changes of its spec.
+_NO_GENERATION = frozenset(
+    {
+        *(("", k) for k in ("ConfigMap", "Namespace", "Node", "Event")),
+        *(("", k) for k in ("PersistentVolume", "PersistentVolumeClaim")),
+        ("coordination.k8s.io", "Lease"),
+        ("events.k8s.io", "Event"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "StorageClass"),
+    }
+)
+# The built-in kinds whose DELETE answers the deleted object (kube's ReturnDeletedObject);
+# the others, and custom kinds, answer a Status of Success.
+_DELETE_ANSWERS_OBJECT = frozenset(
+    {("", "Pod"), ("", "Namespace"), ("", "PersistentVolume"), ("", "PersistentVolumeClaim")}
+    | {("storage.k8s.io", "StorageClass")}
+)
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {
     "major": "1",
@@ -78,6 +96,22 @@ class Resource:
     @property
     def key(self) -> tuple[str, str]:
         return (self.group, self.plural)
+
+    @property
+    def builtin(self) -> bool:
+        """A kind kube-apiserver serves itself (not from a CRD): its list items carry no
+        apiVersion and kind."""
+        return self.schema is None
+
+    @property
+    def generation(self) -> bool:
+        """Whether its objects have a metadata.generation."""
+        return (self.group, self.kind) not in _NO_GENERATION
+
+    @property
+    def delete_answers_object(self) -> bool:
+        """Whether a DELETE that removes an object answers with it (else with a Status)."""
+        return (self.group, self.kind) in _DELETE_ANSWERS_OBJECT
 
     def entry(self) -> dict[str, Any]:
         """Its APIResource in a discovery APIResourceList."""

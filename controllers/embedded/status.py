@@ -78,3 +78,18 @@ class StatusError(Exception):
         details = {"name": name, "group": group, "kind": plural}
         message = f'Operation cannot be fulfilled on {resource} "{name}": {why}'
         return cls(409, message, "Conflict", details)
+
+    @classmethod
+    def uid_mismatch(
+        cls, group: str, kind: str, plural: str, name: str, sent: str, stored: str
+    ) -> StatusError:
+        """409 for a delete whose UID precondition is not the object's, in kube's words (which
+        name the kind here, not the resource)."""
+        what = f"{kind}.{group}" if group else kind
+        details = {"name": name, "group": group, "kind": plural}
+        message = (
+            f'Operation cannot be fulfilled on {what} "{name}": the UID in the precondition '
+            f"({sent}) does not match the UID in record ({stored}). The object might have been "
+            "deleted and then recreated"
+        )
+        return cls(409, message, "Conflict", details)

@@ -250,7 +250,8 @@ class Store:
             meta.pop(stale, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = _now()
-        meta["generation"] = 1
+        if res.generation:
+            meta["generation"] = 1
         if res.has_status and not keep_status and res.kind != "Node":
             # Create cannot set status on a status subresource (Nodes are the exception).
             obj.pop("status", None)
@@ -320,7 +321,7 @@ class Store:
                 obj.pop("status", None)
                 if "status" in old:
                     obj["status"] = copy_json(old["status"])
-            if _spec_of(obj) != _spec_of(old):
+            if res.generation and _spec_of(obj) != _spec_of(old):
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if not internal or revalidate:
@@ -353,12 +354,9 @@ class Store:
         may shorten a running grace period, never lengthen it. A `dry_run` answers the same
         and changes nothing (no dependent is touched either)."""
         old = self.get(res, namespace, name)
-        if precondition_uid and precondition_uid != old["metadata"]["uid"]:
-            why = (
-                f"Precondition failed: UID in precondition: {precondition_uid}, UID in object "
-                f"meta: {old['metadata']['uid']}"
-            )
-            raise StatusError.conflict(res.group, res.plural, name, why)
+        if precondition_uid and precondition_uid != (uid := old["metadata"]["uid"]):
+            args = (res.group, res.kind, res.plural, name, precondition_uid, uid)
+            raise StatusError.uid_mismatch(*args)
         if precondition_rv and precondition_rv != old["metadata"]["resourceVersion"]:
             raise StatusError.conflict(res.group, res.plural, name, "precondition failed")
         held = bool(old["metadata"].get("finalizers"))

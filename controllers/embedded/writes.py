@@ -23,7 +23,14 @@ from apis.registry import unknown_fields
 from controllers.embedded.resources import Resource
 from controllers.embedded.status import StatusError
 
-__all__ = ["FieldValidation", "WriteOptions", "checked_fields", "warning_header", "write_options"]
+__all__ = [
+    "FieldValidation",
+    "WriteOptions",
+    "checked_fields",
+    "require_field_manager",
+    "warning_header",
+    "write_options",
+]
 
 FieldValidation = Literal["Strict", "Warn", "Ignore"]
 _DIRECTIVES: tuple[FieldValidation, ...] = ("Strict", "Warn", "Ignore")
@@ -51,6 +58,21 @@ def write_options(query: MultiMapping[str]) -> WriteOptions:
         if value != "All":
             raise StatusError(400, f'dryRun: Unsupported value: "{value}": supported values: "All"')
     return WriteOptions(directive, bool(dry_run))
+
+
+def require_field_manager(query: MultiMapping[str]) -> None:
+    """422 for a server-side apply patch that names no `fieldManager`, as kube-apiserver
+    refuses it (its PatchOptions are invalid)."""
+    if query.get("fieldManager"):
+        return
+    message = "Required value: is required for apply patch"
+    cause = {"reason": "FieldValueRequired", "message": message, "field": "fieldManager"}
+    raise StatusError(
+        422,
+        f'PatchOptions.meta.k8s.io "" is invalid: fieldManager: {message}',
+        "Invalid",
+        {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [cause]},
+    )
 
 
 def checked_fields(

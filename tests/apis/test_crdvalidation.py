@@ -119,13 +119,13 @@ def test_a_failed_comparison_wins_over_an_unparsable_quantity() -> None:
     assert [str(p) for p in crd_problems(doc)] == [
         f'spec.min.memory: Invalid value: "lots": spec.min.memory in body should match '
         f"'{openapi_schema(ElasticQuota)['properties']['spec']['properties']['min']['additionalProperties']['pattern']}'",
-        'spec: Invalid value: "object": min must not be above max',
+        "spec: Invalid value: min must not be above max",
     ]
 
 
 def test_integer_quantities_are_compared_as_quantities() -> None:
     assert crd_problems(quota(min={"cpu": 3}, max={"cpu": "2500m"})) == [
-        FieldProblem("spec", 'Invalid value: "object": min must not be above max')
+        FieldProblem("spec", "Invalid value: min must not be above max")
     ]
     assert crd_problems(quota(min={"cpu": "2500m"}, max={"cpu": 3})) == []
     assert crd_problems(quota(min={"cpu": "8"})) == []  # no max: the rule holds
@@ -185,6 +185,4 @@ def test_the_models_problems_about_other_fields_are_kept() -> None:
 def test_type_errors_have_their_own_cause_reason() -> None:
     body = 'Invalid value: "string": spec.minMember in body must be of type integer: "string"'
     assert cause_reason(body) == "FieldValueTypeInvalid"
-    assert cause_reason('Invalid value: "object": min must not be above max') == (
-        "FieldValueInvalid"
-    )
+    assert cause_reason("Invalid value: min must not be above max") == ("FieldValueInvalid")

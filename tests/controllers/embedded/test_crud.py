@@ -172,7 +172,7 @@ async def test_merge_patch_with_a_stale_resource_version_is_a_conflict() -> None
             await gw.merge_patch(ManagedCluster, "c1", stale)
 
 
-async def test_json_patch_applies_operations_and_a_failed_test_is_a_conflict() -> None:
+async def test_json_patch_applies_operations_and_a_failed_test_is_invalid() -> None:
     async with hub() as (_, gw):
         await gw.create(cluster("c1", {"a": "1"}))
         patched = await gw.json_patch(
@@ -185,7 +185,7 @@ async def test_json_patch_applies_operations_and_a_failed_test_is_a_conflict() -
             ],
         )
         assert patched.metadata.labels == {"a": "2", "b": "3"}
-        with pytest.raises(ConflictError):
+        with pytest.raises(InvalidError):  # kube-apiserver's 422 for a failed test
             await gw.json_patch(
                 ManagedCluster, "c1", [{"op": "test", "path": "/metadata/labels/a", "value": "1"}]
             )

@@ -1,0 +1,123 @@
+"""The embedded API server answers as kube-apiserver does where a client can tell: one script
+of requests (`tests.e2e.differential_script.SCRIPT`) sent to both, each answer compared
+(status code, reason, causes, the object). A difference is either fixed in the embedded server
+or named in `KNOWN` with why (and listed in docs/architecture.md, "Where the embedded server
+differs from kube-apiserver"); an unnamed difference fails the test, and so does a named one
+that is gone, so the table stays true.
+
+The watch from a too-old resourceVersion (1) gets 410 Gone on kube-apiserver because its watch
+cache starts at the resourceVersion it first listed at, far above 1; the embedded server keeps
+every event since its start, so the test compacts its history first (`Store.compact`, what
+etcd compaction does to the real one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from controllers.embedded import EmbeddedApiServer
+from controllers.kube.config import ClusterAccess
+from tests.e2e.conftest import unique_name
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.differential import Outcome, WireGateway, run_script
+from tests.e2e.differential_script import CLUSTERS, NODES, SCRIPT
+
+pytestmark = pytest.mark.asyncio
+
+# Step name -> why the embedded server answers differently (docs/architecture.md lists them).
+KNOWN: dict[str, str] = {
+    "list: fieldSelector unknown field": "one message for every kind: kube's names the fields "
+    "each kind supports",
+    "list: bad labelSelector": "our selector parser's message, not kube's lexer's",
+    "list: bad continue token": "our token is not kube's (base64 of an etcd key): the message "
+    "names no decoding error",
+    "watch: bookmarks": "kube-apiserver sends a watch's first BOOKMARK only after about a "
+    "minute; the embedded server sends one every bookmark_interval (1 s by default) so that "
+    "tests see them",
+    "invalid placement": "Placement is validated by its model (apis/placements.py): the same "
+    "fields are refused, in our words and with FieldValueInvalid for a wrong type",
+    "invalid managedcluster": "ManagedCluster is validated by its model (apis/cluster.py): the "
+    "same fields are refused, in our words (FieldValueInvalid for a value not in an enum)",
+    "invalid configmap: data key": "the keys of a ConfigMap's data are not checked",
+    "create: kind mismatch": "a body of another kind is 422 Invalid on `kind`, where kube "
+    "cannot decode it (400 BadRequest)",
+}
+
+
+async def _prepare(gateway: WireGateway, namespace: str, real: bool) -> None:
+    for path, body in [("/api/v1/namespaces", {"metadata": {"name": namespace}})] + (
+        [(f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "default"}})]
+        if real
+        else []
+    ):
+        done = await gateway.call(
+            "POST", path, query={}, body=body, content_type="application/json"
+        )
+        assert done.code == 201, done.describe()
+
+
+@pytest_asyncio.fixture
+async def real(control_plane: ControlPlane) -> AsyncIterator[WireGateway]:
+    gateway = await WireGateway.open(ClusterAccess(kubeconfig=control_plane.kubeconfig))
+    try:
+        yield gateway
+    finally:
+        await gateway.close()
+
+
+@pytest_asyncio.fixture
+async def embedded() -> AsyncIterator[tuple[EmbeddedApiServer, WireGateway]]:
+    server = EmbeddedApiServer()
+    await server.start()
+    gateway = await WireGateway.open(ClusterAccess(url=server.url))
+    try:
+        yield server, gateway
+    finally:
+        await gateway.close()
+        await server.stop()
+
+
+async def test_embedded_server_answers_as_kube_apiserver(
+    real: WireGateway, embedded: tuple[EmbeddedApiServer, WireGateway]
+) -> None:
+    server, fake = embedded
+    namespace, name = unique_name("diff"), unique_name("diff")
+    await asyncio.gather(_prepare(real, namespace, True), _prepare(fake, namespace, False))
+    server.store.compact()
+    try:
+        theirs, ours = await asyncio.gather(
+            run_script(real, SCRIPT, namespace, name), run_script(fake, SCRIPT, namespace, name)
+        )
+    finally:
+        for path in (f"{CLUSTERS}/{name}-mc", f"{NODES}/Bad_Name"):
+            await real.call("DELETE", path, query={}, body=None, content_type="application/json")
+    differing: dict[str, tuple[Outcome, Outcome]] = {}
+    for step, kube, embedded_answer in zip(SCRIPT, theirs, ours, strict=True):
+        if kube != embedded_answer:
+            differing[step.name] = (kube, embedded_answer)
+    same = len(SCRIPT) - len(differing)
+    print(
+        f"\ndifferential: {len(SCRIPT)} requests, {same} identical, "
+        f"{len(differing)} differ ({len(KNOWN)} known)"
+    )
+    report = []
+    for step_name, (kube, embedded_answer) in differing.items():
+        if step_name not in KNOWN:
+            lines = difflib.unified_diff(
+                kube.describe().splitlines(),
+                embedded_answer.describe().splitlines(),
+                "kube-apiserver",
+                "embedded",
+                n=2,
+                lineterm="",
+            )
+            report.append(f"=== {step_name}\n" + "\n".join(lines))
+    assert not report, "new differences:\n" + "\n".join(report)
+    fixed = sorted(set(KNOWN) - set(differing))
+    assert not fixed, f"known differences that are gone (remove them from KNOWN): {fixed}"
+    assert set(KNOWN) <= {s.name for s in SCRIPT}
