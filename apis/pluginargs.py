@@ -229,8 +229,8 @@ class PodTopologySpreadArgs(ArgsModel):
 class VolumeBindingArgs(ArgsModel):
     """kube's VolumeBindingArgs. `shape` turns on storage capacity scoring (kube's
     StorageCapacityScoring): the score of a node follows the shape at the utilization of the
-    volumes the pod would be bound to there. `bindTimeoutSeconds` is accepted; PreBind writes
-    the bindings and does not wait for the PV controller."""
+    volumes the pod would be bound to there. `bindTimeoutSeconds`: how long PreBind waits for
+    the PV controller to bind the claims of the volumes it pre-bound (the pod is then retried)."""
 
     bind_timeout_seconds: Annotated[int, Bounds(0)] = 600
     shape: list[UtilizationShapePoint] | None = None

@@ -17,6 +17,7 @@ from apis.quantity import ResourceList
 __all__ = [
     "BETA_STORAGE_CLASS_ANNOTATION",
     "BIND_COMPLETED_ANNOTATION",
+    "BOUND_BY_CONTROLLER_ANNOTATION",
     "NO_PROVISIONER",
     "STORAGE_KINDS",
     "PersistentVolume",
@@ -35,6 +36,9 @@ __all__ = [
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 """The class annotation that, when set, wins over `spec.storageClassName` (kube still reads it)."""
 BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
+BOUND_BY_CONTROLLER_ANNOTATION = "pv.kubernetes.io/bound-by-controller"
+"""Set by whoever bound a volume or claim for the user (kube-scheduler on the volume it
+pre-binds, the PV controller on the claim it completes)."""
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 """The provisioner of classes whose volumes are all created by hand (local volumes)."""
 

@@ -6,10 +6,11 @@ The engine decides; this module only writes. Each action becomes one request:
   default binder sends it: a real API server refuses to bind a pod recreated under the same
   name. 409 (bound by someone else, or a stale uid) and 404 (gone) are a `conflict` result
   (forget the pod, no retry); any other failure is a plain failure (backoff and retry).
-* `BindVolumes` -> merge patches: each volume's `spec.claimRef`, then its claim's
-  `spec.volumeName` (the PV controller completes the binding), queued behind the pod's earlier
-  writes and ahead of its binding. A failed write fails the pod's binding instead (a failed
-  `BindResult`; the `BindPod` that follows is not sent).
+* `BindVolumes` -> as kube-scheduler's VolumeBinding: each volume pre-bound (its `spec.claimRef`
+  and the `bound-by-controller` annotation), then a wait, holding no write slot, until the PV
+  controller has bound the claims (`controllers.addons.volume_binder`), queued behind the pod's
+  earlier writes and ahead of its binding. A failed write or wait fails the pod's binding
+  instead (a failed `BindResult`; the `BindPod` that follows is not sent).
 * `DeletePod` -> first, as kube-scheduler does, a status patch giving the victim the condition
   the engine decided (`DisruptionTarget`, reason `PreemptionByScheduler`; kube does not delete a
   victim it could not mark, and neither do we; nothing is sent when the victim carries that
@@ -49,9 +50,9 @@ from typing import Any
 from apis.core import Pod
 from apis.meta import KubeObject, format_time
 from apis.registry import KINDS
-from apis.storage import PersistentVolume, PersistentVolumeClaim
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.gateway import PodGateway
+from controllers.addons.volume_binder import VolumeBinder, VolumeBindError
 from controllers.kube.errors import (
     ApiError,
     ConflictError,
@@ -187,6 +188,7 @@ class ActionExecutor:
         self.max_pending = concurrency * 8
         self.counts = ExecutorCounts()
         self._volumes_failed: set[tuple[str, str]] = set()  # pods whose BindVolumes failed
+        self.volumes = VolumeBinder(gateway, lookup)
 
     @property
     def pending(self) -> int:
@@ -255,12 +257,13 @@ class ActionExecutor:
     async def _run(self, before: asyncio.Task[None] | None, action: Action) -> None:
         if before is not None:
             await asyncio.wait({before})
+        prebound: dict[str, str] | None = None
         async with self._slots:
             try:
                 if isinstance(action, BindPod):
                     await self._bind(action)
                 elif isinstance(action, BindVolumes):
-                    await self._bind_volumes(action)
+                    prebound = await self._bind_volumes(action)
                 elif isinstance(action, DeletePod):
                     await self._delete(action)
                 elif isinstance(action, PatchPodStatus):
@@ -272,6 +275,12 @@ class ActionExecutor:
                 log.info("%s %s: %s", type(action).__name__, self._target(action), exc)
                 if isinstance(action, BindPod | BindVolumes):
                     self._fail_binding(action, str(exc))
+        if isinstance(action, BindVolumes) and prebound is not None:
+            problem = await self.volumes.wait_bound(action, prebound)  # no slot held
+            if problem is not None:
+                self.counts.bind_failures += 1
+                log.warning("volumes of %s not bound: %s", action.key, problem)
+                self._fail_binding(action, problem)
 
     def _fail_binding(self, action: BindPod | BindVolumes, message: str) -> None:
         """The pod's binding failed (once: after failed volume writes, its bind is dropped)."""
@@ -279,23 +288,15 @@ class ActionExecutor:
             self._volumes_failed.add((action.key, action.uid))
         self._deliver(BindResult(action.key, action.uid, action.node, False, False, message))
 
-    async def _bind_volumes(self, action: BindVolumes) -> None:
-        for claim_key, claim_uid, volume in action.claims:
-            namespace, claim = split_key(claim_key)
-            ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": claim}
-            ref |= {"namespace": namespace, **({"uid": claim_uid} if claim_uid else {})}
-            try:
-                await self._gateway.merge_patch(
-                    PersistentVolume, volume, {"spec": {"claimRef": ref}}
-                )
-                await self._gateway.merge_patch(
-                    PersistentVolumeClaim, claim, {"spec": {"volumeName": volume}}, namespace
-                )
-            except ApiError as exc:
-                self.counts.bind_failures += 1
-                log.warning("binding %s to volume %s failed: %s", claim_key, volume, exc)
-                self._fail_binding(action, f"binding volumes: {exc}")
-                return
+    async def _bind_volumes(self, action: BindVolumes) -> dict[str, str] | None:
+        """Pre-bind the volumes; what was written (for the wait), None when it failed."""
+        try:
+            return await self.volumes.prebind(action)
+        except (ApiError, VolumeBindError) as exc:
+            self.counts.bind_failures += 1
+            log.warning("binding the volumes of %s failed: %s", action.key, exc)
+            self._fail_binding(action, f"binding volumes: {exc}")
+            return None
 
     async def _bind(self, action: BindPod) -> None:
         if (action.key, action.uid) in self._volumes_failed:

@@ -3,11 +3,15 @@ controller's phases of PersistentVolumes and PersistentVolumeClaims, and the eph
 controller's claims.
 
 A volume is `Available` until its `claimRef` names a claim, a claim `Pending` until its
-`volumeName` names a volume; once both name each other (a scheduler's PreBind writes both) they
-are `Bound`, and the claim's status shows the volume's access modes and capacity. A volume
-whose claim is gone is `Released`. Nothing is provisioned: dynamic provisioning is not played.
-A new pod with generic ephemeral volumes gets their claims (`<pod>-<volume>`, owned by the pod,
-the default class when they name none), as the ephemeral volume controller makes them.
+`volumeName` names a volume. A volume pre-bound to an unbound claim (a scheduler's PreBind
+writes the volume's `claimRef`, as kube-scheduler does) gets that claim's side completed: its
+`volumeName`, and the `pv.kubernetes.io/bind-completed` and `bound-by-controller` annotations;
+a claim and volume naming each other get `bind-completed` when they lack it. Once both name
+each other they are `Bound`, and the claim's status shows the volume's access modes and
+capacity. A volume whose claim is gone is `Released`. Nothing is provisioned: dynamic
+provisioning is not played. A new pod with generic ephemeral volumes gets their claims
+(`<pod>-<volume>`, owned by the pod, the default class when they name none), as the ephemeral
+volume controller makes them.
 
 Runs on the server's loop: the store's listener only schedules the writes (`call_soon`), as
 the store asks of its listeners.
@@ -20,7 +24,11 @@ import contextlib
 from typing import Any
 
 from apis.core import Pod
-from apis.storage import StorageClass
+from apis.storage import (
+    BIND_COMPLETED_ANNOTATION,
+    BOUND_BY_CONTROLLER_ANNOTATION,
+    StorageClass,
+)
 from controllers.embedded.history import StoredEvent
 from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
@@ -90,6 +98,10 @@ class VolumePhases:
         for pv in list(self.store.list(volumes, "", None)):
             ref = (pv.get("spec") or {}).get("claimRef") or {}
             claim = by_claim.get((ref.get("namespace", ""), ref.get("name", ""))) if ref else None
+            if claim is not None and ref.get("uid") not in (None, "", claim["metadata"]["uid"]):
+                claim = None  # the claim it names was replaced
+            if claim is not None:
+                self._complete(claims, claim, pv["metadata"]["name"])
             if not ref:
                 self._phase(volumes, pv, "Available")
             elif claim is None:
@@ -110,6 +122,25 @@ class VolumePhases:
                 self._phase(claims, claim, "Bound", extra)
             elif not name:
                 self._phase(claims, claim, "Pending")
+
+    def _complete(self, res: Resource, claim: dict[str, Any], volume: str) -> None:
+        """The PV controller's side of a binding: an unbound claim of a pre-bound volume
+        takes its name; a claim bound to it is marked bind-completed."""
+        spec = claim.get("spec") or {}
+        annotations = claim["metadata"].get("annotations") or {}
+        named = spec.get("volumeName")
+        if named not in (None, "", volume) or BIND_COMPLETED_ANNOTATION in annotations:
+            return
+        new = copy_json(claim)
+        new["metadata"].pop("resourceVersion", None)
+        marks = new["metadata"].setdefault("annotations", {})
+        marks[BIND_COMPLETED_ANNOTATION] = "yes"
+        if not named:
+            new.setdefault("spec", {})["volumeName"] = volume
+            marks[BOUND_BY_CONTROLLER_ANNOTATION] = "yes"
+        meta = claim["metadata"]
+        with contextlib.suppress(StatusError):  # changed or gone meanwhile: the next sync sees it
+            self.store.update(res, meta.get("namespace", ""), meta["name"], new)
 
     def _phase(
         self, res: Resource, obj: dict[str, Any], phase: str, extra: dict[str, Any] | None = None

@@ -139,15 +139,18 @@ class BindPod:
 @dataclass(frozen=True)
 class BindVolumes:
     """Before the pod `key` (uid, chosen `node`) is bound: bind each claim to the volume chosen
-    for it, `(claim namespace/name, claim uid, volume name)`: the volume's `spec.claimRef` names
-    the claim and the claim's `spec.volumeName` the volume (the PV controller of a real cluster
-    completes the binding). When a write fails, the shell sends a failed `BindResult` for the
-    pod instead of binding it."""
+    for it, `(claim namespace/name, claim uid, volume name)`. On a cluster the shell pre-binds
+    each volume (its `spec.claimRef`), as kube-scheduler does, and waits up to `timeout` seconds
+    (VolumeBinding's `bindTimeoutSeconds`) for the PV controller to bind the claims
+    (`controllers.addons.volume_binder`); the simulation leaves both sides bound at once. When
+    a write fails or the wait ends without the claims bound, the shell sends a failed
+    `BindResult` for the pod instead of binding it."""
 
     key: str
     uid: str
     node: str
     claims: tuple[tuple[str, str, str], ...]
+    timeout: float = 600.0
 
 
 @dataclass(frozen=True)

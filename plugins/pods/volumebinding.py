@@ -10,7 +10,8 @@ selector, not bound nor assumed for another claim, admitting the node — the cl
 smallest request first, each the smallest volume that fits, no volume twice. Every reason is
 unresolvable (preemption frees no volume). Reserve assumes the volumes chosen on the node (a
 second pod of the same batch cannot take them); PreBind asks the shell to bind them
-(`BindVolumes`: the volume's claimRef, the claim's volumeName) before the pod is bound;
+(`BindVolumes`: on a cluster, as kube's plugin, the volume's claimRef, then a wait of at most
+`bindTimeoutSeconds` for the PV controller to bind the claim) before the pod is bound;
 Unreserve forgets the assumption. An assumption ends when the volume is seen claimed.
 
 Score (kube's StorageCapacityScoring, on when the args give a `shape`): per node, the volumes
@@ -316,7 +317,8 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         chosen = self._by_pod.get(pod.key)
         if not chosen:
             return PreBindResult()
-        return PreBindResult(actions=(BindVolumes(pod.key, pod.uid, node, chosen),))
+        timeout = float(self.args.bind_timeout_seconds)
+        return PreBindResult(actions=(BindVolumes(pod.key, pod.uid, node, chosen, timeout),))
 
     # --- events ------------------------------------------------------------------------------
 

@@ -1,9 +1,13 @@
-"""The executor's BindVolumes against the embedded API server, through the real client: the
-volume's claimRef and the claim's volumeName written before the pod's binding (the server's PV
-controller then shows both Bound); a write that fails fails the pod's binding, which is then
+"""The executor's BindVolumes against the embedded API server, through the real client, as
+kube-scheduler's VolumeBinding does it: the volume pre-bound (its claimRef and the
+bound-by-controller annotation), the claim left to the PV controller (the server plays its part:
+the claim's volumeName and bind-completed), the pod bound only once its claims are; a write that
+fails, or a claim the PV controller does not bind in time, fails the pod's binding, which is then
 not sent."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -28,8 +32,15 @@ async def test_volumes_are_bound_before_the_pod() -> None:
         claims = (("team/data", made.metadata.uid or "", "pv1"),)
         r.executor.submit([BindVolumes(web.key, uid, "n1", claims), BindPod(web.key, uid, "n1")])
         await r.settle()
-        assert r.gateway.requests == ["PATCH pv1", "PATCH data", "POST binding"]
+        writes = [w for w in r.gateway.requests if not w.startswith("GET")]
+        assert writes == ["PATCH pv1", "POST binding"]  # the claim is the PV controller's
         assert [(x.key, x.ok) for x in r.results] == [("team/web", True)]
+        pvc = await r.gateway.get(PersistentVolumeClaim, "data", "team")
+        assert pvc.spec is not None and pvc.spec.volume_name == "pv1"
+        assert pvc.metadata.annotations == {
+            "pv.kubernetes.io/bind-completed": "yes",
+            "pv.kubernetes.io/bound-by-controller": "yes",
+        }
 
         async def bound() -> bool:
             pvc = await r.gateway.get(PersistentVolumeClaim, "data", "team")
@@ -45,6 +56,7 @@ async def test_volumes_are_bound_before_the_pod() -> None:
         assert pv.spec is not None and pv.spec.claim_ref is not None
         assert (pv.spec.claim_ref.namespace, pv.spec.claim_ref.name) == ("team", "data")
         assert pv.spec.claim_ref.uid == made.metadata.uid
+        assert (pv.metadata.annotations or {}).get("pv.kubernetes.io/bound-by-controller") == "yes"
         assert (await r.gateway.get(Pod, "web", "team")).spec.node_name == "n1"
 
 
@@ -54,11 +66,64 @@ async def test_a_failed_volume_write_fails_the_binding_and_the_pod_stays_unbound
         web = await r.pod("web")
         uid = web.metadata.uid or ""
         r.gateway.requests.clear()
-        claims = (("team/data", "", "missing-pv"),)  # no such volume: 404
+        claims = (("team/data", "u-data", "missing-pv"),)  # no such volume: 404
         r.executor.submit([BindVolumes(web.key, uid, "n1", claims), BindPod(web.key, uid, "n1")])
         await r.settle()
         (result,) = r.results
         assert (result.key, result.ok, result.conflict) == ("team/web", False, False)
         assert "binding volumes" in result.message
-        assert r.gateway.requests == ["PATCH missing-pv"]  # no claim patch, no binding
+        assert r.gateway.requests == ["GET missing-pv"]  # no write, no binding
         assert (await r.gateway.get(Pod, "web", "team")).spec.node_name is None
+
+
+@pytest.mark.asyncio
+async def test_the_pod_is_not_bound_until_the_pv_controller_binds_its_claims() -> None:
+    async with rig() as r:
+        await r.gateway.create(claim("data", namespace="team"))
+        await r.gateway.create(local_pv("pv1", "n1"))
+        web = await r.pod("web")
+        uid = web.metadata.uid or ""
+        # A claimRef with another uid: the PV controller never completes this binding.
+        claims = (("team/data", "u-another-claim", "pv1"),)
+        started = asyncio.get_running_loop().time()
+        r.executor.submit(
+            [BindVolumes(web.key, uid, "n1", claims, timeout=0.5), BindPod(web.key, uid, "n1")]
+        )
+        await r.settle()
+        assert asyncio.get_running_loop().time() - started >= 0.5
+        (result,) = r.results
+        assert (result.ok, result.conflict) == (False, False)
+        assert "timed out waiting for the PV controller" in result.message
+        assert "POST binding" not in r.gateway.requests
+        assert (await r.gateway.get(Pod, "web", "team")).spec.node_name is None
+        pvc = await r.gateway.get(PersistentVolumeClaim, "data", "team")
+        assert pvc.spec is not None and not pvc.spec.volume_name
+
+
+@pytest.mark.asyncio
+async def test_a_volume_claimed_by_another_claim_is_not_overwritten() -> None:
+    async with rig() as r:
+        other = await r.gateway.create(claim("other", namespace="team"))
+        await r.gateway.create(claim("data", namespace="team"))
+        await r.gateway.create(local_pv("pv1", "n1"))
+        await r.gateway.merge_patch(
+            PersistentVolume,
+            "pv1",
+            {
+                "spec": {
+                    "claimRef": {"namespace": "team", "name": "other", "uid": other.metadata.uid}
+                }
+            },
+        )
+        web = await r.pod("web")
+        uid = web.metadata.uid or ""
+        r.gateway.requests.clear()
+        claims = (("team/data", "u-data", "pv1"),)
+        r.executor.submit([BindVolumes(web.key, uid, "n1", claims), BindPod(web.key, uid, "n1")])
+        await r.settle()
+        (result,) = r.results
+        assert not result.ok and "bound to another claim" in result.message
+        assert r.gateway.requests == ["GET pv1"]
+        pv = await r.gateway.get(PersistentVolume, "pv1")
+        assert pv.spec is not None and pv.spec.claim_ref is not None
+        assert pv.spec.claim_ref.name == "other"

@@ -1,8 +1,9 @@
 """The storage kinds on the embedded server: served as kube serves them (PersistentVolumes
 cluster-scoped, claims namespaced, StorageClasses in storage.k8s.io), a claim naming no class
 given the default one (kube's DefaultStorageClass admission), and the PV controller's phases:
-Available and Pending, Bound once volume and claim name each other, Released when the claim
-goes; the ephemeral volume controller's claims."""
+Available and Pending, Bound once volume and claim name each other, a claim completed when a
+scheduler pre-binds a volume to it (as kube's PV controller does), Released when the claim goes;
+the ephemeral volume controller's claims."""
 
 from __future__ import annotations
 
@@ -52,6 +53,38 @@ async def test_claims_get_the_default_class_and_phases_follow_the_binding() -> N
             return phase(await gw.get(PersistentVolume, "pv1")) == "Released"
 
         await eventually(released, timeout=10)
+
+
+@pytest.mark.asyncio
+async def test_a_volume_pre_bound_to_a_claim_gets_the_claim_completed() -> None:
+    async with hub() as (_, gw):
+        await gw.create(storage_class("local"))
+        made = await gw.create(claim("data", cls="local"))
+        other = await gw.create(claim("other", cls="local"))
+        await gw.create(local_pv("pv1", "n1", cls="local"))
+        await gw.create(local_pv("pv2", "n1", cls="local"))
+        # Only the volumes are written, as kube-scheduler's PreBind writes them.
+        ref = {"namespace": "default", "name": "data", "uid": made.metadata.uid}
+        await gw.merge_patch(PersistentVolume, "pv1", {"spec": {"claimRef": ref}})
+        stale = {"namespace": "default", "name": "other", "uid": "u-a-replaced-claim"}
+        await gw.merge_patch(PersistentVolume, "pv2", {"spec": {"claimRef": stale}})
+
+        async def bound() -> bool:
+            pvc = await gw.get(PersistentVolumeClaim, "data", "default")
+            return phase(pvc) == "Bound" and phase(await gw.get(PersistentVolume, "pv1")) == "Bound"
+
+        await eventually(bound, timeout=10)
+        pvc = await gw.get(PersistentVolumeClaim, "data", "default")
+        assert pvc.spec is not None and pvc.spec.volume_name == "pv1"
+        assert pvc.metadata.annotations == {
+            "pv.kubernetes.io/bind-completed": "yes",
+            "pv.kubernetes.io/bound-by-controller": "yes",
+        }
+        # A claimRef naming another uid (the claim was replaced) completes nothing.
+        left = await gw.get(PersistentVolumeClaim, "other", "default")
+        assert left.metadata.uid == other.metadata.uid
+        assert left.spec is not None and not left.spec.volume_name
+        assert phase(left) == "Pending"
 
 
 @pytest.mark.asyncio
