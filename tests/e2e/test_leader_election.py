@@ -140,7 +140,8 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
                 )
             )
             replicas = [
-                Replica(f"replica-{i}", p, r) for i, (p, r) in enumerate(zip(proxies, runs))
+                Replica(f"replica-{i}", p, r)
+                for i, (p, r) in enumerate(zip(proxies, runs, strict=True))
             ]
 
             # One leader, and it alone writes.
