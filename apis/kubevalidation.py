@@ -7,8 +7,10 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * Pod: `spec.containers: Required value`; each container's (and init container's) limits and
   requests at least 0 (`...resources.requests[cpu]: Invalid value: "-1": must be greater than
   or equal to 0`) and requests at most the limit (`...resources.requests: Invalid value: "2":
-  must be less than or equal to cpu limit of 1`); `spec.nodeSelector` keys and values; node
-  affinity requirements (values required by In/NotIn, forbidden by Exists/DoesNotExist, one
+  must be less than or equal to cpu limit of 1`); an extended resource or hugepages needs a
+  limit (`...resources.limits: Required value: Limit must be set for non overcommitable
+  resources`) and a request equal to it (`must be equal to nvidia.com/gpu limit of 2`);
+  `spec.nodeSelector` keys and values; node affinity requirements (values required by In/NotIn, forbidden by Exists/DoesNotExist, one
   for Gt/Lt; known operators; label keys); tolerations (operator, effect, key, value);
 * Node: `status.capacity.<name>` and `status.allocatable.<name>` at least 0;
 * PriorityClass: a value above HIGHEST_USER_PRIORITY, a `system-` name that is not one of the
@@ -152,10 +154,30 @@ def _resource_problems(resources: dict[str, Any], path: str) -> list[FieldProble
     problems += _nonnegative(requests, f"{path}.requests", keyed=True)
     for name in sorted(requests):
         request, limit = _quantity(requests[name]), _quantity(limits.get(name))
-        if request is not None and limit is not None and request.value > limit.value:
+        exact = not overcommit_allowed(name)
+        if exact and name not in limits:
+            problems.append(_required(f"{path}.limits", _NO_LIMIT))
+        if request is None or limit is None:
+            continue
+        if exact and request.value != limit.value:
+            detail = f"must be equal to {name} limit of {limit.canonical()}"
+            problems.append(_invalid(f"{path}.requests", request.canonical(), detail))
+        elif request.value > limit.value:
             detail = f"must be less than or equal to {name} limit of {limit.canonical()}"
             problems.append(_invalid(f"{path}.requests", request.canonical(), detail))
     return problems
+
+
+_NO_LIMIT = "Limit must be set for non overcommitable resources"
+
+
+def overcommit_allowed(name: str) -> bool:
+    """Whether a container's request of resource `name` may be below its limit: kube's native
+    resources (no domain, or a kubernetes.io one) but hugepages. Extended resources
+    (`nvidia.com/gpu`) and hugepages need a limit, and a request equal to it."""
+    domain, _, _ = name.rpartition("/")
+    native = domain == "" or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return native and not name.startswith("hugepages-")
 
 
 def _pod_problems(spec: dict[str, Any]) -> list[FieldProblem]:

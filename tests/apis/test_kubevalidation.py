@@ -126,3 +126,33 @@ def test_any_shape_gives_problems_never_an_exception(
     }
     for problem in kube_problems(doc):
         assert problem.path and problem.message
+
+
+def resources(requests: dict[str, str], limits: dict[str, str] | None = None) -> dict[str, Any]:
+    given_ = {"requests": requests, **({"limits": limits} if limits is not None else {})}
+    return pod(containers=[{"name": "c", "image": "x", "resources": given_}])
+
+
+def test_extended_resources_and_hugepages_need_a_limit_equal_to_the_request() -> None:
+    # each message as kube-apiserver v1.36 answers the same pod
+    path = "spec.containers[0].resources"
+    assert lines(resources({"nvidia.com/gpu": "1"})) == [
+        f"{path}.limits: Required value: Limit must be set for non overcommitable resources"
+    ]
+    assert lines(resources({"hugepages-2Mi": "2Mi", "cpu": "1"})) == [
+        f"{path}.limits: Required value: Limit must be set for non overcommitable resources"
+    ]
+    assert lines(resources({"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"})) == [
+        f'{path}.requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'
+    ]
+    assert lines(resources({"example.com/foo": "3", "cpu": "1"}, {"example.com/foo": "1"})) == [
+        f'{path}.requests: Invalid value: "3": must be equal to example.com/foo limit of 1'
+    ]
+
+
+def test_native_resources_may_request_below_their_limit_or_set_no_limit() -> None:
+    assert lines(resources({"cpu": "1", "memory": "1Gi"})) == []
+    assert lines(resources({"cpu": "1"}, {"cpu": "2"})) == []
+    assert lines(resources({"ephemeral-storage": "1Gi"})) == []
+    assert lines(resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "2"})) == []
+    assert lines(resources({}, {"nvidia.com/gpu": "2"})) == []  # the request defaults to it
