@@ -10,8 +10,9 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
   must be less than or equal to cpu limit of 1`); an extended resource or hugepages needs a
   limit (`...resources.limits: Required value: Limit must be set for non overcommitable
   resources`) and a request equal to it (`must be equal to nvidia.com/gpu limit of 2`);
-  `spec.nodeSelector` keys and values; node affinity requirements (values required by In/NotIn, forbidden by Exists/DoesNotExist, one
-  for Gt/Lt; known operators; label keys); tolerations (operator, effect, key, value);
+  `spec.nodeSelector` keys and values; node affinity requirements (values required by
+  In/NotIn, forbidden by Exists/DoesNotExist, one for Gt/Lt; known operators; label keys);
+  tolerations (operator, effect, key, value);
 * Node: `status.capacity.<name>` and `status.allocatable.<name>` at least 0;
 * PriorityClass: a value above HIGHEST_USER_PRIORITY, a `system-` name that is not one of the
   two built-in classes with their values.
