@@ -92,6 +92,11 @@ class Kubelet:
         for spec in self.nodes.values():
             await self._register(spec)
 
+    async def add_node(self, spec: NodeSpec) -> None:
+        """Register one more node (a node joining while the test runs)."""
+        self.nodes[spec.name] = spec
+        await self._register(spec)
+
     async def _register(self, spec: NodeSpec) -> None:
         path = f"/api/v1/nodes/{spec.name}"
         body = {
@@ -165,7 +170,7 @@ class Kubelet:
 
     async def run(self) -> None:
         while True:
-            for name in self.nodes:
+            for name in list(self.nodes):
                 try:
                     for pod in await self._pods_on(name):
                         await self._sync(pod)
