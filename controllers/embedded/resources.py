@@ -18,6 +18,8 @@ import yaml
 
 from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.core import ConfigMap, CoreEvent, Event, Lease, Namespace, Node, Pod
+from apis.crdcost import crd_refusals
+from apis.fielderrors import aggregate
 from apis.meta import KubeObject
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
@@ -28,6 +30,7 @@ from controllers.cli.crds import CRD_DIR
 __all__ = [
     "CORE_KINDS",
     "SERVER_VERSION",
+    "CrdRefusedError",
     "Resource",
     "api_group_list",
     "api_resource_list",
@@ -141,7 +144,18 @@ def _from_model(cls: type[KubeObject]) -> Resource:
     )
 
 
+class CrdRefusedError(ValueError):
+    """A CRD kube-apiserver would refuse (`apis.crdcost`), with its message."""
+
+
 def _from_crd(crd: dict[str, Any]) -> list[Resource]:
+    refusals = crd_refusals(crd)
+    if refusals:
+        name = (crd.get("metadata") or {}).get("name", "")
+        raise CrdRefusedError(
+            f'CustomResourceDefinition.apiextensions.k8s.io "{name}" is invalid: '
+            + (aggregate(refusals) or "")
+        )
     spec = crd["spec"]
     names = spec["names"]
     out = []
@@ -171,7 +185,9 @@ def _from_crd(crd: dict[str, Any]) -> list[Resource]:
 
 
 def load_resources(crd_dir: Path = CRD_DIR) -> list[Resource]:
-    """The core resources plus those of every CRD file in `crd_dir`."""
+    """The core resources plus those of every CRD file in `crd_dir`; CrdRefusedError for a
+    CRD kube-apiserver refuses (metadata's schema beyond its type, a rule over its cost
+    budget)."""
     resources = [_from_model(cls) for cls in CORE_KINDS]
     for path in sorted(crd_dir.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
