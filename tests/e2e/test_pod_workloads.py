@@ -118,10 +118,10 @@ async def test_deployment_statefulset_and_job_pods_are_bound_and_run(
             # LeastAllocated spreads seven 200m pods over both 2-CPU nodes.
             assert {p["spec"]["nodeName"] for p in pods} == names
             # StatefulSet: db-1 was created only once db-0 ran (OrderedReady).
-            assert {p["metadata"]["name"] for p in pods if "db" in p["metadata"]["name"]} == {
-                "db-0",
-                "db-1",
+            stateful = {
+                p["metadata"]["name"] for p in pods if p["metadata"]["labels"]["app"] == "db"
             }
+            assert stateful == {"db-0", "db-1"}
 
             async def scheduled_events() -> list[dict[str, Any]] | None:
                 events = await gateway.items(
