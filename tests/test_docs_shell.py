@@ -6,9 +6,9 @@ The rule, block by block (every ```bash block of README.md and docs/**/*.md):
   with its reason: what needs a real cluster (`kubectl` other than `kubectl kustomize`, `curl`),
   keeps running as a server (`placement run`, `placement scheduler run`, `placement webhook
   run`, `python -m controllers.embedded`), needs a container engine (`docker`), changes the
-  environment or the repository (`pip install`, `python -m controllers.cli.crds` without
-  `--check`), or is the suite or the scale harness itself (`pytest`, `python -m perf`: CI runs
-  them).
+  environment or the repository (`pip install`, `go install`, `python -m controllers.cli.crds`
+  without `--check`), or is the suite or the scale harness itself (`pytest`, `python -m perf`:
+  CI runs them).
 * Every other block **runs**, and then each of its commands must start with a word of `RUNS`
   (the offline verbs of `placement`, `kubectl kustomize`, the add-on example); a command in
   neither list fails the test, so a new kind of command is classified before it lands.
@@ -65,6 +65,7 @@ SKIPPED = {
     "python -m controllers.cli.crds": "rewrites config/crds (CI runs `--check`)",
     "pytest": "the suite itself (CI runs it)",
     "python -m perf": "the scale harness: minutes (pytest runs its smoke pass)",
+    "go install": "downloads and builds a tool (setup-envtest, for the e2e tier's binaries)",
 }
 
 
