@@ -22,8 +22,9 @@ import contextlib
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ from apis.placements import (
     PlacementDecision,
 )
 from controllers.kube.gateway import Gateway
+from placement.simulate import simulate as offline
 from placement.testing import placement
+from plugins import default_scheduler
 from tests.controllers.embedded.hub import eventually
 from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
@@ -333,25 +336,40 @@ async def test_every_scheduled_sample_has_decision_and_score_events(
 async def test_a_placement_over_100_clusters_gets_pages_of_100(
     control_plane: ControlPlane, installed: Installed, tmp_path: Path
 ) -> None:
+    """150 clusters of the test's own (see hub_helpers: no sample placement selects them),
+    one placement selecting them all and one misconfigured; then 60 clusters leave."""
     namespace = unique_name("e2e-pages")
     fleet = private_fleet(unique_name("pages"), namespace, [{} for _ in range(150)])
-    wide = placement(
+    wide = placement(namespace, "wide", clusterSets=[fleet.name], tolerations=tolerate_private())
+    unknown = {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "NoSuchPrioritizer"}}
+    broken = placement(
         namespace,
-        "wide",
-        clusterSets=[fleet.name],
+        "broken",
         tolerations=tolerate_private(),
+        prioritizerPolicy={"mode": "Additive", "configurations": [unknown]},
     )
+    mine = [*fleet.objects, wide, broken]
     names = sorted(c.name for c in fleet.clusters)
+    # The same oracle in process (what `placement simulate` runs), for the test's own objects.
+    simulated = offline(mine, default_scheduler(), datetime.now(UTC))
+    expected = {
+        ident(o.to_wire()): view(o.to_wire())
+        for item in simulated
+        for o in (item.placement, *item.decisions)
+    }
     async with await connect(control_plane) as gateway:
         try:
-            await create_all(gateway, [*fleet.objects, wide], width=24)
+            await create_all(gateway, mine, width=24)
             placed = await gateway.get(Placement, "wide", namespace)
+            assert len(expected) == 4  # two placements, wide's two pages, broken's empty one
 
-            async def paged() -> dict[str, list[str]] | None:
-                pages = await decided(gateway, namespace, "wide")
-                return pages if sum(map(len, pages.values())) == 150 else None
+            async def settled() -> bool:
+                return await live_views(gateway, set(expected)) == expected
 
-            pages = await eventually(paged, timeout=SETTLE)
+            with contextlib.suppress(TimeoutError):
+                await eventually(settled, timeout=SETTLE)
+            assert await live_views(gateway, set(expected)) == expected
+            pages = await decided(gateway, namespace, "wide")
             assert pages == {"wide-decision-1": names[:100], "wide-decision-2": names[100:]}
             listed = await gateway.list(
                 PlacementDecision, namespace, label_selector=f"{PLACEMENT_LABEL}=wide"
@@ -376,6 +394,8 @@ async def test_a_placement_over_100_clusters_gets_pages_of_100(
                     "clusterCount": 150,
                 }
             ]
+            misconfigured = expected[("Placement", namespace, "broken")]["conditions"]
+            assert ("PlacementMisconfigured", "True") in {c[:2] for c in misconfigured}
             # 60 clusters leave: one page is enough, the second is deleted.
             await delete_all(gateway, fleet.clusters[90:], width=24)
 
@@ -385,20 +405,33 @@ async def test_a_placement_over_100_clusters_gets_pages_of_100(
 
             assert await eventually(shrunk, timeout=SETTLE) == {"wide-decision-1": names[:90]}
 
-            async def reasons() -> list[tuple[str, str | None]] | None:
-                events = await events_of(gateway, namespace, "wide")
-                out = sorted(
-                    (e.reason or "", e.related.name if e.related else None) for e in events
-                )
-                return out if ("DecisionDelete", "wide-decision-2") in out else None
+            async def reasons(name: str) -> set[tuple[str, str, str | None]]:
+                events = await events_of(gateway, namespace, name)
+                return {
+                    (e.type or "", e.reason or "", e.related.name if e.related else None)
+                    for e in events
+                }
 
-            seen = await eventually(reasons, timeout=SETTLE)
-            assert seen is not None
-            assert {
-                ("DecisionCreate", "wide-decision-1"),
-                ("DecisionCreate", "wide-decision-2"),
-                ("ScoreUpdate", "wide-decision-1"),
-                ("DecisionDelete", "wide-decision-2"),
-            } <= set(seen)
+            wanted = {
+                ("Normal", "DecisionCreate", "wide-decision-1"),
+                ("Normal", "DecisionCreate", "wide-decision-2"),
+                ("Normal", "ScoreUpdate", "wide-decision-1"),
+                ("Normal", "DecisionDelete", "wide-decision-2"),
+            }
+            await eventually(lambda: _superset(reasons("wide"), wanted), timeout=SETTLE)
+            warned = {("Warning", "PlacementMisconfigured", None)}
+            await eventually(lambda: _superset(reasons("broken"), warned), timeout=SETTLE)
         finally:
-            await delete_all(gateway, fleet.cluster_scoped, width=24)
+            await delete_all(gateway, [wide, broken, *fleet.cluster_scoped], width=24)
+    # The controller met no error on the way: every reconcile and every event went through.
+    run = installed.run
+    assert await run.metric("placement_reconcile_errors_total") == 0
+    assert await run.metric("placement_events_total", outcome="failed") == 0
+    assert await run.metric("placement_events_total", outcome="dropped") == 0
+    assert await run.metric("placement_events_total", reason="DecisionDelete") >= 1
+    logged = run.stderr()
+    assert " ERROR " not in logged and "Traceback" not in logged, logged[-3000:]
+
+
+async def _superset(found: Awaitable[set[Any]], wanted: set[Any]) -> bool:
+    return await found >= wanted
