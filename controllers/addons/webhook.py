@@ -1,4 +1,4 @@
-"""The spot/on-demand mutating webhook server (DESIGN §8, issue 17): AdmissionReview v1 over
+"""The spot/on-demand mutating webhook server: AdmissionReview v1 over
 HTTPS, the rules of `placement.pods.mutation`, the exact count of `placement.pods.ledger`.
 
 `SpotWebhook.review` answers one AdmissionReview: the response echoes the request's uid and
@@ -9,6 +9,14 @@ makes no API call in the steady state; with several replicas (`shared` set) the 
 admissions, at most M per workload plus replacements, also settle their reservations through a
 Lease (group commit: one read and one write settle every admission of that workload waiting at
 that moment). dryRun admissions are decided like the others and reserve nothing.
+
+An on-demand place is granted only by an answer the API server can still use. The API server
+hangs up at the configuration's `timeoutSeconds` and then creates the pod unmutated (`Ignore`)
+or not at all (`Fail`, its controller retries): the server cancels the handler of a caller gone
+and the place is given back at once. An answer not ready within `deadline` seconds (set it below
+`timeoutSeconds`; kube does not send it) gives its place back and sends the pod to spot; an
+answer that reaches the API server therefore never holds a place another pod needed. `AnswerDelay`
+holds answers for tests (fault injection: `placement webhook run --fault-delay`).
 
 `WebhookServer` serves `POST /mutate` plus `/healthz` and `/readyz` on HTTPS (the kubelet
 probes with `scheme: HTTPS`); the certificate files are checked every `reload_interval` and
@@ -29,19 +37,23 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aiohttp import web
-from prometheus_client import Counter, Histogram
 
 from controllers.addons.webhook_certs import ReloadingContext
-from controllers.addons.webhook_input import MAX_DEPTH, parse_review, pod_problems
+from controllers.addons.webhook_input import (
+    MAX_DEPTH,
+    log_decision,
+    parse_review,
+    pod_problems,
+    with_identity,
+)
+from controllers.addons.webhook_metrics import WebhookMetrics
 from controllers.addons.webhook_state import LeaseReservations, WorkloadSource
 from controllers.kube.errors import ApiError
 from controllers.runtime.http import MAX_BODY_BYTES, parse_address
-from controllers.runtime.metrics import MetricsRegistry
-from placement.pods.ledger import Ledger
+from placement.pods.ledger import Ledger, Settlement
 from placement.pods.mutation import (
     Capacity,
     MutationConfig,
-    Verdict,
     Workload,
     decide,
     min_available,
@@ -49,42 +61,31 @@ from placement.pods.mutation import (
     workload_of,
 )
 
-__all__ = ["MUTATE_PATH", "SpotWebhook", "WebhookMetrics", "WebhookServer"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "MUTATE_PATH",
+    "AnswerDelay",
+    "SpotWebhook",
+    "WebhookMetrics",
+    "WebhookServer",
+]
 
 log = logging.getLogger(__name__)
 
 MUTATE_PATH: Final = "/mutate"
-LATENCY_BUCKETS: Final = (1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 0.5, 1.0)
 MAX_SETTLE_ATTEMPTS: Final = 20
+DEFAULT_DEADLINE: Final = 3.0
+"""Seconds within which an answer must be ready to grant an on-demand place: below the
+API server's default `timeoutSeconds` (10) and our manifest's (5)."""
 
 
-class WebhookMetrics(MetricsRegistry):
-    """The webhook's series, beside the runtime's process and client series."""
+@dataclass(frozen=True)
+class AnswerDelay:
+    """Fault injection, for tests only: hold each of the first `first` answers (0: every
+    answer) `seconds` after deciding it, as a loaded machine answers late."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.admissions = Counter(
-            "spot_webhook_admissions_total",
-            "Admission reviews answered, by decision (on-demand, spot, unchanged, invalid).",
-            ["decision"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "spot_webhook_admission_duration_seconds",
-            "Seconds from reading an admission review to answering it.",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.conflicts = Counter(
-            "spot_webhook_reservation_conflicts_total",
-            "Writes of a workload's shared reservations refused by a concurrent write.",
-            registry=self.registry,
-        )
-        self.fallbacks = Counter(
-            "spot_webhook_reservation_fallbacks_total",
-            "Admissions decided on this replica's count alone: the shared Lease failed.",
-            registry=self.registry,
-        )
+    seconds: float
+    first: int = 0
 
 
 @dataclass
@@ -92,6 +93,7 @@ class _Outcome:
     capacity: Capacity | None
     warnings: list[str] = field(default_factory=list)
     token: str | None = None
+    workload: Workload | None = None  # whose place `token` holds
 
 
 class SpotWebhook:
@@ -106,6 +108,8 @@ class SpotWebhook:
         clock: Callable[[], float] = time.time,
         shared: LeaseReservations | None = None,
         metrics: WebhookMetrics | None = None,
+        deadline: float = DEFAULT_DEADLINE,
+        delay: AnswerDelay | None = None,
     ) -> None:
         self.workloads = workloads
         self.ledger = ledger
@@ -115,11 +119,30 @@ class SpotWebhook:
         self.metrics = metrics or WebhookMetrics()
         self._locks: dict[str, asyncio.Lock] = {}
         self._settled: dict[str, bool] = {}
+        self.deadline = deadline
+        self.delay = delay
+        self._delayed = 0
+        self._background: set[asyncio.Future[Any]] = set()
 
     async def review(self, doc: Any, *, refuse: str | None = None) -> dict[str, Any]:
         """The AdmissionReview answering `doc`; ValueError if `doc` is not one. `refuse`: a
         problem found before (the body nested too deep): allowed unchanged, with it as the
         warning."""
+        answer = await self.answer(doc, refuse=refuse)
+        assert answer is not None  # a caller that is always there
+        return answer
+
+    async def answer(
+        self,
+        doc: Any,
+        *,
+        refuse: str | None = None,
+        connected: Callable[[], bool] = lambda: True,
+    ) -> dict[str, Any] | None:
+        """`review`, for a caller that may hang up (`connected` turns False: the API server's
+        `timeoutSeconds` passed): then None, and the on-demand place the answer held is given
+        back, since the pod is created without it or not at all. An on-demand answer not ready
+        within `deadline` seconds is sent to spot instead, its place given back too."""
         started = time.perf_counter()
         request = doc.get("request") if isinstance(doc, dict) else None
         if not isinstance(request, dict) or not isinstance(request.get("uid"), str):
@@ -129,7 +152,24 @@ class SpotWebhook:
         if refuse is not None:
             outcome = _Outcome(None, [f"pod not placed: {refuse}"])
         else:
-            outcome = await self._safe_outcome(request)
+            outcome = await self._safe_outcome(request, started)
+        try:
+            await self._hold()
+        except asyncio.CancelledError:  # the server cancels the answer of a caller gone
+            self._abandon(request, outcome, started)
+            raise
+        elapsed = time.perf_counter() - started
+        if not connected():
+            self._abandon(request, outcome, started)
+            return None
+        if outcome.token is not None and elapsed > self.deadline:
+            self._release(outcome.workload, outcome.token, "late")
+            outcome.token = None
+            outcome.capacity = Capacity.SPOT
+            outcome.warnings.append(
+                f"sent to spot: the answer was ready after the webhook's deadline of "
+                f"{self.deadline:g}s"
+            )
         if outcome.capacity is not None:
             pod = request["object"]
             ops = patch(pod, outcome.capacity, self.config, reservation=outcome.token)
@@ -140,7 +180,7 @@ class SpotWebhook:
             response["warnings"] = outcome.warnings
         decision = outcome.capacity.value if outcome.capacity is not None else "unchanged"
         if outcome.capacity is not None or outcome.warnings:
-            _log_decision(request, decision, outcome.warnings)
+            log_decision(log, request, decision, outcome.warnings)
         self.metrics.admissions.labels(decision).inc()
         self.metrics.latency.observe(time.perf_counter() - started)
         return {
@@ -149,16 +189,59 @@ class SpotWebhook:
             "response": response,
         }
 
-    async def _safe_outcome(self, request: dict[str, Any]) -> _Outcome:
+    def _abandon(self, request: dict[str, Any], outcome: _Outcome, started: float) -> None:
+        """The caller hung up before the answer: give its on-demand place back."""
+        self._release(outcome.workload, outcome.token, "gone")
+        outcome.token = None
+        self.metrics.admissions.labels("abandoned").inc()
+        elapsed = time.perf_counter() - started
+        log_decision(log, request, "abandoned", [f"the API server hung up after {elapsed:.2f}s"])
+
+    def _release(self, workload: Workload | None, token: str | None, reason: str) -> None:
+        """Give back the place `token` reserved (no pod will carry it); with shared
+        reservations, drop it from the Lease too, in the background."""
+        if workload is None or token is None:
+            return
+        self.ledger.release(workload.ref.key, token, self.clock())
+        self.metrics.released.labels(reason).inc()
+        log.info(
+            "on-demand place of %s %s/%s given back: its answer was not used (%s)",
+            workload.ref.kind,
+            workload.ref.namespace,
+            workload.ref.name,
+            reason,
+        )
+        if self.shared is not None:
+            self._keep(asyncio.ensure_future(self._publish(workload)))
+
+    def _keep(self, task: asyncio.Future[Any]) -> None:
+        """Let `task` finish in the background."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _publish(self, workload: Workload) -> None:
+        limit, _ = min_available(workload, self.config)
+        if limit is not None:
+            async with self._locks.setdefault(workload.ref.key, asyncio.Lock()):
+                await self._settle_all(workload, limit, [])
+
+    async def _hold(self) -> None:
+        delay = self.delay
+        if delay is None or (delay.first and self._delayed >= delay.first):
+            return
+        self._delayed += 1
+        await asyncio.sleep(delay.seconds)
+
+    async def _safe_outcome(self, request: dict[str, Any], started: float) -> _Outcome:
         """`_outcome`, with a pod that is not one (wrong types) placed nowhere and named in a
         warning, and any other failure answered the same way rather than with a 500."""
         try:
-            return await self._outcome(request)
+            return await self._outcome(request, started)
         except Exception as exc:  # a well-formed answer whatever the review held
             log.exception("admission review %s: pod not placed", request.get("uid"))
             return _Outcome(None, [f"pod not placed: {type(exc).__name__}: {exc}"[:500]])
 
-    async def _outcome(self, request: dict[str, Any]) -> _Outcome:
+    async def _outcome(self, request: dict[str, Any], started: float) -> _Outcome:
         resource = request.get("resource")
         resource = resource if isinstance(resource, dict) else {}
         pod = request.get("object")
@@ -174,7 +257,7 @@ class SpotWebhook:
         if problems:
             shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
             return _Outcome(None, [f"pod not placed: {shown}"])
-        pod = _with_identity(pod, request)
+        pod = with_identity(pod, request)
         ref = workload_of(pod, self.workloads.replica_set_owner)
         workload = self.workloads.workload(ref) if ref is not None else None
         if ref is not None and workload is None:
@@ -185,13 +268,14 @@ class SpotWebhook:
         verdict = decide(pod, workload, count, self.config)
         outcome = _Outcome(verdict.capacity, list(verdict.warnings))
         if verdict.counted and workload is not None and not request.get("dryRun"):
-            await self._reserve(workload, verdict, outcome, now)
+            await self._reserve(workload, outcome, now, started)
         return outcome
 
     async def _reserve(
-        self, workload: Workload, verdict: Verdict, outcome: _Outcome, now: float
+        self, workload: Workload, outcome: _Outcome, now: float, started: float
     ) -> None:
-        """Take one of the workload's M places for this pod, or send it to spot."""
+        """Take one of the workload's M places for this pod, or send it to spot: also when the
+        shared count is not settled by the deadline (the place is then given back)."""
         limit, _ = min_available(workload, self.config)
         assert limit is not None  # a counted verdict read it
         key = workload.ref.key
@@ -200,81 +284,85 @@ class SpotWebhook:
         if not self.ledger.try_reserve(key, token, limit, now, shared=shared):
             outcome.capacity = Capacity.SPOT
             return
-        if shared and not await self._settle(workload, token, limit, outcome):
-            outcome.capacity = Capacity.SPOT
-            return
-        outcome.token = token
+        if shared:
+            settling = asyncio.ensure_future(self._settle(workload, token, limit, outcome))
+            left = self.deadline - (time.perf_counter() - started)
+            try:
+                done, _ = await asyncio.wait({settling}, timeout=max(left, 0.0))
+            except asyncio.CancelledError:  # the caller hung up
+                self._keep(settling)
+                self._release(workload, token, "gone")
+                raise
+            if settling not in done:
+                self._keep(settling)
+                self._release(workload, token, "late")
+                outcome.capacity = Capacity.SPOT
+                outcome.warnings.append(
+                    f"sent to spot: the on-demand count was not settled within the webhook's "
+                    f"deadline of {self.deadline:g}s"
+                )
+                return
+            if not settling.result():
+                outcome.capacity = Capacity.SPOT
+                return
+        outcome.token, outcome.workload = token, workload
 
     async def _settle(self, workload: Workload, token: str, limit: int, outcome: _Outcome) -> bool:
         """Settle this replica's pending reservations of the workload through the Lease; True
         if `token` was granted."""
+        async with self._locks.setdefault(workload.ref.key, asyncio.Lock()):
+            if token not in self._settled:
+                await self._settle_all(workload, limit, outcome.warnings)
+            return self._settled.pop(token, False)
+
+    async def _settle_all(self, workload: Workload, limit: int, warnings: list[str]) -> None:
+        """Settle every pending reservation of the workload (and drop released ones from the
+        Lease), the results into `_settled`; the caller holds the workload's lock."""
         assert self.shared is not None
         key = workload.ref.key
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            if token in self._settled:
-                return self._settled.pop(token)
-            problem = "too many concurrent writers"
-            for _ in range(MAX_SETTLE_ATTEMPTS):
-                try:
-                    shared, version = await self.shared.read(workload.ref)
-                    pending = self.ledger.pending(key)
-                    settlement = self.ledger.settle(key, shared, pending, limit, self.clock())
-                    written = not settlement.changed or await self.shared.write(
-                        workload, settlement.shared, version
-                    )
-                except ApiError as exc:
-                    problem = str(exc)
-                    break
-                if not written:
-                    self.metrics.conflicts.inc()
-                    continue
-                self.ledger.adopt(key, settlement)
-                self._settled.update(dict.fromkeys(settlement.granted, True))
-                self._settled.update(dict.fromkeys(settlement.refused, False))
-                return self._settled.pop(token)
-            # The Lease failed: decide on this replica's own count rather than leave the
-            # workload below its minimum (see the ledger's limits).
-            self.metrics.fallbacks.inc()
-            local = self.ledger.reserved(key)
-            settlement = self.ledger.settle(
-                key, local, self.ledger.pending(key), limit, self.clock()
-            )
-            self.ledger.adopt(key, settlement)
-            self._settled.update(dict.fromkeys(settlement.granted, True))
-            self._settled.update(dict.fromkeys(settlement.refused, False))
-            outcome.warnings.append(
-                f"on-demand count of {workload.ref.kind} {workload.ref.namespace}/"
-                f"{workload.ref.name} not shared with other webhook replicas: {problem}"
-            )
-            return self._settled.pop(token)
+        problem = "too many concurrent writers"
+        for _ in range(MAX_SETTLE_ATTEMPTS):
+            try:
+                shared, version = await self.shared.read(workload.ref)
+                pending = self.ledger.pending(key)
+                settlement = self.ledger.settle(key, shared, pending, limit, self.clock())
+                written = not settlement.changed or await self.shared.write(
+                    workload, settlement.shared, version
+                )
+            except ApiError as exc:
+                problem = str(exc)
+                break
+            if not written:
+                self.metrics.conflicts.inc()
+                continue
+            self._adopt(key, settlement)
+            return
+        # The Lease failed: decide on this replica's own count rather than leave the
+        # workload below its minimum (see the ledger's limits).
+        self.metrics.fallbacks.inc()
+        local = self.ledger.reserved(key)
+        self._adopt(
+            key, self.ledger.settle(key, local, self.ledger.pending(key), limit, self.clock())
+        )
+        warnings.append(
+            f"on-demand count of {workload.ref.kind} {workload.ref.namespace}/"
+            f"{workload.ref.name} not shared with other webhook replicas: {problem}"
+        )
 
-
-def _log_decision(request: dict[str, Any], decision: str, warnings: list[str]) -> None:
-    """One line per pod placed (or left alone with a warning): which pod, where it goes."""
-    found = request.get("object")
-    pod: dict[str, Any] = found if isinstance(found, dict) else {}
-    found = pod.get("metadata")
-    meta: dict[str, Any] = found if isinstance(found, dict) else {}
-    name = meta.get("name") or f"{meta.get('generateName') or ''}*"
-    namespace = request.get("namespace") or meta.get("namespace") or ""
-    why = f" ({'; '.join(warnings)})" if warnings else ""
-    log.info("pod %s/%s: %s%s", namespace, name, decision, why)
-
-
-def _with_identity(pod: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    """The pod with its namespace (and name, if the request has one) filled in: on CREATE the
-    object often carries neither, the request does."""
-    meta = pod.get("metadata") or {}
-    if meta.get("namespace") and (meta.get("name") or not request.get("name")):
-        return pod
-    meta = {**meta, "namespace": meta.get("namespace") or request.get("namespace") or ""}
-    if not meta.get("name") and request.get("name"):
-        meta["name"] = request["name"]
-    return {**pod, "metadata": meta}
+    def _adopt(self, key: str, settlement: Settlement) -> None:
+        self.ledger.adopt(key, settlement)
+        self._settled.update(dict.fromkeys(settlement.granted, True))
+        self._settled.update(dict.fromkeys(settlement.refused, False))
 
 
 Ready = Callable[[], tuple[bool, str]]
+
+
+def _connected(request: web.Request) -> bool:
+    """Whether the caller still waits for the answer (the API server hangs up at its
+    `timeoutSeconds`)."""
+    transport = request.transport
+    return transport is not None and not transport.is_closing()
 
 
 class WebhookServer:
@@ -303,7 +391,11 @@ class WebhookServer:
         app.router.add_post(MUTATE_PATH, self._mutate)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        # A caller that hangs up (the API server at its timeoutSeconds) cancels its handler:
+        # the place its answer held is given back at once, not when the answer is ready.
+        runner = web.AppRunner(
+            app, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+        )
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.context)
@@ -336,9 +428,13 @@ class WebhookServer:
         try:
             doc, truncated = parse_review(await request.text())
             deep = f"the review is nested deeper than {MAX_DEPTH} levels" if truncated else None
-            answer = await self.webhook.review(doc, refuse=deep)
+            answer = await self.webhook.answer(
+                doc, refuse=deep, connected=lambda: _connected(request)
+            )
         except ValueError as exc:  # JSONDecodeError too
             return web.Response(status=400, text=f"bad admission review: {exc}")
+        if answer is None:  # nobody reads it
+            return web.Response(status=503, text="the client hung up before the answer")
         return web.json_response(answer)
 
     async def _healthz(self, _: web.Request) -> web.Response:

@@ -9,19 +9,22 @@ AdmissionReview (allowed, no patch, a warning naming the problem), never a 500, 
 * `parse_review(body)`: the JSON document, with any value nested deeper than MAX_DEPTH replaced
   by `null` (Python's decoder gives up with RecursionError around 1,000 levels), and whether
   that happened;
-* `pod_problems(pod)`: the pod checked against the Pod model, its problems as `path: rule`.
+* `pod_problems(pod)`: the pod checked against the Pod model, its problems as `path: rule`;
+* `with_identity(pod, request)`: the pod with the request's namespace (and name) filled in;
+* `log_decision(...)`: the one line said per pod placed, left alone with a warning or abandoned.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Final
 
 from apis.core import Pod
 from apis.errors import ObjectValidationError
 from apis.registry import parse_as
 
-__all__ = ["MAX_DEPTH", "parse_review", "pod_problems"]
+__all__ = ["MAX_DEPTH", "log_decision", "parse_review", "pod_problems", "with_identity"]
 
 MAX_DEPTH: Final = 100
 """Nesting kept (a pod is a dozen levels deep; Kubernetes' own decoders stop at 10,000)."""
@@ -83,3 +86,29 @@ def pod_problems(pod: dict[str, Any]) -> list[str]:
     except ObjectValidationError as exc:
         return [str(problem) for problem in exc.problems]
     return []
+
+
+def log_decision(
+    log: logging.Logger, request: dict[str, Any], decision: str, warnings: list[str]
+) -> None:
+    """One line per pod placed (or left alone with a warning): which pod, where it goes."""
+    found = request.get("object")
+    pod: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = pod.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    name = meta.get("name") or f"{meta.get('generateName') or ''}*"
+    namespace = request.get("namespace") or meta.get("namespace") or ""
+    why = f" ({'; '.join(warnings)})" if warnings else ""
+    log.info("pod %s/%s: %s%s", namespace, name, decision, why)
+
+
+def with_identity(pod: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The pod with its namespace (and name, if the request has one) filled in: on CREATE the
+    object often carries neither, the request does."""
+    meta = pod.get("metadata") or {}
+    if meta.get("namespace") and (meta.get("name") or not request.get("name")):
+        return pod
+    meta = {**meta, "namespace": meta.get("namespace") or request.get("namespace") or ""}
+    if not meta.get("name") and request.get("name"):
+        meta["name"] = request["name"]
+    return {**pod, "metadata": meta}

@@ -1,4 +1,4 @@
-"""`placement webhook run|certs`: the spot/on-demand mutating webhook (DESIGN §8) and the
+"""`placement webhook run|certs`: the spot/on-demand mutating webhook and the
 certificates it serves with when cert-manager is not installed.
 
 `run` serves AdmissionReviews on HTTPS (`--addr`, default `:8443`) with the certificate pair
@@ -131,11 +131,51 @@ def _add_run(verbs: Subparsers) -> None:
         metavar="SECONDS",
         help="how long an admitted pod counts before its workload's status shows it (default 60)",
     )
+    run.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help=f"answer within SECONDS (default {DEFAULT_DEADLINE:g}; keep it below the "
+        "MutatingWebhookConfiguration's timeoutSeconds): an on-demand place not settled by "
+        "then is given back and the pod sent to spot",
+    )
+    run.add_argument(
+        "--fault-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="testing only (fault injection): hold each answer SECONDS after deciding it, as "
+        "a loaded machine answers late (default 0: none)",
+    )
+    run.add_argument(
+        "--fault-delay-first",
+        type=int,
+        default=0,
+        metavar="N",
+        help="testing only: hold only the first N answers (default 0: every answer)",
+    )
     add_log_options(run)
     run.set_defaults(func=_cmd_run)
 
 
 DEFAULT_HTTP_ADDR = "127.0.0.1:8080"
+DEFAULT_DEADLINE = 3.0  # controllers.addons.webhook.DEFAULT_DEADLINE, without importing it here
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 30:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds above 0 and at most 30, kube's longest webhook timeout "
+            f"(got {text!r})"
+        )
+    return value
+
+
 """Metrics and probes on loopback unless asked, as the other verbs."""
 
 
@@ -292,7 +332,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     import time
 
-    from controllers.addons.webhook import SpotWebhook, WebhookMetrics, WebhookServer
+    from controllers.addons.webhook import (
+        AnswerDelay,
+        SpotWebhook,
+        WebhookMetrics,
+        WebhookServer,
+    )
     from controllers.addons.webhook_certs import ReloadingContext
     from controllers.addons.webhook_state import ClusterView, LeaseReservations
     from controllers.kube.config import ClusterAccess, find_access
@@ -326,7 +371,16 @@ async def _run(args: argparse.Namespace) -> int:
     view = ClusterView(gateway, ledger, config, time.time)
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     shared = None if args.no_shared_count else LeaseReservations(gateway, identity)
-    webhook = SpotWebhook(view, ledger, config=config, shared=shared, metrics=metrics)
+    delay = AnswerDelay(args.fault_delay, args.fault_delay_first) if args.fault_delay else None
+    webhook = SpotWebhook(
+        view,
+        ledger,
+        config=config,
+        shared=shared,
+        metrics=metrics,
+        deadline=args.deadline,
+        delay=delay,
+    )
 
     def ready() -> tuple[bool, str]:
         return (True, "caches synced") if view.synced else (False, "caches not synced")

@@ -1,4 +1,4 @@
-"""The exact on-demand count of the spot webhook under concurrent admissions (issue 17, D6), pure.
+"""The exact on-demand count of the spot webhook under concurrent admissions, pure.
 
 The seed counted on-demand pods by listing them at admission, so 500 pods created at once all
 saw the same count and "within three pods" went on-demand too many. Here each Deployment has a
@@ -12,12 +12,17 @@ book:
   never appears (the create failed after the webhook, a later webhook denied it) expires after
   `ttl`;
 * **gone**: tokens whose pods the informer saw terminate or vanish, so that an unexpired
-  reservation of a pod already deleted does not hold its place (replacements restore M).
+  reservation of a pod already deleted does not hold its place (replacements restore M);
+* **released**: tokens of answers the API server never used (`release`): the webhook answered
+  after its deadline (it then answers spot instead) or after the API server had hung up (its
+  `timeoutSeconds` passed). No pod can carry such a token, so its place is free at once, and the
+  next settlement drops it from the shared set too: the pod actually created, mutated or not,
+  is what counts.
 
-`count` = alive + reservations neither alive nor gone. One process admits with `try_reserve`,
-which counts and reserves in one synchronous step: on one event loop no other admission runs in
-between, so any number of concurrent admissions get exactly M on-demand places. dryRun
-admissions call `count` only and reserve nothing.
+`count` = alive + reservations neither alive, gone nor released. One process admits with
+`try_reserve`, which counts and reserves in one synchronous step: on one event loop no other
+admission runs in between, so any number of concurrent admissions get exactly M on-demand
+places. dryRun admissions call `count` only and reserve nothing.
 
 **Several webhook replicas.** Each has its own informer and book; the reservations are shared
 through one object per workload in the API (the shell keeps them in a Lease's annotation,
@@ -65,18 +70,23 @@ class _Book:
     reserved: dict[str, float] = field(default_factory=dict)  # token -> expiry (granted)
     pending: dict[str, float] = field(default_factory=dict)  # token -> expiry (not yet shared)
     gone: dict[str, float] = field(default_factory=dict)  # token -> when to forget it
+    released: dict[str, float] = field(default_factory=dict)  # token -> when to forget it
 
     def prune(self, now: float) -> None:
-        for table in (self.reserved, self.pending, self.gone):
+        for table in (self.reserved, self.pending, self.gone, self.released):
             for token in [t for t, expiry in table.items() if expiry <= now]:
                 del table[token]
 
     def outstanding(self, tokens: Iterable[str]) -> int:
         """Reservations that hold a place: neither a pod seen alive nor one gone."""
-        return sum(1 for t in tokens if t not in self.alive_tokens and t not in self.gone)
+        return sum(
+            1
+            for t in tokens
+            if t not in self.alive_tokens and t not in self.gone and t not in self.released
+        )
 
     def empty(self) -> bool:
-        return not (self.alive or self.reserved or self.pending or self.gone)
+        return not (self.alive or self.reserved or self.pending or self.gone or self.released)
 
 
 @dataclass(frozen=True)
@@ -161,12 +171,20 @@ class Ledger:
         (book.pending if shared else book.reserved)[token] = now + self.ttl
         return True
 
-    def release(self, workload: str, token: str) -> None:
-        """Give a place back (its admission failed before answering)."""
+    def release(self, workload: str, token: str, now: float) -> None:
+        """Give a place back: the answer carrying `token` was never used (not sent, sent too
+        late, or the API server gone). Kept as released for `ttl`, so a shared set read back
+        with the token in it does not count it, and the next settlement drops it."""
         book = self._books.get(workload)
         if book is not None:
             book.reserved.pop(token, None)
             book.pending.pop(token, None)
+            book.released[token] = now + self.ttl
+
+    def has_released(self, workload: str, shared: Mapping[str, float]) -> bool:
+        """Whether `shared` still holds a token released here (a settlement would drop it)."""
+        book = self._books.get(workload)
+        return book is not None and any(t in book.released for t in shared)
 
     def pending(self, workload: str) -> list[str]:
         """Tokens reserved here and not yet settled, oldest first."""
@@ -190,10 +208,13 @@ class Ledger:
     ) -> Settlement:
         """Grant `pending` tokens against the `shared` reservations just read: the count is
         this replica's pods alive plus the shared reservations outstanding (not this replica's
-        cached copy, which may be stale); expired entries are dropped from what is written."""
+        cached copy, which may be stale); expired and released entries are dropped from what
+        is written."""
         book = self._book(workload)
         book.prune(now)
-        live = {t: expiry for t, expiry in shared.items() if expiry > now}
+        live = {
+            t: expiry for t, expiry in shared.items() if expiry > now and t not in book.released
+        }
         taken = len(book.alive) + book.outstanding(live)
         granted: list[str] = []
         refused: list[str] = []

@@ -1,11 +1,11 @@
-"""The spot/on-demand rules of the mutating webhook (DESIGN §8, reference pod-level §3.4), pure.
+"""The spot/on-demand rules of the mutating webhook pure.
 
 A cluster operator marks a Deployment or StatefulSet with `distributed-scheduling/min-available:
 M`; at least M of its pods must run on on-demand nodes, the rest should run on cheaper spot
 nodes. At pod CREATE the webhook decides which, and the pod gets:
 
 * on-demand: the requirement `capacity In [on-demand]` ANDed into every required node-affinity
-  term (or made the only term: appending a term would OR it, defect D2),
+  term (or made the only term: appending a term would OR it),
   `controller.kubernetes.io/pod-deletion-cost: "1"` (a ReplicaSet scaling down removes the
   cheaper-to-lose spot pods first) and the label `distributed-scheduling/desired-capacity:
   on-demand`, which is what the next decisions count;
@@ -14,19 +14,19 @@ nodes. At pod CREATE the webhook decides which, and the pod gets:
 
 Which one: a StatefulSet pod whose ordinal is below M is on-demand (its identity is stable, so
 the first M ordinals are); a Deployment pod is on-demand while fewer than M of the workload's
-pods are on-demand and alive (labelled on-demand, not terminating, not finished; D1: the seed
-counted every pod). The count is the caller's (`placement.pods.ledger` keeps it exact under
-concurrent admissions, D6). A workload with one replica always goes on-demand: it has no spare.
+pods are on-demand and alive (labelled on-demand, not terminating, not finished). The count is
+the caller's (`placement.pods.ledger` keeps it exact under concurrent admissions). A workload
+with one replica always goes on-demand: it has no spare.
 
 Everything else is allowed unchanged: other owners (Jobs, bare ReplicaSets, standalone pods),
-operations other than CREATE, and a missing or invalid annotation (D3; with a warning saying
+operations other than CREATE, and a missing or invalid annotation (with a warning saying
 why when the annotation is there but unusable). A pod that already carries the desired-capacity
 label keeps that decision, so a reinvocation adds nothing twice and reserves nothing again.
 
 The patch is RFC 6902 built here (placement/ imports no patch library): JSON Pointers escaped
 (RFC 6901: `~` -> `~0`, `/` -> `~1`), missing `labels`, `annotations`, `affinity` or
-`tolerations` created whole (D5), and no operation at all when the pod already is as wanted (D4:
-the response then carries no patch).
+`tolerations` created whole, and no operation at all when the pod already is as wanted
+(the response then carries no patch).
 
 Label keys and values are configurable: EKS managed node groups label `eks.amazonaws.com/
 capacityType: ON_DEMAND|SPOT`, Karpenter `karpenter.sh/capacity-type: on-demand|spot`.
@@ -288,7 +288,7 @@ def _requirement(config: MutationConfig, capacity: Capacity) -> dict[str, Any]:
 
 
 def _with_required(node_affinity: dict[str, Any], requirement: dict[str, Any]) -> None:
-    """AND `requirement` into every required term (D2), or make it the only term."""
+    """AND `requirement` into every required term, or make it the only term."""
     required_key = "requiredDuringSchedulingIgnoredDuringExecution"
     required = node_affinity.get(required_key)
     terms = (required or {}).get("nodeSelectorTerms") or []
@@ -345,7 +345,7 @@ def _toleration_ops(spec: Mapping[str, Any], config: MutationConfig) -> list[dic
 def _map_ops(
     meta: Mapping[str, Any], member: str, wanted: Mapping[str, str]
 ) -> list[dict[str, Any]]:
-    """Ops setting `metadata.<member>` entries, creating the map when it is missing (D5)."""
+    """Ops setting `metadata.<member>` entries, creating the map when it is missing."""
     current = meta.get(member)
     if not isinstance(current, dict):
         return [{"op": "add", "path": f"/metadata/{member}", "value": dict(wanted)}]

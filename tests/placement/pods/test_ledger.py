@@ -85,7 +85,7 @@ def test_a_pod_moving_to_another_workload_leaves_the_first_book() -> None:
 def test_released_reservation_gives_its_place_back() -> None:
     ledger = Ledger()
     ledger.try_reserve(W, "t", 1, 0.0)
-    ledger.release(W, "t")
+    ledger.release(W, "t", 0.0)
     assert ledger.count(W, 0.0) == 0
 
 
