@@ -181,11 +181,6 @@ class Ledger:
             book.pending.pop(token, None)
             book.released[token] = now + self.ttl
 
-    def has_released(self, workload: str, shared: Mapping[str, float]) -> bool:
-        """Whether `shared` still holds a token released here (a settlement would drop it)."""
-        book = self._books.get(workload)
-        return book is not None and any(t in book.released for t in shared)
-
     def pending(self, workload: str) -> list[str]:
         """Tokens reserved here and not yet settled, oldest first."""
         book = self._books.get(workload)

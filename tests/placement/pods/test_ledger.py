@@ -1,6 +1,7 @@
-"""The on-demand ledger: exactly M places under concurrent admissions (D6), in one process and
+"""The on-demand ledger: exactly M places under concurrent admissions, in one process and
 across replicas sharing their reservations by compare-and-swap; reservations that expire,
-pods seen alive counted once, deletions giving places back."""
+pods seen alive counted once, deletions giving places back, and the places of answers the API
+server never used given back at once, here and in the shared set."""
 
 from __future__ import annotations
 
@@ -87,6 +88,24 @@ def test_released_reservation_gives_its_place_back() -> None:
     ledger.try_reserve(W, "t", 1, 0.0)
     ledger.release(W, "t", 0.0)
     assert ledger.count(W, 0.0) == 0
+    assert ledger.try_reserve(W, "u", 1, 0.0)
+
+
+def test_late_answers_released_at_once_let_later_pods_fill_m() -> None:
+    """Issue 48: the first M answers reach the API server after its timeout, their pods are
+    created unmutated; released, their places go to the next pods, not to nobody for a TTL."""
+    ledger = Ledger(ttl=60.0)
+    late = [f"late{i}" for i in range(M)]
+    for token in late:
+        assert ledger.try_reserve(W, token, M, 0.0)
+    for token in late:
+        ledger.release(W, token, 1.0)
+    granted = [t for t in (f"t{i}" for i in range(10)) if ledger.try_reserve(W, t, M, 1.5)]
+    assert len(granted) == M
+    for i, token in enumerate(granted):
+        ledger.observe(f"ns/p{i}", W, alive=True, token=token, now=2.0)
+    assert ledger.count(W, 2.0) == M
+    assert ledger.count(W, 100.0) == M  # after every TTL: the pods alive
 
 
 # --- several replicas: the shared reservations ------------------------------------------------
@@ -172,6 +191,23 @@ def test_settle_drops_expired_shared_entries_and_regrants_a_lost_answer() -> Non
     assert settlement.granted == ("mine",)
     assert settlement.shared == {"mine": 30.0}
     assert settlement.changed
+
+
+def test_a_released_token_read_back_from_the_shared_set_is_not_counted_and_is_dropped() -> None:
+    ledger = Ledger()
+    ledger.try_reserve(W, "gone", M, 0.0, shared=True)
+    first = ledger.settle(W, {}, ledger.pending(W), M, 0.0)
+    ledger.adopt(W, first)
+    assert first.shared.keys() == {"gone"}
+    ledger.release(W, "gone", 1.0)  # its answer was never used
+    others = {f"o{i}": 60.0 for i in range(M - 1)}  # another replica's grants
+    shared = {**first.shared, **others}
+    ledger.try_reserve(W, "next", M, 1.0, shared=True)
+    settlement = ledger.settle(W, shared, ledger.pending(W), M, 1.0)
+    assert settlement.granted == ("next",)  # the released place counts for nothing
+    assert "gone" not in settlement.shared and settlement.changed
+    # A settlement with nothing pending still writes the released token out.
+    assert ledger.settle(W, shared, [], M, 1.0).changed
 
 
 def test_settle_with_nothing_to_change_needs_no_write() -> None:
