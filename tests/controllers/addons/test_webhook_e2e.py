@@ -74,11 +74,11 @@ class Cluster:
     replicas: list[Replica] = field(default_factory=list)
     balancers: list[asyncio.Server] = field(default_factory=list)
 
-    async def start_replica(self, shared: bool) -> Replica:
+    async def start_replica(self, shared: bool, **options: Any) -> Replica:
         ledger = Ledger()
         view = ClusterView(self.gw, ledger, CONFIG, time.time)
         lease = LeaseReservations(self.gw, f"replica-{len(self.replicas)}") if shared else None
-        webhook = SpotWebhook(view, ledger, config=CONFIG, shared=lease)
+        webhook = SpotWebhook(view, ledger, config=CONFIG, shared=lease, **options)
         tls = ReloadingContext(self.certs / "tls.crt", self.certs / "tls.key")
         server = WebhookServer(webhook, tls, address="127.0.0.1:0", reload_interval=3600)
         view.start()
