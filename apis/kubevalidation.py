@@ -15,7 +15,9 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
   tolerations (operator, effect, key, value);
 * Node: `status.capacity.<name>` and `status.allocatable.<name>` at least 0;
 * PriorityClass: a value above HIGHEST_USER_PRIORITY, a `system-` name that is not one of the
-  two built-in classes with their values.
+  two built-in classes with their values;
+* ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
+  config key must consist of ...`), a key in both.
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
 node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).
@@ -26,6 +28,7 @@ value: ...`); `cause_reason` gives the Status cause reason of a body.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,6 +119,41 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += _node_problems(_dict(doc.get("status")))
     elif api_version == "scheduling.k8s.io/v1" and kind == "PriorityClass":
         problems += _priority_class_problems(doc)
+    elif api_version == "v1" and kind == "ConfigMap":
+        problems += _config_map_problems(doc)
+    return problems
+
+
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_CONFIG_KEY_WORDS = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. "
+    "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+)
+
+
+def config_key_problems(key: str) -> list[str]:
+    """Why `key` is no key of a ConfigMap's data (kube's IsConfigMapKey), in its words."""
+    out = []
+    if len(key) > 253:
+        out.append("must be no more than 253 characters")
+    if not _CONFIG_KEY.fullmatch(key):
+        out.append(_CONFIG_KEY_WORDS)
+    if key in (".", ".."):
+        out.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        out.append("must not start with '..'")
+    return out
+
+
+def _config_map_problems(doc: dict[str, Any]) -> list[FieldProblem]:
+    problems = []
+    data, binary = _dict(doc.get("data")), _dict(doc.get("binaryData"))
+    for field, keys in (("data", data), ("binaryData", binary)):
+        for key in keys:
+            path = f"{field}[{key}]"
+            problems += [_invalid(path, key, msg) for msg in config_key_problems(str(key))]
+            if field == "binaryData" and key in data:
+                problems.append(_invalid(path, key, "duplicate of key present in data"))
     return problems
 
 

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, TypeGuard
 
-from apis.crdvalidation import SCHEMA_VALIDATED, schema_problems
+from apis.crdvalidation import schema_problems
 from apis.errors import FieldProblem, ObjectValidationError
 from apis.fielderrors import aggregate
 from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
@@ -54,9 +54,9 @@ def validate(res: Resource, obj: dict[str, Any]) -> None:
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
-        if (res.api_version, res.kind) in SCHEMA_VALIDATED:
-            # kube-apiserver's CRD validation, before the model's (which words it otherwise).
-            _refuse(res, obj, schema_problems(obj, res.schema))
+        # kube-apiserver's CRD validation of every custom kind, before the model's (which
+        # adds, in its own words, only what the schema cannot say)
+        _refuse(res, obj, schema_problems(obj, res.schema))
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:

@@ -291,7 +291,8 @@ class Handlers:
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
         query = request.query
-        items = self.store.list(t.resource, t.namespace, query_predicate(query))
+        kind = (t.resource.group, t.resource.kind)
+        items = self.store.list(t.resource, t.namespace, query_predicate(query, kind))
         rv, start = str(self.store.rv), None
         if query.get("continue"):
             try:
@@ -348,7 +349,8 @@ class Handlers:
         return json_response(obj, encoded=encoded_as_stored(self.store.last, obj))
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
-        predicate, dry_run = query_predicate(query), write_options(query).dry_run
+        kind = (t.resource.group, t.resource.kind)
+        predicate, dry_run = query_predicate(query, kind), write_options(query).dry_run
         for obj in list(self.store.list(t.resource, t.namespace, predicate)):
             meta = obj["metadata"]
             one = Target(t.resource, meta.get("namespace", ""), meta["name"])

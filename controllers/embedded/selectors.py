@@ -10,7 +10,14 @@ from typing import Any
 
 from controllers.embedded.status import StatusError
 
-__all__ = ["FIELD_PATHS", "Predicate", "field_predicate", "label_predicate", "query_predicate"]
+__all__ = [
+    "FIELD_PATHS",
+    "KIND_FIELDS",
+    "Predicate",
+    "field_predicate",
+    "label_predicate",
+    "query_predicate",
+]
 
 Predicate = Callable[[dict[str, Any]], bool]
 LabelTest = Callable[[dict[str, str]], bool]
@@ -39,6 +46,29 @@ FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "reportingComponent": ("reportingComponent",),
     "reportingController": ("reportingController",),
 }
+
+_POD_FIELDS = (
+    *("spec.nodeName", "spec.schedulerName", "spec.restartPolicy", "spec.serviceAccountName"),
+    *("spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"),
+)
+_CORE_EVENT_FIELDS = (
+    *(f"involvedObject.{key}" for key in _REFERENCE),
+    *("reason", "type", "source", "reportingComponent"),
+)
+_EVENT_FIELDS = (*(f"regarding.{key}" for key in _REFERENCE), "reason", "type")
+_EVENT_FIELDS += ("reportingController",)
+# The fields each kind can be selected on besides metadata.name and metadata.namespace (kube's
+# field label conversions); a kind not named here has only those two.
+KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): _POD_FIELDS,
+    ("", "Node"): ("spec.unschedulable",),
+    ("", "Event"): _CORE_EVENT_FIELDS,
+    ("events.k8s.io", "Event"): _EVENT_FIELDS,
+}
+# The kinds whose refusal of a field names the fields they have (the others say only
+# `field label not supported: <field>`).
+_LISTING_REFUSAL = frozenset({("", "ConfigMap")})
+_ALWAYS = ("metadata.name", "metadata.namespace")
 
 _SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=()]+)\s+(in|notin)\s+\(([^()]*)\)\s*$")
 _CMP_TERM = re.compile(r"^\s*([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
@@ -116,8 +146,17 @@ def _field(obj: dict[str, Any], path: tuple[str, ...]) -> str:
     return node if isinstance(node, str) else ""
 
 
-def field_predicate(text: str | None) -> Predicate | None:
-    """The predicate of a field selector (only FIELD_PATHS); None selects everything."""
+def _unsupported(field: str, kind: tuple[str, str] | None) -> StatusError:
+    if kind in _LISTING_REFUSAL:
+        only = ", ".join(f'"{f}"' for f in _ALWAYS)
+        return StatusError(400, f'"{field}" is not a known field selector: only {only}')
+    return StatusError(400, f"field label not supported: {field}")
+
+
+def field_predicate(text: str | None, kind: tuple[str, str] | None = None) -> Predicate | None:
+    """The predicate of a field selector on objects of `kind` (group, kind): the fields
+    KIND_FIELDS gives it and the metadata's name and namespace (every field of FIELD_PATHS when
+    `kind` is None); None selects everything."""
     if not text or not text.strip():
         return None
     tests: list[tuple[tuple[str, ...], bool, str]] = []
@@ -126,8 +165,9 @@ def field_predicate(text: str | None) -> Predicate | None:
         if not match:
             raise _bad("field", text, f"cannot parse {term.strip()!r}")
         field, op, value = match.groups()
-        if field not in FIELD_PATHS:
-            raise StatusError(400, f'field label not supported: "{field}"')
+        known = FIELD_PATHS if kind is None else (*_ALWAYS, *KIND_FIELDS.get(kind, ()))
+        if field not in known or field not in FIELD_PATHS:
+            raise _unsupported(field, kind)
         tests.append((FIELD_PATHS[field], op != "!=", value))
 
     if len(tests) == 1:  # the common case, asked of every object a list or watch sees
@@ -144,14 +184,16 @@ def field_predicate(text: str | None) -> Predicate | None:
     return matches
 
 
-def query_predicate(query: Mapping[str, str]) -> Predicate | None:
-    """The predicate of a request's `labelSelector` and `fieldSelector` together; None selects
-    everything."""
+def query_predicate(
+    query: Mapping[str, str], kind: tuple[str, str] | None = None
+) -> Predicate | None:
+    """The predicate of a request's `labelSelector` and `fieldSelector` together, on objects
+    of `kind` (group, kind); None selects everything."""
     found = [
         p
         for p in (
             label_predicate(query.get("labelSelector")),
-            field_predicate(query.get("fieldSelector")),
+            field_predicate(query.get("fieldSelector"), kind),
         )
         if p is not None
     ]

@@ -61,7 +61,7 @@ class Watches:
         view: TableView | None,
     ) -> None:
         query = request.query
-        predicate = query_predicate(query)
+        predicate = query_predicate(query, (res.group, res.kind))
         rv_text = query.get("resourceVersion", "")
         bookmarks = query.get("allowWatchBookmarks", "").lower() in _TRUE
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None

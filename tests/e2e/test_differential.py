@@ -31,19 +31,12 @@ pytestmark = pytest.mark.asyncio
 
 # Step name -> why the embedded server answers differently (docs/architecture.md lists them).
 KNOWN: dict[str, str] = {
-    "list: fieldSelector unknown field": "one message for every kind: kube's names the fields "
-    "each kind supports",
     "list: bad labelSelector": "our selector parser's message, not kube's lexer's",
     "list: bad continue token": "our token is not kube's (base64 of an etcd key): the message "
     "names no decoding error",
     "watch: bookmarks": "kube-apiserver sends a watch's first BOOKMARK only after about a "
     "minute; the embedded server sends one every bookmark_interval (1 s by default) so that "
     "tests see them",
-    "invalid placement": "Placement is validated by its model (apis/placements.py): the same "
-    "fields are refused, in our words and with FieldValueInvalid for a wrong type",
-    "invalid managedcluster": "ManagedCluster is validated by its model (apis/cluster.py): the "
-    "same fields are refused, in our words (FieldValueInvalid for a value not in an enum)",
-    "invalid configmap: data key": "the keys of a ConfigMap's data are not checked",
     "create: kind mismatch": "a body of another kind is 422 Invalid on `kind`, where kube "
     "cannot decode it (400 BadRequest)",
 }

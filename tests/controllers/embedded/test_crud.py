@@ -93,7 +93,7 @@ async def test_invalid_object_is_rejected_with_422_naming_the_field() -> None:
             )
         assert err.value.code == 422
         assert [c.field for c in err.value.causes] == ["spec.numberOfClusters"]
-        assert "must be at least 0" in err.value.causes[0].message
+        assert "should be greater than or equal to 0" in err.value.causes[0].message
         assert 'Placement.cluster.open-cluster-management.io "web" is invalid' in str(err.value)
 
 
