@@ -41,6 +41,7 @@ from tests.e2e.controlplane import ControlPlane
 
 __all__ = [
     "GUARD",
+    "HUB_NAMESPACE",
     "PRIVATE_TAINT",
     "PlacementRun",
     "RecordingProxy",
@@ -50,6 +51,7 @@ __all__ = [
     "delete_all",
     "ensure_namespace",
     "private_fleet",
+    "service_account_token",
     "tolerate_private",
 ]
 
@@ -57,6 +59,8 @@ PLACEMENT = str(Path(sys.executable).with_name("placement"))
 GUARD = 30.0  # seconds: only so that a hung process fails a test instead of hanging it
 RUNNING = re.compile(r" running.*; http on (\S+)")
 PRIVATE_TAINT = "e2e.ocm.io/private"
+ROOT = Path(__file__).resolve().parents[2]
+HUB_NAMESPACE = "open-cluster-management-hub"
 FLEET_LABEL = "e2e.ocm.io/fleet"
 
 
@@ -142,6 +146,18 @@ class PlacementRun:
             if all(f'{k}="{v}"' in head for k, v in labels.items()):
                 total += float(value)
         return total
+
+
+def service_account_token(plane: ControlPlane) -> str:
+    """The shipped RBAC installed as docs/deploy.md installs it (`config/rbac` in the hub
+    namespace of `config/default`), and a token of its ServiceAccount: the controller then runs
+    with exactly the rights a Deployment of it has."""
+    plane.kubectl("apply", "-f", str(ROOT / "config" / "default" / "namespace.yaml"))
+    plane.kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
+    made = plane.kubectl(
+        "create", "token", "placement-controller", "-n", HUB_NAMESPACE, "--duration=1h"
+    )
+    return made.stdout.strip()
 
 
 # --- objects -------------------------------------------------------------------------------------
@@ -275,8 +291,9 @@ class RecordingProxy:
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def start(self) -> Path:
-        """Listen; returns a kubeconfig that reaches the API server through this proxy."""
+    async def start(self, token: str | None = None) -> Path:
+        """Listen; returns a kubeconfig that reaches the API server through this proxy (as
+        the user of `token`, else as the control plane's admin)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         files = write_bundle(mint(["127.0.0.1"], ca_name="e2e-proxy-ca"), self.folder)
         serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -289,6 +306,8 @@ class RecordingProxy:
             "server": f"https://127.0.0.1:{port}",
             "certificate-authority": str(files["ca"]),
         }
+        if token is not None:
+            doc["users"][0]["user"] = {"token": token}
         kubeconfig = self.folder / "kubeconfig"
         kubeconfig.write_text(yaml.safe_dump(doc))
         return kubeconfig
