@@ -21,6 +21,7 @@ from collections import Counter
 from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.webhook_helpers import (
+    WebhookProcess,
     capacities,
     deployment,
     kubectl_apply,
@@ -38,7 +39,11 @@ def count(plane: ControlPlane, ns: str) -> Counter[str | None]:
 
 
 def settled(
-    plane: ControlPlane, ns: str, pods: int, expected: Counter[str | None]
+    plane: ControlPlane,
+    ns: str,
+    pods: int,
+    expected: Counter[str | None],
+    hook: WebhookProcess | None = None,
 ) -> Counter[str | None]:
     """Wait until `ns` holds `pods` pods counted as `expected` (or time out); the last count."""
     seen: list[Counter[str | None]] = [Counter()]
@@ -50,69 +55,73 @@ def settled(
     try:
         wait_for(f"{pods} pods counted {dict(expected)}", check, 20, 0.25)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; counted {dict(seen[0])}") from None
+        log = f"\nwebhook log:\n{hook.output()}" if hook is not None else ""
+        raise AssertionError(f"{exc}; counted {dict(seen[0])}{log}") from None
     return seen[0]
 
 
 def test_a_50_pod_burst_from_a_deployment_gives_exactly_m_on_demand(
     controller_manager: ControlPlane,
 ) -> None:
-    plane, ns, m = controller_manager, unique_name("spot-burst"), 7
-    namespace(plane, ns)
-    with webhook_process(plane) as hook, registered(plane, hook, ns, ns, policy="Fail"):
+    plane, m = controller_manager, 7
+    with (
+        namespace(plane, unique_name("spot-burst")) as ns,
+        webhook_process(plane) as hook,
+        registered(plane, hook, ns, ns, policy="Fail"),
+    ):
         kubectl_apply(plane, deployment("web", ns, 50, m))
-        found = settled(plane, ns, 50, Counter({"on-demand": m, "spot": 50 - m}))
+        settled(plane, ns, 50, Counter({"on-demand": m, "spot": 50 - m}), hook)
         assert hook.metric("spot_webhook_admissions_total", decision="on-demand") == m
-    plane.kubectl("delete", "namespace", ns, "--wait=false")
-    assert found["on-demand"] == m
 
 
 def test_answers_after_the_apiserver_timeout_give_their_places_back(
     controller_manager: ControlPlane,
 ) -> None:
-    plane, ns, m, late = controller_manager, unique_name("spot-late"), 3, 3
-    namespace(plane, ns)
+    plane, m, late = controller_manager, 3, 3
     delay = ("--fault-delay", LATE, "--fault-delay-first", str(late))
-    with webhook_process(plane, *delay) as hook:
-        with registered(plane, hook, ns, ns, policy="Ignore", timeout=1):
+    with namespace(plane, unique_name("spot-late")) as ns:
+        with (
+            webhook_process(plane, *delay) as hook,
+            registered(plane, hook, ns, ns, policy="Ignore", timeout=1),
+        ):
             kubectl_apply(plane, deployment("web", ns, 10, m))
             # The first three answers came late: those pods are unmutated (Ignore); the
             # places their reservations took are free again, so the next pods fill M.
-            settled(plane, ns, 10, Counter({None: late, "on-demand": m, "spot": 10 - late - m}))
+            expected = Counter({None: late, "on-demand": m, "spot": 10 - late - m})
+            settled(plane, ns, 10, expected, hook)
             released = hook.metric("spot_webhook_reservations_released_total", reason="gone")
             assert released == late, hook.output()
-    # A restarted webhook counts the on-demand pods that exist, nothing more.
-    with (
-        webhook_process(plane) as hook,
-        registered(plane, hook, ns, ns, policy="Ignore", timeout=1),
-    ):
-        plane.kubectl("scale", "deployment", "web", "-n", ns, "--replicas=14")
-        settled(plane, ns, 14, Counter({None: late, "on-demand": m, "spot": 14 - late - m}))
-        on_demand = plane.kubectl(
-            "get",
-            "pods",
-            "-n",
-            ns,
-            "-l",
-            "distributed-scheduling/desired-capacity=on-demand",
-            "-o",
-            "name",
-        ).stdout.split()
-        plane.kubectl("delete", "-n", ns, on_demand[0], "--wait=false")
-        settled(plane, ns, 14, Counter({None: late, "on-demand": m, "spot": 14 - late - m}))
-    plane.kubectl("delete", "namespace", ns, "--wait=false")
+        # A restarted webhook counts the on-demand pods that exist, nothing more: a scale-up
+        # goes spot, the replacement of a deleted on-demand pod goes on-demand.
+        with (
+            webhook_process(plane) as hook,
+            registered(plane, hook, ns, ns, policy="Ignore", timeout=1),
+        ):
+            plane.kubectl("scale", "deployment", "web", "-n", ns, "--replicas=14")
+            expected = Counter({None: late, "on-demand": m, "spot": 14 - late - m})
+            settled(plane, ns, 14, expected, hook)
+            selector = "distributed-scheduling/desired-capacity=on-demand"
+            names = plane.kubectl("get", "pods", "-n", ns, "-l", selector, "-o", "name")
+            gone = names.stdout.split()[0]
+            plane.kubectl("delete", "-n", ns, gone, "--wait=false")
+            wait_for(
+                f"{gone} deleted",
+                lambda: gone not in plane.kubectl("get", "pods", "-n", ns, "-o", "name").stdout,
+                10,
+            )
+            settled(plane, ns, 14, expected, hook)
 
 
 def test_late_answers_under_failure_policy_fail_are_retried_to_exactly_m(
     controller_manager: ControlPlane,
 ) -> None:
-    plane, ns, m = controller_manager, unique_name("spot-retry"), 3
-    namespace(plane, ns)
+    plane, m = controller_manager, 3
     delay = ("--fault-delay", LATE, "--fault-delay-first", "3")
     with (
+        namespace(plane, unique_name("spot-retry")) as ns,
         webhook_process(plane, *delay) as hook,
         registered(plane, hook, ns, ns, policy="Fail", timeout=1),
     ):
         kubectl_apply(plane, deployment("web", ns, 8, m))
-        settled(plane, ns, 8, Counter({"on-demand": m, "spot": 8 - m}))
-    plane.kubectl("delete", "namespace", ns, "--wait=false")
+        settled(plane, ns, 8, Counter({"on-demand": m, "spot": 8 - m}), hook)
+        assert hook.metric("spot_webhook_reservations_released_total", reason="gone") == 3

@@ -153,15 +153,21 @@ def webhook_process(plane: ControlPlane, *extra: str) -> Iterator[WebhookProcess
         process.stop()
 
 
-def namespace(plane: ControlPlane, name: str) -> None:
-    """A namespace whose `default` ServiceAccount exists (pods can be created in it)."""
+@contextmanager
+def namespace(plane: ControlPlane, name: str) -> Iterator[str]:
+    """A namespace whose `default` ServiceAccount exists (pods can be created in it); deleted
+    on exit (without waiting)."""
     kubectl_apply(plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    wait_for(
-        f"ServiceAccount {name}/default",
-        lambda: plane.kubectl("get", "sa", "default", "-n", name, check=False).returncode == 0,
-        20,
-        0.2,
-    )
+    try:
+        wait_for(
+            f"ServiceAccount {name}/default",
+            lambda: plane.kubectl("get", "sa", "default", "-n", name, check=False).returncode == 0,
+            20,
+            0.2,
+        )
+        yield name
+    finally:
+        plane.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 @contextmanager
