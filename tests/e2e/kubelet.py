@@ -10,8 +10,10 @@ the real apiserver through our gateway:
   pending one becomes `Running` (status subresource: phase, conditions, IPs, container
   statuses); a gracefully deleted one (deletionTimestamp set) is removed with
   `gracePeriodSeconds=0` once its grace period has passed, capped at `grace_cap` seconds;
-* on exit its nodes' pods are removed at once and its nodes deleted, so no other test's
-  scheduler sees them.
+* on exit it first deletes the namespaces it was given to `drain` and their pods at once (a
+  terminating namespace takes no new pod: no controller leaves a replacement pending for a
+  later test's nodes); then its nodes' pods are removed at once and its nodes deleted, so no
+  other test's scheduler sees them.
 """
 
 from __future__ import annotations
@@ -61,11 +63,13 @@ class Kubelet:
         *,
         grace_cap: float = 1.0,
         interval: float = 0.1,
+        drain: Iterable[str] = (),
     ) -> None:
         self.gateway = gateway
         self.nodes = {spec.name: spec for spec in nodes}
         self.grace_cap = grace_cap
         self.interval = interval
+        self.drain = tuple(drain)
         self.started: set[str] = set()
         """Uids of the pods this kubelet turned Running."""
         self.removed: list[str] = []
@@ -80,6 +84,9 @@ class Kubelet:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if exc[0] is None:  # a failing test leaves at once
+            for namespace in self.drain:
+                await self.gateway.drop_namespace(namespace)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

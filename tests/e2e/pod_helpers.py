@@ -1,6 +1,7 @@
 """Helpers of the pod scheduler's e2e tests: a JSON client on the real apiserver (our `Gateway`),
-`placement scheduler run` as a subprocess, namespaces whose `default` ServiceAccount exists,
-manifests, and polling waits with short timeouts.
+`placement scheduler run` as a subprocess (one for every module, a profile each: the
+`pod_scheduler` fixture of `tests.e2e.pod_fixtures`), namespaces whose `default`
+ServiceAccount exists, manifests, and polling waits with short timeouts.
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ from typing import Any, TypeVar
 import yaml
 
 from controllers.kube.config import ClusterAccess
-from controllers.kube.errors import AlreadyExistsError, NotFoundError
+from controllers.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from controllers.kube.gateway import MERGE_PATCH, Gateway
+from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane, free_port
 
 __all__ = [
+    "PROFILES",
     "JsonGateway",
     "SchedulerProcess",
     "container",
     "wait_until",
 ]
 
+AREAS = ("workloads", "preemption", "gangs", "volumes")
 T = TypeVar("T")
 Doc = dict[str, Any]
 
@@ -83,7 +87,7 @@ class JsonGateway(Gateway):
             options["gracePeriodSeconds"] = grace
         if uid:
             options["preconditions"] = {"uid": uid}
-        with contextlib.suppress(NotFoundError):
+        with contextlib.suppress(NotFoundError, ConflictError):  # gone, or another by now
             await self.call("DELETE", path, options)
 
     async def namespace(self, name: str, timeout: float = 20.0) -> None:
@@ -104,6 +108,24 @@ class JsonGateway(Gateway):
             return True
 
         await wait_until(account, timeout, f"the default ServiceAccount of {name}")
+
+    async def drop_namespace(self, name: str, timeout: float = 10.0) -> None:
+        """Delete namespace `name`, then its pods at once (`gracePeriodSeconds=0`). A
+        terminating namespace takes no new pod, so once each pod left is terminating no
+        controller of the namespace can leave a pending replacement for a later test's nodes
+        (pods held by a finalizer, a Job's, are terminating: no scheduler looks at them)."""
+        await self.remove(f"/api/v1/namespaces/{name}")
+        path = f"/api/v1/namespaces/{name}/pods"
+
+        async def settled() -> bool:
+            pods = await self.items(path)
+            for pod in pods:
+                meta = pod["metadata"]
+                if meta.get("deletionGracePeriodSeconds") != 0:
+                    await self.remove(f"{path}/{meta['name']}", grace=0, uid=meta["uid"])
+            return all(p["metadata"].get("deletionTimestamp") for p in pods)
+
+        await wait_until(settled, timeout, f"the pods of namespace {name} terminating")
 
     async def pods(self, namespace: str, selector: str = "") -> list[Doc]:
         query = {"labelSelector": selector} if selector else {}
@@ -171,20 +193,35 @@ def placement_argv() -> list[str]:
     return [sys.executable, "-m", "controllers.cli"]
 
 
+PROFILES = {area: unique_name(f"e2e-{area}") for area in AREAS}
+"""The scheduler name (a profile of the one scheduler process) of each test module: a module's
+pods are scheduled by its own profile, so no module's leftovers land on another's nodes."""
+
+
+def scheduler_config() -> dict[str, Any]:
+    """kube-scheduler's configuration file with one profile per test module (default plugins:
+    Coscheduling and CapacityScheduling included), no leader election."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": name} for name in PROFILES.values()],
+    }
+
+
 @contextlib.contextmanager
 def scheduler_process(
-    plane: ControlPlane, name: str, *args: str, ready_timeout: float = 30.0
+    plane: ControlPlane, *args: str, ready_timeout: float = 30.0
 ) -> Iterator[SchedulerProcess]:
-    """Start `placement scheduler run` for `name` on the control plane; wait for its /readyz
-    (caches synced); stop it with SIGTERM after the block."""
-    log = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+    """Start `placement scheduler run --kubeconfig ... ARGS` on the control plane; wait for
+    its /readyz (caches synced); stop it with SIGTERM after the block."""
+    log = Path(tempfile.mkstemp(prefix="e2e-pod-scheduler-", suffix=".log")[1])
     port = free_port()
     argv = [
         *placement_argv(),
         "scheduler",
         "run",
         f"--kubeconfig={plane.kubeconfig}",
-        f"--scheduler-name={name}",
         f"--http-addr=127.0.0.1:{port}",
         *args,
     ]

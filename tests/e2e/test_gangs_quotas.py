@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,24 +15,20 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    PROFILES,
     JsonGateway,
-    SchedulerProcess,
     container,
     kubectl_apply,
-    scheduler_process,
     wait_until,
 )
 
-SCHEDULER = unique_name("e2e-gangs")
+SCHEDULER = PROFILES["gangs"]
+# One scheduler process for every pod module, a profile each: its fixture, `pod_scheduler`,
+# comes from pod_fixtures as a plugin (one definition, so one process for the session).
+pytest_plugins = ["tests.e2e.pod_fixtures"]
+pytestmark = pytest.mark.usefixtures("pod_scheduler")
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 API = "/apis/scheduling.x-k8s.io/v1alpha1"
-
-
-@pytest.fixture(scope="module")
-def scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess]:
-    # The status controller runs beside the scheduler (the default, `--status-controller=on`).
-    with scheduler_process(controller_manager, SCHEDULER) as process:
-        yield process
 
 
 def _gang_job(namespace: str, group: str, members: int, cpu: str) -> list[dict[str, Any]]:
@@ -70,7 +65,7 @@ def _bound(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.asyncio
 async def test_a_gang_binds_whole_or_not_at_all_and_its_podgroup_status_follows(
-    controller_manager: ControlPlane, scheduler: SchedulerProcess
+    controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-gangs")
     nodes = [NodeSpec(unique_name("e2e-gang-node"), cpu="2") for _ in range(2)]
@@ -79,7 +74,7 @@ async def test_a_gang_binds_whole_or_not_at_all_and_its_podgroup_status_follows(
     group_path = f"{API}/namespaces/{namespace}/podgroups"
     try:
         await gateway.namespace(namespace)
-        async with Kubelet(gateway, nodes) as kubelet:
+        async with Kubelet(gateway, nodes, drain=[namespace]) as kubelet:
             # Three members of 1500m: each 2-cpu node holds one, so two of three fit.
             kubectl_apply(controller_manager, *_gang_job(namespace, "big", 3, "1500m"))
 
@@ -140,7 +135,7 @@ async def test_a_gang_binds_whole_or_not_at_all_and_its_podgroup_status_follows(
 
 @pytest.mark.asyncio
 async def test_an_elastic_quota_caps_its_namespace_and_its_used_is_written(
-    controller_manager: ControlPlane, scheduler: SchedulerProcess
+    controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-quota")
     nodes = [NodeSpec(unique_name("e2e-quota-node"), cpu="2") for _ in range(2)]
@@ -149,7 +144,7 @@ async def test_an_elastic_quota_caps_its_namespace_and_its_used_is_written(
     quota_path = f"{API}/namespaces/{namespace}/elasticquotas/quota"
     try:
         await gateway.namespace(namespace)
-        async with Kubelet(gateway, nodes):
+        async with Kubelet(gateway, nodes, drain=[namespace]):
             kubectl_apply(
                 controller_manager,
                 {

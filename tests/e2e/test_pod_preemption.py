@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,21 +16,18 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    PROFILES,
     JsonGateway,
-    SchedulerProcess,
     container,
     kubectl_apply,
-    scheduler_process,
     wait_until,
 )
 
-SCHEDULER = unique_name("e2e-preemption")
-
-
-@pytest.fixture(scope="module")
-def scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess]:
-    with scheduler_process(controller_manager, SCHEDULER, "--status-controller=off") as process:
-        yield process
+SCHEDULER = PROFILES["preemption"]
+# One scheduler process for every pod module, a profile each: its fixture, `pod_scheduler`,
+# comes from pod_fixtures as a plugin (one definition, so one process for the session).
+pytest_plugins = ["tests.e2e.pod_fixtures"]
+pytestmark = pytest.mark.usefixtures("pod_scheduler")
 
 
 def _priority_class(name: str, value: int) -> dict[str, Any]:
@@ -45,7 +41,7 @@ def _priority_class(name: str, value: int) -> dict[str, Any]:
 
 @pytest.mark.asyncio
 async def test_high_priority_pod_preempts_through_graceful_deletion(
-    controller_manager: ControlPlane, scheduler: SchedulerProcess
+    controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-preempt")
     low, high = unique_name("e2e-low"), unique_name("e2e-high")
@@ -56,7 +52,7 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
     try:
         await gateway.namespace(namespace)
         # A 2-second grace cap: long enough to see the victims terminating.
-        async with Kubelet(gateway, nodes, grace_cap=2.0) as kubelet:
+        async with Kubelet(gateway, nodes, grace_cap=2.0, drain=[namespace]) as kubelet:
             kubectl_apply(
                 controller_manager,
                 _priority_class(low, 100),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,23 +17,20 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    PROFILES,
     JsonGateway,
-    SchedulerProcess,
     container,
     kubectl_apply,
-    scheduler_process,
     wait_until,
 )
 
-SCHEDULER = unique_name("e2e-volumes")
+SCHEDULER = PROFILES["volumes"]
+# One scheduler process for every pod module, a profile each: its fixture, `pod_scheduler`,
+# comes from pod_fixtures as a plugin (one definition, so one process for the session).
+pytest_plugins = ["tests.e2e.pod_fixtures"]
+pytestmark = pytest.mark.usefixtures("pod_scheduler")
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
-
-
-@pytest.fixture(scope="module")
-def scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess]:
-    with scheduler_process(controller_manager, SCHEDULER, "--status-controller=off") as process:
-        yield process
 
 
 def _local_pv(name: str, node: str, klass: str, size: str) -> dict[str, Any]:
@@ -69,7 +65,7 @@ def _local_pv(name: str, node: str, klass: str, size: str) -> dict[str, Any]:
 
 @pytest.mark.asyncio
 async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
-    controller_manager: ControlPlane, scheduler: SchedulerProcess
+    controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-volumes")
     klass = unique_name("e2e-local")
@@ -80,7 +76,7 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
     kubectl = controller_manager.kubectl
     try:
         await gateway.namespace(namespace)
-        async with Kubelet(gateway, nodes):
+        async with Kubelet(gateway, nodes, drain=[namespace]):
             kubectl_apply(
                 controller_manager,
                 {

@@ -5,7 +5,6 @@ real `pods/binding` subresource and run (on the kubelet stand-in's nodes)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,21 +13,18 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    PROFILES,
     JsonGateway,
-    SchedulerProcess,
     container,
     kubectl_apply,
-    scheduler_process,
     wait_until,
 )
 
-SCHEDULER = unique_name("e2e-workloads")
-
-
-@pytest.fixture(scope="module")
-def scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess]:
-    with scheduler_process(controller_manager, SCHEDULER, "--status-controller=off") as process:
-        yield process
+SCHEDULER = PROFILES["workloads"]
+# One scheduler process for every pod module, a profile each: its fixture, `pod_scheduler`,
+# comes from pod_fixtures as a plugin (one definition, so one process for the session).
+pytest_plugins = ["tests.e2e.pod_fixtures"]
+pytestmark = pytest.mark.usefixtures("pod_scheduler")
 
 
 def _template(app: str) -> dict[str, Any]:
@@ -80,14 +76,14 @@ def _workloads(namespace: str) -> list[dict[str, Any]]:
 
 @pytest.mark.asyncio
 async def test_deployment_statefulset_and_job_pods_are_bound_and_run(
-    controller_manager: ControlPlane, scheduler: SchedulerProcess
+    controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-workloads")
     nodes = [NodeSpec(unique_name("e2e-wl-node"), cpu="2") for _ in range(2)]
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     try:
         await gateway.namespace(namespace)
-        async with Kubelet(gateway, nodes) as kubelet:
+        async with Kubelet(gateway, nodes, drain=[namespace]) as kubelet:
             started = time.monotonic()
             kubectl_apply(controller_manager, *_workloads(namespace))
 
