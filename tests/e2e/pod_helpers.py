@@ -31,6 +31,7 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane, free_port
 
 __all__ = [
+    "POOL",
     "PROFILES",
     "JsonGateway",
     "SchedulerProcess",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 AREAS = ("workloads", "preemption", "gangs", "volumes")
+POOL = "e2e.ocm.io/pool"
+"""The label of a module's nodes (its scheduler name) its pods select: no pod of ours lands on
+a node another test of the tier left behind."""
 T = TypeVar("T")
 Doc = dict[str, Any]
 

@@ -15,6 +15,7 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    POOL,
     PROFILES,
     JsonGateway,
     container,
@@ -50,6 +51,7 @@ def _gang_job(namespace: str, group: str, members: int, cpu: str) -> list[dict[s
                     "metadata": {"labels": {GROUP_LABEL: group}},
                     "spec": {
                         "schedulerName": SCHEDULER,
+                        "nodeSelector": {POOL: SCHEDULER},
                         "restartPolicy": "Never",
                         "containers": [container(cpu)],
                     },
@@ -68,7 +70,9 @@ async def test_a_gang_binds_whole_or_not_at_all_and_its_podgroup_status_follows(
     controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-gangs")
-    nodes = [NodeSpec(unique_name("e2e-gang-node"), cpu="2") for _ in range(2)]
+    nodes = [
+        NodeSpec(unique_name("e2e-gang-node"), cpu="2", labels={POOL: SCHEDULER}) for _ in range(2)
+    ]
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     kubectl = controller_manager.kubectl
     group_path = f"{API}/namespaces/{namespace}/podgroups"
@@ -100,7 +104,7 @@ async def test_a_gang_binds_whole_or_not_at_all_and_its_podgroup_status_follows(
             assert unschedulable, "no member was reported unschedulable"
 
             # A third node joins: the whole gang binds, one member per node.
-            third = NodeSpec(unique_name("e2e-gang-node"), cpu="2")
+            third = NodeSpec(unique_name("e2e-gang-node"), cpu="2", labels={POOL: SCHEDULER})
             await kubelet.add_node(third)
 
             async def all_running() -> list[dict[str, Any]] | None:
@@ -138,7 +142,9 @@ async def test_an_elastic_quota_caps_its_namespace_and_its_used_is_written(
     controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-quota")
-    nodes = [NodeSpec(unique_name("e2e-quota-node"), cpu="2") for _ in range(2)]
+    nodes = [
+        NodeSpec(unique_name("e2e-quota-node"), cpu="2", labels={POOL: SCHEDULER}) for _ in range(2)
+    ]
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     kubectl = controller_manager.kubectl
     quota_path = f"{API}/namespaces/{namespace}/elasticquotas/quota"
@@ -169,7 +175,11 @@ async def test_an_elastic_quota_caps_its_namespace_and_its_used_is_written(
                         "selector": {"matchLabels": {"app": "web"}},
                         "template": {
                             "metadata": {"labels": {"app": "web"}},
-                            "spec": {"schedulerName": SCHEDULER, "containers": [container("400m")]},
+                            "spec": {
+                                "schedulerName": SCHEDULER,
+                                "nodeSelector": {POOL: SCHEDULER},
+                                "containers": [container("400m")],
+                            },
                         },
                     },
                 },

@@ -16,6 +16,7 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    POOL,
     PROFILES,
     JsonGateway,
     container,
@@ -45,7 +46,9 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
 ) -> None:
     namespace = unique_name("e2e-preempt")
     low, high = unique_name("e2e-low"), unique_name("e2e-high")
-    nodes = [NodeSpec(unique_name("e2e-pre-node"), cpu="1") for _ in range(2)]
+    nodes = [
+        NodeSpec(unique_name("e2e-pre-node"), cpu="1", labels={POOL: SCHEDULER}) for _ in range(2)
+    ]
     names = {n.name for n in nodes}
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     kubectl = controller_manager.kubectl
@@ -68,6 +71,7 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
                             "metadata": {"labels": {"app": "filler"}},
                             "spec": {
                                 "schedulerName": SCHEDULER,
+                                "nodeSelector": {POOL: SCHEDULER},
                                 "priorityClassName": low,
                                 "terminationGracePeriodSeconds": 30,
                                 "containers": [container("500m")],
@@ -95,6 +99,7 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
                     "metadata": {"name": "urgent", "namespace": namespace},
                     "spec": {
                         "schedulerName": SCHEDULER,
+                        "nodeSelector": {POOL: SCHEDULER},
                         "priorityClassName": high,
                         "containers": [container("1")],
                     },

@@ -13,6 +13,7 @@ from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
+    POOL,
     PROFILES,
     JsonGateway,
     container,
@@ -30,7 +31,11 @@ pytestmark = pytest.mark.usefixtures("pod_scheduler")
 def _template(app: str) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": app}},
-        "spec": {"schedulerName": SCHEDULER, "containers": [container("200m", "128Mi")]},
+        "spec": {
+            "schedulerName": SCHEDULER,
+            "nodeSelector": {POOL: SCHEDULER},
+            "containers": [container("200m", "128Mi")],
+        },
     }
 
 
@@ -79,7 +84,9 @@ async def test_deployment_statefulset_and_job_pods_are_bound_and_run(
     controller_manager: ControlPlane,
 ) -> None:
     namespace = unique_name("e2e-workloads")
-    nodes = [NodeSpec(unique_name("e2e-wl-node"), cpu="2") for _ in range(2)]
+    nodes = [
+        NodeSpec(unique_name("e2e-wl-node"), cpu="2", labels={POOL: SCHEDULER}) for _ in range(2)
+    ]
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     try:
         await gateway.namespace(namespace)
@@ -113,7 +120,7 @@ async def test_deployment_statefulset_and_job_pods_are_bound_and_run(
             assert owners == {"ReplicaSet", "StatefulSet", "Job"}
             # LeastAllocated spreads seven 200m pods over both 2-CPU nodes.
             assert {p["spec"]["nodeName"] for p in pods} == names
-            # StatefulSet: db-1 was created only once db-0 ran (OrderedReady).
+            # The StatefulSet's two ordinals (db-1 is made once db-0 is Running and Ready).
             stateful = {
                 p["metadata"]["name"] for p in pods if p["metadata"]["labels"]["app"] == "db"
             }
