@@ -2,12 +2,13 @@
 makes them (kube 1.36):
 
 * for each claim, the chosen volume is pre-bound: one write of the PersistentVolume giving it
-  `spec.claimRef` (the claim's kind, namespace, name and uid) and the annotation
-  `pv.kubernetes.io/bound-by-controller: "yes"`, with the volume's resourceVersion as a
-  precondition (a volume claimed meanwhile is a conflict, never overwritten). The claim is not
-  written: kube-controller-manager's PV controller sees a volume pre-bound to an unbound claim
-  and completes the binding (the claim's `volumeName`, its `pv.kubernetes.io/bind-completed`
-  and `bound-by-controller` annotations, both phases `Bound`);
+  `spec.claimRef` (the claim's kind, namespace, name, uid and, when cached, resourceVersion)
+  and the annotation `pv.kubernetes.io/bound-by-controller: "yes"`, with the volume's
+  resourceVersion as a precondition (a volume claimed meanwhile is a conflict, never
+  overwritten). The claim is not written: kube-controller-manager's PV controller sees a
+  volume pre-bound to an unbound claim and completes the binding (the claim's `volumeName`,
+  its `pv.kubernetes.io/bind-completed` and `bound-by-controller` annotations, both phases
+  `Bound`), as it does for kube-scheduler;
 * then the pod's binding waits until each claim is fully bound — `volumeName` naming the volume
   and `bind-completed` set — read from the API every `poll` seconds (kube's `checkBindings`
   reads its informers' latest objects once a second), up to the plugin's `bindTimeoutSeconds`
@@ -85,6 +86,9 @@ class VolumeBinder:
                 raise VolumeBindError(f'persistentvolume "{volume}" is bound to another claim')
             claim_ref = {"apiVersion": "v1", "kind": "PersistentVolumeClaim"}
             claim_ref |= {"namespace": namespace, "name": name, "uid": claim_uid}
+            known = self._lookup(PersistentVolumeClaim.KIND, claim_key)
+            if known is not None and known.metadata.uid == claim_uid:
+                claim_ref["resourceVersion"] = known.metadata.resource_version or ""
             patch = {
                 "metadata": {
                     "resourceVersion": pv.metadata.resource_version,

@@ -164,12 +164,14 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
                 # The claim's side is written by kube's PV controller, not by the scheduler.
                 assert annotations.get(BIND_COMPLETED) == "yes"
                 assert annotations.get(BOUND_BY_CONTROLLER) == "yes"
+                assert _writers(claim, "f:volumeName") == {"kube-controller-manager"}
                 pv = await gateway.read(f"/api/v1/persistentvolumes/{pv_name}")
                 assert pv["status"]["phase"] == "Bound"
                 ref = pv["spec"]["claimRef"]
                 assert (ref["namespace"], ref["name"]) == (namespace, claim["metadata"]["name"])
                 assert ref["uid"] == claim["metadata"]["uid"]
                 assert pv["metadata"]["annotations"].get(BOUND_BY_CONTROLLER) == "yes"
+                assert "kube-controller-manager" not in _writers(pv, "f:claimRef")
             assert used == set(volumes)
             assert nodes[2].name not in on_node.values()
             assert elapsed < 20
@@ -178,3 +180,12 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
         kubectl("delete", "pv", *volumes, "--ignore-not-found", "--wait=false", check=False)
         kubectl("delete", "storageclass", klass, "--ignore-not-found", check=False)
         await gateway.close()
+
+
+def _writers(obj: dict[str, Any], field: str) -> set[str]:
+    """The managers whose managedFields entry owns `spec.<field>` (`f:volumeName`...)."""
+    return {
+        m.get("manager", "")
+        for m in obj["metadata"].get("managedFields") or []
+        if field in ((m.get("fieldsV1") or {}).get("f:spec") or {})
+    }
