@@ -6,7 +6,8 @@ given (reloaded when the files change), watches the cluster (`--kubeconfig`, els
 else the pod's service account), and serves `/metrics`, `/healthz` and `/readyz` on plain HTTP
 (`--http-addr`). Exit 0 on SIGTERM or SIGINT, 1 when start-up fails (one line on stderr).
 
-`certs` mints a CA and a serving certificate for `<service>.<namespace>.svc` into `--out`
+`certs` mints a CA and a serving certificate for `<service>.<namespace>.svc` (and any
+`--host`, such as 127.0.0.1 for a local try) into `--out`
 (`ca.crt`, `tls.crt`, `tls.key`, the names of a kubernetes.io/tls Secret) and prints the
 base64 caBundle for the MutatingWebhookConfiguration.
 """
@@ -26,7 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from apis.names import dns1035_label_problems, dns1123_label_problems
+from apis.names import (
+    dns1035_label_problems,
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+)
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
@@ -209,6 +214,15 @@ def _add_certs(verbs: Subparsers) -> None:
         "--out", type=Path, required=True, metavar="DIR", help="where ca.crt, tls.crt, tls.key go"
     )
     certs.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        type=_host,
+        metavar="NAME|IP",
+        help="a DNS name or IP address the certificate is also valid for (repeatable), e.g. "
+        "127.0.0.1 for a local try with a url clientConfig",
+    )
+    certs.add_argument(
         "--kustomize",
         type=Path,
         metavar="BASE",
@@ -251,6 +265,20 @@ def _name(problems: Callable[[str], list[str]], what: str) -> Callable[[str], st
     return parse
 
 
+def _host(text: str) -> str:
+    """An IP address or a DNS subdomain, for a certificate's subjectAltNames."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        pass
+    found = dns1123_subdomain_problems(text)
+    if found:
+        raise argparse.ArgumentTypeError(f"invalid host {text!r}: not an IP address; {found[0]}")
+    return text
+
+
 def parse_toleration(text: str) -> dict[str, Any]:
     """`key[=value]:Effect` (Exists without a value, Equal with one)."""
     spec, sep, effect = text.rpartition(":")
@@ -269,7 +297,9 @@ def _cmd_certs(args: argparse.Namespace) -> int:
 
     if args.kustomize is not None and not (args.kustomize / "kustomization.yaml").is_file():
         raise CliError(f"--kustomize {args.kustomize}: no kustomization.yaml there")
-    bundle = mint(service_names(args.service, args.namespace), days=args.days)
+    names = service_names(args.service, args.namespace)
+    names += [host for host in args.host if host not in names]
+    bundle = mint(names, days=args.days)
     ca_bundle = base64.b64encode(bundle.ca).decode()
     try:
         paths = write_bundle(bundle, args.out)

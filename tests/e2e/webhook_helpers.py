@@ -1,11 +1,12 @@
 """Helpers of the spot webhook's e2e tests: `placement webhook run` as a subprocess on a loopback
-port with a certificate minted for 127.0.0.1, a MutatingWebhookConfiguration that reaches it by
-`url` with the `caBundle`, scoped to one namespace, and the pods counted through the API.
+port with a certificate from `placement webhook certs --host 127.0.0.1`, a
+MutatingWebhookConfiguration that reaches it by `url` with the `caBundle` printed, scoped to
+one namespace, and the pods counted through the API.
 """
 
 from __future__ import annotations
 
-import base64
+import functools
 import json
 import os
 import signal
@@ -23,7 +24,6 @@ from typing import Any
 
 from apis.core import Pod
 from controllers.addons.webhook import MUTATE_PATH
-from controllers.addons.webhook_certs import CertBundle, mint, write_bundle
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from placement.pods.mutation import DESIRED_CAPACITY
@@ -70,7 +70,7 @@ class WebhookProcess:
     popen: subprocess.Popen[bytes]
     port: int
     http_port: int
-    bundle: CertBundle
+    ca_bundle: str  # base64 PEM, as `placement webhook certs` prints it
     log: Path
 
     @property
@@ -122,20 +122,33 @@ def placement_command() -> list[str]:
     )
 
 
+@functools.cache
+def certificates() -> tuple[Path, str]:
+    """`placement webhook certs --host 127.0.0.1` once per run: its folder and the caBundle."""
+    folder = Path(tempfile.mkdtemp(prefix="spot-webhook-certs-"))
+    argv = ["webhook", "certs", "--service=spot-webhook", "--namespace=spot-webhook"]
+    done = subprocess.run(
+        [*placement_command(), *argv, "--host=127.0.0.1", f"--out={folder}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return folder, done.stdout.strip()
+
+
 @contextmanager
 def webhook_process(plane: ControlPlane, *extra: str) -> Iterator[WebhookProcess]:
-    """`placement webhook run` with a fresh certificate for 127.0.0.1, ready (caches synced)."""
+    """`placement webhook run` with the certificate for 127.0.0.1, ready (caches synced)."""
+    certs, ca_bundle = certificates()
     folder = Path(tempfile.mkdtemp(prefix="spot-webhook-"))
-    bundle = mint(["127.0.0.1"])
-    paths = write_bundle(bundle, folder)
     port, http_port = free_port(), free_port()
     log = folder / "webhook.log"
     argv = [
         *placement_command(),
         "webhook",
         "run",
-        f"--tls-cert-file={paths['cert']}",
-        f"--tls-key-file={paths['key']}",
+        f"--tls-cert-file={certs / 'tls.crt'}",
+        f"--tls-key-file={certs / 'tls.key'}",
         f"--kubeconfig={plane.kubeconfig}",
         f"--addr=127.0.0.1:{port}",
         f"--http-addr=127.0.0.1:{http_port}",
@@ -145,7 +158,7 @@ def webhook_process(plane: ControlPlane, *extra: str) -> Iterator[WebhookProcess
         popen = subprocess.Popen(
             argv, stdout=handle, stderr=subprocess.STDOUT, env=plane.env(), start_new_session=True
         )
-    process = WebhookProcess(popen, port, http_port, bundle, log)
+    process = WebhookProcess(popen, port, http_port, ca_bundle, log)
     try:
         wait_for("the webhook's /readyz", process.ready, 20)
         yield process
@@ -206,7 +219,7 @@ def registered(
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": scope}},
                 "clientConfig": {
                     "url": webhook.url,
-                    "caBundle": base64.b64encode(webhook.bundle.ca).decode(),
+                    "caBundle": webhook.ca_bundle,
                 },
             }
         ],

@@ -1,6 +1,7 @@
-"""`placement webhook certs` (a CA and a serving certificate for the Service's DNS names, the
-caBundle printed) and the manifests of config/addons/spot-webhook (CREATE of pods only,
-failurePolicy Ignore, kube-system and its own namespace excluded, RBAC = the calls made)."""
+"""`placement webhook certs` (a CA and a serving certificate for the Service's DNS names and any
+`--host`, the caBundle printed) and the manifests of config/addons/spot-webhook (CREATE of pods
+only, failurePolicy Ignore, kube-system and its own namespace excluded, RBAC = the calls
+made)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,26 @@ def test_certs_writes_a_pair_for_the_service_and_prints_the_ca_bundle(
     assert (tmp_path / "tls.key").stat().st_mode & 0o077 == 0
 
 
+def test_certs_for_a_local_try_are_also_valid_for_each_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["webhook", "certs", "--service", "spot", "--namespace", "ops", "--out", str(tmp_path)]
+    assert main([*argv, "--host", "127.0.0.1", "--host", "::1", "--host", "localhost"]) == 0
+    capsys.readouterr()
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1", "::1"]
+    assert {"localhost", "spot.ops.svc"} <= set(names.get_values_for_type(x509.DNSName))
+
+
 @pytest.mark.parametrize(
     ("flags", "line"),
     [
+        pytest.param(
+            ["--host", "not a host"],
+            "argument --host: invalid host 'not a host': not an IP address; ",
+            id="host-neither-ip-nor-name",
+        ),
         pytest.param(
             ["--days", "-1"],
             "argument --days: expected a whole number of days from 1 to 36500 (got '-1')",
