@@ -13,6 +13,12 @@ Differences from OCM, on purpose:
   placement's.
 * An empty PD gets `status.decisions: []` written once after its create (OCM leaves the status
   out, its semantic comparison taking nil for []), so readers always find the list.
+* A PD whose decision group changes (its group labels) while its decisions change never shows
+  a cluster under a group it is in neither before nor after: the clusters leaving it are
+  dropped first, then it is relabelled, then the clusters joining it are added (OCM writes the
+  new decisions under the old labels, so a consumer reading groups, a rollout's mandatory
+  group for one, sees them in the wrong group until the labels follow). Labels that change
+  with the same decisions are patched after the other writes, as before.
 
 Events are OCM's (regarding the placement, related the PD): `DecisionCreate` on create;
 `DecisionUpdate` (Warning when scheduling warned) then `ScoreUpdate` whenever a PD's decisions
@@ -279,14 +285,38 @@ class DecisionRun:
             await self._write_decisions(row, decisions, announce=step.carrier_for is None)
 
     async def _update(self, name: str) -> None:
-        want = self.want[name].wire_decisions()
-        await self._write_decisions(self.view[name], want, announce=True)
+        target = self.want[name]
+        want = target.wire_decisions()
+        have = self.view[name]
+        if _metadata_patch(have, target):
+            # Another group (or page) for this PD: drop the clusters that leave it (each is
+            # already anchored elsewhere, as for any update), relabel, then add those joining.
+            staying = set(target.clusters)
+            now = have.wire_decisions()
+            kept = [d for d in now if d["clusterName"] in staying]
+            if kept != now:
+                await self._write_decisions(have, kept, announce=kept == want)
+            await self._fix_metadata_of(name)
+        # (Unless the drop above was the whole change.)
+        reached = self.view[name] is not have and self.view[name].wire_decisions() == want
+        if not reached:
+            await self._write_decisions(self.view[name], want, announce=True, since=have)
+        self._updated(name)
+
+    def _updated(self, name: str) -> None:
         if name not in self.report.updated:
             self.report.updated.append(name)
 
     async def _write_decisions(
-        self, pd: DecisionRow, decisions: list[dict[str, Any]], *, announce: bool
+        self,
+        pd: DecisionRow,
+        decisions: list[dict[str, Any]],
+        *,
+        announce: bool,
+        since: DecisionRow | None = None,
     ) -> None:
+        """Write `decisions` into `pd` (as cached); with `announce`, a DecisionUpdate when they
+        differ from those of `since` (default `pd`: the PD before this update began)."""
         patch = {
             "metadata": {"resourceVersion": pd.resource_version},
             "status": {"decisions": decisions},
@@ -300,28 +330,31 @@ class DecisionRun:
         self.view[pd.name] = row = row_of(written)
         self.written(row, "patch")
         # A missing status filled with an empty list is no change of decisions: no event.
-        if announce and pd.wire_decisions() != decisions:
+        if announce and (since or pd).wire_decisions() != decisions:
             self._event(_related(row), "DecisionUpdate", "DecisionUpdated", "updated")
 
     async def _fix_metadata(self) -> None:
-        for name, want in self.want.items():
-            have = self.view.get(name)
-            if have is None:
-                continue
-            changes = _metadata_patch(have, want)
-            if not changes:
-                continue
-            changes["resourceVersion"] = have.resource_version
-            try:
-                written = await self.gateway.merge_patch_kept(
-                    PlacementDecision, name, {"metadata": changes}, self.namespace, rows=_ROWS
-                )
-            except (ConflictError, NotFoundError) as exc:
-                raise _StaleError(name, exc) from exc
-            self.view[name] = row = row_of(written)
-            self.written(row, "patch")
-            if name not in self.report.updated and name not in self.report.created:
-                self.report.updated.append(name)
+        for name in self.want:
+            await self._fix_metadata_of(name)
+
+    async def _fix_metadata_of(self, name: str) -> None:
+        have = self.view.get(name)
+        if have is None:
+            return
+        changes = _metadata_patch(have, self.want[name])
+        if not changes:
+            return
+        changes["resourceVersion"] = have.resource_version
+        try:
+            written = await self.gateway.merge_patch_kept(
+                PlacementDecision, name, {"metadata": changes}, self.namespace, rows=_ROWS
+            )
+        except (ConflictError, NotFoundError) as exc:
+            raise _StaleError(name, exc) from exc
+        self.view[name] = row = row_of(written)
+        self.written(row, "patch")
+        if name not in self.report.updated and name not in self.report.created:
+            self.report.updated.append(name)
 
     async def _delete(self, step: Delete) -> None:
         pd = self.view.get(step.name)

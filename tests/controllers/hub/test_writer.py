@@ -436,6 +436,78 @@ async def test_decision_groups_swapping_clusters_go_through_carriers() -> None:
         assert len(new_events) == 2 * len(report.updated)
 
 
+async def group_views(
+    r: Rig, since: str, start: Sequence[PlacementDecision]
+) -> list[dict[str, tuple[tuple[str, str], list[str]]]]:
+    """Every state of the placement's PDs (group labels, clusters) after each write since
+    `since`, from a raw watch."""
+
+    def group(pd: PlacementDecision) -> tuple[str, str]:
+        labels = pd.metadata.labels or {}
+        return labels.get(DECISION_GROUP_INDEX_LABEL, ""), labels.get(DECISION_GROUP_NAME_LABEL, "")
+
+    marker = PlacementDecision(metadata=ObjectMeta(name="zz-marker", namespace=NS))
+    await r.gateway.create(marker)
+    state = {pd.name: (group(pd), clusters(pd)) for pd in start}
+    states = [dict(state)]
+    async with asyncio.timeout(WAIT):
+        async for event in r.gateway.watch(PlacementDecision, since, NS, bookmarks=False):
+            pd = event.object
+            assert pd is not None
+            if pd.name == "zz-marker":
+                break
+            if event.type == "DELETED":
+                del state[pd.name]
+            else:
+                state[pd.name] = (group(pd), clusters(pd))
+            states.append(dict(state))
+    return states
+
+
+async def test_a_page_changing_group_never_shows_a_cluster_in_a_group_it_is_not_in() -> None:
+    """Found on a real API server: the canary clusters arrive after the placement was first
+    scheduled, so the rest group moves from page 1 (group 0) to page 2 (group 1) and page 1
+    becomes the canary group. Page 1 must not hold a canary under the old group's labels, nor a
+    rest cluster under the canary's, at any moment: a consumer's rollout reads groups."""
+    async with rig() as r:
+        rest, canary = ["c3", "c4", "c5", "c6"], ["c1", "c2"]
+        await r.apply(plan(r.placement, pds(r.placement, ("", rest))))
+        listed = await r.gateway.list(PlacementDecision, NS)
+        report = await r.apply(plan(r.placement, pds(r.placement, ("canary", canary), ("", rest))))
+        states = await group_views(r, listed.resource_version, listed.items)
+        before = dict.fromkeys(rest, ("0", ""))
+        after = {**dict.fromkeys(canary, ("0", "canary")), **dict.fromkeys(rest, ("1", ""))}
+        for state in states:
+            for name, (group, members) in state.items():
+                for c in members:
+                    assert group in {before.get(c), after[c]}, f"{c} in {group} ({name}): {state}"
+        assert states[-1] == {
+            "p-decision-1": (("0", "canary"), canary),
+            "p-decision-2": (("1", ""), rest),
+        }
+        assert report.created == ["p-decision-2"]
+        assert report.updated == ["p-decision-1"]
+        # One DecisionUpdate (and ScoreUpdate) for page 1, however many writes it took.
+        updates = [e for e in await r.events() if e.reason == "DecisionUpdate"]
+        assert [e.related.name for e in updates if e.related] == [
+            "p-decision-1",  # its first decisions, in the first apply
+            "p-decision-2",
+            "p-decision-1",
+        ]
+
+
+async def test_a_page_changing_group_and_only_losing_clusters_drops_them_first() -> None:
+    async with rig() as r:
+        await r.apply(plan(r.placement, pds(r.placement, ("", ["c1", "c2", "c3"]))))
+        listed = await r.gateway.list(PlacementDecision, NS)
+        await r.apply(plan(r.placement, pds(r.placement, ("canary", ["c1"]), ("", ["c2", "c3"]))))
+        states = await group_views(r, listed.resource_version, listed.items)
+        canary_views = [
+            members for state in states for (group, members) in state.values() if group[1]
+        ]
+        assert canary_views and all(members == ["c1"] for members in canary_views), states
+
+
 # --- stale caches ------------------------------------------------------------------------------
 
 
