@@ -36,17 +36,21 @@ grants more than M places among pods not yet seen alive, whichever replica asks.
 
 Guarantee and limits (what exactness rests on):
 
-* Reservations leave the shared set only by expiry, never because one replica saw the pod
-  alive: another replica whose informer lags would then count neither. So exactness needs each
-  replica's pod informer to show a created pod within `ttl` of its admission (default 60 s:
-  far above watch latency; the API server's webhook timeout is at most 30 s), and the
-  replicas' clocks to agree to well within `ttl` (expiries are absolute times).
+* Reservations leave the shared set only by expiry or release, never because one replica saw
+  the pod alive: another replica whose informer lags would then count neither. So exactness
+  needs each replica's pod informer to show a created pod within `ttl` of its admission
+  (default 60 s: far above watch latency; the API server's webhook timeout is at most 30 s),
+  and the replicas' clocks to agree to well within `ttl` (expiries are absolute times).
 * A replica that has not yet seen an on-demand pod's deletion still counts it: the replacement
   may then go spot, one place below M until the next pod is created. This errs toward spot,
   never above M.
 * The count is taken at admission. A rolling update whose new pods are admitted while the old
   on-demand pods still run gives them spot; once the old pods are gone the Deployment can run
   below M until pods are created again (a rebalancer could evict a spot pod; not done here).
+* A release is exact only when the shell knows the answer was not used: it never sent it (the
+  API server hung up first) or it sent spot instead (past its deadline). An on-demand answer
+  sent in time that reaches the API server after its timeout still holds its place until
+  `ttl`: below M until more pods are created, never above.
 * If the shared object cannot be written (RBAC, API errors), the shell falls back to the local
   book and says so in a warning: with several replicas that may exceed M, never fall below it.
 """
