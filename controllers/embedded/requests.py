@@ -115,10 +115,29 @@ def _apply_yaml(raw: bytes) -> Any:
         raise StatusError(400, "the apply patch is not valid YAML") from None
 
 
+def _undecodable(res: Resource, api_version: str, kind: str) -> None:
+    """kube-apiserver's 400 for a body of a built-in kind's URL that its decoder cannot turn
+    into that kind: another version, or another kind (converted to the URL's, and failing)."""
+    where = (
+        f'{kind} in version "{api_version.rsplit("/", 1)[-1]}" cannot be handled as a {res.kind}'
+    )
+    if api_version != res.api_version:
+        scheme = "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"
+        why = f'no kind "{kind}" is registered for version "{api_version}" in scheme "{scheme}"'
+    else:
+        internal = res.group.split(".")[0] if res.group else "core"
+        why = f"converting ({res.version}.{kind}) to ({internal}.{res.kind}): unknown conversion"
+    raise StatusError(400, f"{where}: {why}")
+
+
 def check_type_meta(res: Resource, body: dict[str, Any]) -> None:
-    """kube-apiserver's check of a created or replaced object's type against the URL: another
-    group/version is 400, another kind of the same one 422 (an empty field takes the URL's)."""
+    """kube-apiserver's check of a created or replaced object's type against the URL. For a
+    built-in kind, another version or kind is a 400 (its decoder cannot read it); for a custom
+    one, another group/version is 400, another kind of the same one 422 (an empty field takes
+    the URL's)."""
     api_version, kind = body.get("apiVersion"), body.get("kind")
+    if res.builtin and (api_version or kind) and (kind, api_version) != (res.kind, res.api_version):
+        _undecodable(res, str(api_version or res.api_version), str(kind or res.kind))
     if api_version and api_version != res.api_version:
         raise StatusError(
             400,

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controllers.embedded.labelselector import parse_label_selector
 from controllers.embedded.status import StatusError
 
 __all__ = [
@@ -20,7 +21,6 @@ __all__ = [
 ]
 
 Predicate = Callable[[dict[str, Any]], bool]
-LabelTest = Callable[[dict[str, str]], bool]
 
 _REFERENCE = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 
@@ -70,9 +70,7 @@ KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 _LISTING_REFUSAL = frozenset({("", "ConfigMap")})
 _ALWAYS = ("metadata.name", "metadata.namespace")
 
-_SET_TERM = re.compile(r"^\s*(!?)\s*([^\s!=()]+)\s+(in|notin)\s+\(([^()]*)\)\s*$")
 _CMP_TERM = re.compile(r"^\s*([^\s!=()]+)\s*(==|=|!=)\s*([^\s!=(),]*)\s*$")
-_EXISTS_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 
 def _terms(text: str) -> list[str]:
@@ -94,33 +92,11 @@ def _bad(kind: str, text: str, why: str) -> StatusError:
     return StatusError(400, f"unable to parse requirement: {kind} selector {text!r}: {why}")
 
 
-def _label_test(term: str, text: str) -> LabelTest:
-    if match := _SET_TERM.match(term):
-        negated, key, op, raw = match.groups()
-        if negated:
-            raise _bad("label", text, f"'!' cannot precede {op!r}")
-        values = frozenset(v.strip() for v in raw.split(",") if v.strip())
-        if op == "in":
-            return lambda labels: labels.get(key) in values
-        return lambda labels: labels.get(key) not in values
-    if match := _CMP_TERM.match(term):
-        key, op, value = match.groups()
-        if op == "!=":
-            return lambda labels: labels.get(key) != value
-        return lambda labels: labels.get(key) == value
-    if match := _EXISTS_TERM.match(term):
-        negated, key = match.groups()
-        if negated:
-            return lambda labels: key not in labels
-        return lambda labels: key in labels
-    raise _bad("label", text, f"cannot parse {term.strip()!r}")
-
-
 def label_predicate(text: str | None) -> Predicate | None:
     """The predicate of a label selector; None selects everything."""
     if not text or not text.strip():
         return None
-    tests = [_label_test(term, text) for term in _terms(text)]
+    tests = parse_label_selector(text)
 
     def matches(obj: dict[str, Any]) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}

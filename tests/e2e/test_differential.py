@@ -31,14 +31,11 @@ pytestmark = pytest.mark.asyncio
 
 # Step name -> why the embedded server answers differently (docs/architecture.md lists them).
 KNOWN: dict[str, str] = {
-    "list: bad labelSelector": "our selector parser's message, not kube's lexer's",
     "list: bad continue token": "our token is not kube's (base64 of an etcd key): the message "
     "names no decoding error",
     "watch: bookmarks": "kube-apiserver sends a watch's first BOOKMARK only after about a "
     "minute; the embedded server sends one every bookmark_interval (1 s by default) so that "
     "tests see them",
-    "create: kind mismatch": "a body of another kind is 422 Invalid on `kind`, where kube "
-    "cannot decode it (400 BadRequest)",
 }
 
 
