@@ -7,14 +7,13 @@ reading bodies and query integers is `requests`'. Every error is answered as a
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from dataclasses import dataclass
 from typing import Any, cast
 
 from aiohttp import web
 
 from controllers.embedded.audit import Audit, AuditEntry
+from controllers.embedded.continuetoken import decode_continue, encode_continue
 from controllers.embedded.faults import Faults
 from controllers.embedded.history import encoded_as_stored
 from controllers.embedded.openapi import openapi_document, openapi_index
@@ -295,11 +294,7 @@ class Handlers:
         items = self.store.list(t.resource, t.namespace, query_predicate(query, kind))
         rv, start = str(self.store.rv), None
         if query.get("continue"):
-            try:
-                token = json.loads(base64.urlsafe_b64decode(query["continue"]))
-                rv, start = token["rv"], tuple(token["start"])
-            except (ValueError, KeyError, TypeError):
-                raise StatusError(400, "invalid continue token") from None
+            rv, start = decode_continue(query["continue"])
         out: list[dict[str, Any]] = []
         meta: dict[str, Any] = {"resourceVersion": rv}
         limit = query_int(query, "limit") or 0
@@ -310,8 +305,7 @@ class Handlers:
                 continue
             if limit and len(out) == limit:
                 last = out[-1]["metadata"]
-                token_doc = {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}
-                meta["continue"] = base64.urlsafe_b64encode(json.dumps(token_doc).encode()).decode()
+                meta["continue"] = encode_continue(rv, (last.get("namespace", ""), last["name"]))
                 break
             out.append(obj)
         res = t.resource

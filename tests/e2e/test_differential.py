@@ -31,8 +31,6 @@ pytestmark = pytest.mark.asyncio
 
 # Step name -> why the embedded server answers differently (docs/architecture.md lists them).
 KNOWN: dict[str, str] = {
-    "list: bad continue token": "our token is not kube's (base64 of an etcd key): the message "
-    "names no decoding error",
     "watch: bookmarks": "kube-apiserver sends a watch's first BOOKMARK only after about a "
     "minute; the embedded server sends one every bookmark_interval (1 s by default) so that "
     "tests see them",
