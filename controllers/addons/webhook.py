@@ -204,20 +204,22 @@ class SpotWebhook:
             return
         self.ledger.release(workload.ref.key, token, self.clock())
         self.metrics.released.labels(reason).inc()
-        log.info(
-            "on-demand place of %s %s/%s given back: its answer was not used (%s)",
-            workload.ref.kind,
-            workload.ref.namespace,
-            workload.ref.name,
-            reason,
-        )
+        ref = workload.ref
+        what = f"{ref.kind} {ref.namespace}/{ref.name}"
+        log.info("on-demand place of %s given back: its answer was not used (%s)", what, reason)
         if self.shared is not None:
             self._keep(asyncio.ensure_future(self._publish(workload)))
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
-        """Let `task` finish in the background."""
+        """Let `task` finish in the background (a failure is logged; the place it would have
+        settled is dropped from the Lease by the next settlement, or expires)."""
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("shared on-demand count not settled: %s", task.exception())
 
     async def _publish(self, workload: Workload) -> None:
         limit, _ = min_available(workload, self.config)
