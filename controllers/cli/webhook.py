@@ -4,7 +4,9 @@ certificates it serves with when cert-manager is not installed.
 `run` serves AdmissionReviews on HTTPS (`--addr`, default `:8443`) with the certificate pair
 given (reloaded when the files change), watches the cluster (`--kubeconfig`, else `$KUBECONFIG`,
 else the pod's service account), and serves `/metrics`, `/healthz` and `/readyz` on plain HTTP
-(`--http-addr`). Exit 0 on SIGTERM or SIGINT, 1 when start-up fails (one line on stderr).
+(`--http-addr`). An answer that would go on-demand must be ready within `--deadline` (below the
+configuration's `timeoutSeconds`), else the pod goes to spot; `--fault-delay` holds answers, for
+tests only. Exit 0 on SIGTERM or SIGINT, 1 when start-up fails (one line on stderr).
 
 `certs` mints a CA and a serving certificate for `<service>.<namespace>.svc` (and any
 `--host`, such as 127.0.0.1 for a local try) into `--out`
