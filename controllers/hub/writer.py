@@ -5,7 +5,9 @@ The PDs come first, written by `controllers.hub.decision_run` in the order of
 `controllers.hub.decision_steps` (no still-selected cluster ever vanishes, DESIGN §4.2; events and
 the other deliberate differences from OCM are described there). `decisions=None` (misconfigured
 or failed scheduling, DESIGN §4.3) leaves every PD untouched. Then the Placement status, by one
-merge patch of the fields that differ.
+merge patch of the fields that differ. A placement deleted while it is being reconciled (its status
+patch, or the re-read after a 409, answers 404) ends the write quietly: nothing is left to write
+to, and its PlacementDecisions go with it (their owner reference).
 
 Writes that depend on the cached state carry its resourceVersion, so a stale cache shows up as
 409 Conflict: the object is re-read and written again (for the PDs, the remaining steps are
@@ -18,13 +20,14 @@ lags behind our own writes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apis.placements import Placement, PlacementDecision, PlacementStatus
 from controllers.hub.decision_run import DecisionRun
-from controllers.kube.errors import ConflictError
+from controllers.kube.errors import ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.events import EventRecorder
 from controllers.runtime.leader import NotLeaderError
@@ -37,6 +40,8 @@ __all__ = [
     "WriteReport",
     "WriteSink",
 ]
+
+log = logging.getLogger(__name__)
 
 PD_KIND = PlacementDecision.KIND
 
@@ -157,6 +162,14 @@ class DecisionWriter:
     # --- placement status --------------------------------------------------------------------
 
     async def _write_status(self, plan: WritePlan, report: WriteReport) -> None:
+        try:
+            await self._patch_status(plan, report)
+        except NotFoundError:
+            log.info(
+                "placement %s was deleted meanwhile: its status is not written", plan.placement.key
+            )
+
+    async def _patch_status(self, plan: WritePlan, report: WriteReport) -> None:
         placement = plan.placement
         new = _status_wire(plan.status)
         for attempt in range(self.max_conflict_retries + 1):

@@ -578,6 +578,18 @@ async def test_a_stale_placement_status_is_reread_and_patched() -> None:
         assert status.number_of_selected_clusters == 1
 
 
+async def test_a_placement_deleted_while_reconciled_ends_the_write_quietly() -> None:
+    """Found on a real API server: a placement deleted between its scheduling and its status
+    patch (404) failed the reconcile with a traceback and a retry; there is nothing left to
+    write to."""
+    async with rig() as r:
+        await r.gateway.delete(Placement, "p", NS)
+        report = await r.apply(plan(r.placement, pds(r.placement, ("", ["c1"])), satisfied()))
+        assert report.created == ["p-decision-1"]
+        assert not report.status_patched
+        assert ("PATCH", 404, "NotFound") in r.gateway.errors
+
+
 async def test_other_server_errors_propagate() -> None:
     async with rig() as r:
         r.server.faults.fail_next("patch", 500)
