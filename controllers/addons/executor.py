@@ -94,13 +94,24 @@ def split_key(key: str) -> tuple[str, str]:
 def _condition_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     if old is None:
         return True
-    return any(old.get(k) != new.get(k) for k in ("status", "reason", "message"))
+    if any(old.get(k) != new.get(k) for k in ("status", "reason", "message")):
+        return True
+    generation = new.get("observedGeneration")  # a newer pod spec: the condition is restated
+    return generation is not None and old.get("observedGeneration") != generation
+
+
+def _observed(pod: Pod | None) -> dict[str, Any]:
+    """`observedGeneration` for a condition about `pod`: its generation, as kube-scheduler 1.36
+    writes it (PodObservedGenerationTracking); nothing when the server keeps none."""
+    generation = pod.metadata.generation if pod is not None else None
+    return {"observedGeneration": generation} if generation is not None else {}
 
 
 def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> dict[str, Any]:
     """The merge patch that makes `pod`'s status say what `action` decides; {} when it already
     does. `lastTransitionTime` moves only when the condition's status changes, as Kubernetes
-    keeps it; `lastProbeTime` is null, as kube-scheduler writes it."""
+    keeps it; `lastProbeTime` is null and `observedGeneration` the pod's generation, as
+    kube-scheduler writes them."""
     status: dict[str, Any] = {}
     current = pod.status if pod is not None else None
     if action.nominated_node is not None:
@@ -111,8 +122,9 @@ def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> 
     if action.condition is not None:
         conditions = [dict(c) for c in ((current.conditions if current else None) or [])]
         old = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
-        if _condition_changed(old, action.condition):
-            new = {"type": POD_SCHEDULED, "lastProbeTime": None, **action.condition}
+        wanted = {**action.condition, **_observed(pod)}
+        if _condition_changed(old, wanted):
+            new = {"type": POD_SCHEDULED, "lastProbeTime": None, **wanted}
             if old is not None and old.get("status") == new.get("status"):
                 new.setdefault("lastTransitionTime", old.get("lastTransitionTime"))
             else:
@@ -127,7 +139,7 @@ def disruption_patch(victim: Pod, condition: PodCondition, now: datetime) -> dic
     `DeletePod.condition`), every other condition kept; {} when it carries that condition
     already. Only `lastTransitionTime` is this shell's: the time of the write, or the old one
     when the status does not change."""
-    new: dict[str, Any] = dict(condition.to_wire())
+    new: dict[str, Any] = {**condition.to_wire(), **_observed(victim)}
     conditions = [dict(c) for c in ((victim.status.conditions if victim.status else None) or [])]
     old = next((c for c in conditions if c.get("type") == condition.type), None)
     if not _condition_changed(old, new):

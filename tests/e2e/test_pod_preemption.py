@@ -145,6 +145,9 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
                 ]
                 assert target, f"{meta['name']} has no DisruptionTarget condition"
                 assert target[0]["reason"] == "PreemptionByScheduler"
+                # The victim's generation when marked, as kube 1.36 writes it (its graceful
+                # deletion then bumped the generation).
+                assert (target[0]["observedGeneration"], meta["generation"]) == (1, 2)
             # It bound only once its victims were gone (the kubelet removed them).
             assert bound_at_victims == ["none"]
             assert set(terminating) <= {r.split("/")[1] for r in kubelet.removed}
@@ -165,6 +168,10 @@ async def test_high_priority_pod_preempts_through_graceful_deletion(
                 return pending if len(pending) == 2 else None
 
             pending = await wait_until(replacements_pending, 10, "2 unschedulable replacements")
+            scheduled = next(
+                c for c in pending[0]["status"]["conditions"] if c["type"] == "PodScheduled"
+            )
+            assert scheduled["observedGeneration"] == pending[0]["metadata"]["generation"]
             message = next(
                 c["message"]
                 for c in pending[0]["status"]["conditions"]

@@ -179,6 +179,7 @@ async def test_the_victim_gets_exactly_the_engines_condition() -> None:
                 "message": "s: the engine's words",
                 "lastProbeTime": None,
                 "lastTransitionTime": "2026-01-02T03:04:05Z",
+                "observedGeneration": 1,  # the pod's generation, as kube-scheduler 1.36 writes
             }
         ]
 
@@ -197,7 +198,8 @@ async def test_a_victim_whose_mark_failed_is_not_deleted_and_a_marked_one_not_pa
         assert (await r.gateway.get(Pod, "victim", "team")).metadata.deletion_timestamp is None
         # The victim as cached carries the engine's condition already: only the DELETE goes.
         marked = victim.to_wire()
-        marked["status"] = {"conditions": [{**MARK.to_wire(), "lastTransitionTime": "x"}]}
+        mark = {**MARK.to_wire(), "lastTransitionTime": "x"}
+        marked["status"] = {"conditions": [{**mark, "observedGeneration": 1}]}
         r.objects[("Pod", victim.key)] = parse_as(Pod, marked)
         r.gateway.requests.clear()
         r.executor.submit([DeletePod(victim.key, uid, "preempted", MARK)])
@@ -272,6 +274,7 @@ async def test_unschedulable_condition_patched_once_keeping_other_conditions() -
             "type": "PodScheduled",
             "lastProbeTime": None,
             "lastTransitionTime": "2026-01-02T03:04:05Z",
+            "observedGeneration": 1,  # the pod's generation, as kube-scheduler 1.36 writes
             **UNSCHEDULABLE,
         }
         # The same decision again, on the pod as now cached: nothing to send.
@@ -310,6 +313,36 @@ def test_status_patch_keeps_the_transition_time_when_only_the_message_changes() 
     }
     same = PatchPodStatus("team/web", "u", UNSCHEDULABLE, "n1")
     assert pod_status_patch(cached, same, WALL) == {}
+
+
+def test_conditions_carry_the_pods_generation_as_kube_scheduler_writes_them() -> None:
+    old = {
+        "type": "PodScheduled",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+        "observedGeneration": 1,
+        **UNSCHEDULABLE,
+    }
+    wire: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "team", "uid": "u", "generation": 2},
+        "spec": {"containers": [{"name": "main"}]},
+        "status": {"conditions": [old]},
+    }
+    # Same decision, newer spec (generation 2): restated for it, the transition time kept.
+    same = PatchPodStatus("team/web", "u", UNSCHEDULABLE)
+    patch = pod_status_patch(parse_as(Pod, wire), same, WALL)
+    assert patch["status"]["conditions"] == [
+        {**old, "lastProbeTime": None, "observedGeneration": 2}
+    ]
+    wire["status"]["conditions"] = patch["status"]["conditions"]
+    assert pod_status_patch(parse_as(Pod, wire), same, WALL) == {}
+    marked = disruption_patch(parse_as(Pod, wire), MARK, WALL)
+    assert marked["status"]["conditions"][-1]["observedGeneration"] == 2
+    # A server that keeps no generation: no observedGeneration written.
+    del wire["metadata"]["generation"]
+    fresh = pod_status_patch(parse_as(Pod, {**wire, "status": {}}), same, WALL)
+    assert "observedGeneration" not in fresh["status"]["conditions"][0]
 
 
 @pytest.mark.asyncio
