@@ -215,17 +215,18 @@ def scheduler_config() -> dict[str, Any]:
 
 @contextlib.contextmanager
 def scheduler_process(
-    plane: ControlPlane, *args: str, ready_timeout: float = 30.0
+    plane: ControlPlane, *args: str, kubeconfig: Path | None = None, ready_timeout: float = 30.0
 ) -> Iterator[SchedulerProcess]:
-    """Start `placement scheduler run --kubeconfig ... ARGS` on the control plane; wait for
-    its /readyz (caches synced); stop it with SIGTERM after the block."""
+    """Start `placement scheduler run --kubeconfig ... ARGS` on the control plane (as its
+    admin, or as whoever `kubeconfig` names); wait for its /readyz (caches synced); stop it
+    with SIGTERM after the block."""
     log = Path(tempfile.mkstemp(prefix="e2e-pod-scheduler-", suffix=".log")[1])
     port = free_port()
     argv = [
         *placement_argv(),
         "scheduler",
         "run",
-        f"--kubeconfig={plane.kubeconfig}",
+        f"--kubeconfig={kubeconfig or plane.kubeconfig}",
         f"--http-addr=127.0.0.1:{port}",
         *args,
     ]
