@@ -121,12 +121,16 @@ _SUBDOMAIN = (
 
 
 def invalid_name(res: Resource, name: Any) -> StatusError:
-    """The 422 a name that is no DNS-1123 subdomain gets."""
+    """The 422 a name that is no DNS-1123 subdomain gets (or a missing one)."""
     cause = {
         "reason": "FieldValueInvalid",
         "field": "metadata.name",
         "message": f"Invalid value: {json.dumps(name)}: {_SUBDOMAIN}",
     }
+    if not name:
+        name = ""
+        message = "Required value: name or generateName is required"
+        cause = {"reason": "FieldValueRequired", "field": "metadata.name", "message": message}
     qualified = f"{res.kind}.{res.group}" if res.group else res.kind
     return StatusError(
         422,

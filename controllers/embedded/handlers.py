@@ -50,6 +50,12 @@ __all__ = ["Handlers", "Target"]
 
 _TRUE = ("true", "1")
 _TYPE_META = ("apiVersion", "kind")
+_NOT_FOUND = "the server could not find the requested resource"
+_NO_STRATEGIC = (  # kube's answer to a strategic merge patch of a custom object
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+)
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 STORAGE_CLASSES = ("storage.k8s.io", "storageclasses")
 
@@ -123,13 +129,11 @@ class Handlers:
             if len(parts) == 2:
                 return self._group(group)
         else:
-            raise StatusError(
-                404, f"the server could not find the requested resource ({'/'.join(parts)})"
-            )
+            raise StatusError(404, _NOT_FOUND)
         if not rest:
             served = [r for r in self.store.resources if (r.group, r.version) == (group, version)]
             if not served:
-                raise StatusError(404, f"{group}/{version} is not served")
+                raise StatusError(404, _NOT_FOUND)
             gv = f"{group}/{version}" if group else version
             return json_response(api_resource_list(gv, served))
         target = self._target(group, version, rest)
@@ -139,15 +143,12 @@ class Handlers:
         for entry in api_group_list(self.store.resources)["groups"]:
             if entry["name"] == group:
                 return json_response({"kind": "APIGroup", "apiVersion": "v1", **entry})
-        raise StatusError(404, f"group {group} is not served")
+        raise StatusError(404, _NOT_FOUND)
 
     def _resource(self, group: str, version: str, plural: str) -> Resource:
         res = self._by_path.get((group, version, plural))
         if res is None:
-            gv = f"{group}/{version}" if group else version
-            raise StatusError(
-                404, f"the server could not find the requested resource {gv} {plural}"
-            )
+            raise StatusError(404, _NOT_FOUND)
         return res
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
@@ -189,7 +190,7 @@ class Handlers:
         if t.sub and t.sub != "status":
             return await self._pod_subresource(request, t)
         if t.sub == "status" and not t.resource.has_status:
-            raise StatusError(404, f"{t.resource.plural} have no status subresource")
+            raise StatusError(404, _NOT_FOUND)  # kube's words: no /status for this kind
         store = self.store
         if not t.name:
             if verb == "list":
@@ -225,6 +226,8 @@ class Handlers:
         if verb == "patch":
             if request.content_type == APPLY_PATCH:
                 require_field_manager(query)
+            elif request.content_type == STRATEGIC_PATCH and not res.builtin:
+                raise StatusError(415, _NO_STRATEGIC, "UnsupportedMediaType")
             current = self._patched(request.content_type, t)
             body = apply_patch(request.content_type, current or {}, sent)
             if current is None:  # server-side apply of an object that does not exist creates it
@@ -313,8 +316,8 @@ class Handlers:
         if view is not None:
             return json_response(view.table(out, meta))
         doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
-        if res.builtin:  # kube-apiserver's items of its own kinds carry no type meta
-            out = [{k: v for k, v in o.items() if k not in _TYPE_META} for o in out]
+        if res.builtin:
+            out = [_listed(res, o) for o in out]
         return json_response({**doc, "items": out})
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
@@ -343,23 +346,25 @@ class Handlers:
         return json_response(obj, encoded=encoded_as_stored(self.store.last, obj))
 
     def _delete_collection(self, t: Target, query: Any) -> web.Response:
+        """Delete what the selectors select; the answer is the list of the objects deleted
+        (as they were, or marked for deletion), as kube-apiserver answers."""
         kind = (t.resource.group, t.resource.kind)
         predicate, dry_run = query_predicate(query, kind), write_options(query).dry_run
-        for obj in list(self.store.list(t.resource, t.namespace, predicate)):
+        res, deleted = t.resource, []
+        for obj in list(self.store.list(res, t.namespace, predicate)):
             meta = obj["metadata"]
-            one = Target(t.resource, meta.get("namespace", ""), meta["name"])
-            self.store.delete(
-                t.resource,
-                one.namespace,
-                one.name,
-                dry_run=dry_run,
-                grace=self._grace(one, {}, query),
+            one = Target(res, meta.get("namespace", ""), meta["name"])
+            gone, _ = self.store.delete(
+                res, one.namespace, one.name, dry_run=dry_run, grace=self._grace(one, {}, query)
             )
-        return json_response(status_doc(200, "deleted"))
+            deleted.append(_listed(res, gone))
+        meta = {"resourceVersion": str(self.store.rv)}
+        doc = {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": meta}
+        return json_response({**doc, "items": deleted})
 
     async def _pod_subresource(self, request: web.Request, t: Target) -> web.Response:
         if t.resource.kind != "Pod" or t.resource.group or t.sub not in ("binding", "eviction"):
-            raise StatusError(404, f"{t.resource.plural}/{t.sub} is not served")
+            raise StatusError(404, _NOT_FOUND)
         if request.method != "POST":
             raise StatusError(405, f"pods/{t.sub} only accepts POST")
         body = await read_body(request)
@@ -408,3 +413,8 @@ def deleted_status(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         "status": "Success",
         "details": details,
     }
+
+
+def _listed(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as a list's item: kube-apiserver's items of its own kinds carry no type meta."""
+    return {k: v for k, v in obj.items() if k not in _TYPE_META} if res.builtin else obj

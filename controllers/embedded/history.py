@@ -40,6 +40,15 @@ class StoredEvent:
             found = self._lines[kind] = found + self.encoded() + b"}\n"
         return found
 
+    def left_line(self) -> bytes:
+        """The DELETED line a watch gets when this change moved the object out of its
+        selector: the object as it was (what the watch last matched), at this change's
+        resourceVersion, as kube-apiserver's watch cache sends it."""
+        before = self.old if self.old is not None else self.obj
+        meta = {**before["metadata"], "resourceVersion": str(self.rv)}
+        doc = {**before, "metadata": meta}
+        return b'{"type": "DELETED", "object": ' + json.dumps(doc).encode() + b"}\n"
+
     def encoded(self) -> bytes:
         """The object as json.dumps writes it, encoded once for the watch lines and for the
         answer to the write that made this change."""
@@ -75,11 +84,12 @@ class Watcher:
         return self.predicate is None or self.predicate(obj)
 
     def offer(self, event: StoredEvent) -> None:
-        """Queue the event as this watch sees it: leaving its selector reads as DELETED."""
+        """Queue the event as this watch sees it: leaving its selector reads as DELETED (of the
+        object as it was), entering it as ADDED."""
         if event.resource is not self.resource:
             return
         now, before = self._sees(event.obj), self._sees(event.old)
         if event.type == "MODIFIED" and now != before:
-            self.queue.put_nowait(event.line("ADDED" if now else "DELETED"))
+            self.queue.put_nowait(event.line("ADDED") if now else event.left_line())
         elif now:
             self.queue.put_nowait(event.line())

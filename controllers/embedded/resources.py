@@ -51,7 +51,6 @@ _NO_GENERATION = frozenset(
         *(("", k) for k in ("PersistentVolume", "PersistentVolumeClaim")),
         ("coordination.k8s.io", "Lease"),
         ("events.k8s.io", "Event"),
-        ("scheduling.k8s.io", "PriorityClass"),
         ("storage.k8s.io", "StorageClass"),
     }
 )

@@ -294,8 +294,9 @@ class Store:
         meta = new.get("metadata")
         if not isinstance(meta, dict):
             raise StatusError(400, "metadata must be an object")
-        if meta.get("name", name) != name:
-            raise StatusError(400, "the name of the object does not match the name on the URL")
+        if (sent := meta.get("name", name)) != name:
+            why = f"the name of the object ({sent}) does not match the name on the URL ({name})"
+            raise StatusError(400, why)
         expected = meta.get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
             raise StatusError.conflict(

@@ -362,4 +362,151 @@ _DELETE = [
     Step("list: after deletes", "GET", CM, query={"labelSelector": "app"}),
 ]
 
-SCRIPT: list[Step] = [*_CRUD, *_STATUS, *_LISTS, *_WATCH, *_INVALID, *_DELETE]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+PRIORITY = "/apis/scheduling.k8s.io/v1/priorityclasses"
+SETS = OCM + "/v1beta2/managedclustersets"
+# Cluster-scoped objects the script creates (the test deletes them from the shared plane).
+CLUSTER_SCOPED = (f"{CLUSTERS}/{{name}}-mc", f"{NODES}/{{name}}-node", f"{PRIORITY}/{{name}}-pc")
+CLUSTER_SCOPED += (f"{SETS}/{{name}}-set", f"{NODES}/Bad_Name")
+
+_MORE = [
+    Step("update: name mismatch", "PUT", CM + "/cm-c", configmap("cm-x", {})),
+    Step("update: missing object", "PUT", CM + "/cm-none", configmap("cm-none", {})),
+    Step("get: missing object", "GET", CM + "/cm-none"),
+    Step("get: unknown resource", "GET", "/api/v1/namespaces/{ns}/foos"),
+    Step("create: no name", "POST", CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+    Step(
+        "patch /status of a kind without one",
+        "PATCH",
+        CM + "/cm-c/status",
+        {"data": {}},
+        content_type=MERGE,
+    ),
+    Step(
+        "strategic merge patch of a custom object",
+        "PATCH",
+        PLACEMENTS + "/pl-a",
+        {"spec": {"numberOfClusters": 3}},
+        content_type=STRATEGIC,
+    ),
+    Step(
+        "create podgroup",
+        "POST",
+        PODGROUPS,
+        scheduling("PodGroup", "pg", {"minMember": 2, "scheduleTimeoutSeconds": 30}),
+    ),
+    Step(
+        "update podgroup /status",
+        "PATCH",
+        PODGROUPS + "/pg/status",
+        {"status": {"phase": "Scheduling", "scheduled": 1}},
+        content_type=MERGE,
+    ),
+    Step(
+        "create placementdecision: status ignored",
+        "POST",
+        DECISIONS,
+        custom(
+            "cluster.open-cluster-management.io/v1beta1",
+            "PlacementDecision",
+            "pd",
+            status={"decisions": [{"clusterName": "c1", "reason": ""}]},
+        ),
+    ),
+    Step(
+        "patch placementdecision /status",
+        "PATCH",
+        DECISIONS + "/pd/status",
+        {"status": {"decisions": [{"clusterName": "c2", "reason": "r"}]}},
+        content_type=MERGE,
+    ),
+    Step(
+        "patch placementdecision /status: missing reason",
+        "PATCH",
+        DECISIONS + "/pd/status",
+        {"status": {"decisions": [{"clusterName": "c3"}]}},
+        content_type=MERGE,
+    ),
+    Step(
+        "apply: create managedclusterset",
+        "PATCH",
+        SETS + "/{name}-set",
+        custom(
+            "cluster.open-cluster-management.io/v1beta2",
+            "ManagedClusterSet",
+            "{name}-set",
+            spec={"clusterSelector": {"selectorType": "ExclusiveClusterSetLabel"}},
+        ),
+        query={"fieldManager": "differential"},
+        content_type=APPLY,
+    ),
+    Step(
+        "create lease",
+        "POST",
+        LEASES,
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "l"},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+        },
+    ),
+    Step(
+        "create priorityclass",
+        "POST",
+        PRIORITY,
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "{name}-pc"},
+            "value": 1000,
+        },
+    ),
+    Step(
+        "create node",
+        "POST",
+        NODES,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "{name}-node", "labels": {"zone": "a"}},
+            "spec": {"unschedulable": True},
+        },
+    ),
+    Step(
+        "create pod",
+        "POST",
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "main", "image": "busybox:1.36"}],
+                "nodeName": "{name}-node",
+            },
+        },
+    ),
+    Step("delete pod", "DELETE", PODS + "/p"),
+    Step("delete collection", "DELETE", CM, query={"labelSelector": "app=y"}),
+    Step(
+        "merge patch: relabel",
+        "PATCH",
+        CM + "/cm-b",
+        {"metadata": {"labels": {"app": "y"}}},
+        content_type=MERGE,
+    ),
+    Step(
+        "watch: leaving a selector",
+        "GET",
+        CM,
+        query=lambda m: {
+            "resourceVersion": m["a2"],
+            "timeoutSeconds": "1",
+            "labelSelector": "app=x",
+        },
+        watch=1.0,
+    ),
+]
+
+SCRIPT: list[Step] = [*_CRUD, *_STATUS, *_LISTS, *_WATCH, *_INVALID, *_MORE, *_DELETE]

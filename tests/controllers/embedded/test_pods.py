@@ -194,7 +194,8 @@ async def test_a_watched_pod_leaves_and_enters_the_selector_as_deleted_and_added
         assert await unscheduled == [
             ("ADDED", "p1", None),
             ("MODIFIED", "p1", None),
-            ("DELETED", "p1", "node-a"),  # the pod as it is now, out of the selector
+            # the pod as it was when it last matched (kube-apiserver's watch cache sends that)
+            ("DELETED", "p1", None),
         ]
         assert await on_a == [("ADDED", "p1", "node-a"), ("MODIFIED", "p1", "node-a")]
 
