@@ -366,8 +366,10 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
 PRIORITY = "/apis/scheduling.k8s.io/v1/priorityclasses"
 SETS = OCM + "/v1beta2/managedclustersets"
 # Cluster-scoped objects the script creates (the test deletes them from the shared plane).
-CLUSTER_SCOPED = (f"{CLUSTERS}/{{name}}-mc", f"{NODES}/{{name}}-node", f"{PRIORITY}/{{name}}-pc")
-CLUSTER_SCOPED += (f"{SETS}/{{name}}-set", f"{NODES}/Bad_Name")
+CLUSTER_SCOPED: tuple[str, ...] = (
+    *(f"{CLUSTERS}/{{name}}-mc", f"{NODES}/{{name}}-node", f"{PRIORITY}/{{name}}-pc"),
+    *(f"{SETS}/{{name}}-set", f"{NODES}/Bad_Name"),
+)
 
 _MORE = [
     Step("update: name mismatch", "PUT", CM + "/cm-c", configmap("cm-x", {})),
