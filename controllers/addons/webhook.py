@@ -352,7 +352,7 @@ class SpotWebhook:
         )
 
     def _adopt(self, key: str, settlement: Settlement) -> None:
-        self.ledger.adopt(key, settlement)
+        self.ledger.adopt(key, settlement, self.clock())
         self._settled.update(dict.fromkeys(settlement.granted, True))
         self._settled.update(dict.fromkeys(settlement.refused, False))
 

@@ -61,10 +61,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_TTL", "Ledger", "Settlement", "decode", "encode"]
+__all__ = ["DEFAULT_REFRESH", "DEFAULT_TTL", "Ledger", "Settlement", "decode", "encode"]
 
 DEFAULT_TTL = 60.0
 """Seconds a reservation holds its place without its pod being seen."""
+
+DEFAULT_REFRESH = 1.0
+"""Seconds after which a replica whose cached shared set alone fills the count asks the shared
+object again (a place another replica released is then seen within a second)."""
 
 
 @dataclass
@@ -75,6 +79,7 @@ class _Book:
     pending: dict[str, float] = field(default_factory=dict)  # token -> expiry (not yet shared)
     gone: dict[str, float] = field(default_factory=dict)  # token -> when to forget it
     released: dict[str, float] = field(default_factory=dict)  # token -> when to forget it
+    adopted: float = float("-inf")  # when the shared set was last cached (`adopt`)
 
     def prune(self, now: float) -> None:
         for table in (self.reserved, self.pending, self.gone, self.released):
@@ -107,8 +112,9 @@ class Ledger:
     """The books of every workload, keyed by `WorkloadRef.key`; `now` is passed in (seconds
     on any clock the caller uses consistently; with several replicas, wall-clock time)."""
 
-    def __init__(self, ttl: float = DEFAULT_TTL) -> None:
+    def __init__(self, ttl: float = DEFAULT_TTL, refresh: float = DEFAULT_REFRESH) -> None:
         self.ttl = ttl
+        self.refresh = refresh
         self._books: dict[str, _Book] = {}
         self._pods: dict[str, tuple[str, str | None]] = {}  # pod key -> (workload, token)
 
@@ -168,9 +174,15 @@ class Ledger:
         self, workload: str, token: str, limit: int, now: float, *, shared: bool = False
     ) -> bool:
         """Take a place if fewer than `limit` are taken, in one step. With `shared`, the place
-        is pending until `settle` grants it through the shared object."""
+        is pending until `settle` grants it through the shared object; and when only the cached
+        shared set fills the count (another replica may have released places since) and that
+        cache is `refresh` seconds old, the shared object decides instead of the cache."""
         if self.count(workload, now) >= limit:
-            return False
+            book = self._books.get(workload)
+            if not shared or book is None or now - book.adopted < self.refresh:
+                return False
+            if len(book.alive) + book.outstanding(book.pending) >= limit:
+                return False
         book = self._book(workload)
         (book.pending if shared else book.reserved)[token] = now + self.ttl
         return True
@@ -229,11 +241,12 @@ class Ledger:
         changed = live != dict(shared)
         return Settlement(live, tuple(granted), tuple(refused), changed)
 
-    def adopt(self, workload: str, settlement: Settlement) -> None:
+    def adopt(self, workload: str, settlement: Settlement, now: float) -> None:
         """The settlement was written (or needed no write): cache the shared set as this
         replica's reservations and drop the settled tokens from pending."""
         book = self._book(workload)
         book.reserved = dict(settlement.shared)
+        book.adopted = max(book.adopted, now)
         for token in (*settlement.granted, *settlement.refused):
             book.pending.pop(token, None)
 

@@ -78,6 +78,7 @@ class Cluster:
         ledger = Ledger()
         view = ClusterView(self.gw, ledger, CONFIG, time.time)
         lease = LeaseReservations(self.gw, f"replica-{len(self.replicas)}") if shared else None
+        options.setdefault("deadline", 4.5)  # below `configure`'s timeoutSeconds: 5, as advised
         webhook = SpotWebhook(view, ledger, config=CONFIG, shared=lease, **options)
         tls = ReloadingContext(self.certs / "tls.crt", self.certs / "tls.key")
         server = WebhookServer(webhook, tls, address="127.0.0.1:0", reload_interval=3600)

@@ -143,7 +143,7 @@ async def replica_admit(
         settlement = ledger.settle(W, decode(text), ledger.pending(W), M, now)
         if settlement.changed and not shared.write(encode(settlement.shared), version):
             continue
-        ledger.adopt(W, settlement)
+        ledger.adopt(W, settlement, now)
         if token in settlement.granted:
             return True
         if token in settlement.refused:
@@ -178,7 +178,7 @@ def test_settle_counts_pods_alive_and_ignores_stale_cache() -> None:
     assert settlement.granted == ("x",)
     assert settlement.refused == ("y", "z")
     assert set(settlement.shared) == {"a0", "a1", "a2", "a3", "x"}
-    ledger.adopt(W, settlement)
+    ledger.adopt(W, settlement, 0.0)
     assert ledger.count(W, 0.0) == M
     assert ledger.pending(W) == []
 
@@ -197,7 +197,7 @@ def test_a_released_token_read_back_from_the_shared_set_is_not_counted_and_is_dr
     ledger = Ledger()
     ledger.try_reserve(W, "gone", M, 0.0, shared=True)
     first = ledger.settle(W, {}, ledger.pending(W), M, 0.0)
-    ledger.adopt(W, first)
+    ledger.adopt(W, first, 0.0)
     assert first.shared.keys() == {"gone"}
     ledger.release(W, "gone", 1.0)  # its answer was never used
     others = {f"o{i}": 60.0 for i in range(M - 1)}  # another replica's grants
@@ -208,6 +208,29 @@ def test_a_released_token_read_back_from_the_shared_set_is_not_counted_and_is_dr
     assert "gone" not in settlement.shared and settlement.changed
     # A settlement with nothing pending still writes the released token out.
     assert ledger.settle(W, shared, [], M, 1.0).changed
+
+
+def test_a_place_released_by_another_replica_is_seen_once_the_cache_is_a_refresh_old() -> None:
+    """Replica B cached the shared set holding A's grants; A releases one (its answer came after
+    the API server's timeout) and writes the set without it. B's own count is full only through
+    its cache: within `refresh` it trusts the cache, after it asks the shared object."""
+    a, b = Ledger(refresh=1.0), Ledger(refresh=1.0)
+    for i in range(M):
+        a.try_reserve(W, f"a{i}", M, 0.0, shared=True)
+    granted = a.settle(W, {}, a.pending(W), M, 0.0)
+    a.adopt(W, granted, 0.0)
+    b.adopt(W, b.settle(W, granted.shared, [], M, 0.0), 0.0)
+    assert b.count(W, 0.0) == M
+    a.release(W, "a0", 0.5)
+    shared = a.settle(W, granted.shared, [], M, 0.5).shared
+    assert "a0" not in shared
+    assert not b.try_reserve(W, "early", M, 0.5, shared=True)  # the cache is fresh
+    assert b.try_reserve(W, "b0", M, 1.5, shared=True)  # a second old: ask the shared set
+    assert b.settle(W, shared, b.pending(W), M, 1.5).granted == ("b0",)
+    # With its pods alive the count is full whatever the cache's age: nothing to ask.
+    for i in range(M):
+        b.observe(f"ns/p{i}", W, alive=True, token=None, now=2.0)
+    assert not b.try_reserve(W, "b1", M, 10.0, shared=True)
 
 
 def test_settle_with_nothing_to_change_needs_no_write() -> None:
