@@ -45,6 +45,7 @@ __all__ = [
     "PRIVATE_TAINT",
     "PlacementRun",
     "RecordingProxy",
+    "as_user",
     "connect",
     "create_all",
     "decided",
@@ -158,6 +159,14 @@ def service_account_token(plane: ControlPlane) -> str:
         "create", "token", "placement-controller", "-n", HUB_NAMESPACE, "--duration=1h"
     )
     return made.stdout.strip()
+
+
+def as_user(plane: ControlPlane, token: str, path: Path) -> Path:
+    """A kubeconfig for the control plane whose user is `token`'s."""
+    doc = yaml.safe_load(plane.kubeconfig.read_text())
+    doc["users"][0]["user"] = {"token": token}
+    path.write_text(yaml.safe_dump(doc))
+    return path
 
 
 # --- objects -------------------------------------------------------------------------------------
