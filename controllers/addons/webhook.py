@@ -266,7 +266,8 @@ class SpotWebhook:
             warning = f"{ref.kind} {ref.namespace}/{ref.name} is not known yet; pod not placed"
             return _Outcome(None, [warning])
         now = self.clock()
-        count = self.ledger.count(ref.key, now) if ref is not None else 0
+        shared = self.shared is not None
+        count = self.ledger.count(ref.key, now, shared=shared) if ref is not None else 0
         verdict = decide(pod, workload, count, self.config)
         outcome = _Outcome(verdict.capacity, list(verdict.warnings))
         if verdict.counted and workload is not None and not request.get("dryRun"):

@@ -161,28 +161,27 @@ class Ledger:
 
     # --- at admission ------------------------------------------------------------------------
 
-    def count(self, workload: str, now: float) -> int:
-        """On-demand places taken: pods alive plus reservations outstanding."""
+    def count(self, workload: str, now: float, *, shared: bool = False) -> int:
+        """On-demand places taken: pods alive plus reservations outstanding. With `shared`,
+        once the cached shared set is `refresh` seconds old, only pods alive and this replica's
+        pending places: another replica may have released places since, so the shared object
+        decides the rest (`settle`)."""
         book = self._books.get(workload)
         if book is None:
             return 0
         book.prune(now)
+        if shared and now - book.adopted >= self.refresh:
+            return len(book.alive) + book.outstanding(book.pending)
         tokens = book.reserved.keys() | book.pending.keys()
         return len(book.alive) + book.outstanding(tokens)
 
     def try_reserve(
         self, workload: str, token: str, limit: int, now: float, *, shared: bool = False
     ) -> bool:
-        """Take a place if fewer than `limit` are taken, in one step. With `shared`, the place
-        is pending until `settle` grants it through the shared object; and when only the cached
-        shared set fills the count (another replica may have released places since) and that
-        cache is `refresh` seconds old, the shared object decides instead of the cache."""
-        if self.count(workload, now) >= limit:
-            book = self._books.get(workload)
-            if not shared or book is None or now - book.adopted < self.refresh:
-                return False
-            if len(book.alive) + book.outstanding(book.pending) >= limit:
-                return False
+        """Take a place if fewer than `limit` are taken (`count`), in one step. With `shared`,
+        the place is pending until `settle` grants it through the shared object."""
+        if self.count(workload, now, shared=shared) >= limit:
+            return False
         book = self._book(workload)
         (book.pending if shared else book.reserved)[token] = now + self.ttl
         return True

@@ -167,3 +167,39 @@ def test_deadline_option_defaults_below_kubes_timeouts_and_is_bounded(
         with pytest.raises(SystemExit):
             parser.parse_args([*base, "--deadline", bad])
         assert "--deadline" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+async def test_a_place_one_replica_gives_back_is_seen_by_the_other_after_its_refresh() -> None:
+    async with hub() as (_server, gw):
+        a = SpotWebhook(
+            StaticWorkloads(),
+            Ledger(),
+            shared=LeaseReservations(gw, "a"),
+            delay=AnswerDelay(0.3),
+        )
+        b = SpotWebhook(StaticWorkloads(), Ledger(refresh=0.2), shared=LeaseReservations(gw, "b"))
+
+        async def b_meanwhile() -> str:
+            await asyncio.sleep(0.15)  # A's M places are in the Lease, its answers held
+            doc = pod_doc()
+            return capacity(doc, await b.review(review("b0", doc)))
+
+        answers = await asyncio.gather(
+            *(a.answer(review(f"a{i}", pod_doc())) for i in range(M - 1)),
+            a.answer(review("gone", pod_doc()), connected=lambda: False),  # timed out
+            b_meanwhile(),
+        )
+        assert answers[M - 1] is None and answers[M] == "spot"
+        lease = b.shared
+        assert lease is not None
+
+        async def dropped() -> bool:
+            return len((await lease.read(REF))[0]) == M - 1
+
+        await eventually_async(dropped)
+        await asyncio.sleep(0.2)  # B's cached copy of the Lease is now older than its refresh
+        doc = pod_doc()
+        assert capacity(doc, await b.review(review("b1", doc))) == "on-demand"
+        doc = pod_doc()
+        assert capacity(doc, await b.review(review("b2", doc))) == "spot"
