@@ -52,6 +52,7 @@ from tests.e2e.hub_helpers import (
 pytestmark = pytest.mark.asyncio
 
 LEASE, RENEW, RETRY = 3.0, 2.0, 0.5
+SLACK = 1.5  # seconds of process scheduling on a busy 2-core machine
 LEASE_NAME = "placement-controller"
 BECAME_LEADER = re.compile(r"leader election: (\S+) became leader")
 WRITTEN = ("placementdecisions", "placements", "events")
@@ -182,7 +183,7 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
             )
             assert second is not None
             took = time.monotonic() - killed
-            assert took <= LEASE + RETRY + 1.0, f"took over after {took:.1f} s"
+            assert took <= LEASE + RETRY + SLACK, f"took over after {took:.1f} s"
             assert await holder(gateway) == second.identity
             third = next(r for r in standbys if r is not second)
             await relabel(names[0], "prod")
