@@ -149,16 +149,21 @@ class PlacementRun:
         return total
 
 
+_tokens: dict[str, str] = {}
+
+
 def service_account_token(plane: ControlPlane) -> str:
     """The shipped RBAC installed as docs/deploy.md installs it (`config/rbac` in the hub
     namespace of `config/default`), and a token of its ServiceAccount: the controller then runs
-    with exactly the rights a Deployment of it has."""
-    plane.kubectl("apply", "-f", str(ROOT / "config" / "default" / "namespace.yaml"))
-    plane.kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
-    made = plane.kubectl(
-        "create", "token", "placement-controller", "-n", HUB_NAMESPACE, "--duration=1h"
-    )
-    return made.stdout.strip()
+    with exactly the rights a Deployment of it has. Once per control plane."""
+    if plane.url not in _tokens:
+        plane.kubectl("apply", "-f", str(ROOT / "config" / "default" / "namespace.yaml"))
+        plane.kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
+        made = plane.kubectl(
+            "create", "token", "placement-controller", "-n", HUB_NAMESPACE, "--duration=1h"
+        )
+        _tokens[plane.url] = made.stdout.strip()
+    return _tokens[plane.url]
 
 
 def as_user(plane: ControlPlane, token: str, path: Path) -> Path:
