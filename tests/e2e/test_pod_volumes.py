@@ -3,7 +3,8 @@ picks a node and an available static volume there and, at PreBind, writes only t
 `claimRef` (with the `pv.kubernetes.io/bound-by-controller` annotation, kube's
 `GetBindVolumeToClaim`); kube-controller-manager's PV controller completes the binding (the
 claim's `volumeName`, `pv.kubernetes.io/bind-completed`, both phases Bound); the pod is bound
-only once its claims are (kube's `checkBindings`)."""
+only once its claims are (kube's `checkBindings`); a pod for which no volume is left waits with
+kube's reason."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
                     "kind": "StatefulSet",
                     "metadata": {"name": "store", "namespace": namespace},
                     "spec": {
-                        "replicas": 2,
+                        "replicas": 3,  # two volumes: the third pod finds none
                         "serviceName": "store",
                         "selector": {"matchLabels": {"app": "store"}},
                         "template": {
@@ -150,10 +151,10 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
             async def all_bound() -> list[dict[str, Any]] | None:
                 found = await gateway.items(claims_path)
                 done = [c for c in found if (c.get("status") or {}).get("phase") == "Bound"]
-                return found if len(done) == 2 else None
+                return done if len(done) == 2 else None
 
             bound = await wait_until(all_bound, 10, "both claims Bound")
-            on_node = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
+            on_node = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in running}
             used = set()
             for claim in bound:
                 pv_name = claim["spec"]["volumeName"]
@@ -175,6 +176,20 @@ async def test_wait_for_first_consumer_claims_are_bound_by_kubes_pv_controller(
             assert used == set(volumes)
             assert nodes[2].name not in on_node.values()
             assert elapsed < 20
+
+            # The third pod: no volume left anywhere, kube's reason; its claim stays Pending.
+            async def third_refused() -> str | None:
+                pod = await gateway.read(f"/api/v1/namespaces/{namespace}/pods/store-2")
+                for c in (pod.get("status") or {}).get("conditions") or []:
+                    if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable":
+                        return str(c["message"])
+                return None
+
+            message = await wait_until(third_refused, 10, "store-2 unschedulable")
+            assert "didn't find available persistent volumes to bind" in message, message
+            claim = await gateway.read(f"{claims_path}/data-store-2")
+            assert claim["status"]["phase"] == "Pending"
+            assert not claim["spec"].get("volumeName")
     finally:
         kubectl("delete", "namespace", namespace, "--wait=false", check=False)
         kubectl("delete", "pv", *volumes, "--ignore-not-found", "--wait=false", check=False)
