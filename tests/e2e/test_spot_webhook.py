@@ -25,6 +25,7 @@ from tests.e2e.webhook_helpers import (
     capacities,
     deployment,
     kubectl_apply,
+    mutations,
     namespace,
     registered,
     wait_for,
@@ -71,6 +72,7 @@ def test_a_50_pod_burst_from_a_deployment_gives_exactly_m_on_demand(
     ):
         kubectl_apply(plane, deployment("web", ns, 50, m))
         settled(plane, ns, 50, Counter({"on-demand": m, "spot": 50 - m}), hook)
+        assert mutations(plane, ns) == {"on-demand": m, "spot": 50 - m}
         assert hook.metric("spot_webhook_admissions_total", decision="on-demand") == m
 
 
@@ -89,6 +91,11 @@ def test_answers_after_the_apiserver_timeout_give_their_places_back(
             # places their reservations took are free again, so the next pods fill M.
             expected = Counter({None: late, "on-demand": m, "spot": 10 - late - m})
             settled(plane, ns, 10, expected, hook)
+            assert mutations(plane, ns) == {
+                "unmutated": late,
+                "on-demand": m,
+                "spot": 10 - late - m,
+            }
             released = hook.metric("spot_webhook_reservations_released_total", reason="gone")
             assert released == late, hook.output()
         # A restarted webhook counts the on-demand pods that exist, nothing more: a scale-up
@@ -124,4 +131,5 @@ def test_late_answers_under_failure_policy_fail_are_retried_to_exactly_m(
     ):
         kubectl_apply(plane, deployment("web", ns, 8, m))
         settled(plane, ns, 8, Counter({"on-demand": m, "spot": 8 - m}), hook)
+        assert mutations(plane, ns) == {"on-demand": m, "spot": 8 - m}
         assert hook.metric("spot_webhook_reservations_released_total", reason="gone") == 3

@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from apis.core import Pod
 from controllers.addons.webhook import MUTATE_PATH
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
-from placement.pods.mutation import DESIRED_CAPACITY
+from placement.pods.mutation import DELETION_COST, DESIRED_CAPACITY
 from tests.e2e.controlplane import ControlPlane, free_port
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "capacities",
     "deployment",
     "kubectl_apply",
+    "mutations",
     "namespace",
     "registered",
     "wait_for",
@@ -43,6 +45,7 @@ __all__ = [
 Doc = dict[str, Any]
 MIN_AVAILABLE = "distributed-scheduling/min-available"
 WEBHOOK_NAME = "spot.distributed-scheduling.ocm-placement.io"
+CAPACITY = "node.kubernetes.io/capacity"  # the webhook's default capacity label
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float, step: float = 0.1) -> None:
@@ -264,3 +267,32 @@ async def capacities(plane: ControlPlane, ns: str) -> list[str | None]:
     finally:
         await gateway.close()
     return [(pod.metadata.labels or {}).get(DESIRED_CAPACITY) for pod in pods.items]
+
+
+def mutations(plane: ControlPlane, ns: str) -> Counter[str]:
+    """What each pod of `ns` carries, read with kubectl: `on-demand` (the label, the required
+    node affinity on the on-demand capacity and the deletion cost), `spot` (the label, the
+    preferred spot term and the toleration), `unmutated`, or `inconsistent`."""
+    pods = json.loads(plane.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+    found: Counter[str] = Counter()
+    for pod in pods:
+        label = pod["metadata"].get("labels", {}).get(DESIRED_CAPACITY)
+        affinity = pod["spec"].get("affinity", {}).get("nodeAffinity", {})
+        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        terms = [t.get("matchExpressions", []) for t in required.get("nodeSelectorTerms", [])]
+        preferred = [
+            p["preference"].get("matchExpressions", [])
+            for p in affinity.get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        ]
+        cost = pod["metadata"].get("annotations", {}).get(DELETION_COST)
+        on_demand = {"key": CAPACITY, "operator": "In", "values": ["on-demand"]}
+        spot = {"key": CAPACITY, "operator": "In", "values": ["spot"]}
+        if label is None and not affinity:
+            found["unmutated"] += 1
+        elif label == "on-demand" and terms and all(on_demand in t for t in terms) and cost:
+            found["on-demand"] += 1
+        elif label == "spot" and any(spot in t for t in preferred) and not terms and not cost:
+            found["spot"] += 1
+        else:
+            found["inconsistent"] += 1
+    return found
