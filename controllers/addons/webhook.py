@@ -149,11 +149,10 @@ class SpotWebhook:
             self.metrics.admissions.labels("invalid").inc()
             raise ValueError("expected an AdmissionReview with request.uid")
         response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
-        if refuse is not None:
-            outcome = _Outcome(None, [f"pod not placed: {refuse}"])
-        else:
-            outcome = await self._safe_outcome(request, started)
+        outcome = _Outcome(None, [f"pod not placed: {refuse}"] if refuse is not None else [])
         try:
+            if refuse is None:
+                outcome = await self._safe_outcome(request, started)
             await self._hold()
         except asyncio.CancelledError:  # the server cancels the answer of a caller gone
             self._abandon(request, outcome, started)

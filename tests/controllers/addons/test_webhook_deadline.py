@@ -203,3 +203,42 @@ async def test_a_place_one_replica_gives_back_is_seen_by_the_other_after_its_ref
         assert capacity(doc, await b.review(review("b1", doc))) == "on-demand"
         doc = pod_doc()
         assert capacity(doc, await b.review(review("b2", doc))) == "spot"
+
+
+@pytest.mark.asyncio
+async def test_over_https_a_hang_up_during_a_slow_settlement_frees_the_place_in_the_lease(
+    tmp_path: Path,
+) -> None:
+    bundle = mint(["127.0.0.1"])
+    paths = write_bundle(bundle, tmp_path)
+    async with hub() as (_server, gw):
+        lease = SlowLease(gw, "r0")
+        webhook = SpotWebhook(StaticWorkloads(), Ledger(), shared=lease)
+        server = WebhookServer(
+            webhook, ReloadingContext(paths["cert"], paths["key"]), address="127.0.0.1:0"
+        )
+        address = await server.start()
+        url = f"https://127.0.0.1:{address.rpartition(':')[2]}{MUTATE_PATH}"
+        try:
+            async with aiohttp.ClientSession() as session:
+                with pytest.raises(TimeoutError):
+                    async with session.post(
+                        url,
+                        json=review("u0", pod_doc()),
+                        ssl=client_context(bundle.ca),
+                        timeout=aiohttp.ClientTimeout(total=0.2),
+                    ):
+                        pass
+            await eventually(lambda: released(webhook, "gone") == 1)
+            abandoned = webhook.metrics.registry.get_sample_value(
+                "spot_webhook_admissions_total", {"decision": "abandoned"}
+            )
+            assert abandoned == 1
+            lease.slow = False
+
+            async def lease_empty() -> bool:
+                return lease.writes == 2 and not (await lease.read(REF))[0]
+
+            await eventually_async(lease_empty)  # written by the settlement, then dropped
+        finally:
+            await server.stop()
