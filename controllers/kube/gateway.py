@@ -37,6 +37,7 @@ from controllers.kube.transport import (
     read_json,
     retry_read,
 )
+from controllers.kube.unreadable import Unreadable, read_event, read_items
 
 __all__ = [
     "EventType",
@@ -72,6 +73,7 @@ class WatchEvent(Generic[ObjT]):
     type: EventType
     object: ObjT | None
     resource_version: str
+    key: str | None = None  # the object the models refused (`unreadable`), with object None
 
 
 class Gateway:
@@ -190,11 +192,12 @@ class Gateway:
         label_selector: str | None = None,
         field_selector: str | None = None,
         limit: int = 500,
+        unreadable: Unreadable | None = None,
     ) -> AsyncIterator[ListResult[ObjT]]:
         """`list` in pages of at most `limit` objects (the server's continue tokens, as
         client-go's reflector lists), so that a big collection is never in memory at once, as
         JSON or as models. Every page carries the list's resourceVersion; an expired continue
-        token raises GoneError (list again)."""
+        token raises GoneError (list again). `unreadable`: `controllers.kube.unreadable`."""
         query = {"limit": str(limit)}
         if label_selector:
             query["labelSelector"] = label_selector
@@ -204,7 +207,7 @@ class Gateway:
         while True:
             doc = await self._retrying(partial(self._request, "GET", path, query=query))
             meta = doc.get("metadata") or {}
-            items = [self._typed(cls, item) for item in doc.get("items") or []]
+            items = read_items(cls, doc.get("items") or [], self._typed, unreadable)
             del doc  # the page's JSON, while the caller works on its models
             yield ListResult(items, str(meta.get("resourceVersion", "")))
             del items
@@ -224,10 +227,11 @@ class Gateway:
         timeout_seconds: int | None = None,
         bookmarks: bool = True,
         rows: Rows | None = None,
+        unreadable: Unreadable | None = None,
     ) -> AsyncIterator[WatchEvent[ObjT]]:
         """Events after `resource_version` until the server ends the stream. With `rows`,
         an event echoing a write of ours in flight or answered (`answers`) may carry a row
-        instead of a model (`Rows`).
+        instead of a model (`Rows`). `unreadable`: `controllers.kube.unreadable.read_event`.
 
         Raises GoneError when that resourceVersion is compacted (relist, then watch again), and
         TransportError when the connection breaks (resume from the last RV seen).
@@ -254,11 +258,12 @@ class Gateway:
                 if not line:
                     return
                 if line.strip():
-                    yield (
-                        self._event(cls, line)
+                    read = (
+                        partial(self._event, cls, line)
                         if rows is None
-                        else self._read_event(cls, line, rows)
+                        else partial(self._read_event, cls, line, rows)
                     )
+                    yield read_event(cls, line, read, unreadable, WatchEvent)
         finally:
             response.release()
 

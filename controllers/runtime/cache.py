@@ -15,6 +15,11 @@ after a backoff; resuming would read the same event again, a list reads the coll
 While it backs off from any failure the informer is not `watching`, which the controller's
 readiness reports, so a cache that stopped following the server is never silent.
 
+An object the models refuse (a check OCM's admission webhook makes, on a hub where no webhook
+runs) is one WARNING line naming it and why, and is left out: a new one is not added, an
+update that cannot be read keeps the last version read, a deletion still deletes. One such
+object never stops the cache of its kind.
+
 Each failed list or watch is a WARNING line of its own, unless someone listens (`on_retry`, a
 controller with several informers): then the informer logs it at DEBUG and tells the listener,
 which says it once for all its informers (an unreachable server fails every kind at once).
@@ -26,6 +31,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar, overload
 
 from apis.meta import KubeObject
@@ -154,6 +160,8 @@ class Informer(Generic[ObjT, ItemT]):
         self.on_retry: Callable[[Informer[Any, Any]], None] | None = None
         """Told of each failure and of the success that ends a run of them; when set, the
         failures are logged at DEBUG only, the listener says them."""
+        self.unreadable: dict[str, str] = {}
+        """The objects the models refuse, by key: why (`controllers.kube.unreadable`)."""
         self._backing_off = False
         self._store: dict[str, ItemT] = {}
         self._synced = asyncio.Event()
@@ -221,6 +229,7 @@ class Informer(Generic[ObjT, ItemT]):
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     rows=self.keep.wire,
+                    unreadable=self._refused,
                 ):
                     self._apply(event)
                     delay = self.retry_delay
@@ -275,20 +284,33 @@ class Informer(Generic[ObjT, ItemT]):
         finally:
             self._backing_off = False
 
+    def _refused(self, key: str, why: str, also: set[str] | None = None) -> None:
+        if also is not None:
+            also.add(key)
+        if self.unreadable.get(key) != why:
+            log.warning("%s %s cannot be read, left out: %s", self.cls.KIND, key, why)
+        self.unreadable[key] = why
+
     async def _relist(self) -> None:
         fresh: dict[str, ItemT] = {}
         project = self.keep.project
         resource_version = ""
+        refused: set[str] = set()
         async for page in self.gateway.list_pages(
             self.cls,
             self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             limit=self.page_size,
+            unreadable=partial(self._refused, also=refused),
         ):
             for obj in page.items:
                 fresh[obj.key] = project(obj)
             resource_version = page.resource_version
+        for key in refused & self._store.keys():
+            fresh[key] = self._store[key]  # the last version read stays
+        for key in self.unreadable.keys() - refused:
+            del self.unreadable[key]
         self.relists += 1
         self.last_error = None
         old = self._store
@@ -322,8 +344,15 @@ class Informer(Generic[ObjT, ItemT]):
             self.resource_version = event.resource_version
         obj = event.object
         if obj is None:
-            return  # a bookmark only moves the resourceVersion on
+            # A bookmark only moves the resourceVersion on; so does an object that cannot be
+            # read (`key`), unless it is deleted.
+            if event.key is not None and event.type == "DELETED":
+                self.unreadable.pop(event.key, None)
+                if event.key in self._store:
+                    self._call(self.on_delete, self._store.pop(event.key))
+            return
         key = obj.key
+        self.unreadable.pop(key, None)
         if event.type == "DELETED":
             gone = self._store.pop(key, None)
             self._call(self.on_delete, self.keep.project(obj) if gone is None else gone)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
 from apis.cluster import ManagedCluster
-from controllers.kube.gateway import Gateway
+from apis.errors import ObjectValidationError
+from controllers.kube.config import ClusterAccess
+from controllers.kube.gateway import Gateway, InvalidResponseError
 from controllers.runtime.cache import Informer
 from tests.controllers.embedded.hub import cluster, eventually, hub
 
@@ -177,3 +180,47 @@ async def test_a_failing_callback_does_not_stop_the_informer() -> None:
             await eventually(lambda: calls == ["c1", "c2"])
         finally:
             await informer.stop()
+
+
+class Refusing(Gateway):
+    """Reads a cluster labelled `refuse=yes` as the models read an object they refuse (a
+    check only OCM's webhook makes, on a hub without it: found on a real kube-apiserver)."""
+
+    @staticmethod
+    def _typed(cls: Any, doc: Any) -> Any:
+        if ((doc.get("metadata") or {}).get("labels") or {}).get("refuse") == "yes":
+            problem = ObjectValidationError(doc["metadata"]["name"], [])
+            raise InvalidResponseError(f"server sent an invalid object: {problem}") from problem
+        return Gateway._typed(cls, doc)
+
+
+async def test_an_object_the_models_refuse_is_left_out_and_never_stops_the_cache() -> None:
+    async with hub() as (server, gw):
+        await gw.create(cluster("a"))
+        await gw.create(cluster("b", {"refuse": "yes"}))
+        refusing = await Refusing.connect(ClusterAccess(url=server.url), backoff=0.01)
+        recorder = Recorder()
+        try:
+            async with informing(refusing, recorder) as informer:
+                assert informer.keys() == {"a"}  # the list did not fail for b
+                assert set(informer.unreadable) == {"b"}
+                await _labels(gw, "a", "1")
+                await gw.merge_patch(
+                    ManagedCluster, "a", {"metadata": {"labels": {"refuse": "yes"}}}
+                )
+                await gw.create(cluster("c", {"refuse": "yes"}))
+                await gw.create(cluster("d"))
+                await eventually(lambda: informer.get("d") is not None)
+                # a's unreadable update keeps the version read before; c is never added
+                assert recorder.of("a") == [("add", {}), ("update", {"v": "1"})]
+                assert informer.keys() == {"a", "d"}
+                assert set(informer.unreadable) == {"a", "b", "c"}
+                await gw.delete(ManagedCluster, "a")  # a deletion still deletes
+                await gw.delete(ManagedCluster, "b")
+                await eventually(lambda: informer.get("a") is None)
+                assert recorder.of("a")[-1] == ("delete", {"v": "1"})
+                await eventually(lambda: set(informer.unreadable) == {"c"})
+                assert recorder.of("b") == []
+                assert informer.watching and informer.failures == 0
+        finally:
+            await refusing.close()
