@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import yaml
@@ -52,10 +52,12 @@ __all__ = [
     "delete_all",
     "ensure_namespace",
     "private_fleet",
+    "readable",
     "service_account_token",
     "tolerate_private",
 ]
 
+ObjT = TypeVar("ObjT", bound=KubeObject)
 PLACEMENT = str(Path(sys.executable).with_name("placement"))
 GUARD = 30.0  # seconds: only so that a hung process fails a test instead of hanging it
 RUNNING = re.compile(r" running.*; http on (\S+)")
@@ -259,14 +261,34 @@ def private_fleet(
     return Fleet(name, namespace, clusters, chosen, binding(namespace, name))
 
 
+async def readable(
+    gateway: Gateway,
+    cls: type[ObjT],
+    namespace: str | None = None,
+    *,
+    label_selector: str | None = None,
+) -> list[ObjT]:
+    """Every object of `cls` the models read, as the controller's informers see them: another
+    test may have left objects only a webhook would refuse (`controllers.kube.unreadable`)."""
+    out: list[ObjT] = []
+    pages = gateway.list_pages(cls, namespace, label_selector=label_selector, unreadable=_ignore)
+    async for page in pages:
+        out.extend(page.items)
+    return out
+
+
+def _ignore(key: str, why: str) -> None:
+    pass
+
+
 async def decided(gateway: Gateway, namespace: str, placement: str) -> dict[str, list[str]]:
     """The placement's PlacementDecisions by name: their clusters in order."""
-    listed = await gateway.list(
-        PlacementDecision, namespace, label_selector=f"{PLACEMENT_LABEL}={placement}"
+    listed = await readable(
+        gateway, PlacementDecision, namespace, label_selector=f"{PLACEMENT_LABEL}={placement}"
     )
     return {
         pd.name: [d.cluster_name for d in (pd.status.decisions if pd.status else None) or ()]
-        for pd in listed.items
+        for pd in listed
     }
 
 

@@ -64,6 +64,7 @@ from tests.e2e.hub_helpers import (
     decided,
     delete_all,
     private_fleet,
+    readable,
     service_account_token,
     tolerate_private,
 )
@@ -123,7 +124,7 @@ async def rest_of_the_hub(gateway: Gateway, samples: set[tuple[str, str, str]]) 
     objects, and every PlacementDecision (the current state)."""
     out: list[Any] = []
     for kind in KINDS:
-        for obj in (await gateway.list(kind)).items:
+        for obj in await readable(gateway, kind):
             wire = obj.to_wire()
             wire["metadata"].pop("managedFields", None)
             if kind is PlacementDecision or ident(wire) not in samples:
@@ -168,7 +169,7 @@ async def live_views(
 ) -> dict[tuple[str, str, str], dict[str, Any]]:
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
     for kind in (Placement, PlacementDecision):
-        for obj in (await gateway.list(kind)).items:
+        for obj in await readable(gateway, kind):
             wire = obj.to_wire()
             if ident(wire) in keys:
                 out[ident(wire)] = view(wire)
@@ -294,10 +295,9 @@ async def test_spread_samples_select_what_the_readme_table_says(
 
 
 async def events_of(gateway: Gateway, namespace: str, placement_name: str) -> list[Event]:
-    listed = await gateway.list(Event, namespace)
     return [
         e
-        for e in listed.items
+        for e in await readable(gateway, Event, namespace)
         if e.regarding is not None
         and e.regarding.kind == "Placement"
         and e.regarding.name == placement_name
@@ -377,10 +377,10 @@ async def test_a_placement_over_100_clusters_gets_pages_of_100(
             assert await live_views(gateway, set(expected)) == expected
             pages = await decided(gateway, namespace, "wide")
             assert pages == {"wide-decision-1": names[:100], "wide-decision-2": names[100:]}
-            listed = await gateway.list(
-                PlacementDecision, namespace, label_selector=f"{PLACEMENT_LABEL}=wide"
+            listed = await readable(
+                gateway, PlacementDecision, namespace, label_selector=f"{PLACEMENT_LABEL}=wide"
             )
-            for pd in listed.items:
+            for pd in listed:
                 assert pd.metadata.labels == {
                     PLACEMENT_LABEL: "wide",
                     DECISION_GROUP_NAME_LABEL: "",
