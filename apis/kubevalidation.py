@@ -16,6 +16,7 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * Node: `status.capacity.<name>` and `status.allocatable.<name>` at least 0;
 * PriorityClass: a value above HIGHEST_USER_PRIORITY, a `system-` name that is not one of the
   two built-in classes with their values;
+* Lease: `spec.leaseDurationSeconds` above 0, `spec.leaseTransitions` at least 0;
 * ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
   config key must consist of ...`), a key in both.
 
@@ -121,6 +122,8 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += _priority_class_problems(doc)
     elif api_version == "v1" and kind == "ConfigMap":
         problems += _config_map_problems(doc)
+    elif api_version == "coordination.k8s.io/v1" and kind == "Lease":
+        problems += _lease_problems(_dict(doc.get("spec")))
     return problems
 
 
@@ -348,3 +351,14 @@ def _priority_class_problems(doc: dict[str, Any]) -> list[FieldProblem]:
         detail = f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"
         return [_forbidden("value", detail)]
     return []
+
+
+def _lease_problems(spec: dict[str, Any]) -> list[FieldProblem]:
+    problems = []
+    duration = spec.get("leaseDurationSeconds")
+    if isinstance(duration, int) and not isinstance(duration, bool) and duration <= 0:
+        problems.append(_invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    transitions = spec.get("leaseTransitions")
+    if isinstance(transitions, int) and not isinstance(transitions, bool) and transitions < 0:
+        problems.append(_invalid("spec.leaseTransitions", transitions, _NEGATIVE))
+    return problems

@@ -54,8 +54,10 @@ class PodGateway(Gateway):
     `Gateway.bind` and `Gateway.delete` do not send. Bodies may be given as JSON bytes.
 
     Pods read from lists and watches are parsed once per resourceVersion: a binding shows up on
-    both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods') with
-    the same object, and the second is the model parsed for the first (`pods_reused`). A pod's
+    both pod watches (DELETED from the pending pods' selector, ADDED to the assigned pods'),
+    and the second is the model parsed for the first when it carries the same object
+    (`pods_reused`). kube-apiserver's DELETED carries the pod as it was before the binding, at
+    the binding's resourceVersion: a DELETED is never kept by resourceVersion. A pod's
     next version that differs only in what a binding or a status write changes is derived from
     the model of the one before (`pods_derived`), and the quantities of the pods and nodes it
     reads are parsed once per value (`controllers.addons.pod_docs`)."""
@@ -128,6 +130,8 @@ class PodGateway(Gateway):
                 self.pods_reused += 1
                 kind_seen: Any = head.group(1).decode()
                 version_seen = seen.metadata.resource_version or ""
+                if kind_seen != "DELETED" and seen.metadata.uid:
+                    self._pods[(seen.metadata.uid, version_seen)] = seen
                 return WatchEvent(kind_seen, cast(ObjT, seen), version_seen)
         try:
             # pydantic's JSON parser: the same values as json.loads in half its time; what it
@@ -142,6 +146,11 @@ class PodGateway(Gateway):
         if kind not in ("ADDED", "MODIFIED", "DELETED") or not uid or not version:
             return super()._event(cls, line)
         pod: Any = self._pods.get((uid, version))
+        # A DELETED line may carry the pod as it was before the change at its resourceVersion
+        # (kube-apiserver's watch cache sends that when a change moves the pod out of the
+        # watch's selector, as a binding does for the pending pods): it is never kept by
+        # (uid, resourceVersion), where the ADDED of the pod as it now is would find it.
+        deleted = kind == "DELETED"
         if pod is None:
             if isinstance(uid, str) and isinstance(version, str):
                 pod = self._versions.derive(uid, version, doc)
@@ -149,10 +158,11 @@ class PodGateway(Gateway):
                 pod = self._typed(Pod, doc)
                 self.pods_parsed += 1
             if isinstance(uid, str):
-                self._versions.remember(uid, doc, pod)
-            self._pods[(uid, version)] = pod
-            if len(self._pods) > self.POD_CACHE:
-                self._pods.popitem(last=False)
+                self._versions.remember(uid, doc, pod)  # by content: a DELETED's is as good
+            if not deleted:
+                self._pods[(uid, version)] = pod
+                if len(self._pods) > self.POD_CACHE:
+                    self._pods.popitem(last=False)
         else:
             self.pods_reused += 1
         if head is not None and pod.metadata.resource_version == str(version):

@@ -49,14 +49,16 @@ def admit(
     return check_size(obj, max_object_bytes)
 
 
-def validate(res: Resource, obj: dict[str, Any]) -> None:
-    """What `admit` does but the size check: defaults and pruning, then validation (422)."""
+def validate(res: Resource, obj: dict[str, Any], *, status: bool = False) -> None:
+    """What `admit` does but the size check: defaults and pruning, then validation (422).
+    `status`: a write through the status subresource."""
     if res.schema is not None:
         apply_defaults(obj, res.schema)
         prune(obj, res.schema, root=True)
         # kube-apiserver's CRD validation of every custom kind, before the model's (which
         # adds, in its own words, only what the schema cannot say)
-        _refuse(res, obj, schema_problems(obj, res.schema))
+        problems = schema_problems(obj, res.schema)
+        _refuse(res, obj, [_under_status(p) for p in problems] if status else problems)
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:
@@ -88,6 +90,16 @@ def encode_within(obj: dict[str, Any], max_object_bytes: int = MAX_OBJECT_BYTES)
     if len(raw) > max_object_bytes:
         raise StatusError(500, "etcdserver: request is too large", "")
     return raw
+
+
+def _under_status(problem: FieldProblem) -> FieldProblem:
+    """A problem of a status subresource write as kube-apiserver words it: it checks the
+    status against the status schema, so the `... in body` part names the field from there
+    (`scores[0].value in body`), while the cause's field is the whole path."""
+    path = problem.path
+    if not path.startswith("status."):
+        return problem
+    return FieldProblem(path, problem.message.replace(f" {path} in body", f" {path[7:]} in body"))
 
 
 def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:

@@ -326,7 +326,7 @@ class Store:
                 meta["generation"] = old["metadata"].get("generation", 1) + 1
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if not internal or revalidate:
-            validate(res, obj)
+            validate(res, obj, status=status)
         if obj == old:
             return old  # a no-op write changes nothing, not even the resourceVersion (nor size)
         if dry_run or (_finally_deleted(old) and not obj["metadata"].get("finalizers")):

@@ -65,8 +65,12 @@ SPEC = {"numberOfClusters": 2}
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
 PRIORITY = "/apis/scheduling.k8s.io/v1/priorityclasses"
 SETS = OCM + "/v1beta2/managedclustersets"
+OCM_V1BETA2 = "cluster.open-cluster-management.io/v1beta2"
+BINDINGS = OCM + "/v1beta2/namespaces/{ns}/managedclustersetbindings"
+SCORES = OCM + "/v1alpha1/namespaces/{ns}/addonplacementscores"
 # Cluster-scoped objects the script creates (the test deletes them from the shared plane).
 CLUSTER_SCOPED: tuple[str, ...] = (
     *(f"{CLUSTERS}/{{name}}-mc", f"{NODES}/{{name}}-node", f"{PRIORITY}/{{name}}-pc"),
-    *(f"{SETS}/{{name}}-set", f"{NODES}/Bad_Name"),
+    *(f"{SETS}/{{name}}-set", f"{NODES}/Bad_Name", f"{SETS}/{{name}}-bad"),
+    f"{PRIORITY}/{{name}}-high",
 )

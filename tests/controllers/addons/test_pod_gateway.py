@@ -1,5 +1,6 @@
-"""The scheduler's gateway reads a pod seen on both pod watches once: a binding's DELETED on the
-pending pods' watch and ADDED on the assigned pods' carry the same object. A pod's next version
+"""The scheduler's gateway reads a pod seen on both pod watches once when a binding's DELETED on
+the pending pods' watch and ADDED on the assigned pods' carry the same object (kube-apiserver's
+DELETED carries the pod as it was: never taken for the bound one). A pod's next version
 that differs only in what a binding or a status write changes is derived from the model before
 (the same model a full parse gives), and quantities are parsed once per value."""
 
@@ -256,3 +257,17 @@ def test_the_binding_body_is_what_json_dumps_writes(
         "target": {"apiVersion": "v1", "kind": "Node", "name": node},
     }
     assert gateway_module.binding_body(namespace, name, uid, node) == json.dumps(binding).encode()
+
+
+def test_a_binding_seen_first_as_the_pending_pod_leaving_is_not_the_bound_pod() -> None:
+    # kube-apiserver's DELETED on the pending pods' watch carries the pod as it was (no node)
+    # at the binding's resourceVersion; the assigned pods' ADDED at that resourceVersion is
+    # the pod as it is now, and must not be taken for the one before.
+    gateway = _gateway()
+    left = _pod("8")
+    gone = gateway._event(Pod, _line("DELETED", left))
+    came = gateway._event(Pod, _line("ADDED", _pod("8", node="n1")))
+    assert gone.object is not None and gone.object.spec.node_name is None
+    assert came.object is not None and came.object.spec.node_name == "n1"
+    later = gateway._event(Pod, _line("MODIFIED", _pod("9", node="n1")))
+    assert later.object is not None and later.object.spec.node_name == "n1"
