@@ -191,9 +191,12 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
             assert second.writes(after=killed), "the new leader wrote nothing"
             assert third.writes() == []
 
-            # The new leader paused while idle; the last standby takes over once the Lease
-            # expired and writes; the paused one comes back past its deadline.
-            await asyncio.sleep(RETRY)
+            # The new leader paused while idle, just after a renewal (not in the middle of
+            # one); the last standby takes over once the Lease expired and writes; the paused
+            # one comes back past its deadline.
+            since = time.monotonic()
+            await eventually(lambda: second.proxy.writes("leases", after=since), timeout=5)
+            await asyncio.sleep(0.05)  # its answer back
             second.run.signal(signal.SIGSTOP)
             paused = time.monotonic()
             await eventually(lambda: third.identity is not None, timeout=LEASE + RETRY + 5)
