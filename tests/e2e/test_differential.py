@@ -7,15 +7,15 @@ that is gone, so the table stays true.
 
 The watch from a too-old resourceVersion (1) gets 410 Gone on kube-apiserver because its watch
 cache starts at the resourceVersion it first listed at, far above 1; the embedded server keeps
-every event since its start, so the test compacts its history first (`Store.compact`, what
-etcd compaction does to the real one).
+every event since its start, so the test compacts its history first (`Store.compact`): then
+resourceVersion 1 is out of both servers' windows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
@@ -82,7 +82,9 @@ async def embedded() -> AsyncIterator[tuple[EmbeddedApiServer, WireGateway]]:
 
 
 async def test_embedded_server_answers_as_kube_apiserver(
-    real: WireGateway, embedded: tuple[EmbeddedApiServer, WireGateway]
+    real: WireGateway,
+    embedded: tuple[EmbeddedApiServer, WireGateway],
+    record_testsuite_property: Callable[[str, object], None],
 ) -> None:
     server, fake = embedded
     namespace, name = unique_name("diff"), unique_name("diff")
@@ -106,6 +108,8 @@ async def test_embedded_server_answers_as_kube_apiserver(
         f"\ndifferential: {len(SCRIPT)} requests, {same} identical, "
         f"{len(differing)} differ ({len(KNOWN)} known)"
     )
+    for key, value in (("requests", len(SCRIPT)), ("identical", same), ("known", len(KNOWN))):
+        record_testsuite_property(f"differential_{key}", value)  # in a JUnit XML report
     report = []
     for step_name, (kube, embedded_answer) in differing.items():
         if step_name not in KNOWN:
