@@ -13,6 +13,8 @@ sent it (the server cannot tell: they share a host, a field manager and a report
   expired and writes; the paused one, resumed (SIGCONT) after its renew deadline, writes
   nothing (no PlacementDecision, Placement, Event or Lease write) and exits 1.
 * The last one stopped with SIGTERM exits 0 and releases the Lease.
+* A ManagedClusterSetBinding only OCM's webhook would refuse is there from the start: each
+  replica says it leaves it out, and works.
 * Throughout, a watch sees the placement's decisions move only as the changes ask: no two
   writers fighting, no cluster dropped on the way.
 """
@@ -56,6 +58,12 @@ SLACK = 1.5  # seconds of process scheduling on a busy 2-core machine
 LEASE_NAME = "placement-controller"
 BECAME_LEADER = re.compile(r"leader election: (\S+) became leader")
 WRITTEN = ("placementdecisions", "placements", "events")
+MISNAMED = """
+apiVersion: cluster.open-cluster-management.io/v1beta2
+kind: ManagedClusterSetBinding
+metadata: {{name: misnamed, namespace: {namespace}}}
+spec: {{clusterSet: {set}}}
+"""
 
 
 def flags() -> list[str]:
@@ -134,6 +142,10 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
         with contextlib.suppress(NotFoundError):
             await gateway.delete(Lease, LEASE_NAME, HUB_NAMESPACE)
         await create_all(gateway, [*fleet.objects, web])
+        # A binding only OCM's webhook would refuse (named otherwise than its set): the real
+        # API server stores it, and the replicas must start anyway.
+        misnamed = MISNAMED.format(namespace=namespace, set=fleet.name)
+        control_plane.kubectl("apply", "-f", "-", input=misnamed)
         seen: list[frozenset[str]] = []
         watcher = asyncio.create_task(watch_decisions(gateway, namespace, seen))
 
@@ -216,7 +228,9 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
             assert await third.run.stop() == 0
             assert await holder(gateway) == ""
             for replica in replicas:
-                assert "Forbidden" not in replica.run.stderr(), replica.name
+                logged = replica.run.stderr()
+                assert "Forbidden" not in logged, replica.name
+                assert f"ManagedClusterSetBinding {namespace}/misnamed cannot be read" in logged
         finally:
             for replica in replicas:
                 replica.run.kill()
@@ -226,6 +240,7 @@ async def test_one_writer_takeover_after_kill_and_a_deposed_leader_writes_nothin
             for replica in replicas:
                 await replica.proxy.stop()
             await delete_all(gateway, fleet.cluster_scoped)
+            control_plane.kubectl("delete", "--ignore-not-found", "-f", "-", input=misnamed)
     # The decisions moved exactly as the changes asked, each once (an empty PD first).
     start = seen.index(everyone)
     assert set(seen[:start]) <= {frozenset()}
