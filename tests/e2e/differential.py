@@ -27,7 +27,7 @@ from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import ApiError
 from controllers.kube.gateway import Gateway
 
-__all__ = ["Memory", "Outcome", "Step", "WireGateway", "normalise", "run_script"]
+__all__ = ["JSON", "Memory", "Outcome", "Step", "WireGateway", "normalise", "run_script"]
 
 JSON = "application/json"
 Memory = dict[str, str]
@@ -83,7 +83,7 @@ class Outcome:
         )
 
 
-def normalise(value: Any, *, top: bool = True) -> Any:
+def normalise(value: Any) -> Any:
     """`value` with server-set metadata dropped and every timestamp replaced by `<time>`."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
@@ -92,16 +92,16 @@ def normalise(value: Any, *, top: bool = True) -> Any:
                 meta = {k: v for k, v in item.items() if k not in _SERVER_SET}
                 if "resourceVersion" in item:
                     meta["resourceVersion"] = "<rv>"
-                out[key] = normalise(meta, top=False)
+                out[key] = normalise(meta)
             elif key == "continue" and isinstance(item, str):
                 out[key] = "<token>" if item else ""
             elif key == "uid" and isinstance(item, str):
                 out[key] = "<uid>"
             else:
-                out[key] = normalise(item, top=False)
+                out[key] = normalise(item)
         return out
     if isinstance(value, list):
-        return [normalise(v, top=False) for v in value]
+        return [normalise(v) for v in value]
     if isinstance(value, str) and _TIME.match(value):
         return "<time>"
     return value
