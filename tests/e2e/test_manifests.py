@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,11 +56,20 @@ def as_yaml(docs: list[dict[str, Any]]) -> str:
 PREREQUISITES = {"Namespace", "PriorityClass"}
 
 
+_created: set[tuple[str, str]] = set()
+
+
 def create_prerequisites(plane: ControlPlane, docs: list[dict[str, Any]]) -> None:
-    """Apply the Namespaces and PriorityClasses among `docs` for real."""
-    needed = [d for d in docs if d.get("kind") in PREREQUISITES]
+    """Apply the Namespaces and PriorityClasses among `docs` for real, those this module has
+    not applied yet (applying an existing object again costs kubectl a second)."""
+    needed = [
+        d
+        for d in docs
+        if d.get("kind") in PREREQUISITES and (d["kind"], d["metadata"]["name"]) not in _created
+    ]
     if needed:
         plane.kubectl("apply", "-f", "-", input=as_yaml(needed))
+        _created.update((d["kind"], d["metadata"]["name"]) for d in needed)
 
 
 def dry_run_then_apply(plane: ControlPlane, docs: list[dict[str, Any]], label: str) -> str:
@@ -198,10 +208,15 @@ def assert_status_stored(doc: dict[str, Any], got: dict[str, Any]) -> None:
 
 def test_the_samples_readme_patch_one_liner_writes_status(control_plane: ControlPlane) -> None:
     plane = control_plane
-    docs = documents((SAMPLES / "hub" / "fleet.yaml").read_text())
-    plane.kubectl("apply", "-f", "-", input=as_yaml(docs[:1]))
-    name = docs[0]["metadata"]["name"]
-    # config/samples/hub/README.md, verbatim but for the value
+    docs = documents((SAMPLES / "hub" / "fleet.yaml").read_text())[:1]
+    # a copy of the README's cluster under a name of this test's, so that the samples' own
+    # status stays as their server-side apply wrote it (a second field manager would make
+    # the next `apply --server-side --subresource=status` of the samples a conflict)
+    name = unique_name(docs[0]["metadata"]["name"])
+    docs[0]["metadata"]["name"] = name
+    docs[0]["metadata"].get("labels", {}).pop("cluster.open-cluster-management.io/clusterset", None)
+    plane.kubectl("apply", "-f", "-", input=as_yaml(docs))
+    # config/samples/hub/README.md, verbatim but for the name and the value
     plane.kubectl(
         "patch",
         "managedcluster",
@@ -214,9 +229,10 @@ def test_the_samples_readme_patch_one_liner_writes_status(control_plane: Control
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
     assert got["status"]["allocatable"] == {"cpu": "7", "memory": "32Gi"}
     # a plain apply of the file writes no status: the subresource is the only way in
-    plane.kubectl("apply", "-f", "-", input=as_yaml(docs[:1]))
+    plane.kubectl("apply", "-f", "-", input=as_yaml(docs))
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
     assert got["status"]["allocatable"]["cpu"] == "7"
+    plane.kubectl("delete", "managedcluster", name)
 
 
 @pytest.mark.parametrize("folder", SAMPLE_FOLDERS)
