@@ -132,8 +132,9 @@ _SUBDOMAIN = (
 )
 
 
-def invalid_name(res: Resource, name: Any) -> StatusError:
-    """The 422 a name that is no DNS-1123 subdomain gets (or a missing one)."""
+def invalid_name(res: Resource, name: Any, generate_name: str = "") -> StatusError:
+    """The 422 a name that is no DNS-1123 subdomain gets (or a missing one); a generated
+    name's prefix is checked too, as a prefix (a trailing '-' is fine)."""
     cause = {
         "reason": "FieldValueInvalid",
         "field": "metadata.name",
@@ -143,10 +144,18 @@ def invalid_name(res: Resource, name: Any) -> StatusError:
         name = ""
         message = "Required value: name or generateName is required"
         cause = {"reason": "FieldValueRequired", "field": "metadata.name", "message": message}
+    causes = [cause]
+    masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+    if generate_name and not valid_name(masked):
+        message = f"Invalid value: {json.dumps(generate_name)}: {_SUBDOMAIN}"
+        causes.insert(
+            0, {"reason": "FieldValueInvalid", "field": "metadata.generateName", "message": message}
+        )
     qualified = f"{res.kind}.{res.group}" if res.group else res.kind
+    text = aggregate(f"{c['field']}: {c['message']}" for c in causes)
     return StatusError(
         422,
-        f'{qualified} "{name}" is invalid: metadata.name: {cause["message"]}',
+        f'{qualified} "{name}" is invalid: {text}',
         "Invalid",
-        {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": [cause]},
+        {"name": str(name or ""), "kind": res.kind, "group": res.group, "causes": causes},
     )

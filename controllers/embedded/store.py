@@ -233,7 +233,7 @@ class Store:
             meta["name"] = meta["generateName"] + self._suffix()
         name = meta.get("name")
         if not valid_name(name):
-            raise invalid_name(res, name)
+            raise invalid_name(res, name, str(meta["generateName"]) if generated else "")
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
         taken = self.objects[res.key]
         for _ in range(_GENERATE_ATTEMPTS - 1):

@@ -18,7 +18,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -54,6 +54,7 @@ class Step:
     content_type: str = JSON
     remember: str = ""  # keep the answer's metadata.resourceVersion under this key
     watch: float = 0.0  # seconds to read a watch stream for (0: not a watch)
+    generated: str = ""  # a generateName: the random suffix after it is masked in messages
 
 
 @dataclass(frozen=True)
@@ -225,5 +226,18 @@ async def run_script(
             if step.remember and outcome.code < 300:
                 memory[step.remember] = outcome.rv
                 memory[step.remember + ":continue"] = outcome.token
+        if step.generated:
+            outcome = _masked(outcome, step.generated)
         outcomes.append(outcome)
     return outcomes
+
+
+def _masked(outcome: Outcome, prefix: str) -> Outcome:
+    """`outcome` with the 5 random characters after `prefix` (a generated name) masked."""
+    suffix = re.compile(re.escape(prefix) + "[a-z0-9]{5}")
+
+    def mask(text: str) -> str:
+        return suffix.sub(prefix + "<suffix>", text)
+
+    causes = tuple((f, r, mask(m)) for f, r, m in outcome.causes)
+    return replace(outcome, message=mask(outcome.message), causes=causes)

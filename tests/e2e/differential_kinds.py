@@ -249,6 +249,56 @@ MORE = [
     ),
     Step("delete pod", "DELETE", PODS + "/p"),
     Step(
+        "list: resourceVersion=0", "GET", CM, query={"resourceVersion": "0", "labelSelector": "app"}
+    ),
+    Step(
+        "watch: resourceVersion=0",
+        "GET",
+        CM,
+        query={"resourceVersion": "0", "timeoutSeconds": "1", "labelSelector": "app"},
+        watch=1.0,
+    ),
+    Step(
+        "apply: create for a first manager",
+        "PATCH",
+        CM + "/cm-ssa",
+        configmap("cm-ssa", {"k": "mine"}),
+        query={"fieldManager": "differential"},
+        content_type=APPLY,
+    ),
+    Step(
+        "apply: another manager's value",
+        "PATCH",
+        CM + "/cm-ssa",
+        configmap("cm-ssa", {"k": "other"}),
+        query={"fieldManager": "someone-else"},
+        content_type=APPLY,
+    ),
+    Step(
+        "apply: another manager's value, forced",
+        "PATCH",
+        CM + "/cm-ssa",
+        configmap("cm-ssa", {"k": "forced"}),
+        query={"fieldManager": "someone-else", "force": "true"},
+        content_type=APPLY,
+    ),
+    Step(
+        "create: generateName",
+        "POST",
+        CM,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "Bad_"}},
+        generated="Bad_",
+    ),
+    Step(
+        "update: stale resourceVersion on a custom object",
+        "PUT",
+        PLACEMENTS + "/pl-a",
+        {
+            **placement({"numberOfClusters": 1}),
+            "metadata": {"name": "pl-a", "resourceVersion": "1"},
+        },
+    ),
+    Step(
         "invalid managedclustersetbinding: no spec",
         "POST",
         BINDINGS,

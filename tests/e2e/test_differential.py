@@ -31,6 +31,8 @@ pytestmark = pytest.mark.asyncio
 
 # Step name -> why the embedded server answers differently (docs/architecture.md lists them).
 KNOWN: dict[str, str] = {
+    "apply: another manager's value": "server-side apply keeps no managed fields: another "
+    "manager's apply of a field is no conflict (kube: 409 FieldManagerConflict)",
     "managedclustersetbinding to another set": "refused as OCM's admission webhook refuses it "
     "on an OCM hub (the model's rule); the CRD alone, on a plain kube-apiserver, accepts it",
     "create node": "no node.kubernetes.io/not-ready taint (there is no node lifecycle "
