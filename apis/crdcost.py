@@ -22,11 +22,12 @@ is kube's 8.1x):
   declared, else the request size. An argument whose schema cannot be told is taken as unbounded.
 
 kube's estimator walks the type-checked expression with a cost model for every function; this
-one reads the rule's text, and knows only the functions named above: a rule whose cost comes
-from another (a list function, a nested comprehension through a variable it cannot resolve to
-a schema) may be estimated lower than kube does. ElasticQuota's rule over maps of unbounded
-strings comes out at 8.1x, as kube says, and far within the budget once they are bounded
-(tests/apis/test_crdcost.py; tests/e2e/test_crd_refusals.py checks both on kube-apiserver).
+one reads the rule's text, and knows only the functions named above (a collection or string
+it cannot find in the schema is taken as unbounded): a rule whose cost comes from another
+function (each costs one token here) may be estimated lower than kube does. ElasticQuota's
+rule over maps of unbounded strings comes out at 8.1x, as kube says, and far within the budget
+once they are bounded (tests/apis/test_crdcost.py; tests/e2e/test_crd_refusals.py checks both
+on kube-apiserver).
 """
 
 from __future__ import annotations
