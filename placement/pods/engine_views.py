@@ -42,6 +42,9 @@ class EngineView:
     def nominated_on(self, node: str) -> Sequence[PodInfo]:
         return tuple(self._nominator.on(node).values())
 
+    def nominated_node(self, key: str) -> str | None:
+        return self._nominator.node_of(key)
+
     @property
     def counted(self) -> PodIndex:
         return self._cache.index

@@ -224,7 +224,9 @@ class Preemptor:
         """None when the pod may preempt, else kube's message (PodEligibleToPreemptOthers)."""
         if pod.preempt_never:
             return NOT_ELIGIBLE_NEVER
-        nominated = pod.nominated_node
+        # The nominator's node first: a preemptor retried before its nominatedNodeName comes
+        # back through the watch would otherwise preempt again, elsewhere.
+        nominated = cycle.cluster.nominated_node(pod.key) or pod.nominated_node
         if nominated:
             row = nodes.row_of(nominated)
             unresolvable = row is not None and not bool(diagnosis.resolvable[row])

@@ -41,6 +41,12 @@ class ClusterView(Protocol):
         """Pending pods nominated to a node by an earlier preemption."""
         ...
 
+    def nominated_node(self, key: str) -> str | None:
+        """The node a pending pod is nominated to, by this scheduler's own preemption (known
+        before the pod's `status.nominatedNodeName` comes back through the watch) or by its
+        status."""
+        ...
+
     def pods_in(self, namespace: str) -> Iterable[PodInfo]:
         """Every pod the engine knows in a namespace."""
         ...

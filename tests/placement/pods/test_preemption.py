@@ -258,6 +258,27 @@ def test_no_second_preemption_while_victims_terminate_on_the_nominated_node() ->
     assert event.message.endswith(f"preemption: {NOT_ELIGIBLE_TERMINATING}")
 
 
+def test_no_second_preemption_before_the_nomination_comes_back_through_the_watch() -> None:
+    # The scheduler's own nomination counts at once: retried before its status patch (and the
+    # victim's deletion) come back, the preemptor used to preempt again on another node.
+    world = preemptor_world(
+        running("low1", "a", 2, priority=1),
+        running("low2", "b", 2, priority=1),
+        nodes=[make_node("a", cpu=2), make_node("b", cpu=2)],
+    )
+    world.add_pods(make_pod("vip", cpu=2, priority=10))
+    first = world.engine.schedule(T0)
+    assert deleted(first) == ["low1"]
+    assert world.pods["default/vip"].status is None or not (
+        world.pods["default/vip"].status.nominated_node_name
+    )  # nothing applied: the pod the engine holds has no nominatedNodeName yet
+    world.engine.queue.move_unschedulable(T0 + timedelta(minutes=1))
+    again = world.engine.schedule(T0 + timedelta(minutes=1))
+    assert deleted(again) == []
+    [event] = of(again, EmitEvent)
+    assert event.message.endswith(f"preemption: {NOT_ELIGIBLE_TERMINATING}")
+
+
 def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
     world = preemptor_world(running("low", "a", 2, priority=1), nodes=[make_node("a", cpu=4)])
     world.add_pods(with_status(make_pod("mid", cpu=2, priority=5), nominatedNodeName="a"))
