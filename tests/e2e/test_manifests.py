@@ -228,6 +228,22 @@ def test_the_samples_readme_patch_one_liner_writes_status(control_plane: Control
     )
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
     assert got["status"]["allocatable"] == {"cpu": "7", "memory": "32Gi"}
+    # the README: the files' status applied again is a conflict, --force-conflicts takes it back
+    ssa = ("apply", "--server-side", "--subresource=status", "-f", "-")
+    refused = plane.kubectl(*ssa, input=as_yaml(docs), check=False)
+    assert refused.returncode != 0 and "conflict" in refused.stderr.lower(), refused.stderr
+    plane.kubectl(*ssa, "--force-conflicts", input=as_yaml(docs))
+    got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
+    assert got["status"]["allocatable"] == docs[0]["status"]["allocatable"]
+    plane.kubectl(
+        "patch",
+        "managedcluster",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"allocatable":{"cpu":"7","memory":"32Gi"}}}',
+    )
     # a plain apply of the file writes no status: the subresource is the only way in
     plane.kubectl("apply", "-f", "-", input=as_yaml(docs))
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
