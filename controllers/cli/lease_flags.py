@@ -15,7 +15,6 @@ import argparse
 from dataclasses import dataclass
 
 from apis.configmodel import go_duration_seconds
-from controllers.runtime.leader import LeaderConfig
 
 __all__ = ["LeaseTiming", "add_lease_flags", "lease_timing"]
 
@@ -36,6 +35,10 @@ class LeaseTiming:
             renew if self.renew_deadline is None else self.renew_deadline,
             retry if self.retry_period is None else self.retry_period,
         )
+        # here, not at the top: the leader module brings the Kubernetes client, which the
+        # command line must not import to build its parser (start-up time)
+        from controllers.runtime.leader import LeaderConfig
+
         try:
             LeaderConfig(
                 name="check",
