@@ -11,6 +11,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Annotated, Any
 
 from pydantic import (
@@ -25,6 +26,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 __all__ = [
+    "MAX_DURATION_SECONDS",
     "Bounds",
     "ConfigModel",
     "Duration",
@@ -178,26 +180,39 @@ def field_problems(error: ValidationError, prefix: str = "") -> list[str]:
 
 # --- durations (metav1.Duration: Go's time.ParseDuration) ---------------------------------------
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_NANOSECONDS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
+_UNIT_NANOSECONDS["h"] = 60 * _UNIT_NANOSECONDS["m"]
+_DURATION_PART = re.compile(r"(\d+)(?:\.(\d*))?(ns|us|µs|ms|s|m|h)|\.(\d+)(ns|us|µs|ms|s|m|h)")
+MAX_DURATION_NANOSECONDS = 2**63 - 1
+"""Go's time.Duration is an int64 of nanoseconds: about 292 years."""
+MAX_DURATION_SECONDS = MAX_DURATION_NANOSECONDS // 10**9
 
 
 def go_duration_seconds(text: str) -> float:
     """`1m30s`, `500ms`, `15s` -> seconds, as Go's time.ParseDuration reads them (`0` alone is
-    zero). ValueError on anything else."""
+    zero). ValueError on anything else, and (as Go) on a duration beyond its int64 of
+    nanoseconds (`99999999999999h`)."""
     body = text[1:] if text[:1] in "+-" else text
     if body == "0":
         return 0.0
-    total, at = 0.0, 0
+    problem = f'invalid duration "{text}" (e.g. "15s", "1m30s")'
+    total, at = Fraction(0), 0
     while at < len(body):
         found = _DURATION_PART.match(body, at)
         if found is None:
-            raise ValueError(f'invalid duration "{text}" (e.g. "15s", "1m30s")')
-        total += float(found.group(1)) * _UNITS[found.group(2)]
+            raise ValueError(problem)
+        whole, fraction, unit = found.group(1) or "0", found.group(2) or "", found.group(3)
+        if found.group(4) is not None:
+            fraction, unit = found.group(4), found.group(5)
+        if len(whole) + len(fraction) > 40:  # far beyond any int64 of nanoseconds
+            raise ValueError(problem)
+        value = int(whole) + (Fraction(int(fraction), 10 ** len(fraction)) if fraction else 0)
+        total += value * _UNIT_NANOSECONDS[unit]
         at = found.end()
-    if not body:
-        raise ValueError(f'invalid duration "{text}" (e.g. "15s", "1m30s")')
-    return -total if text.startswith("-") else total
+    if not body or total > MAX_DURATION_NANOSECONDS + (1 if text.startswith("-") else 0):
+        raise ValueError(problem)
+    seconds = float(total / 10**9)
+    return -seconds if text.startswith("-") else seconds
 
 
 def duration_seconds(value: Any) -> Any:

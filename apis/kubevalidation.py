@@ -44,6 +44,7 @@ __all__ = [
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "cause_reason",
     "kube_problems",
+    "node_affinity_problems",
 ]
 
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
@@ -263,6 +264,11 @@ def _node_affinity_problems(affinity: dict[str, Any], path: str) -> list[FieldPr
         term = _dict(_dict(preferred).get("preference"))
         problems += _term_problems(term, f"{preferred_path}[{i}].preference")
     return problems
+
+
+def node_affinity_problems(affinity: dict[str, Any], path: str) -> list[FieldProblem]:
+    """A NodeAffinity's problems as a pod's validation words them, its paths under `path`."""
+    return _node_affinity_problems(affinity, path)
 
 
 def _term_problems(term: dict[str, Any], path: str) -> list[FieldProblem]:

@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from apis.configmodel import Bounds, ConfigModel, field_problems, located, shown
 from apis.core import NodeAffinity
+from apis.kubevalidation import node_affinity_problems
 from apis.topologyspread import TopologySpreadConstraint, constraints_problems
 
 __all__ = [
@@ -188,6 +189,29 @@ class NodeAffinityArgs(ArgsModel):
 
     added_affinity: NodeAffinity | None = None
 
+    @model_validator(mode="after")
+    def _selector(self) -> NodeAffinityArgs:
+        """kube refuses the file whose addedAffinity a pod could not carry (`In` without
+        values, a bad key, no terms): every pod of the profile would be unschedulable."""
+        if self.added_affinity is None:
+            return self
+        wire = self.added_affinity.to_wire()
+        required = self.added_affinity.required_during_scheduling_ignored_during_execution
+        if required is not None and not required.node_selector_terms:
+            path = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            message = "Required value: must have at least one node selector term"
+            raise located(_loc(path), "required", message, None)
+        problems = node_affinity_problems(wire, "addedAffinity")
+        if problems:
+            raise located(_loc(problems[0].path), "invalid", problems[0].message, None)
+        return self
+
+
+def _loc(path: str) -> tuple[str | int, ...]:
+    """`a.b[0].c` -> ("a", "b", 0, "c"), a location for `located`."""
+    parts = path.replace("[", ".").replace("]", "").split(".")
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
 
 class PodTopologySpreadArgs(ArgsModel):
     """kube's PodTopologySpreadArgs: with `defaultingType: System` (the default) the system
@@ -218,11 +242,7 @@ class PodTopologySpreadArgs(ArgsModel):
         problems = constraints_problems(constraints, "defaultConstraints")
         if problems:
             path, _, message = problems[0].partition(": ")
-            loc = tuple(
-                int(p) if p.isdigit() else p
-                for p in path.replace("[", ".").replace("]", "").split(".")
-            )
-            raise located(loc, "invalid", message, None)
+            raise located(_loc(path), "invalid", message, None)
         return self
 
 

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from apis.configmodel import (
+    MAX_DURATION_SECONDS,
     Bounds,
     ConfigModel,
     Duration,
@@ -31,6 +32,7 @@ __all__ = [
     "KUBE_DEFAULT_PLUGINS",
     "KUBE_SCHEDULER_API_VERSION",
     "KUBE_SCHEDULER_KIND",
+    "MAX_LEASE_DURATION_SECONDS",
     "ClientConnection",
     "KubeSchedulerConfiguration",
     "KubeSchedulerProfile",
@@ -39,11 +41,15 @@ __all__ = [
     "PluginRef",
     "PluginSet",
     "Plugins",
+    "lease_duration_problem",
     "parse_configuration",
 ]
 
 KUBE_SCHEDULER_API_VERSION = "kubescheduler.config.k8s.io/v1"
 KUBE_SCHEDULER_KIND = "KubeSchedulerConfiguration"
+MAX_LEASE_DURATION_SECONDS = 2**31 - 1
+"""A Lease records its duration in `leaseDurationSeconds`, an int32: a longer leaseDuration
+cannot be written (client-go would truncate it)."""
 
 KUBE_DEFAULT_PLUGINS = frozenset(
     {
@@ -155,6 +161,21 @@ class LeaderElectionConfiguration(ConfigModel):
     def _durations(cls, value: Any) -> Any:
         return None if value is None else duration_seconds(value)
 
+    @model_validator(mode="after")
+    def _fits_the_lease(self) -> LeaderElectionConfiguration:
+        duration = self.lease_duration
+        if duration is not None and duration > MAX_LEASE_DURATION_SECONDS:
+            raise located("leaseDuration", "lease", lease_duration_problem(duration), duration)
+        return self
+
+
+def lease_duration_problem(seconds: float) -> str:
+    """Why a lease duration of `seconds` (above MAX_LEASE_DURATION_SECONDS) is refused."""
+    return (
+        f"must be at most {MAX_LEASE_DURATION_SECONDS}s, the Lease's leaseDurationSeconds is "
+        f"an int32 (got {seconds:.0f}s)"
+    )
+
 
 class ClientConnection(ConfigModel):
     """Accepted so kube's files load; the cluster is chosen by --kubeconfig (this `kubeconfig`
@@ -174,8 +195,10 @@ class KubeSchedulerConfiguration(ConfigModel):
     kind: Literal["KubeSchedulerConfiguration"]
     profiles: list[KubeSchedulerProfile] = []
     percentage_of_nodes_to_score: Annotated[int, Bounds(0, 100)] | None = None
-    pod_initial_backoff_seconds: Annotated[int, Bounds(1)] = 1
-    pod_max_backoff_seconds: Annotated[int, Bounds(1)] = 10
+    # kube keeps these as int64 but multiplies them into a Go Duration: beyond its ~292 years
+    # the backoff would wrap around; here it is refused.
+    pod_initial_backoff_seconds: Annotated[int, Bounds(1, MAX_DURATION_SECONDS)] = 1
+    pod_max_backoff_seconds: Annotated[int, Bounds(1, MAX_DURATION_SECONDS)] = 10
     leader_election: LeaderElectionConfiguration = LeaderElectionConfiguration()
     client_connection: ClientConnection = ClientConnection()
     parallelism: Annotated[int, Bounds(1)] | None = None

@@ -12,9 +12,11 @@ over) and above 1.2 x the retry period (client-go's rule).
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 
-from apis.configmodel import go_duration_seconds
+from apis.configmodel import MAX_DURATION_SECONDS, go_duration_seconds
+from apis.schedulerconfig import MAX_LEASE_DURATION_SECONDS, lease_duration_problem
 
 __all__ = ["LeaseTiming", "add_lease_flags", "lease_timing"]
 
@@ -39,6 +41,9 @@ class LeaseTiming:
         # command line must not import to build its parser (start-up time)
         from controllers.runtime.leader import LeaderConfig
 
+        if chosen[0] > MAX_LEASE_DURATION_SECONDS:
+            where = "--leader-elect-lease-duration" if self.lease_duration else "leaseDuration"
+            raise ValueError(f"{where}: {lease_duration_problem(chosen[0])}")
         try:
             LeaderConfig(
                 name="check",
@@ -55,8 +60,11 @@ class LeaseTiming:
 
 
 def _duration(text: str) -> float:
+    """A Go duration, or a number of seconds within one (not nan, not inf)."""
     try:
         seconds = float(text)
+        if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_SECONDS:
+            raise argparse.ArgumentTypeError(f'invalid duration "{text}" (e.g. "15s", "1m30s")')
     except ValueError:
         try:
             seconds = go_duration_seconds(text)

@@ -25,6 +25,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, cast
 
+from apis.configmodel import MAX_DURATION_SECONDS
 from apis.schedulerconfig import KUBE_SCHEDULER_API_VERSION, KUBE_SCHEDULER_KIND
 from placement.pods.framework import (
     Bind,
@@ -132,8 +133,10 @@ def _string(value: Any, where: str) -> str:
 
 
 def _seconds(value: Any, where: str) -> timedelta:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ConfigError(f"{where}: must be a positive number of seconds (got {value!r})")
+    if value > MAX_DURATION_SECONDS:  # also inf: a Go Duration's ~292 years, as kube's files
+        raise ConfigError(f"{where}: must be at most {MAX_DURATION_SECONDS} (got {value!r})")
     return timedelta(seconds=value)
 
 

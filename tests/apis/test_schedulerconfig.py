@@ -223,7 +223,7 @@ def test_bad_args_name_the_field_as_written(model: Any, args: Any, line: str) ->
         ),
         pytest.param(
             {"podInitialBackoffSeconds": 0},
-            "podInitialBackoffSeconds: must be >= 1 (got 0)",
+            "podInitialBackoffSeconds: must be between 1 and 9223372036 (got 0)",
             id="initial-backoff",
         ),
         pytest.param(
