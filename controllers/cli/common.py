@@ -16,13 +16,16 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from apis.meta import KubeObject, parse_time
 from controllers.cli.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
-from controllers.cli.manifests import VALIDATIONS, Validation, dump_yaml, load_paths
-from placement.simulate import SCHEDULING_KINDS
+from controllers.cli.strictness import VALIDATIONS, Validation
 
+# The models, the manifest reader and the scheduling core are imported where they are used:
+# every verb builds its parser from this module, and `placement <verb> --help` must not pay
+# for what only the verb's work needs.
 if TYPE_CHECKING:
     from typing import TypeAlias
+
+    from apis.meta import KubeObject
 
     # What `add_subparsers` returns; each verb adds its parser to it.
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -46,6 +49,8 @@ def parse_now(text: str | None) -> datetime:
     """The `--now` clock: the given RFC 3339 time, else the current time."""
     if text is None:
         return datetime.now(UTC)
+    from apis.meta import parse_time
+
     try:
         return parse_time(text)
     except ValueError as exc:  # PydanticCustomError is a ValueError
@@ -55,6 +60,9 @@ def parse_now(text: str | None) -> datetime:
 def scheduling_objects(paths: list[str], validation: Validation = "strict") -> list[KubeObject]:
     """Read the objects simulate and explain use; other kinds are skipped with a warning.
     Unknown fields are errors, warnings or nothing as `validation` (`--validate`) says."""
+    from controllers.cli.manifests import load_paths
+    from placement.simulate import SCHEDULING_KINDS
+
     result = load_paths(paths, validation)
     print_warnings(result.warnings)
     errors = [e for e in result.errors if not e.unknown_kind]
@@ -77,6 +85,8 @@ def scheduling_objects(paths: list[str], validation: Validation = "strict") -> l
 def emit(data: Any, output: str) -> None:
     """Print `data` on stdout as YAML when `output` is "yaml", else as indented JSON."""
     if output == "yaml":
+        from controllers.cli.manifests import dump_yaml
+
         sys.stdout.write(dump_yaml([data]))
     else:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
