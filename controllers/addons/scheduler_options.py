@@ -10,9 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess
+from controllers.kube.yamlfiles import YamlFileError, read_single_document
 from controllers.runtime.leader import LeaderConfig
 from placement.pods.config import (
     DEFAULT_SCHEDULER_NAME,
@@ -81,12 +80,10 @@ def load_scheduler_config(path: Path | None) -> SchedulerConfig:
     defaults without one."""
     if path is None:
         return load_config(None, POD_PLUGINS)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
+    try:  # the guards of every file we read (nesting, aliases), one line naming the file
+        doc = read_single_document(path)
+    except YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return load_config(doc, POD_PLUGINS)
     except ConfigError as exc:

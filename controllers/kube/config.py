@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes_asyncio import client, config
+
+from controllers.kube.yamlfiles import YamlFileError, decode_single_document
 
 __all__ = [
     "DEFAULT_KUBECONFIG",
@@ -86,10 +87,10 @@ def _kubeconfig(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
         raise ClusterAccessError(f"kubeconfig {path}: cannot read: {reason}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ClusterAccessError(f"kubeconfig {path}: not YAML: {_one_line(exc)}") from None
+    try:  # the guards of every file we read (nesting, aliases)
+        doc = decode_single_document(text)
+    except YamlFileError as exc:
+        raise ClusterAccessError(f"kubeconfig {path}: {exc}") from None
     if not isinstance(doc, dict):
         raise ClusterAccessError(
             f"kubeconfig {path}: not a kubeconfig (expected a mapping with clusters, contexts "

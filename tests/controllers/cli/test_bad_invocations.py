@@ -233,7 +233,7 @@ def test_explaining_an_unknown_placement_names_it(home: Path, tmp_path: Path) ->
         ),
         pytest.param(
             lambda d: ["--kubeconfig", str(write(d / "bad.yaml", "clusters: [\n"))],
-            r"error: kubeconfig \S+/bad.yaml: not YAML: .*",
+            r"error: kubeconfig \S+/bad.yaml: invalid YAML: .*",
             id="kubeconfig-not-yaml",
         ),
         pytest.param(
