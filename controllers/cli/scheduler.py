@@ -30,8 +30,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from apis.meta import KubeObject
 from controllers.cli.common import (
     EXIT_OK,
@@ -217,16 +215,15 @@ def _listen_address(text: str) -> str:
 def read_config(path: Path | None) -> SchedulerConfig:
     """The configuration file (None: every default), checked against the plugin registry;
     a problem is a CliError naming the file and the field."""
+    from controllers.kube.yamlfiles import YamlFileError, read_single_document
     from plugins.pods import POD_PLUGINS
 
     if path is None:
         return load_config(None, POD_PLUGINS)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    try:  # the guards of every file we read (nesting, aliases), one line naming the file
+        doc = read_single_document(path)
+    except YamlFileError as exc:
+        raise CliError(str(exc)) from None
     try:
         config = load_config(doc, POD_PLUGINS)
         scheduler_profiles(config)  # every profile builds: plugins at their points, args
