@@ -28,21 +28,14 @@ import tempfile
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from apis.meta import KubeObject
 from controllers.cli.common import (
-    EXIT_OK,
     CliError,
     add_log_options,
     add_manifest_options,
-    emit,
-    parse_now,
-    print_warnings,
 )
 from controllers.cli.lease_flags import add_lease_flags, lease_timing
-from controllers.cli.manifests import Validation, load_paths
-from controllers.cli.scheduler_output import simulation_list, simulation_table
 from placement.pods.config import (
     ConfigError,
     RunOptions,
@@ -51,32 +44,14 @@ from placement.pods.config import (
     load_config,
     renamed,
 )
-from placement.pods.simulation import (
-    DEFAULT_MAX_TIME,
-    OBJECT_KINDS,
-    SimulationError,
-    SimulationResult,
-    simulate,
-)
-from placement.pods.workloads import WORKLOAD_KINDS
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
     from placement.pods.framework import Profile
 
-__all__ = [
-    "add_parser",
-    "read_config",
-    "scheduler_profiles",
-    "simulate_objects",
-    "simulation_list",
-    "simulation_table",
-]
+__all__ = ["add_parser", "read_config", "scheduler_profiles"]
 
 CONFIG_HELP = "a KubeSchedulerConfiguration (kube-scheduler's file) or PodSchedulerConfiguration"
-# Kinds read from the manifests; Namespaces are accepted quietly (the samples ship theirs).
-_READ_KINDS = frozenset({"Node", "Pod", *OBJECT_KINDS, *WORKLOAD_KINDS})
-_QUIET_KINDS = frozenset({"Namespace"})
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -115,11 +90,19 @@ def _add_simulate(verbs: Subparsers) -> None:
     sim.add_argument(
         "--max-time",
         type=_seconds,
-        default=DEFAULT_MAX_TIME,
         metavar="SECONDS",
         help="stop the virtual clock after this long (default 3600)",
     )
-    sim.set_defaults(func=_cmd_simulate)
+    sim.set_defaults(func=_simulate)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    # the simulator, the manifest reader and the output are imported only by the verb that
+    # uses them: `scheduler run` starts without them
+    from controllers.cli.scheduler_simulate import cmd_simulate
+
+    config = read_config(args.config)
+    return cmd_simulate(args, config, scheduler_profiles(config))
 
 
 def _add_run(verbs: Subparsers) -> None:
@@ -242,57 +225,6 @@ def scheduler_profiles(config: SchedulerConfig) -> tuple[Profile, ...]:
 
 
 # --- simulate -----------------------------------------------------------------------------------
-
-
-def _objects(paths: list[str], validation: Validation) -> list[KubeObject]:
-    result = load_paths(paths, validation)
-    print_warnings(result.warnings)
-    if result.errors:
-        raise CliError("\n".join(str(e) for e in result.errors))
-    skipped: dict[str, int] = {}
-    objects = []
-    for loaded in result.objects:
-        kind = loaded.obj.KIND
-        if kind in _READ_KINDS:
-            objects.append(loaded.obj)
-        elif kind not in _QUIET_KINDS:
-            skipped[kind] = skipped.get(kind, 0) + 1
-    if skipped:
-        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items()))
-        print(f"warning: skipped objects of other kinds: {listed}", file=sys.stderr)
-    return objects
-
-
-def simulate_objects(
-    objects: list[KubeObject],
-    config: SchedulerConfig,
-    now: Any,
-    max_time: timedelta = DEFAULT_MAX_TIME,
-) -> SimulationResult:
-    """Run the objects through a fresh engine with this configuration's profiles (one engine
-    each, `placement.pods.engines`)."""
-    from placement.pods.engines import engine_for
-
-    engine = engine_for(scheduler_profiles(config), **config.engine_options())
-    try:
-        return simulate(
-            objects, engine, now, scheduler_name=config.scheduler_name, max_time=max_time
-        )
-    except (SimulationError, ValueError) as exc:
-        raise CliError(f"simulate: {exc}") from None
-
-
-def _cmd_simulate(args: argparse.Namespace) -> int:
-    config = read_config(args.config)
-    now = parse_now(args.now)
-    objects = _objects(args.filename, args.validate)
-    result = simulate_objects(objects, config, now, args.max_time)
-    if args.output in ("table", "wide"):
-        wide = args.output == "wide"
-        sys.stdout.write(simulation_table(result, wide, config.scheduler_names))
-    else:
-        emit(simulation_list(result), args.output)
-    return EXIT_OK
 
 
 # --- run ----------------------------------------------------------------------------------------

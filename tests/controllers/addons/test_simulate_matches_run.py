@@ -20,7 +20,8 @@ from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, PodGroup, PriorityClass
 from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler, load_scheduler_config
-from controllers.cli.scheduler import simulate_objects
+from controllers.cli.scheduler import scheduler_profiles
+from controllers.cli.scheduler_simulate import simulate_objects
 from controllers.kube.config import ClusterAccess, new_api_client
 from tests.controllers.addons.cluster import create_all, node, pod, server_process
 from tests.controllers.embedded.hub import eventually
@@ -128,7 +129,9 @@ async def test_simulate_and_run_put_every_pod_on_the_same_node() -> None:
             *(await gw.list(PodGroup, "default")).items,
             *(at_once(p) for p in (await gw.list(Pod, "default")).items),
         ]
-        simulated = simulate_objects(stored, load_scheduler_config(None), datetime.now(UTC))
+        config = load_scheduler_config(None)
+        profiles = scheduler_profiles(config)
+        simulated = simulate_objects(stored, config, profiles, datetime.now(UTC))
         expected = {p.name: outcome(p) for p in simulated.pods}
         assert expected["fits-0"][0] and expected["huge"] == ("", "Unschedulable")
         assert expected["too-big-0"] == ("", "Unschedulable")
