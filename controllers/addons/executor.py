@@ -45,13 +45,13 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from apis.core import Pod
-from apis.meta import KubeObject, format_time
+from apis.meta import KubeObject
 from apis.registry import KINDS
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.gateway import PodGateway
+from controllers.addons.pod_patches import disruption_patch, pod_status_patch
 from controllers.addons.volume_binder import VolumeBinder, VolumeBindError
 from controllers.kube.errors import (
     ApiError,
@@ -68,7 +68,6 @@ from placement.pods.events import (
     EmitEvent,
     PatchObjectStatus,
     PatchPodStatus,
-    PodCondition,
     WakeAt,
 )
 
@@ -82,74 +81,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-POD_SCHEDULED = "PodScheduled"
-
 
 def split_key(key: str) -> tuple[str, str]:
     """`namespace/name` -> (namespace, name); a cluster-scoped `name` -> ("", name)."""
     namespace, sep, name = key.partition("/")
     return (namespace, name) if sep else ("", namespace)
-
-
-def _condition_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
-    if old is None:
-        return True
-    if any(old.get(k) != new.get(k) for k in ("status", "reason", "message")):
-        return True
-    generation = new.get("observedGeneration")  # a newer pod spec: the condition is restated
-    return generation is not None and old.get("observedGeneration") != generation
-
-
-def _observed(pod: Pod | None) -> dict[str, Any]:
-    """`observedGeneration` for a condition about `pod`: its generation, as kube-scheduler 1.36
-    writes it (PodObservedGenerationTracking); nothing when the server keeps none."""
-    generation = pod.metadata.generation if pod is not None else None
-    return {"observedGeneration": generation} if generation is not None else {}
-
-
-def pod_status_patch(pod: Pod | None, action: PatchPodStatus, now: datetime) -> dict[str, Any]:
-    """The merge patch that makes `pod`'s status say what `action` decides; {} when it already
-    does. `lastTransitionTime` moves only when the condition's status changes, as Kubernetes
-    keeps it; `lastProbeTime` is null and `observedGeneration` the pod's generation, as
-    kube-scheduler writes them."""
-    status: dict[str, Any] = {}
-    current = pod.status if pod is not None else None
-    if action.nominated_node is not None:
-        have = (current.nominated_node_name if current else None) or ""
-        if have != action.nominated_node:
-            # A merge patch removes a field with null.
-            status["nominatedNodeName"] = action.nominated_node or None
-    if action.condition is not None:
-        conditions = [dict(c) for c in ((current.conditions if current else None) or [])]
-        old = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
-        wanted = {**action.condition, **_observed(pod)}
-        if _condition_changed(old, wanted):
-            new = {"type": POD_SCHEDULED, "lastProbeTime": None, **wanted}
-            if old is not None and old.get("status") == new.get("status"):
-                new.setdefault("lastTransitionTime", old.get("lastTransitionTime"))
-            else:
-                new.setdefault("lastTransitionTime", format_time(now))
-            kept = [c for c in conditions if c.get("type") != POD_SCHEDULED]
-            status["conditions"] = [*kept, new]
-    return {"status": status} if status else {}
-
-
-def disruption_patch(victim: Pod, condition: PodCondition, now: datetime) -> dict[str, Any]:
-    """The merge patch that gives a preemption victim the condition the engine decided (its
-    `DeletePod.condition`), every other condition kept; {} when it carries that condition
-    already. Only `lastTransitionTime` is this shell's: the time of the write, or the old one
-    when the status does not change."""
-    new: dict[str, Any] = {**condition.to_wire(), **_observed(victim)}
-    conditions = [dict(c) for c in ((victim.status.conditions if victim.status else None) or [])]
-    old = next((c for c in conditions if c.get("type") == condition.type), None)
-    if not _condition_changed(old, new):
-        return {}
-    if old is not None and old.get("status") == new["status"]:
-        new["lastTransitionTime"] = old.get("lastTransitionTime")
-    else:
-        new["lastTransitionTime"] = format_time(now)
-    kept = [c for c in conditions if c.get("type") != condition.type]
-    return {"status": {"conditions": [*kept, {"lastProbeTime": None, **new}]}}
 
 
 @dataclass
@@ -166,6 +102,10 @@ class ExecutorCounts:
     events: int = 0
     fenced: int = 0
     """Writes not sent (or cancelled in flight): the lease deadline had passed."""
+    unsent: int = 0
+    """Writes not sent because the scheduler was stopping (their pods stay pending)."""
+    abandoned: int = 0
+    """Writes on the wire when the stop's grace ran out: cancelled, landed or not."""
 
 
 class ActionExecutor:
@@ -198,6 +138,7 @@ class ActionExecutor:
         self._room = asyncio.Event()
         self._room.set()
         self.max_pending = concurrency * 8
+        self._closed = False
         self.counts = ExecutorCounts()
         self._volumes_failed: set[tuple[str, str]] = set()  # pods whose BindVolumes failed
         self.volumes = VolumeBinder(gateway, lookup)
@@ -209,7 +150,11 @@ class ActionExecutor:
 
     def submit(self, actions: Iterable[Action]) -> None:
         """Start performing `actions` (never waits). Events are recorded at once, writes
-        queued behind the earlier writes of the same object."""
+        queued behind the earlier writes of the same object. Once `close` was called, nothing is
+        done: the scheduler is stopping."""
+        if self._closed:
+            self.counts.unsent += sum(1 for a in actions if not isinstance(a, WakeAt | EmitEvent))
+            return
         for action in actions:
             if isinstance(action, WakeAt):
                 continue  # the scheduling loop reads the engine's next_wake itself
@@ -225,7 +170,7 @@ class ActionExecutor:
     async def wait_room(self) -> None:
         """Wait while `max_pending` writes are queued: how scheduling slows down to the pace
         the API server takes binds at, instead of queueing without bound."""
-        while len(self._tasks) >= self.max_pending:
+        while len(self._tasks) >= self.max_pending and not self._closed:
             self._room.clear()
             await self._room.wait()
 
@@ -241,6 +186,28 @@ class ActionExecutor:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def close(self) -> None:
+        """Take no more work (a stop begins): what is submitted from now on is dropped, and a
+        write queued but not yet sent is never sent, so its pod stays pending on the server for
+        the next leader. `wait_room` no longer waits."""
+        self._closed = True
+        self._room.set()
+
+    async def stop(self, grace: float) -> None:
+        """`close`, give the writes already sent `grace` seconds to be answered, then cancel
+        them. A cancelled POST of `pods/binding` either landed or did not: the pod is bound or
+        still pending, nothing in between. A pod whose volumes were pre-bound but not the pod
+        itself stays pending with its claims bound (or about to be, by the PV controller): the
+        next leader places it where those volumes are, as after a failed binding."""
+        self.close()
+        await self.drain(grace)
+        self.counts.abandoned += len(self._tasks)
+        await self.cancel()
+        log.info(
+            "stopping: %d writes not sent (their pods stay pending), %d cancelled on the wire",
+            *(self.counts.unsent, self.counts.abandoned),
+        )
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -271,6 +238,9 @@ class ActionExecutor:
             await asyncio.wait({before})
         prebound: dict[str, str] | None = None
         async with self._slots:
+            if self._closed:  # stopping: not sent
+                self.counts.unsent += 1
+                return
             try:
                 if isinstance(action, BindPod):
                     await self._bind(action)

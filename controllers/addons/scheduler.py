@@ -108,7 +108,7 @@ class PodScheduler(Controller):
         leader: LeaderConfig | None = None,
         bind_concurrency: int = 32,
         batch_seconds: float = 0.05,
-        stop_timeout: float = 10.0,
+        stop_timeout: float = 0.5,
         optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota, *STORAGE_KINDS),
         profile: Profile | None = None,
         clock: Clock | None = None,
@@ -311,15 +311,16 @@ class PodScheduler(Controller):
     # --- life cycle --------------------------------------------------------------------------
 
     async def stop(self) -> None:
-        """No new passes; the writes in flight finish (up to `stop_timeout`), the rest is
-        cancelled (those pods are still pending: the next leader schedules them); the events
-        queued are written in what is left of `stop_timeout`, the rest dropped; then the
-        runtime's stop (Lease released, informers closed)."""
-        await self.queue.shutdown(drain=False)
+        """No new work at once: no new pass, the writes not yet sent are never sent (those pods
+        stay pending for the next leader); the writes on the wire get `stop_timeout` seconds to
+        be answered, then are cancelled (a binding lands whole or not at all); the events queued
+        are written in what is left of it, the rest dropped; then the runtime's stop (Lease
+        released, informers closed)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.stop_timeout
-        await self.executor.drain(self.stop_timeout)
-        await self.executor.cancel()
+        self.executor.close()  # before the queue's shutdown: a pass waiting for room returns
+        await self.queue.shutdown(drain=False)
+        await self.executor.stop(self.stop_timeout)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(max(0.0, deadline - loop.time())):
                 await self.events.flush()
@@ -398,9 +399,9 @@ async def run_scheduler(options: SchedulerOptions | RunOptions) -> int:
         beside = " (with the status controller)" if len(controllers) > 1 else ""
         return f"{what} running{beside}; http on {first.http_address or 'off'}"
 
-    async def close() -> None:
-        for item in reversed(opened):
-            await (item.close() if isinstance(item, PodGateway) else item.stop())
+    async def close() -> None:  # the controllers at once (no binding waits), then the clients
+        await asyncio.gather(*(c.stop() for c in opened if not isinstance(c, PodGateway)))
+        await asyncio.gather(*(g.close() for g in opened if isinstance(g, PodGateway)))
 
     return await run_until_signal(
         _start(options, opened),

@@ -59,8 +59,9 @@ class SchedulerOptions:
     batch_seconds: float = 0.05
     """A scheduling pass yields to the event loop after this long."""
     sync_timeout: float = 60.0
-    stop_timeout: float = 10.0
-    """How long a stop waits for the binds in flight."""
+    stop_timeout: float = 0.5
+    """How long a stop waits for the writes on the wire (then cancelled: their pods stay
+    pending, or are bound if the request had landed)."""
     lease_namespace: str | None = None
     """Overrides the configuration's `leaderElection.leaseNamespace`."""
     embedded: bool = False
