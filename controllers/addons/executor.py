@@ -139,6 +139,7 @@ class ActionExecutor:
         self._room.set()
         self.max_pending = concurrency * 8
         self._closed = False
+        self._sending = 0  # writes on the wire
         self.counts = ExecutorCounts()
         self._volumes_failed: set[tuple[str, str]] = set()  # pods whose BindVolumes failed
         self.volumes = VolumeBinder(gateway, lookup)
@@ -177,9 +178,12 @@ class ActionExecutor:
     async def drain(self, timeout: float | None = None) -> None:
         """Wait for every write queued so far (a graceful stop lets binds in flight finish)."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # on time out the writes are left running
                 while self._tasks:
-                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+                    done, _ = await asyncio.wait(set(self._tasks))
+                    for task in done:
+                        if not task.cancelled():
+                            task.exception()  # retrieved (logged by the task itself)
 
     async def cancel(self) -> None:
         """Cancel what is still queued (a stop that cannot wait any longer)."""
@@ -202,7 +206,8 @@ class ActionExecutor:
         next leader places it where those volumes are, as after a failed binding."""
         self.close()
         await self.drain(grace)
-        self.counts.abandoned += len(self._tasks)
+        self.counts.abandoned += self._sending
+        self.counts.unsent += len(self._tasks) - self._sending
         await self.cancel()
         log.info(
             "stopping: %d writes not sent (their pods stay pending), %d cancelled on the wire",
@@ -241,6 +246,7 @@ class ActionExecutor:
             if self._closed:  # stopping: not sent
                 self.counts.unsent += 1
                 return
+            self._sending += 1
             try:
                 if isinstance(action, BindPod):
                     await self._bind(action)
@@ -257,6 +263,8 @@ class ActionExecutor:
                 log.info("%s %s: %s", type(action).__name__, self._target(action), exc)
                 if isinstance(action, BindPod | BindVolumes):
                     self._fail_binding(action, str(exc))
+            finally:
+                self._sending -= 1
         if isinstance(action, BindVolumes) and prebound is not None:
             problem = await self.volumes.wait_bound(action, prebound)  # no slot held
             if problem is not None:

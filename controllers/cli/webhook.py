@@ -353,8 +353,10 @@ patches:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from controllers.runtime.logs import setup_logging
+    from controllers.runtime.process import freeze_at_exit
 
     setup_logging(args.log_format, args.log_level)
+    freeze_at_exit()  # the exit after SIGTERM does not walk the caches
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
