@@ -130,7 +130,7 @@ async def test_sigterm_while_binding_exits_0_and_the_next_scheduler_binds_the_re
         assert code == 0, second.output
         per_node = check_nothing_lost((await gateway.list(Pod)).items)
         assert per_node == {f"n-{i}": PER_NODE for i in range(NODES)}
-        print(f"SIGTERM to exit, idle: {seconds:.3f}s")
+        print(f"SIGTERM to exit of the next one, all bound: {seconds:.3f}s")
 
 
 async def wait_all_bound(gateway: PodGateway, total: int) -> None:
