@@ -35,6 +35,10 @@ Binding cycles run concurrently with scheduling: `submit` returns at once, and t
 as tasks, at most `concurrency` requests at a time. The actions of one pod run in the order they
 were decided (a status patch decided before the bind lands before it), so a late
 `Unschedulable` patch never overwrites the `PodScheduled=True` the binding wrote.
+
+A stop (`stop`, on SIGTERM) sends nothing more: the writes queued are dropped (their pods stay
+pending on the server), those on the wire get a short grace and are then cancelled, each a
+single request that landed or did not (docs/pod-scheduler.md "Stopping").
 """
 
 from __future__ import annotations
