@@ -11,7 +11,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from apis.configmodel import Bounds, ConfigModel, field_problems, located, shown
+from apis.configmodel import (
+    MAX_DURATION_SECONDS,
+    Bounds,
+    ConfigModel,
+    field_problems,
+    located,
+    shown,
+)
 from apis.core import NodeAffinity
 from apis.kubevalidation import node_affinity_problems
 from apis.topologyspread import TopologySpreadConstraint, constraints_problems
@@ -64,8 +71,9 @@ class NoArgs(ArgsModel):
 class CoschedulingArgs(ArgsModel):
     """scheduler-plugins' CoschedulingArgs."""
 
-    permit_waiting_time_seconds: Annotated[int, Bounds(0)] = 60
-    pod_group_backoff_seconds: Annotated[int, Bounds(0)] = 0
+    # seconds, as a Go Duration can hold them (beyond: a timedelta overflowed at start-up)
+    permit_waiting_time_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 60
+    pod_group_backoff_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 0
     pod_group_reject_percentage: Annotated[int, Bounds(0, 100)] = 10
 
 
@@ -252,7 +260,7 @@ class VolumeBindingArgs(ArgsModel):
     volumes the pod would be bound to there. `bindTimeoutSeconds`: how long PreBind waits for
     the PV controller to bind the claims of the volumes it pre-bound (the pod is then retried)."""
 
-    bind_timeout_seconds: Annotated[int, Bounds(0)] = 600
+    bind_timeout_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 600
     shape: list[UtilizationShapePoint] | None = None
 
     @field_validator("shape")

@@ -177,3 +177,20 @@ def test_a_lease_flag_beyond_the_leases_int32_names_the_flag() -> None:
         f"--leader-elect-lease-duration: must be at most {MAX_LEASE_DURATION_SECONDS}s, the "
         "Lease's leaseDurationSeconds is an int32 (got 3600000000s)"
     )
+
+
+@pytest.mark.parametrize(
+    ("plugin", "field"),
+    [
+        ("Coscheduling", "permitWaitingTimeSeconds"),
+        ("Coscheduling", "podGroupBackoffSeconds"),
+        ("VolumeBinding", "bindTimeoutSeconds"),
+    ],
+)
+def test_args_seconds_are_bounded_to_a_go_duration(plugin: str, field: str) -> None:
+    # 10**14 seconds was an OverflowError traceback when the plugin was built.
+    doc = {"profiles": [{"pluginConfig": [{"name": plugin, "args": {field: 10**14}}]}]}
+    assert problems(doc) == [
+        f"profiles[0].pluginConfig[0].args.{field}: must be <= {MAX_DURATION_SECONDS} "
+        "(got 100000000000000)"
+    ]
