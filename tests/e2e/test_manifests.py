@@ -206,6 +206,19 @@ def assert_status_stored(doc: dict[str, Any], got: dict[str, Any]) -> None:
             assert set(got["status"][key]) == set(value), name
 
 
+def readme_patch(plane: ControlPlane, name: str) -> None:
+    """config/samples/hub/README.md's one-liner, verbatim but for the name and the value."""
+    plane.kubectl(
+        "patch",
+        "managedcluster",
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"allocatable":{"cpu":"7","memory":"32Gi"}}}',
+    )
+
+
 def test_the_samples_readme_patch_one_liner_writes_status(control_plane: ControlPlane) -> None:
     plane = control_plane
     docs = documents((SAMPLES / "hub" / "fleet.yaml").read_text())[:1]
@@ -216,16 +229,7 @@ def test_the_samples_readme_patch_one_liner_writes_status(control_plane: Control
     docs[0]["metadata"]["name"] = name
     docs[0]["metadata"].get("labels", {}).pop("cluster.open-cluster-management.io/clusterset", None)
     plane.kubectl("apply", "-f", "-", input=as_yaml(docs))
-    # config/samples/hub/README.md, verbatim but for the name and the value
-    plane.kubectl(
-        "patch",
-        "managedcluster",
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        '{"status":{"allocatable":{"cpu":"7","memory":"32Gi"}}}',
-    )
+    readme_patch(plane, name)
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
     assert got["status"]["allocatable"] == {"cpu": "7", "memory": "32Gi"}
     # the README: the files' status applied again is a conflict, --force-conflicts takes it back
@@ -235,15 +239,7 @@ def test_the_samples_readme_patch_one_liner_writes_status(control_plane: Control
     plane.kubectl(*ssa, "--force-conflicts", input=as_yaml(docs))
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
     assert got["status"]["allocatable"] == docs[0]["status"]["allocatable"]
-    plane.kubectl(
-        "patch",
-        "managedcluster",
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        '{"status":{"allocatable":{"cpu":"7","memory":"32Gi"}}}',
-    )
+    readme_patch(plane, name)
     # a plain apply of the file writes no status: the subresource is the only way in
     plane.kubectl("apply", "-f", "-", input=as_yaml(docs))
     got = json.loads(plane.kubectl("get", "managedcluster", name, "-o", "json").stdout)
