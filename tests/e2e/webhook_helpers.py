@@ -28,6 +28,7 @@ from controllers.addons.webhook import MUTATE_PATH
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
 from placement.pods.mutation import DELETION_COST, DESIRED_CAPACITY
+from tests.controllers.addons.cluster import shipped_webhook_configuration
 from tests.e2e.controlplane import ControlPlane, free_port
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
 
 Doc = dict[str, Any]
 MIN_AVAILABLE = "distributed-scheduling/min-available"
-WEBHOOK_NAME = "spot.distributed-scheduling.ocm-placement.io"
 CAPACITY = "node.kubernetes.io/capacity"  # the webhook's default capacity label
 
 
@@ -196,37 +196,15 @@ def registered(
     policy: str = "Fail",
     timeout: int = 5,
 ) -> Iterator[Doc]:
-    """A MutatingWebhookConfiguration calling `webhook` by url with its caBundle, for pod
-    CREATE in namespace `scope` only; deleted on exit."""
-    doc: Doc = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [
-            {
-                "name": WEBHOOK_NAME,
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "NoneOnDryRun",
-                "failurePolicy": policy,
-                "timeoutSeconds": timeout,
-                "reinvocationPolicy": "IfNeeded",
-                "rules": [
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "resources": ["pods"],
-                        "scope": "Namespaced",
-                    }
-                ],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": scope}},
-                "clientConfig": {
-                    "url": webhook.url,
-                    "caBundle": webhook.ca_bundle,
-                },
-            }
-        ],
-    }
+    """The shipped MutatingWebhookConfiguration, calling `webhook` by url with its caBundle,
+    for pod CREATE in namespace `scope` only; deleted on exit."""
+    doc: Doc = shipped_webhook_configuration(
+        client_config={"url": webhook.url, "caBundle": webhook.ca_bundle},
+        policy=policy,
+        timeout=timeout,
+        name=name,
+        namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": scope}},
+    )
     kubectl_apply(plane, doc)
     try:
         yield doc

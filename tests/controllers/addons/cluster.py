@@ -125,3 +125,29 @@ async def create_all(gateway: PodGateway, objects: list[Any], width: int = 32) -
 def cpu_millis(pod: Pod) -> int:
     """What the pod requests of cpu, in millicores (as the scheduler counts it)."""
     return pod_requests(pod).get("cpu", 0)
+
+
+SHIPPED_WEBHOOK = ROOT / "config" / "addons" / "spot-webhook" / "base" / "webhook.yaml"
+
+
+def shipped_webhook_configuration(
+    *,
+    client_config: dict[str, Any],
+    policy: str,
+    timeout: int,
+    name: str | None = None,
+    namespace_selector: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration we ship (config/addons/spot-webhook), reaching the
+    webhook by `client_config` with the test's failure policy and timeout (and, when given,
+    its own name and namespace selector)."""
+    import yaml
+
+    doc: dict[str, Any] = yaml.safe_load(SHIPPED_WEBHOOK.read_text(encoding="utf-8"))
+    if name is not None:
+        doc["metadata"]["name"] = name
+    (hook,) = doc["webhooks"]
+    hook.update(clientConfig=client_config, failurePolicy=policy, timeoutSeconds=timeout)
+    if namespace_selector is not None:
+        hook["namespaceSelector"] = namespace_selector
+    return doc

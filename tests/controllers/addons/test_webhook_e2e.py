@@ -37,6 +37,7 @@ from controllers.kube.errors import ServerError
 from controllers.kube.gateway import Gateway
 from placement.pods.ledger import Ledger
 from placement.pods.mutation import DELETION_COST, DESIRED_CAPACITY, MutationConfig, WorkloadRef
+from tests.controllers.addons.cluster import shipped_webhook_configuration
 from tests.controllers.embedded.hub import eventually, hub
 
 pytestmark = pytest.mark.asyncio
@@ -114,43 +115,14 @@ class Cluster:
     async def configure(
         self, port: int, *, policy: str = "Ignore", ca: bytes | None = None, timeout: int = 5
     ) -> None:
-        doc = {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": "spot-webhook"},
-            "webhooks": [
-                {
-                    "name": "spot.distributed-scheduling.ocm-placement.io",
-                    "admissionReviewVersions": ["v1"],
-                    "sideEffects": "NoneOnDryRun",
-                    "failurePolicy": policy,
-                    "timeoutSeconds": timeout,
-                    "reinvocationPolicy": "IfNeeded",
-                    "rules": [
-                        {
-                            "operations": ["CREATE"],
-                            "apiGroups": [""],
-                            "apiVersions": ["v1"],
-                            "resources": ["pods"],
-                            "scope": "Namespaced",
-                        }
-                    ],
-                    "namespaceSelector": {
-                        "matchExpressions": [
-                            {
-                                "key": "kubernetes.io/metadata.name",
-                                "operator": "NotIn",
-                                "values": ["kube-system", "spot-webhook"],
-                            }
-                        ]
-                    },
-                    "clientConfig": {
-                        "url": f"https://localhost:{port}{MUTATE_PATH}",
-                        "caBundle": base64.b64encode(ca or self.bundle.ca).decode(),
-                    },
-                }
-            ],
-        }
+        doc = shipped_webhook_configuration(
+            client_config={
+                "url": f"https://localhost:{port}{MUTATE_PATH}",
+                "caBundle": base64.b64encode(ca or self.bundle.ca).decode(),
+            },
+            policy=policy,
+            timeout=timeout,
+        )
         await self.gw.create(parse_as(MutatingWebhookConfiguration, doc))
 
     async def stop(self) -> None:
