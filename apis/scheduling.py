@@ -78,8 +78,9 @@ MAX_QUOTA_RESOURCES = 64
 class ElasticQuotaSpec(KubeModel):
     """Guaranteed (`min`) and ceiling (`max`) resources of a namespace."""
 
-    # A resource missing from `max` is unbounded, missing from `min` is 0 (DESIGN §8); `min`
-    # above `max` is refused here, by the CRD's rule and so by the embedded server.
+    # A resource missing from `max` is unbounded, missing from `min` is 0
+    # (docs/gangs-and-quotas.md); `min` above `max` is refused here, by the CRD's rule and so
+    # by the embedded server.
 
     model_config = ConfigDict(
         **KubeModel.model_config,

@@ -1,5 +1,5 @@
 """`placement scheduler run`: the pod scheduler as a real secondary Kubernetes scheduler, the I/O
-shell around the sans-I/O `Engine` (DESIGN §8: one engine, two shells).
+shell around the sans-I/O `Engine` (one engine, two shells: docs/architecture.md).
 
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
 one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind

@@ -1,6 +1,6 @@
-"""What the verbs of `placement` share (DESIGN §6): the exit codes, the error a verb raises for
-bad input, the `-f`/`-o`/`--now` options, reading the objects simulate and explain schedule,
-and printing JSON or YAML (tables: `controllers.cli.tables`).
+"""What the verbs of `placement` share (docs/hub-admins.md, the command line): the exit codes,
+the error a verb raises for bad input, the `-f`/`-o`/`--now` options, reading the objects
+simulate and explain schedule, and printing JSON or YAML (tables: `controllers.cli.tables`).
 
 Every verb module imports this one and none imports another verb or `main`, so the command
 has no import cycles: main -> verbs -> common.

@@ -1,4 +1,4 @@
-"""`placement scheduler`: the local-cluster pod scheduler (DESIGN §6, §8).
+"""`placement scheduler`: the local-cluster pod scheduler (docs/pod-scheduler.md).
 
 * `placement scheduler simulate -f PATH... [-o json|yaml|table|wide] [--now RFC3339]
   [--config FILE]`: nodes, pods, workloads (Deployments, ReplicaSets, StatefulSets and Jobs,

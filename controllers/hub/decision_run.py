@@ -4,9 +4,9 @@ what the server holds whenever the cached PDs turn out to be stale.
 
 Differences from OCM, on purpose:
 
-* No transient disappearance (DESIGN §4.2): writes follow the steps, so a cluster selected
-  before and after is always in at least one of the placement's PDs and no PD ever holds more
-  than 100 decisions.
+* No transient disappearance (docs/replacing-ocm.md, differences from OCM): writes follow the
+  steps, so a cluster selected before and after is always in at least one of the placement's PDs
+  and no PD ever holds more than 100 decisions.
 * Labels and owner references are patched whenever they differ from the desired ones (OCM patches
   labels only in a reconcile where the decisions did not change). Only the desired label keys are
   compared and set: labels others add are left alone. The one controller owner reference is the

@@ -1,13 +1,15 @@
 """The decision writer: makes a placement's PlacementDecisions and status on the hub match what
-scheduling produced (OCM reference §1.6, §1.8), writing nothing when they already match.
+scheduling produced (as OCM's writer does, docs/replacing-ocm.md), writing nothing when they
+already match.
 
 The PDs come first, written by `controllers.hub.decision_run` in the order of
-`controllers.hub.decision_steps` (no still-selected cluster ever vanishes, DESIGN §4.2; events and
-the other deliberate differences from OCM are described there). `decisions=None` (misconfigured
-or failed scheduling, DESIGN §4.3) leaves every PD untouched. Then the Placement status, by one
-merge patch of the fields that differ. A placement deleted while it is being reconciled (its status
-patch, or the re-read after a 409, answers 404) ends the write quietly: nothing is left to write
-to, and its PlacementDecisions go with it (their owner reference).
+`controllers.hub.decision_steps` (no still-selected cluster ever vanishes,
+docs/replacing-ocm.md; events and the other deliberate differences from OCM are described
+there). `decisions=None` (misconfigured or failed scheduling, docs/replacing-ocm.md) leaves
+every PD untouched. Then the Placement status, by one merge patch of the fields that differ. A
+placement deleted while it is being reconciled (its status patch, or the re-read after a 409,
+answers 404) ends the write quietly: nothing is left to write to, and its PlacementDecisions go
+with it (their owner reference).
 
 Writes that depend on the cached state carry its resourceVersion, so a stale cache shows up as
 409 Conflict: the object is re-read and written again (for the PDs, the remaining steps are

@@ -1,5 +1,5 @@
-"""The one I/O seam to Kubernetes (DESIGN §7): async, over kubernetes-asyncio's `ApiClient`,
-typed with our `apis` models in and out.
+"""The one I/O seam to Kubernetes (docs/architecture.md): async, over kubernetes-asyncio's
+`ApiClient`, typed with our `apis` models in and out.
 
 The verbs live here: which URL path, query and body each one sends, which of them are reads
 (retried) and which are writes (never retried), and how the answers become models (`ListResult`,

@@ -1,5 +1,5 @@
-"""Informer-style caches (DESIGN §7): for each watched kind, list then watch through the gateway,
-keep a typed in-memory store, and tell the controller what changed.
+"""Informer-style caches (docs/architecture.md): for each watched kind, list then watch
+through the gateway, keep a typed in-memory store, and tell the controller what changed.
 
 The store keeps the objects themselves or, with a `Keep`, a projection of each (what the
 controller reads of it): at 100,000 clusters the models would take most of the controller's

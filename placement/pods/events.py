@@ -1,5 +1,5 @@
-"""What goes into the pod scheduling engine and what comes out (DESIGN §8: one sans-I/O engine,
-two shells).
+"""What goes into the pod scheduling engine and what comes out (docs/architecture.md: one
+sans-I/O engine, two shells).
 
 A shell (the controller fed by informers, or the simulator fed by an in-memory world) turns
 what it sees into `ClusterEvent`s and `BindResult`s, calls the engine with the current time,
