@@ -32,7 +32,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -54,7 +54,9 @@ from placement.pods.ledger import Ledger, Settlement
 from placement.pods.mutation import (
     Capacity,
     MutationConfig,
+    Verdict,
     Workload,
+    WorkloadRef,
     decide,
     min_available,
     patch,
@@ -110,8 +112,10 @@ class SpotWebhook:
         metrics: WebhookMetrics | None = None,
         deadline: float = DEFAULT_DEADLINE,
         delay: AnswerDelay | None = None,
+        recount: Callable[[WorkloadRef], Awaitable[int]] | None = None,
     ) -> None:
         self.workloads = workloads
+        self.recount = recount
         self.ledger = ledger
         self.config = config or MutationConfig()
         self.clock = clock
@@ -268,10 +272,45 @@ class SpotWebhook:
         shared = self.shared is not None
         count = self.ledger.count(ref.key, now, shared=shared) if ref is not None else 0
         verdict = decide(pod, workload, count, self.config)
+        full = workload is not None and self._full(verdict, workload, count, request)
+        if full and workload is not None and await self._freed(workload, started):
+            now = self.clock()
+            count = self.ledger.count(workload.ref.key, now, shared=shared)
+            verdict = decide(pod, workload, count, self.config)
+            if verdict.counted:
+                self.metrics.recounted.inc()
         outcome = _Outcome(verdict.capacity, list(verdict.warnings))
         if verdict.counted and workload is not None and not request.get("dryRun"):
             await self._reserve(workload, outcome, now, started)
         return outcome
+
+    def _full(
+        self, verdict: Verdict, workload: Workload, count: int, request: dict[str, Any]
+    ) -> bool:
+        """Whether a counted workload's pod is sent to spot because its count is full (the
+        case a fresh read can overturn); dryRun admissions trust the cache."""
+        if self.recount is None or request.get("dryRun"):
+            return False
+        limit, _ = min_available(workload, self.config)
+        return (
+            verdict.capacity is Capacity.SPOT
+            and workload.ref.kind != "StatefulSet"
+            and limit is not None
+            and count >= limit
+        )
+
+    async def _freed(self, workload: Workload, started: float) -> bool:
+        """Ask the API server whether places the cache counts are free (`recount`), within
+        the deadline: past it, or if the read fails, the cache's count stands."""
+        assert self.recount is not None
+        left = self.deadline - (time.perf_counter() - started)
+        try:
+            freed = await asyncio.wait_for(self.recount(workload.ref), max(left, 0.0))
+        except (ApiError, OSError, TimeoutError) as exc:
+            reason = str(exc) or "past the deadline"
+            log.warning("on-demand pods of %s not re-read: %s", workload.ref.key, reason)
+            return False
+        return freed > 0
 
     async def _reserve(
         self, workload: Workload, outcome: _Outcome, now: float, started: float

@@ -1,6 +1,7 @@
 """The spot webhook's Prometheus series, beside the runtime's process and client series:
 admissions by decision, their latency, the shared count's conflicts and fallbacks, and the
-on-demand places given back because the answer holding them was not used."""
+on-demand places given back because the answer holding them was not used, and places found
+free by re-reading a full count."""
 
 from __future__ import annotations
 
@@ -48,5 +49,11 @@ class WebhookMetrics(MetricsRegistry):
         self.fallbacks = Counter(
             "spot_webhook_reservation_fallbacks_total",
             "Admissions decided on this replica's count alone: the shared Lease failed.",
+            registry=self.registry,
+        )
+        self.recounted = Counter(
+            "spot_webhook_places_recounted_total",
+            "Admissions sent on-demand because re-reading a full workload's pods found places "
+            "free: deletions the pod watch had not delivered yet.",
             registry=self.registry,
         )

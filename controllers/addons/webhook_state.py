@@ -18,6 +18,7 @@ or replicas, annotations and uid), not the objects.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
@@ -153,6 +154,10 @@ class ClusterView:
         self.ledger = ledger
         self.config = config
         self.clock = clock
+        self.gateway = gateway
+        self._queued: dict[str, asyncio.Future[int]] = {}
+        self._read_locks: dict[str, asyncio.Lock] = {}
+        self._reading: set[asyncio.Future[None]] = set()
         cache = None
         if workloads is None:
             cache = workloads = WorkloadCache(gateway)
@@ -190,6 +195,48 @@ class ClusterView:
 
     def _pod_gone(self, pod: Pod) -> None:
         self.ledger.forget(pod.key, self.clock())
+
+    async def recount(self, ref: WorkloadRef) -> int:
+        """Check a full count against the API server before a pod is sent to spot: a
+        consistent list of the namespace's on-demand pods, and the ledger forgets the pods of
+        `ref` it counted before the list was sent that the list no longer holds (a deletion the
+        watch has not delivered yet). Returns how many places that freed.
+
+        Reads are grouped per workload: one list at a time, and every admission that arrives
+        while one is on the wire waits for the next, which answers them all. Each admission is
+        thus answered by a list sent after it arrived (so after any deletion its pod replaces),
+        and a burst of spot admissions costs a list per round trip, not one each."""
+        waiter = self._queued.get(ref.key)
+        if waiter is None:
+            waiter = self._queued[ref.key] = asyncio.get_running_loop().create_future()
+            task = asyncio.ensure_future(self._read(ref, waiter))
+            self._reading.add(task)
+            task.add_done_callback(self._reading.discard)
+        return await asyncio.shield(waiter)
+
+    async def _read(self, ref: WorkloadRef, waiter: asyncio.Future[int]) -> None:
+        async with self._read_locks.setdefault(ref.key, asyncio.Lock()):
+            if self._queued.get(ref.key) is waiter:
+                del self._queued[ref.key]  # later arrivals wait for the next list
+            try:
+                waiter.set_result(await self._confirm(ref))
+            except Exception as exc:  # every waiter gets the failure, none hangs
+                waiter.set_exception(exc)
+                waiter.exception()  # retrieved, should every waiter have gone meanwhile
+
+    async def _confirm(self, ref: WorkloadRef) -> int:
+        before = self.ledger.alive(ref.key)
+        if not before:
+            return 0
+        selector = f"{self.config.desired_label}={Capacity.ON_DEMAND.value}"
+        listed = await self.gateway.list(Pod, ref.namespace, label_selector=selector)
+        alive = set()
+        for pod in listed.items:
+            doc = pod_document(pod)
+            owner = workload_of(doc, self.replica_set_owner)
+            if owner is not None and owner.key == ref.key and is_on_demand_alive(doc, self.config):
+                alive.add(pod.key)
+        return self.ledger.confirm(ref.key, before, alive, self.clock())
 
     # --- running -------------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from apis.names import (
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
+    from controllers.addons.webhook_state import ClusterView
     from controllers.cli.common import Subparsers
 
 __all__ = ["add_parser", "parse_toleration"]
@@ -414,6 +415,7 @@ async def _run(args: argparse.Namespace) -> int:
         metrics=metrics,
         deadline=args.deadline,
         delay=delay,
+        recount=view.recount,
     )
 
     def ready() -> tuple[bool, str]:
@@ -429,8 +431,12 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         view.start()
         try:
-            await server.start()
             await http.start()
+            # Answer only once the caches hold the cluster: an empty pod cache would count
+            # no on-demand pod and grant places the running pods already hold.
+            if not await _synced_or_stopped(view, stop):
+                return EXIT_OK
+            await server.start()
         except OSError as exc:
             print(f"webhook: cannot listen: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_ERROR
@@ -441,3 +447,13 @@ async def _run(args: argparse.Namespace) -> int:
         await http.stop()
         await view.stop()
         await gateway.close()
+
+
+async def _synced_or_stopped(view: ClusterView, stop: asyncio.Event) -> bool:
+    """Wait for the informers' first lists (True) or a stop signal (False)."""
+    synced = asyncio.ensure_future(view.wait_synced())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (synced, stopping):
+        task.cancel()
+    return synced.done() and not synced.cancelled() and synced.exception() is None

@@ -41,9 +41,11 @@ Guarantee and limits (what exactness rests on):
   needs each replica's pod informer to show a created pod within `ttl` of its admission
   (default 60 s: far above watch latency; the API server's webhook timeout is at most 30 s),
   and the replicas' clocks to agree to well within `ttl` (expiries are absolute times).
-* A replica that has not yet seen an on-demand pod's deletion still counts it: the replacement
-  may then go spot, one place below M until the next pod is created. This errs toward spot,
-  never above M.
+* A replica whose informer has not yet shown an on-demand pod's deletion still counts it. So
+  the shell does not trust a full count: before it answers spot it asks the API server for the
+  workload's on-demand pods (a consistent read) and `confirm` forgets the pods seen alive before
+  that read which it no longer holds. The replacement of a deleted on-demand pod therefore goes
+  on-demand even when its admission overtakes the deletion's watch event.
 * The count is taken at admission. A rolling update whose new pods are admitted while the old
   on-demand pods still run gives them spot; once the old pods are gone the Deployment can run
   below M until pods are created again (a rebalancer could evict a spot pod; not done here).
@@ -158,6 +160,26 @@ class Ledger:
         book.prune(now)
         if book.empty():
             del self._books[workload]
+
+    def alive(self, workload: str) -> frozenset[str]:
+        """The pods counted alive for `workload` (what a fresh read can confirm or refute)."""
+        book = self._books.get(workload)
+        return frozenset(book.alive) if book is not None else frozenset()
+
+    def confirm(
+        self, workload: str, before: Iterable[str], listed: Iterable[str], now: float
+    ) -> int:
+        """A consistent read of the API server, sent after `before` (the pods counted alive
+        then) was taken, holds the on-demand pods alive in `listed`: the pods of `before` it
+        lacks were deleted or stopped holding a place while the informer lagged. They are
+        forgotten (their later watch events change nothing); a pod seen only after the read
+        was sent is kept, the read could predate it. Returns how many were forgotten."""
+        present = set(listed)
+        book = self._books.get(workload)
+        gone = [pod for pod in before if pod not in present and book and pod in book.alive]
+        for pod in gone:
+            self.forget(pod, now)
+        return len(gone)
 
     # --- at admission ------------------------------------------------------------------------
 

@@ -80,6 +80,7 @@ class Cluster:
         view = ClusterView(self.gw, ledger, CONFIG, time.time)
         lease = LeaseReservations(self.gw, f"replica-{len(self.replicas)}") if shared else None
         options.setdefault("deadline", 4.5)  # below `configure`'s timeoutSeconds: 5, as advised
+        options.setdefault("recount", view.recount)  # as `placement webhook run` wires it
         webhook = SpotWebhook(view, ledger, config=CONFIG, shared=lease, **options)
         tls = ReloadingContext(self.certs / "tls.crt", self.certs / "tls.key")
         server = WebhookServer(webhook, tls, address="127.0.0.1:0", reload_interval=3600)
@@ -356,6 +357,36 @@ async def test_one_webhook_restores_m_after_deletions(cluster: Cluster) -> None:
     await eventually(lambda: replica.webhook.ledger.count(key, time.time()) == M - 2)
     replacements = await create_all(cluster.gw, [rs_pod(rs) for _ in range(10)])
     assert [capacity(p) for p in replacements].count("on-demand") == 2
+
+
+@pytest.mark.parametrize("recount", [True, False], ids=["recount", "cache-only"])
+async def test_a_replacement_overtaking_the_deletion_event_goes_on_demand(
+    cluster: Cluster, recount: bool
+) -> None:
+    # The pod watch is stopped after the first pods: the deletions never reach the cache, as
+    # when the ReplicaSet controller's replacement is admitted before the watch delivers them.
+    replica = await cluster.start_replica(shared=False, **({} if recount else {"recount": None}))
+    await cluster.configure(replica.port)
+    rs = await deployment(cluster.gw, replicas=20)
+    await known(cluster, "Deployment", "web")
+    created = await create_all(cluster.gw, [rs_pod(rs) for _ in range(20)])
+    on_demand = [p for p in created if capacity(p) == "on-demand"]
+    assert len(on_demand) == M
+    await eventually(lambda: len(replica.webhook.ledger.alive(DEPLOYMENT_KEY)) == M)
+    await replica.view.pods.stop()
+    for pod in on_demand[:2]:
+        await cluster.gw.delete(Pod, pod.name, "default")
+    replacements = await create_all(cluster.gw, [rs_pod(rs) for _ in range(4)])
+    recounted = replica.webhook.metrics.registry.get_sample_value(
+        "spot_webhook_places_recounted_total"
+    )
+    if recount:
+        # A full count is re-read before a pod goes spot: the two places are found free.
+        assert [capacity(p) for p in replacements].count("on-demand") == 2
+        assert recounted == 2
+    else:
+        assert [capacity(p) for p in replacements].count("on-demand") == 0
+        assert recounted == 0
 
 
 @pytest.mark.parametrize(

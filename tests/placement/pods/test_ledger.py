@@ -249,6 +249,25 @@ def test_a_replica_that_saw_a_deletion_regrants_the_place() -> None:
     assert ledger.settle(W, shared, ["r"], M, 2.0).granted == ("r",)
 
 
+def test_confirm_forgets_pods_a_fresh_read_no_longer_holds() -> None:
+    ledger = Ledger()
+    for pod in ("a", "b", "c"):
+        ledger.observe(f"ns/{pod}", "w", True, None, 0.0)
+    before = ledger.alive("w")
+    ledger.observe("ns/d", "w", True, None, 1.0)  # seen after the read was sent: kept
+    # The read holds `a` only: `b` and `c` were deleted while the watch lagged.
+    assert ledger.confirm("w", before, ["ns/a"], 2.0) == 2
+    assert ledger.alive("w") == {"ns/a", "ns/d"}
+    assert ledger.count("w", 2.0) == 2
+    assert ledger.try_reserve("w", "t1", 3, 2.0)
+    assert not ledger.try_reserve("w", "t2", 3, 2.0)
+    # The lagging watch then delivers the deletions: nothing changes twice.
+    ledger.forget("ns/b", 3.0)
+    assert ledger.count("w", 3.0) == 3
+    assert ledger.confirm("w", ledger.alive("w"), ledger.alive("w"), 3.0) == 0
+    assert ledger.confirm("other", frozenset({"ns/x"}), [], 3.0) == 0
+
+
 def test_encode_decode_round_trip_and_garbage() -> None:
     assert decode(encode({"b": 2.0, "a": 1.5})) == {"a": 1.5, "b": 2.0}
     assert decode(None) == {}
