@@ -280,7 +280,10 @@ class ActionExecutor:
         """The pod's binding failed (once: after failed volume writes, its bind is dropped)."""
         if isinstance(action, BindVolumes):
             self._volumes_failed.add((action.key, action.uid))
-        self._deliver(BindResult(action.key, action.uid, action.node, False, False, message))
+        volumes = isinstance(action, BindVolumes)
+        self._deliver(
+            BindResult(action.key, action.uid, action.node, False, False, message, volumes)
+        )
 
     async def _bind_volumes(self, action: BindVolumes) -> dict[str, str] | None:
         """Pre-bind the volumes; what was written (for the wait), None when it failed."""

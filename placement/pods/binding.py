@@ -9,6 +9,12 @@ action goes out, after the writes PreBind asked for (volume bindings). The bindi
 by a successful `BindResult` or by the pod event showing it bound (`confirm`: PostBind, the
 `Scheduled` event, once). Any failure after Reserve runs Unreserve in reverse order and forgets
 the assumption, and the room it held is offered to the pods waiting for room (`retry_all`).
+
+The failures are told as kube-scheduler v1.36 tells them (docs/pod-scheduler.md): a rejection
+at Reserve, at Permit or while waiting at Permit is `0/1 nodes are available: 1 <reason>.`
+(Unschedulable); a rejection at PreBind or Bind is the plugin's message (Unschedulable, then
+backoff); a plugin error is `running <Point> plugin "<name>": <error>` (SchedulerError); a pod
+held at Permit and preempted is `waiting on permit for pod: preempted` (SchedulerError, backoff).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from placement.pods.cache import Assumed, PodCache
-from placement.pods.calls import PluginError, call, named
+from placement.pods.calls import PluginError, at_point, call
 from placement.pods.events import BindPod, EmitEvent
 from placement.pods.framework import (
     PodCode,
@@ -30,8 +36,13 @@ from placement.pods.framework import (
 )
 from placement.pods.nominator import Nominator
 from placement.pods.reporting import Reporter, go_duration
+from placement.pods.results import one_node_message
 
-__all__ = ["BindingCycle", "Waiting"]
+__all__ = ["PREEMPTED_WHILE_WAITING", "BindingCycle", "Waiting"]
+
+PREEMPTED_WHILE_WAITING = "waiting on permit for pod: preempted"
+"""kube-scheduler v1.36's message for a pod held at Permit that a preemptor took (1.36: an
+error, so the pod backs off, where it was parked as Unschedulable before)."""
 
 
 @dataclass
@@ -73,16 +84,18 @@ class BindingCycle:
         self.nominator.drop(info.key)
         self.cache.assume(info, node, cycle, attempts)
         for plugin in self.profile.reserves:
+            cause: BaseException | None = None
             try:
                 status = call(plugin.name, plugin.reserve, cycle, info, node)
             except PluginError as failure:
-                status = failure.status
+                status, cause = failure.status, failure.__cause__
             if not status.ok:
                 self.forget(cycle, info, node)
                 if status.code >= PodCode.ERROR:
-                    reporter.error(cycle, info, named(status, plugin.name), attempts)
+                    failed = at_point("Reserve", plugin.name, status, cause)
+                    reporter.error(cycle, info, failed, attempts)
                 else:
-                    message = status.message or f"rejected by plugin {plugin.name} at Reserve"
+                    message = one_node_message(status.reasons)
                     reporter.unschedulable(cycle, info, message, (plugin.name,), attempts)
                 return
         pending: dict[str, timedelta] = {}
@@ -90,17 +103,19 @@ class BindingCycle:
             try:
                 result = call(permit.name, permit.permit, cycle, info, node)
             except PluginError as failure:
-                self.fail(cycle, info, node, failure.status, attempts)
+                failed = at_point("Permit", permit.name, failure.status, failure.__cause__)
+                self.fail(cycle, info, node, failed, attempts)
                 return
             code = result.status.code
             if code == PodCode.WAIT:
                 pending[permit.name] = result.timeout
             elif code >= PodCode.ERROR:
-                self.fail(cycle, info, node, named(result.status, permit.name), attempts)
+                failed = at_point("Permit", permit.name, result.status, None)
+                self.fail(cycle, info, node, failed, attempts)
                 return
             elif not result.status.ok:
                 self.forget(cycle, info, node)
-                message = result.status.message or f"rejected by plugin {permit.name} at Permit"
+                message = one_node_message(result.status.reasons)
                 reporter.unschedulable(cycle, info, message, (permit.name,), attempts)
                 return
         if pending:
@@ -137,26 +152,50 @@ class BindingCycle:
             return
         assumed.binding = True
         for pre in self.profile.pre_binds:
+            cause: BaseException | None = None
             try:
                 prepared: PreBindResult = call(pre.name, pre.pre_bind, cycle, info, node)
             except PluginError as failure:
-                prepared = PreBindResult(failure.status)
+                prepared, cause = PreBindResult(failure.status), failure.__cause__
             if not prepared.status.ok:
-                self.fail(cycle, info, node, named(prepared.status, pre.name), assumed.attempts)
+                self._failed_late(cycle, info, node, "PreBind", pre.name, prepared.status, cause)
                 return
+            if prepared.actions:
+                assumed.writes_by = pre.name
             self.reporter.out.extend(prepared.actions)  # sent before the pod's binding
         for plugin in self.profile.binds:
+            cause = None
             try:
                 status = call(plugin.name, plugin.bind, cycle, info, node)
             except PluginError as failure:
-                status = failure.status
+                status, cause = failure.status, failure.__cause__
             if status.code == PodCode.SKIP:
                 continue
             if status.ok:
                 return  # the plugin binds it; its pod event confirms
-            self.fail(cycle, info, node, named(status, plugin.name), assumed.attempts)
+            self._failed_late(cycle, info, node, "Bind", plugin.name, status, cause)
             return
         self.reporter.out.append(BindPod(info.key, info.uid, node))
+
+    def _failed_late(
+        self,
+        cycle: PodCycle,
+        info: PodInfo,
+        node: str,
+        point: str,
+        plugin: str,
+        status: PodStatus,
+        cause: BaseException | None,
+    ) -> None:
+        """PreBind or Bind said no: undo; a rejection keeps the plugin's own message
+        (Unschedulable, backoff), an error is wrapped as kube-scheduler wraps it."""
+        assumed = self.cache.assumed(info.key)
+        attempts = assumed.attempts if assumed is not None else 0
+        if status.code >= PodCode.ERROR:
+            self.fail(cycle, info, node, at_point(point, plugin, status, cause), attempts)
+            return
+        self.forget(cycle, info, node)
+        self.reporter.rejected_after_permit(cycle, info, status.message, attempts)
 
     def confirm(self, assumed: Assumed) -> None:
         """The binding is done (BindResult ok, or the pod seen bound): PostBind, Scheduled."""
@@ -199,6 +238,15 @@ class BindingCycle:
             self.bind(assumed.cycle, assumed.info, assumed.node)
 
     def reject(self, key: str, plugin: str, message: str) -> None:
+        """A plugin rejects a pod held at Permit (or its wait timed out)."""
+        self._release(key, plugin, message)
+
+    def preempt(self, key: str, plugin: str) -> None:
+        """A preemptor takes the room of a pod held at Permit: it is not deleted, it backs off
+        with kube-scheduler v1.36's error."""
+        self._release(key, plugin, None)
+
+    def _release(self, key: str, plugin: str, message: str | None) -> None:
         waiting = self.waiting.pop(key, None)
         assumed = self.cache.assumed(key)
         if waiting is None or assumed is None:
@@ -209,7 +257,13 @@ class BindingCycle:
             cycle.now = now  # rejected later than its cycle ran (a gang's sibling)
         self.forget(cycle, waiting.info, waiting.node)
         self._retry_all(cycle.now)  # the room it held is free again (for the others)
-        self.reporter.unschedulable(cycle, waiting.info, message, (plugin,), assumed.attempts)
+        reporter = self.reporter
+        if message is None:
+            failed = PodStatus.error(plugin, PREEMPTED_WHILE_WAITING)
+            reporter.error(cycle, waiting.info, failed, assumed.attempts)
+            return
+        text = one_node_message((message,))
+        reporter.unschedulable(cycle, waiting.info, text, (plugin,), assumed.attempts)
 
     def expire(self, now: datetime) -> None:
         """Reject the waits whose deadline passed, naming the plugin with the shortest

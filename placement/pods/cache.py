@@ -60,6 +60,7 @@ class Assumed:
     attempts: int
     binding: bool = False  # finish_binding: a BindPod went out (or a Bind plugin took it)
     confirmed: bool = False  # PostBind ran and Scheduled was reported
+    writes_by: str = ""  # the PreBind plugin whose API writes went out before the binding
 
 
 class PodCache:

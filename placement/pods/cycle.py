@@ -23,7 +23,7 @@ import numpy.typing as npt
 from placement.arrays import BoolMask, RowIndex
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
-from placement.pods.calls import PluginError, call, failed, named
+from placement.pods.calls import PluginError, at_point, call, failed, named
 from placement.pods.events import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
@@ -96,15 +96,15 @@ class SchedulingCycle:
             try:
                 result = plugin.pre_filter(cycle, info, nodes)
             except Exception as exc:
-                raise failed(plugin.name, exc) from exc
+                raise failed(plugin.name, exc, "PreFilter") from exc
             status = result.status
             if status.code == PodCode.SKIP:
                 skipped.add(id(plugin))
                 continue
             if status.code >= PodCode.ERROR:
-                raise PluginError(named(status, plugin.name))
+                raise PluginError(at_point("PreFilter", plugin.name, status))
             if not status.ok:
-                message = status.message or f"rejected by plugin {plugin.name}"
+                message = status.message  # none: kube's bare `0/N nodes are available:`
                 diagnosis = Diagnosis(
                     total_nodes=nodes.size,
                     counts={},
@@ -180,7 +180,7 @@ class SchedulingCycle:
             try:
                 vector = scorer.score(cycle, info, nodes, rows)
             except Exception as exc:
-                raise failed(scorer.name, exc) from exc
+                raise failed(scorer.name, exc, "Score") from exc
             if adds_nothing(vector):
                 continue  # the plugin's Skip, or no preference: known without a look
             if weight != 1:
@@ -240,9 +240,9 @@ class SchedulingCycle:
             try:
                 result = plugin.filter(cycle, info, nodes, current)
             except Exception as exc:
-                raise failed(plugin.name, exc) from exc
+                raise failed(plugin.name, exc, "Filter") from exc
             if result.status.code >= PodCode.ERROR:
-                raise PluginError(named(result.status, plugin.name))
+                raise PluginError(at_point("Filter", plugin.name, result.status))
             if result.mask is current:
                 continue  # nothing removed (the usual answer)
             kept = current & result.mask
@@ -316,10 +316,9 @@ class SchedulingCycle:
                 node = self.cache.counted_on(victim.key) or result.nominated_node or ""
             stats.victims += 1
             if victim.key in self.binding.waiting:
-                # Held at Permit, not running: rejected (its node freed), not deleted (kube).
-                self.binding.reject(
-                    victim.key, "preemption", f"preempted by {info.key} while waiting at Permit"
-                )
+                # Held at Permit, not running: released (its node freed) to back off, not
+                # deleted (kube 1.36).
+                self.binding.preempt(victim.key, result.status.plugin or "preemption")
                 freed = True
                 continue
             self.preempting[victim.key] = victim.uid

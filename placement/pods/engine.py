@@ -66,6 +66,8 @@ __all__ = ["DEFAULT_SCHEDULER", "Engine", "EngineStats", "go_duration", "schedul
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """The scheduler a pod without `spec.schedulerName` belongs to (not ours)."""
+BINDER = "DefaultBinder"
+"""kube-scheduler's Bind plugin, whose work our `BindPod` action does (named in messages)."""
 
 
 class Engine:
@@ -320,7 +322,10 @@ class Engine:
             self.queue.remove(result.key)
             return
         self.stats.attempts["error"] += 1
-        message = f"Binding rejected: {result.message}" if result.message else "Binding rejected"
+        # kube-scheduler v1.36 wraps the error of the plugin that failed: DefaultBinder's
+        # binding, or the PreBind plugin whose writes failed.
+        point, plugin = ("PreBind", assumed.writes_by) if result.volumes else ("Bind", BINDER)
+        message = f'running {point} plugin "{plugin or "VolumeBinding"}": {result.message}'
         self.reporter.report(assumed.info, "SchedulerError", message)
         self.queue.requeue(assumed.info, now, unschedulable=False, attempts=assumed.attempts)
         self._retry_all(now)  # the room it held is free again

@@ -114,7 +114,8 @@ class ObjectEvent:
 @dataclass(frozen=True)
 class BindResult:
     """The outcome of a `BindPod` action. `conflict`: the pod was already bound (409) or is
-    gone (404): someone else decided, forget the assumption without a retry."""
+    gone (404): someone else decided, forget the assumption without a retry. `volumes`: the
+    failure came from the writes PreBind asked for (`BindVolumes`), not from the binding."""
 
     key: str
     uid: str
@@ -122,6 +123,7 @@ class BindResult:
     ok: bool
     conflict: bool = False
     message: str = ""
+    volumes: bool = False
 
 
 ClusterEvent = PodEvent | NodeEvent | ObjectEvent | BindResult

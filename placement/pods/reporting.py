@@ -17,7 +17,14 @@ from placement.pods.events import Action, EmitEvent, PatchPodStatus
 from placement.pods.framework import PodCycle, PodInfo, PodStatus
 from placement.pods.queue import SchedulingQueue
 
-__all__ = ["EngineStats", "Reporter", "go_duration", "has_condition", "scheduled_condition"]
+__all__ = [
+    "EngineStats",
+    "Reporter",
+    "event_message",
+    "go_duration",
+    "has_condition",
+    "scheduled_condition",
+]
 
 
 def go_duration(value: timedelta) -> str:
@@ -75,7 +82,9 @@ class Reporter:
     def report(
         self, info: PodInfo, reason: str, message: str, nominated: str | None = None
     ) -> None:
-        """PodScheduled=False (skipped when the pod already says so) and FailedScheduling."""
+        """PodScheduled=False (skipped when the pod already says so) and FailedScheduling;
+        the event's message is cut as kube-scheduler cuts it (`event_message`), the
+        condition's is whole."""
         condition = scheduled_condition(reason, message)
         if nominated is not None or not has_condition(info.pod, condition):
             self.out.append(PatchPodStatus(info.key, info.uid, condition, nominated))
@@ -84,7 +93,7 @@ class Reporter:
                 regarding=("Pod", info.key, info.uid),
                 type="Warning",
                 reason="FailedScheduling",
-                message=message,
+                message=event_message(message),
             )
         )
 
@@ -105,11 +114,35 @@ class Reporter:
             info, cycle.now, unschedulable=True, rejected_by=plugins, attempts=attempts
         )
 
+    def rejected_after_permit(
+        self, cycle: PodCycle, info: PodInfo, message: str, attempts: int
+    ) -> None:
+        """A PreBind or Bind plugin rejected the pod (Unschedulable, its message as it is):
+        no plugin is recorded as its rejector, so kube-scheduler's queue sends it to backoff
+        rather than parking it until an event."""
+        self.stats.attempts["unschedulable"] += 1
+        self.report(info, "Unschedulable", message)
+        self.queue.requeue(info, cycle.now, unschedulable=False, attempts=attempts)
+
     def error(self, cycle: PodCycle, info: PodInfo, status: PodStatus, attempts: int) -> None:
         """A plugin failed: report it and retry the pod after its backoff."""
         self.stats.attempts["error"] += 1
         self.report(info, "SchedulerError", status.message or f"plugin {status.plugin} failed")
         self.queue.requeue(info, cycle.now, unschedulable=False, attempts=attempts)
+
+
+EVENT_MESSAGE_BYTES = 1024
+"""The API server's limit on an event's note; kube-scheduler cuts longer messages itself."""
+
+
+def event_message(message: str) -> str:
+    """A FailedScheduling message as kube-scheduler sends it: whole up to 1024 bytes, else
+    cut to 1020 bytes followed by ` ...` (never splitting a UTF-8 character here)."""
+    raw = message.encode()
+    if len(raw) <= EVENT_MESSAGE_BYTES:
+        return message
+    suffix = " ..."
+    return raw[: EVENT_MESSAGE_BYTES - len(suffix)].decode("utf-8", "ignore") + suffix
 
 
 def has_condition(pod: Pod, condition: Mapping[str, Any]) -> bool:

@@ -6,10 +6,13 @@ plus `Diagnosis` (kube's FitError: why a pod fits no node, in kube's message for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import IntEnum
+
+import numpy as np
 
 from placement.arrays import BoolMask
 from placement.pods.events import Action
@@ -27,6 +30,7 @@ __all__ = [
     "PreBindResult",
     "PreFilterResult",
     "Reason",
+    "one_node_message",
 ]
 
 
@@ -180,3 +184,13 @@ class Diagnosis:
         if self.post_filter:
             text += f" {self.post_filter}"
         return text
+
+
+def one_node_message(reasons: Iterable[str]) -> str:
+    """The message of a pod refused on its chosen node after Filter: rejected at Reserve or
+    Permit, or while waiting at Permit (a timeout, a plugin's rejection). kube-scheduler
+    reports these as a FitError over that one node, each reason counted once per occurrence
+    (`0/1 nodes are available: 1 rejected due to timeout after waiting 30s at plugin
+    Coscheduling.`); a rejection without a reason leaves `0/1 nodes are available:`."""
+    counts = Counter(reasons)
+    return Diagnosis(total_nodes=1, counts=counts, resolvable=np.zeros(1, dtype=bool)).message()

@@ -216,7 +216,7 @@ class World:
         changed = apply_bindings(lambda kind, key: self.objects.get((kind, key)), action)
         if isinstance(changed, str):
             self.volume_failures.add((action.key, action.uid))
-            self.feed(BindResult(action.key, action.uid, action.node, False, False, changed))
+            self.feed(BindResult(action.key, action.uid, action.node, False, False, changed, True))
             return
         for obj in changed:
             self.objects[(obj.KIND, obj.key)] = obj

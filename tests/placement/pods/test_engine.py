@@ -346,7 +346,7 @@ def test_bind_failure_forgets_the_assumption_and_backs_off() -> None:
     world.fail_binds.add("default/p")
     actions = world.step()
     events = [(a.reason, a.message) for a in of(actions, EmitEvent)]
-    assert ("FailedScheduling", "Binding rejected: boom") in events
+    assert ("FailedScheduling", 'running Bind plugin "DefaultBinder": boom') in events
     assert world.engine.assumed() == {}
     assert world.engine.queue_sizes()["backoff"] == 1
     assert world.engine.stats.attempts["error"] == 1
@@ -633,7 +633,9 @@ def test_permit_timeout_unreserves_and_reports() -> None:
     assert world.engine.waiting() == {}
     assert world.engine.cluster.pods_on("a") == ()
     messages = [a.message for a in of(out, EmitEvent)]
-    assert messages[0] == "rejected due to timeout after waiting 30s at plugin Gate"
+    assert messages[0] == (
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 30s at plugin Gate."
+    )
     assert world.engine.queue_sizes()["unschedulable"] == 1
 
 
@@ -646,7 +648,7 @@ def test_permit_reject_by_a_plugin_from_outside_unreserves() -> None:
     gate.cycles[0].waiting.reject("default/p", "Gate", "group failed")
     out = world.engine.schedule(T0)
     assert gate.unreserved == ["default/p"]
-    assert "group failed" in [a.message for a in of(out, EmitEvent)]
+    assert "0/1 nodes are available: 1 group failed." in [a.message for a in of(out, EmitEvent)]
 
 
 def test_permit_rejection_in_cycle_unreserves_and_parks_the_pod() -> None:
@@ -656,7 +658,7 @@ def test_permit_rejection_in_cycle_unreserves_and_parks_the_pod() -> None:
     world.add_pods(make_pod("p"))
     out = world.engine.schedule(T0)
     assert gate.unreserved == ["default/p"] and binds(out) == {}
-    assert [a.message for a in of(out, EmitEvent)] == ["not now"]
+    assert [a.message for a in of(out, EmitEvent)] == ["0/1 nodes are available: 1 not now."]
     assert world.engine.queue_sizes()["unschedulable"] == 1
     assert world.engine.cluster.pods_on("a") == ()
 

@@ -219,9 +219,17 @@ def test_gang_preemption_rejects_a_lower_gang_waiting_at_permit_instead_of_delet
     add_group(world, pod_group("hi", 2))
     world.add_pods(*gang("hi", 2, cpu=2, priority=100))
     actions = world.step()
-    assert of(actions, DeletePod) == []  # held at Permit, not running: rejected, not deleted
-    messages = [a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
-    assert any("preempted by default/hi-m0" in m and "waiting at Permit" in m for m in messages)
+    assert of(actions, DeletePod) == []  # held at Permit, not running: released, not deleted
+    failed = {
+        a.regarding[1]: a.message for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"
+    }
+    # kube-scheduler v1.36: the preempted member backs off with an error; Coscheduling's
+    # Unreserve rejects its sibling, which kube wraps as a one-node FitError.
+    assert failed["default/low-m00"] == "waiting on permit for pod: preempted"
+    assert failed["default/low-m01"] == (
+        "0/1 nodes are available: 1 rejection in Unreserve: member low-m00 of PodGroup "
+        "default/low lost its node."
+    )
     # The preemptor failed a moment ago: it is tried again once its backoff (1 s) is over.
     world.now += seconds(1)
     world.step()
