@@ -56,7 +56,7 @@ from perf.kube_workloads import (
 )
 from perf.test_pod_engine_bench import SCHEDULER
 
-__all__ = ["e2e", "main"]
+__all__ = ["BindWatch", "e2e", "main"]
 
 CREATORS = ("raw", "gateway")
 """How the objects are created: scheduler_perf's way (`perf.kube_creator`), or through the
@@ -71,7 +71,7 @@ def _key(pod: Any) -> str:
     return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
 
-class _Watch:
+class BindWatch:
     """The pods' watch stream from `rv` on: which measured pods are bound (and where), how
     many other pods were deleted (preemption victims), the bound count over time."""
 
@@ -231,7 +231,7 @@ async def e2e(
                 "--status-controller=off", f"--config={config}",
             ]  # fmt: skip
             scheduler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
-            watch = _Watch({_key(p) for p in measured})
+            watch = BindWatch({_key(p) for p in measured})
             try:
                 async with aiohttp.ClientSession() as session:
                     started = time.perf_counter()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -69,20 +70,17 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0 or self.waiter is None or self.waiter.done():
+        if self.waiter is None or self.waiter.done():
             return
-        head = bytes(self.buffer[:end]).lower()
-        found = _LENGTH.search(head)
-        if found is None:
-            self.waiter.set_exception(CreateError(f"an answer without a length: {head[:200]!r}"))
+        try:
+            answer = _answer(self.buffer)
+        except CreateError as exc:
+            self.waiter.set_exception(exc)
             return
-        size = end + 4 + int(found.group(1))
-        if len(self.buffer) < size:
-            return
-        body = bytes(self.buffer[end + 4 : size])
-        del self.buffer[:size]
-        self.waiter.set_result((int(head[9:12]), body))
+        if answer is not None:
+            status, body, size = answer
+            del self.buffer[:size]
+            self.waiter.set_result((status, body))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -96,18 +94,60 @@ class _Connection(asyncio.Protocol):
 
 
 _LENGTH = re.compile(rb"\r\ncontent-length:\s*(\d+)")
+_CHUNKED = re.compile(rb"\r\ntransfer-encoding:\s*chunked")
 
 
-async def post_all(url: str, requests: Sequence[Request], workers: int = WORKERS) -> int:
-    """POST every request to the server at `url` (http://host:port), `workers` at a time, each
-    worker on its own kept-alive connection taking the next request as soon as its last one is
-    answered; the number created. Raises `CreateError` on the first answer that is not 201
-    Created (the others stop) or a connection that fails."""
+def _answer(buffer: bytearray) -> tuple[int, bytes, int] | None:
+    """The first whole answer in `buffer`: status, body and its size in the buffer; None while
+    it is incomplete. A body comes with a Content-Length (the embedded server) or in chunks
+    (kube-apiserver, for answers past Go's 2 KiB buffer)."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = bytes(buffer[:end]).lower()
+    status = int(head[9:12])
+    found = _LENGTH.search(head)
+    if found is not None:
+        size = end + 4 + int(found.group(1))
+        return None if len(buffer) < size else (status, bytes(buffer[end + 4 : size]), size)
+    if not _CHUNKED.search(head):
+        raise CreateError(f"an answer without a length: {head[:200]!r}")
+    body, at = bytearray(), end + 4
+    while True:
+        line = buffer.find(b"\r\n", at)
+        if line < 0:
+            return None
+        chunk = int(bytes(buffer[at:line]).split(b";", 1)[0], 16)
+        if chunk == 0:
+            tail = buffer.find(b"\r\n\r\n", line)  # no trailers are sent: the blank line
+            return None if tail < 0 else (status, bytes(body), tail + 4)
+        start = line + 2
+        if len(buffer) < start + chunk + 2:
+            return None
+        body += buffer[start : start + chunk]
+        at = start + chunk + 2
+
+
+async def post_all(
+    url: str,
+    requests: Sequence[Request],
+    workers: int = WORKERS,
+    *,
+    tls: ssl.SSLContext | None = None,
+    token: str | None = None,
+) -> int:
+    """POST every request to the server at `url` (http://host:port, or https:// with `tls`),
+    `workers` at a time, each worker on its own kept-alive connection taking the next request
+    as soon as its last one is answered; the number created. `token`: a bearer token. Raises
+    `CreateError` on the first answer that is not 201 Created (the others stop) or a connection
+    that fails."""
     if not requests:
         return 0
     where = urlsplit(url)
-    host, port = where.hostname or "127.0.0.1", where.port or 80
-    head = f"Host: {where.netloc}\r\n{_HEADERS}".encode()
+    host = where.hostname or "127.0.0.1"
+    port = where.port or (443 if where.scheme == "https" else 80)
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    head = f"Host: {where.netloc}\r\n{auth}{_HEADERS}".encode()
     pending = iter(requests)
     created = 0
     loop = asyncio.get_running_loop()
@@ -115,7 +155,9 @@ async def post_all(url: str, requests: Sequence[Request], workers: int = WORKERS
     async def worker() -> None:
         nonlocal created
         try:
-            transport, connection = await loop.create_connection(_Connection, host, port)
+            transport, connection = await loop.create_connection(
+                _Connection, host, port, ssl=tls, server_hostname=host if tls else None
+            )
         except OSError as exc:
             raise CreateError(f"connect {url}: {exc}") from exc
         try:
