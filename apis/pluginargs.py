@@ -7,21 +7,33 @@ model; a plugin without args takes `NoArgs`, which refuses any field.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from apis.configchecks import (
+    GO_DURATION_SECONDS,
+    Int32,
+    Int64,
+    Range,
+    forbidden,
+    invalid,
+    not_supported,
+    raise_all,
+    required,
+    worded,
+)
 from apis.configmodel import (
-    MAX_DURATION_SECONDS,
-    Bounds,
     ConfigModel,
     field_problems,
     located,
     shown,
 )
 from apis.core import NodeAffinity
+from apis.fielderrors import label_key_problems
 from apis.kubevalidation import node_affinity_problems
-from apis.topologyspread import TopologySpreadConstraint, constraints_problems
+from apis.pluginargchecks import default_constraints_errors, loc_of, node_selector_extras
+from apis.topologyspread import TopologySpreadConstraint
 
 __all__ = [
     "MAX_WEIGHT",
@@ -68,13 +80,16 @@ class NoArgs(ArgsModel):
     """The args of a plugin that takes none: any field is refused."""
 
 
+_Seconds = Annotated[Int64, Range(0, None, "must be non-negative"), GO_DURATION_SECONDS]
+
+
 class CoschedulingArgs(ArgsModel):
     """scheduler-plugins' CoschedulingArgs."""
 
     # seconds, as a Go Duration can hold them (beyond: a timedelta overflowed at start-up)
-    permit_waiting_time_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 60
-    pod_group_backoff_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 0
-    pod_group_reject_percentage: Annotated[int, Bounds(0, 100)] = 10
+    permit_waiting_time_seconds: _Seconds = 60
+    pod_group_backoff_seconds: _Seconds = 0
+    pod_group_reject_percentage: Annotated[Int32, Range(0, 100, "not in valid range [0, 100]")] = 10
 
 
 class CapacitySchedulingArgs(ArgsModel):
@@ -82,10 +97,16 @@ class CapacitySchedulingArgs(ArgsModel):
 
 
 class ResourceSpecArg(ConfigModel):
-    """A resource a score counts and its weight (kube's ResourceSpec)."""
+    """A resource a score counts and its weight (kube's ResourceSpec; 0, as unset, is 1). The
+    range of the weight is the owner's (NodeResourcesFit: 1..100, BalancedAllocation: 1)."""
 
     name: Annotated[str, Field(min_length=1)]
-    weight: Annotated[int, Bounds(1, MAX_WEIGHT)] = 1
+    weight: Int32 = 1
+
+    @field_validator("weight")
+    @classmethod
+    def _unset_is_one(cls, value: int) -> int:
+        return 1 if value == 0 else value
 
 
 def _unique_names(value: list[ResourceSpecArg]) -> list[ResourceSpecArg]:
@@ -104,50 +125,75 @@ def _default_resources() -> list[ResourceSpecArg]:
 
 
 class UtilizationShapePoint(ConfigModel):
-    utilization: Annotated[int, Bounds(0, 100)] = 0
-    score: Annotated[int, Bounds(0, 10)] = 0
+    utilization: Annotated[Int32, Range(0, 100, "not in valid range [0, 100]")] = 0
+    score: Annotated[Int32, Range(0, 10, "not in valid range [0, 10]")] = 0
+
+
+def _shape_checked(value: list[UtilizationShapePoint]) -> list[UtilizationShapePoint]:
+    """kube's rules for a shape: at least one point, utilization strictly increasing."""
+    if not value:
+        raise_all([required((), "at least one point must be specified")])
+    for index in range(1, len(value)):
+        if value[index].utilization <= value[index - 1].utilization:
+            detail = "values must be sorted in increasing order"
+            raise_all([invalid((index, "utilization"), value[index].utilization, detail)])
+    return value
 
 
 class RequestedToCapacityRatioParam(ConfigModel):
-    shape: list[UtilizationShapePoint] = Field(min_length=1)
+    shape: list[UtilizationShapePoint] = []
 
-    @field_validator("shape")
+    _shape = field_validator("shape")(_shape_checked)
+
+    @model_validator(mode="before")
     @classmethod
-    def _increasing(cls, value: list[UtilizationShapePoint]) -> list[UtilizationShapePoint]:
-        for index in range(1, len(value)):
-            if value[index].utilization <= value[index - 1].utilization:
-                raise located(
-                    (index, "utilization"),
-                    "order",
-                    f"utilization values must be sorted in increasing order "
-                    f"(got {value[index].utilization} after {value[index - 1].utilization})",
-                    value[index].utilization,
-                )
-        return value
+    def _shape_given(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "shape" not in data:
+            raise_all([required("shape", "at least one point must be specified")])
+        return data
 
 
 class ScoringStrategy(ConfigModel):
     """NodeResourcesFit's scoring: the strategy, the resources and (RequestedToCapacityRatio)
     the shape."""
 
+    TYPES: ClassVar[tuple[str, ...]] = (
+        "LeastAllocated",
+        "MostAllocated",
+        "RequestedToCapacityRatio",
+    )
+
     type: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
     resources: list[ResourceSpecArg] = Field(default_factory=_default_resources)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
 
-    _resources = field_validator("resources")(_unique_names)
+    @field_validator("type", mode="before")
+    @classmethod
+    def _supported(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in cls.TYPES:
+            raise_all([not_supported((), value, cls.TYPES)])
+        return value
+
+    @field_validator("resources")
+    @classmethod
+    def _weights(cls, value: list[ResourceSpecArg]) -> list[ResourceSpecArg]:
+        detail = "resource weight of {} not in valid range (0, 100]"
+        raise_all(
+            invalid((index, "weight"), spec.weight, detail.format(spec.name))
+            for index, spec in enumerate(value)
+            if not 0 < spec.weight <= MAX_WEIGHT
+        )
+        return _unique_names(value)
 
     @model_validator(mode="after")
     def _shape_with_its_type(self) -> ScoringStrategy:
         ratio = self.type == "RequestedToCapacityRatio"
         if ratio and self.requested_to_capacity_ratio is None:
-            raise located("requestedToCapacityRatio", "required", "is required", None)
+            detail = "must be specified when type is RequestedToCapacityRatio"
+            raise_all([required("requestedToCapacityRatio", detail)])
         if not ratio and self.requested_to_capacity_ratio is not None:
-            raise located(
-                "requestedToCapacityRatio",
-                "forbidden",
-                "only with type RequestedToCapacityRatio",
-                None,
-            )
+            detail = "must be nil when type is not RequestedToCapacityRatio"
+            raise_all([forbidden("requestedToCapacityRatio", detail)])
         return self
 
 
@@ -156,38 +202,66 @@ class NodeResourcesFitArgs(ArgsModel):
     ignored_resources: list[Annotated[str, Field(min_length=1)]] = []
     ignored_resource_groups: list[Annotated[str, Field(min_length=1)]] = []
 
+    @field_validator("ignored_resources")
+    @classmethod
+    def _label_names(cls, value: list[str]) -> list[str]:
+        raise_all(
+            invalid(index, name, problem)
+            for index, name in enumerate(value)
+            for problem in label_key_problems(name)
+        )
+        return value
+
     @field_validator("ignored_resource_groups")
     @classmethod
-    def _no_slash(cls, value: list[str]) -> list[str]:
+    def _groups(cls, value: list[str]) -> list[str]:
+        errors = []
         for index, group in enumerate(value):
             if "/" in group:
-                raise located(
-                    index,
-                    "group",
-                    f"resource group name can't contain '/' (got \"{group}\")",
-                    group,
-                )
+                errors.append(invalid(index, group, "resource group name can't contain '/'"))
+            errors += [invalid(index, group, problem) for problem in label_key_problems(group)]
+        raise_all(errors)
         return value
 
 
 class NodeResourcesBalancedAllocationArgs(ArgsModel):
     resources: list[ResourceSpecArg] = Field(default_factory=_default_resources)
 
-    _resources = field_validator("resources")(_unique_names)
+    @field_validator("resources")
+    @classmethod
+    def _weights_one(cls, value: list[ResourceSpecArg]) -> list[ResourceSpecArg]:
+        raise_all(
+            invalid((index, "weight"), spec.weight, "must be 1")
+            for index, spec in enumerate(value)
+            if spec.weight != 1
+        )
+        return _unique_names(value)
 
 
 class DefaultPreemptionArgs(ArgsModel):
-    min_candidate_nodes_percentage: Annotated[int, Bounds(0, 100)] = 10
-    min_candidate_nodes_absolute: Annotated[int, Bounds(0)] = 100
+    min_candidate_nodes_percentage: Annotated[
+        Int32, Range(0, 100, "not in valid range [0, 100]")
+    ] = 10
+    min_candidate_nodes_absolute: Annotated[
+        Int32, Range(0, None, "not in valid range [0, inf)")
+    ] = 100
 
     @model_validator(mode="after")
     def _not_both_zero(self) -> DefaultPreemptionArgs:
         if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
-            raise located(
-                "minCandidateNodesAbsolute",
-                "zero",
-                "cannot be zero at the same time as minCandidateNodesPercentage",
-                0,
+            raise_all(
+                [
+                    invalid(
+                        "minCandidateNodesPercentage",
+                        0,
+                        "cannot be zero at the same time as minCandidateNodesAbsolute",
+                    ),
+                    invalid(
+                        "minCandidateNodesAbsolute",
+                        0,
+                        "cannot be zero at the same time as minCandidateNodesPercentage",
+                    ),
+                ]
             )
         return self
 
@@ -204,21 +278,16 @@ class NodeAffinityArgs(ArgsModel):
         if self.added_affinity is None:
             return self
         wire = self.added_affinity.to_wire()
-        required = self.added_affinity.required_during_scheduling_ignored_during_execution
-        if required is not None and not required.node_selector_terms:
+        required_terms = self.added_affinity.required_during_scheduling_ignored_during_execution
+        if required_terms is not None and not required_terms.node_selector_terms:
             path = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-            message = "Required value: must have at least one node selector term"
-            raise located(_loc(path), "required", message, None)
-        problems = node_affinity_problems(wire, "addedAffinity")
-        if problems:
-            raise located(_loc(problems[0].path), "invalid", problems[0].message, None)
+            raise_all([required(loc_of(path), "must have at least one node selector term")])
+        errors = [
+            worded(loc_of(problem.path), problem.message)
+            for problem in node_affinity_problems(wire, "addedAffinity")
+        ]
+        raise_all(errors + node_selector_extras(wire))
         return self
-
-
-def _loc(path: str) -> tuple[str | int, ...]:
-    """`a.b[0].c` -> ("a", "b", 0, "c"), a location for `located`."""
-    parts = path.replace("[", ".").replace("]", "").split(".")
-    return tuple(int(p) if p.isdigit() else p for p in parts)
 
 
 class PodTopologySpreadArgs(ArgsModel):
@@ -229,28 +298,20 @@ class PodTopologySpreadArgs(ArgsModel):
     default_constraints: list[TopologySpreadConstraint] = []
     defaulting_type: Literal["System", "List"] = "System"
 
+    @field_validator("defaulting_type", mode="before")
+    @classmethod
+    def _supported(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in ("System", "List"):
+            raise_all([not_supported((), value, ("System", "List"))])
+        return value
+
     @model_validator(mode="after")
     def _constraints(self) -> PodTopologySpreadArgs:
-        constraints = self.default_constraints
-        if self.defaulting_type == "System" and constraints:
-            raise located(
-                "defaultConstraints",
-                "forbidden",
-                'when .defaultingType is "System"',
-                [c.to_wire() for c in constraints],
-            )
-        for index, constraint in enumerate(constraints):
-            if constraint.label_selector is not None:
-                raise located(
-                    ("defaultConstraints", index, "labelSelector"),
-                    "forbidden",
-                    "constraint must not define a selector, as they deduced for each pod",
-                    constraint.label_selector.to_wire(),
-                )
-        problems = constraints_problems(constraints, "defaultConstraints")
-        if problems:
-            path, _, message = problems[0].partition(": ")
-            raise located(_loc(path), "invalid", message, None)
+        errors = []
+        if self.defaulting_type == "System" and self.default_constraints:
+            detail = "when .defaultConstraints are not empty"
+            errors.append(invalid("defaultingType", "System", detail))
+        raise_all(errors + default_constraints_errors(self.default_constraints))
         return self
 
 
@@ -260,7 +321,11 @@ class VolumeBindingArgs(ArgsModel):
     volumes the pod would be bound to there. `bindTimeoutSeconds`: how long PreBind waits for
     the PV controller to bind the claims of the volumes it pre-bound (the pod is then retried)."""
 
-    bind_timeout_seconds: Annotated[int, Bounds(0), Bounds(hi=MAX_DURATION_SECONDS)] = 600
+    bind_timeout_seconds: Annotated[
+        int,
+        Range(0, None, "invalid BindTimeoutSeconds, should not be a negative value"),
+        GO_DURATION_SECONDS,
+    ] = 600
     shape: list[UtilizationShapePoint] | None = None
 
     @field_validator("shape")
@@ -268,18 +333,14 @@ class VolumeBindingArgs(ArgsModel):
     def _shape(
         cls, value: list[UtilizationShapePoint] | None
     ) -> list[UtilizationShapePoint] | None:
-        if value is None:
-            return None
-        if not value:
-            raise located((), "empty", "must have at least one point", value)
-        return RequestedToCapacityRatioParam._increasing(value)
+        return None if value is None else _shape_checked(value)
 
 
 class InterPodAffinityArgs(ArgsModel):
     """kube's InterPodAffinityArgs: the weight of existing pods' required affinity terms in the
     score, and whether their preferred terms count."""
 
-    hard_pod_affinity_weight: Annotated[int, Bounds(0, 100)] = 1
+    hard_pod_affinity_weight: Annotated[Int32, Range(0, 100, "not in valid range [0, 100]")] = 1
     ignore_preferred_terms_of_existing_pods: bool = False
 
 

@@ -17,16 +17,15 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from apis.configchecks import GO_DURATION_SECONDS, Int32, Int64, Range, invalid, raise_all
 from apis.configmodel import (
-    MAX_DURATION_SECONDS,
-    Bounds,
     ConfigModel,
     Duration,
     duration_seconds,
     field_problems,
     located,
 )
-from apis.pluginargs import MAX_WEIGHT
+from apis.names import dns1123_label_problems, dns1123_subdomain_problems
 
 __all__ = [
     "KUBE_DEFAULT_PLUGINS",
@@ -47,6 +46,7 @@ __all__ = [
 
 KUBE_SCHEDULER_API_VERSION = "kubescheduler.config.k8s.io/v1"
 KUBE_SCHEDULER_KIND = "KubeSchedulerConfiguration"
+FLOAT32_MAX = 3.4028234663852886e38
 MAX_LEASE_DURATION_SECONDS = 2**31 - 1
 """A Lease records its duration in `leaseDurationSeconds`, an int32: a longer leaseDuration
 cannot be written (client-go would truncate it)."""
@@ -83,7 +83,7 @@ class PluginRef(ConfigModel):
     for scores, its weight (0 or unset: the default)."""
 
     name: Annotated[str, Field(min_length=1)]
-    weight: Annotated[int, Bounds(0, MAX_WEIGHT)] | None = None
+    weight: Annotated[Int32, Range(0, None, "must not be negative")] | None = None
 
 
 class PluginSet(ConfigModel):
@@ -138,9 +138,12 @@ class PluginConfig(ConfigModel):
     args: dict[str, Any] | None = None
 
 
+_PERCENTAGE = Range(0, 100, "not in valid range [0-100]")
+
+
 class KubeSchedulerProfile(ConfigModel):
     scheduler_name: Annotated[str, Field(min_length=1)] | None = None
-    percentage_of_nodes_to_score: Annotated[int, Bounds(0, 100)] | None = None
+    percentage_of_nodes_to_score: Annotated[Int32, _PERCENTAGE] | None = None
     plugins: Plugins | None = None
     plugin_config: list[PluginConfig] = []
 
@@ -161,11 +164,27 @@ class LeaderElectionConfiguration(ConfigModel):
     def _durations(cls, value: Any) -> Any:
         return None if value is None else duration_seconds(value)
 
+    @field_validator("resource_lock", mode="before")
+    @classmethod
+    def _leases(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "leases":
+            raise_all([invalid((), value, 'resourceLock value must be "leases"')])
+        return value
+
     @model_validator(mode="after")
     def _fits_the_lease(self) -> LeaderElectionConfiguration:
         duration = self.lease_duration
         if duration is not None and duration > MAX_LEASE_DURATION_SECONDS:
             raise located("leaseDuration", "lease", lease_duration_problem(duration), duration)
+        # the Lease is an object of the API: a name it would refuse never leads
+        name, namespace = self.resource_name, self.resource_namespace
+        raise_all(
+            [invalid("resourceName", name, p) for p in dns1123_subdomain_problems(name or "x")]
+            + [
+                invalid("resourceNamespace", namespace, p)
+                for p in dns1123_label_problems(namespace or "x")
+            ]
+        )
         return self
 
 
@@ -185,7 +204,14 @@ class ClientConnection(ConfigModel):
     accept_content_types: str | None = None
     content_type: str | None = None
     qps: float | None = None
-    burst: int | None = None
+    burst: Annotated[Int32, Range(0, None, "must be non-negative")] | None = None
+
+    @field_validator("qps")
+    @classmethod
+    def _float32(cls, value: float | None) -> float | None:
+        if value is not None and not abs(value) <= FLOAT32_MAX:  # also NaN and inf
+            raise_all([invalid((), value, "must be a number a float32 holds")])
+        return value
 
 
 class KubeSchedulerConfiguration(ConfigModel):
@@ -194,14 +220,18 @@ class KubeSchedulerConfiguration(ConfigModel):
     api_version: Literal["kubescheduler.config.k8s.io/v1"]
     kind: Literal["KubeSchedulerConfiguration"]
     profiles: list[KubeSchedulerProfile] = []
-    percentage_of_nodes_to_score: Annotated[int, Bounds(0, 100)] | None = None
+    percentage_of_nodes_to_score: Annotated[Int32, _PERCENTAGE] | None = None
     # kube keeps these as int64 but multiplies them into a Go Duration: beyond its ~292 years
     # the backoff would wrap around; here it is refused.
-    pod_initial_backoff_seconds: Annotated[int, Bounds(1, MAX_DURATION_SECONDS)] = 1
-    pod_max_backoff_seconds: Annotated[int, Bounds(1, MAX_DURATION_SECONDS)] = 10
+    pod_initial_backoff_seconds: Annotated[
+        Int64, Range(1, None, "must be greater than 0"), GO_DURATION_SECONDS
+    ] = 1
+    pod_max_backoff_seconds: Annotated[Int64, GO_DURATION_SECONDS] = 10
     leader_election: LeaderElectionConfiguration = LeaderElectionConfiguration()
     client_connection: ClientConnection = ClientConnection()
-    parallelism: Annotated[int, Bounds(1)] | None = None
+    parallelism: (
+        Annotated[Int32, Range(1, None, "should be an integer value greater than zero")] | None
+    ) = None
     """Accepted, no effect: one scheduling cycle runs at a time."""
     enable_profiling: bool | None = None
     enable_contention_profiling: bool | None = None
@@ -218,13 +248,11 @@ class KubeSchedulerConfiguration(ConfigModel):
     @model_validator(mode="after")
     def _backoff_order(self) -> KubeSchedulerConfiguration:
         if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds:
-            raise located(
-                "podMaxBackoffSeconds",
-                "order",
+            detail = (
                 f"must be greater than or equal to podInitialBackoffSeconds "
-                f"({self.pod_max_backoff_seconds} < {self.pod_initial_backoff_seconds})",
-                self.pod_max_backoff_seconds,
+                f"({self.pod_initial_backoff_seconds})"
             )
+            raise_all([invalid("podMaxBackoffSeconds", self.pod_max_backoff_seconds, detail)])
         return self
 
 

@@ -16,7 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from apis.schedulerconfig import KUBE_SCHEDULER_KIND, parse_configuration
-from placement.pods.profiles import ConfigError, resolve_profiles
+from placement.pods.profile_checks import resolve_profiles
+from placement.pods.profiles import ConfigError
 from placement.pods.settings import DEFAULT_SCHEDULER_NAME, LeaderElection, SchedulerConfig
 
 __all__ = ["load_kube_config"]
@@ -44,13 +45,13 @@ def load_kube_config(doc: Mapping[str, Any], registry: Mapping[str, Any] | None)
     )
     if lease.lease_duration <= lease.renew_deadline:
         raise ConfigError(
-            f"leaderElection.leaseDuration: must be greater than renewDeadline "
-            f"({lease.lease_duration:g}s <= {lease.renew_deadline:g}s)"
+            f'leaderElection.leaseDuration: Invalid value: "{lease.lease_duration:g}s": must be '
+            f'greater than renewDeadline ("{lease.renew_deadline:g}s")'
         )
     if lease.renew_deadline <= LEASE_JITTER * lease.retry_period:
         raise ConfigError(
-            f"leaderElection.renewDeadline: must be greater than 1.2 x retryPeriod "
-            f"({lease.renew_deadline:g}s <= 1.2 x {lease.retry_period:g}s)"
+            f'leaderElection.renewDeadline: Invalid value: "{lease.renew_deadline:g}s": must be '
+            f'greater than 1.2 x retryPeriod ("{lease.retry_period:g}s")'
         )
     return SchedulerConfig(
         scheduler_name=specs[0].scheduler_name,

@@ -28,7 +28,6 @@ from apis.configmodel import suggest
 from apis.pluginargs import PLUGIN_ARGS, validate_args
 from apis.schedulerconfig import (
     KUBE_DEFAULT_PLUGINS,
-    KubeSchedulerConfiguration,
     Plugins,
     PluginSet,
 )
@@ -54,13 +53,17 @@ from placement.pods.framework import (
 
 __all__ = [
     "DISABLE_ALL",
+    "REMOVED",
+    "REMOVED_PLUGINS",
     "ConfigError",
     "ProfileSpec",
     "build_kube_profile",
     "check_common_queue_sort",
+    "entries",
     "implements",
+    "left_out",
+    "name_problem",
     "plugin_args",
-    "resolve_profiles",
 ]
 
 DISABLE_ALL = "*"
@@ -144,7 +147,18 @@ class ProfileSpec:
 # --- checks against the registry ---------------------------------------------------------------
 
 
-def _name_problem(name: str, enabled: bool, point: str, registry: Mapping[str, Any]) -> str:
+REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
+"""Plugins kube-scheduler removed before `kubescheduler.config.k8s.io/v1`: it refuses a file
+that enables them or configures their args."""
+REMOVED = (
+    'was invalid in version "v1" (KubeSchedulerConfiguration is version '
+    '"kubescheduler.config.k8s.io/v1")'
+)
+
+
+def name_problem(name: str, enabled: bool, point: str, registry: Mapping[str, Any]) -> str:
+    if name in REMOVED_PLUGINS and enabled:
+        return f'Invalid value: "{name}": {REMOVED}'
     if name in registry or (name == DISABLE_ALL and not enabled):
         return ""
     if name == DISABLE_ALL:
@@ -158,7 +172,7 @@ def _name_problem(name: str, enabled: bool, point: str, registry: Mapping[str, A
     return f'unknown plugin "{name}"{suggest(name, sorted(registry))}'
 
 
-def _entries(plugins: Plugins, where: str) -> list[tuple[str, str, str, bool]]:
+def entries(plugins: Plugins, where: str) -> list[tuple[str, str, str, bool]]:
     """(point, path, name, enabled) for every entry written in a profile's plugins."""
     found = []
     for point in (*Plugins.POINTS, MULTI_POINT):
@@ -171,7 +185,7 @@ def _entries(plugins: Plugins, where: str) -> list[tuple[str, str, str, bool]]:
     return found
 
 
-def _left_out(name: str, plugins: Plugins) -> bool:
+def left_out(name: str, plugins: Plugins) -> bool:
     """A kube default plugin we lack, disabled in `multiPoint` (by name or `*`): its args in
     `pluginConfig` change nothing and are accepted unchecked."""
     disabled = {ref.name for ref in plugins.multi_point.disabled}
@@ -188,55 +202,6 @@ def plugin_args(name: str, raw: Any, where: str) -> Any:
         return validate_args(model, raw, where)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-
-
-def resolve_profiles(
-    config: KubeSchedulerConfiguration,
-    registry: Mapping[str, Any] | None,
-    default_name: str,
-) -> tuple[ProfileSpec, ...]:
-    """The profiles of a validated KubeSchedulerConfiguration (none: one profile of every
-    default named `default_name`), with plugin names checked against `registry` when given
-    and every plugin's args checked. ConfigError with one line per problem."""
-    problems: list[str] = []
-    specs: list[ProfileSpec] = []
-    seen: dict[str, int] = {}
-    for index, profile in enumerate(config.profiles or [None]):
-        where = f"profiles[{index}]"
-        if profile is None:
-            specs.append(ProfileSpec(default_name, where, Plugins(), {}))
-            break
-        name = profile.scheduler_name or default_name
-        if name in seen:
-            problems.append(
-                f'{where}.schedulerName: Duplicate value: "{name}" (profiles[{seen[name]}] has it)'
-            )
-        seen.setdefault(name, index)
-        plugins = profile.plugins or Plugins()
-        if registry is not None:
-            for point, path, plugin, enabled in _entries(plugins, where):
-                problem = _name_problem(plugin, enabled, point, registry)
-                if problem:
-                    problems.append(f"{path}.name: {problem}")
-        args: dict[str, Any] = {}
-        for at, entry in enumerate(profile.plugin_config):
-            path = f"{where}.pluginConfig[{at}]"
-            if entry.name in args:
-                problems.append(f'{path}.name: Duplicate value: "{entry.name}"')
-                continue
-            if registry is not None and entry.name not in registry:
-                if not _left_out(entry.name, plugins):
-                    problem = _name_problem(entry.name, True, "", registry)
-                    problems.append(f"{path}.name: {problem}")
-                continue
-            try:
-                args[entry.name] = plugin_args(entry.name, entry.args, f"{path}.args")
-            except ConfigError as exc:
-                problems.extend(str(exc).splitlines())
-        specs.append(ProfileSpec(name, where, plugins, args, profile.percentage_of_nodes_to_score))
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return tuple(specs)
 
 
 # --- merging and placing -----------------------------------------------------------------------
@@ -292,8 +257,8 @@ def build_kube_profile(
 ) -> Profile:
     """The Profile of one checked profile (module docstring). ConfigError naming the field."""
     where = spec.where
-    for point, path, name, enabled in _entries(spec.plugins, where):
-        problem = _name_problem(name, enabled, point, registry)
+    for point, path, name, enabled in entries(spec.plugins, where):
+        problem = name_problem(name, enabled, point, registry)
         if problem:
             raise ConfigError(f"{path}.name: {problem}")
     weights = default_weights or {}
@@ -315,8 +280,8 @@ def build_kube_profile(
     merged["postFilter"] = (kept, post_disabled)
 
     built: dict[str, object] = {}
-    for entries, _ in merged.values():
-        for entry in entries:
+    for merged_entries, _ in merged.values():
+        for entry in merged_entries:
             if entry.name in built or entry.name not in registry:
                 continue  # DefaultBinder: the engine binds
             args = spec.args.get(entry.name)

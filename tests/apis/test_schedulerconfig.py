@@ -88,13 +88,13 @@ ARGS = "profiles[0].pluginConfig[1].args"
         pytest.param(
             CoschedulingArgs,
             {"podGroupBackoffSeconds": -5},
-            f"{ARGS}.podGroupBackoffSeconds: must be >= 0 (got -5)",
+            f"{ARGS}.podGroupBackoffSeconds: Invalid value: -5: must be non-negative",
             id="backoff-negative",
         ),
         pytest.param(
             CoschedulingArgs,
             {"podGroupRejectPercentage": 101},
-            f"{ARGS}.podGroupRejectPercentage: must be between 0 and 100 (got 101)",
+            f"{ARGS}.podGroupRejectPercentage: Invalid value: 101: not in valid range [0, 100]",
             id="percentage",
         ),
         pytest.param(
@@ -121,21 +121,22 @@ ARGS = "profiles[0].pluginConfig[1].args"
         pytest.param(
             NodeResourcesFitArgs,
             {"scoringStrategy": {"type": "Balanced"}},
-            f"{ARGS}.scoringStrategy.type: must be 'LeastAllocated', 'MostAllocated' or "
-            f"'RequestedToCapacityRatio' (got \"Balanced\")",
+            f'{ARGS}.scoringStrategy.type: Unsupported value: "Balanced": supported values: '
+            '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"',  # kube's words
             id="strategy",
         ),
         pytest.param(
             NodeResourcesFitArgs,
             {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
-            f"{ARGS}.scoringStrategy.requestedToCapacityRatio: is required",
+            f"{ARGS}.scoringStrategy.requestedToCapacityRatio: Required value: must be specified "
+            "when type is RequestedToCapacityRatio",
             id="shape-missing",
         ),
         pytest.param(
             NodeResourcesFitArgs,
             {"scoringStrategy": {"requestedToCapacityRatio": {"shape": [{"score": 1}]}}},
-            f"{ARGS}.scoringStrategy.requestedToCapacityRatio: only with type "
-            "RequestedToCapacityRatio",
+            f"{ARGS}.scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type "
+            "is not RequestedToCapacityRatio",
             id="shape-forbidden",
         ),
         pytest.param(
@@ -149,7 +150,7 @@ ARGS = "profiles[0].pluginConfig[1].args"
                 }
             },
             f"{ARGS}.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: "
-            "utilization values must be sorted in increasing order (got 10 after 50)",
+            "Invalid value: 10: values must be sorted in increasing order",
             id="shape-order",
         ),
         pytest.param(
@@ -161,21 +162,22 @@ ARGS = "profiles[0].pluginConfig[1].args"
         pytest.param(
             NodeResourcesFitArgs,
             {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}},
-            f"{ARGS}.scoringStrategy.resources[0].weight: must be between 1 and 100 (got 101)",
+            f"{ARGS}.scoringStrategy.resources[0].weight: Invalid value: 101: resource weight "
+            "of cpu not in valid range (0, 100]",
             id="resource-weight",
         ),
         pytest.param(
             NodeResourcesFitArgs,
             {"ignoredResourceGroups": ["example.com/gpu"]},
-            f"{ARGS}.ignoredResourceGroups[0]: resource group name can't contain '/' "
-            '(got "example.com/gpu")',
+            f'{ARGS}.ignoredResourceGroups[0]: Invalid value: "example.com/gpu": resource group '
+            "name can't contain '/'",
             id="group-slash",
         ),
         pytest.param(
             DefaultPreemptionArgs,
             {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
-            f"{ARGS}.minCandidateNodesAbsolute: cannot be zero at the same time as "
-            "minCandidateNodesPercentage",
+            f"{ARGS}.minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same "
+            "time as minCandidateNodesPercentage",
             id="preemption-zero",
         ),
         pytest.param(
@@ -203,7 +205,7 @@ def test_bad_args_name_the_field_as_written(model: Any, args: Any, line: str) ->
         ),
         pytest.param(
             {"profiles": [{"plugins": {"score": {"enabled": [{"name": "X", "weight": -1}]}}}]},
-            "profiles[0].plugins.score.enabled[0].weight: must be between 0 and 100 (got -1)",
+            "profiles[0].plugins.score.enabled[0].weight: Invalid value: -1: must not be negative",
             id="weight",
         ),
         pytest.param(
@@ -213,23 +215,23 @@ def test_bad_args_name_the_field_as_written(model: Any, args: Any, line: str) ->
         ),
         pytest.param(
             {"percentageOfNodesToScore": 101},
-            "percentageOfNodesToScore: must be between 0 and 100 (got 101)",
+            "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
             id="percentage",
         ),
         pytest.param(
             {"profiles": [{"percentageOfNodesToScore": -1}]},
-            "profiles[0].percentageOfNodesToScore: must be between 0 and 100 (got -1)",
+            "profiles[0].percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]",
             id="profile-percentage",
         ),
         pytest.param(
             {"podInitialBackoffSeconds": 0},
-            "podInitialBackoffSeconds: must be between 1 and 9223372036 (got 0)",
+            "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
             id="initial-backoff",
         ),
         pytest.param(
             {"podInitialBackoffSeconds": 20},
-            "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds "
-            "(10 < 20)",
+            "podMaxBackoffSeconds: Invalid value: 10: must be greater than or equal to "
+            "podInitialBackoffSeconds (20)",
             id="max-below-initial",
         ),
         pytest.param(
@@ -239,7 +241,8 @@ def test_bad_args_name_the_field_as_written(model: Any, args: Any, line: str) ->
         ),
         pytest.param(
             {"leaderElection": {"resourceLock": "endpoints"}},
-            "leaderElection.resourceLock: must be 'leases' (got \"endpoints\")",
+            'leaderElection.resourceLock: Invalid value: "endpoints": resourceLock value must '
+            'be "leases"',
             id="lock",
         ),
         pytest.param(

@@ -79,7 +79,8 @@ def test_backoff_seconds_beyond_a_go_duration_are_one_line(field: str) -> None:
     if field == "podInitialBackoffSeconds":
         doc["podMaxBackoffSeconds"] = MAX_DURATION_SECONDS
     assert problems(doc) == [
-        f"{field}: must be between 1 and {MAX_DURATION_SECONDS} (got 100000000000000)"
+        f"{field}: Invalid value: 100000000000000: must be at most {MAX_DURATION_SECONDS} "
+        "seconds, a Go Duration"
     ]
 
 
@@ -191,6 +192,6 @@ def test_args_seconds_are_bounded_to_a_go_duration(plugin: str, field: str) -> N
     # 10**14 seconds was an OverflowError traceback when the plugin was built.
     doc = {"profiles": [{"pluginConfig": [{"name": plugin, "args": {field: 10**14}}]}]}
     assert problems(doc) == [
-        f"profiles[0].pluginConfig[0].args.{field}: must be <= {MAX_DURATION_SECONDS} "
-        "(got 100000000000000)"
+        f"profiles[0].pluginConfig[0].args.{field}: Invalid value: 100000000000000: must be "
+        f"at most {MAX_DURATION_SECONDS} seconds, a Go Duration"
     ]

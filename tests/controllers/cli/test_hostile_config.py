@@ -30,7 +30,8 @@ KUBE_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConf
 CONFIGS: dict[str, tuple[str, str]] = {
     "backoff-over-duration": (
         KUBE_HEAD + "podMaxBackoffSeconds: 100000000000000\n",
-        "podMaxBackoffSeconds: must be between 1 and 9223372036 (got 100000000000000)",
+        "podMaxBackoffSeconds: Invalid value: 100000000000000: must be at most 9223372036 "
+        "seconds, a Go Duration",
     ),
     "nested-1000": (
         KUBE_HEAD + "profiles: " + "[" * 1000 + "]" * 1000 + "\n",

@@ -185,7 +185,7 @@ def test_a_bad_kube_scheduler_configuration_is_one_line_per_problem(
         f"{config}: profiles[0].plugins.multiPoint.enabled[1].name: unknown plugin "
         '"CapacitySchedulng" (did you mean "CapacityScheduling"?)',
         f"{config}: profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds: "
-        "must be >= 0 (got -1)",
+        "Invalid value: -1: must be non-negative",
     ]
 
 

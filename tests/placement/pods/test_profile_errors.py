@@ -66,7 +66,7 @@ from tests.placement.pods.test_profiles import HEAD, profile_with, profiles
             HEAD
             + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: Coscheduling\n"
             + "  - name: Coscheduling\n",
-            'profiles[0].pluginConfig[1].name: Duplicate value: "Coscheduling"',
+            'profiles[0].pluginConfig[1]: Duplicate value: "Coscheduling"',
             id="duplicate-args",
         ),
         pytest.param(
@@ -78,7 +78,8 @@ from tests.placement.pods.test_profiles import HEAD, profile_with, profiles
             HEAD
             + "profiles:\n- pluginConfig:\n  - name: CapacityScheduling\n"
             + "  - name: Coscheduling\n    args: {podGroupBackoffSeconds: -5}\n",
-            "profiles[0].pluginConfig[1].args.podGroupBackoffSeconds: must be >= 0 (got -5)",
+            "profiles[0].pluginConfig[1].args.podGroupBackoffSeconds: Invalid value: -5: must "
+            "be non-negative",
             id="args-bound",
         ),
         pytest.param(
@@ -91,7 +92,8 @@ from tests.placement.pods.test_profiles import HEAD, profile_with, profiles
         ),
         pytest.param(
             HEAD + "leaderElection: {leaseDuration: 10s}\n",
-            "leaderElection.leaseDuration: must be greater than renewDeadline (10s <= 10s)",
+            'leaderElection.leaseDuration: Invalid value: "10s": must be greater than '
+            'renewDeadline ("10s")',
             id="lease-order",
         ),
     ],
