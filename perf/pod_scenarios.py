@@ -16,12 +16,13 @@ The hub's scenarios (1-6) and the plan of a run are `perf.scenarios`.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from perf.harness import Case, Settings, children
-from perf.targets import POD_E2E, POD_ENGINE, POD_MEMORY, POD_PREEMPTION
+from perf.harness import Case, Settings, Step, children
+from perf.targets import POD_E2E, POD_ENGINE, POD_MEMORY, POD_PREEMPTION, POD_VS_KUBE
 
-__all__ = ["pod_e2e", "pod_engine", "pod_memory", "pod_preemption"]
+__all__ = ["pod_e2e", "pod_engine", "pod_memory", "pod_preemption", "vs_kube", "vs_kube_step"]
 
 
 def _pods(nodes: int, pods: int) -> list[str]:
@@ -106,3 +107,43 @@ def pod_memory(nodes: int, pods: int, settings: Settings) -> Case:
     args = ["pod-memory", *_pods(nodes, pods), f"--seed={settings.seed}"]
     timeout = 120 + pods * 0.01
     return children(case, "perf.child", args, settings, 1, read, timeout)
+
+
+def vs_kube(settings: Settings) -> Case:
+    """The side-by-side with kube-scheduler (`perf.vs_kube`), its report written beside this
+    run's (`vs-kube.md`): the case's value is the lowest throughput ratio, ours / kube-scheduler,
+    over the shapes; every target's verdict is in its details."""
+    from perf.vs_kube_shapes import SIZES
+    from tests.e2e.controlplane import missing_assets
+
+    sizes = SIZES[settings.mode]["SchedulingBasic"]
+    case = Case(POD_VS_KUBE, "ours / kube-scheduler", sizes[0], sizes[2], unit="x")
+    missing = missing_assets("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    if missing is not None:
+        case.error = f"not run: {missing}"
+        return case
+    out = settings.log.parent if settings.log is not None else None
+    args = ["--json", f"--{settings.mode}"] if settings.mode != "full" else ["--json"]
+    if settings.mode == "smoke":  # the harness runs: one shape, both schedulers, both modes
+        args += ["--shapes", "SchedulingBasic", "--no-interrupted"]
+    if out is not None:
+        args.append(f"--out={out}")
+
+    def read(result: Any, case: Case) -> float:
+        case.details["verdicts"] = result["verdicts"]
+        case.details["report"] = result["report"]
+        if result["problems"]:
+            case.error = "; ".join(result["problems"])
+        return float(result["lowest_throughput_ratio"] or 0.0)
+
+    timeout = {"smoke": 600.0, "quick": 1_800.0}.get(settings.mode, 3_600.0)
+    return children(case, "perf.vs_kube", args, settings, 1, read, timeout)
+
+
+def vs_kube_step(settings: Settings) -> Step:
+    from perf.vs_kube_shapes import SIZES
+
+    nodes, _, pods = SIZES[settings.mode]["SchedulingBasic"]
+    weight = {"smoke": 80.0, "quick": 600.0}.get(settings.mode, 1_500.0)
+    run = partial(vs_kube, settings)
+    return Step(POD_VS_KUBE, "ours / kube-scheduler", nodes, pods, run, weight)

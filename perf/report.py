@@ -31,6 +31,7 @@ from perf.targets import (
     TARGETS,
     Target,
 )
+from perf.vs_kube_report import harness_section
 
 __all__ = ["Fit", "fits", "fmt", "ratio", "verdicts", "write_report"]
 
@@ -350,6 +351,7 @@ def write_report(
         lines.append("Too few sizes in this run to fit an exponent.")
     lines += _sections(cases, images, POD_TITLES)
     lines += kube_section(cases, images)
+    lines += harness_section(cases)
     failed = [c for c in cases if c.error]
     if failed:
         lines += ["", "## Errors", ""]

@@ -17,6 +17,7 @@
 
 Steps 7-10, the local cluster's pod scheduler, are `perf.pod_scenarios`, and 11, kube
 scheduler_perf's workloads by their names (`pod-SchedulingBasic` ...), `perf.kube_scenarios`;
+12, `pod-vs-kube`, our scheduler beside kube-scheduler on a real kube-apiserver (`perf.vs_kube`);
 the scenario names, DESIGN §9's targets and the sizes of each run mode are `perf.targets`.
 `plan` lists the steps of a run.
 """
@@ -31,7 +32,7 @@ from typing import Any
 
 from perf.harness import Case, Settings, Step, children, repeat
 from perf.kube_scenarios import kube_steps
-from perf.pod_scenarios import pod_e2e, pod_engine, pod_memory, pod_preemption
+from perf.pod_scenarios import pod_e2e, pod_engine, pod_memory, pod_preemption, vs_kube_step
 from perf.targets import (
     COLD,
     CYCLE,
@@ -43,6 +44,7 @@ from perf.targets import (
     POD_ENGINE,
     POD_MEMORY,
     POD_PREEMPTION,
+    POD_VS_KUBE,
     QUICK,
     SCENARIOS,
     SMOKE,
@@ -320,4 +322,6 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
         add(POD_E2E, "scheduler", n, p, partial(pod_e2e, n, p, settings), 8 + n / 250 + p / 200)
     for n, p in sizes.pod_memory:
         add(POD_MEMORY, "engine", n, p, partial(pod_memory, n, p, settings), 3 + p / 5_000)
+    if POD_VS_KUBE in only:
+        steps.append(vs_kube_step(settings))
     return steps + kube_steps(settings, list(only))

@@ -33,6 +33,7 @@ __all__ = [
     "POD_MEMORY",
     "POD_PREEMPTION",
     "POD_SCENARIOS",
+    "POD_VS_KUBE",
     "QUICK",
     "SCENARIOS",
     "SMOKE",
@@ -59,7 +60,9 @@ KUBE_SPREAD, KUBE_PREEMPTION, KUBE_GANGS = (
 )
 KUBE_SCENARIOS = (KUBE_BASIC, KUBE_ANTI, KUBE_SPREAD, KUBE_PREEMPTION, KUBE_GANGS)
 ENGINE, E2E = "engine", "end to end"
-SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS, *KUBE_SCENARIOS)
+POD_VS_KUBE = "pod-vs-kube"
+"""Our pod scheduler beside kube-scheduler on one real kube-apiserver (`perf.vs_kube`)."""
+SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS, *KUBE_SCENARIOS, POD_VS_KUBE)
 OCM_SHAPE = "OCM shape"  # the cold start's case on OCM's benchmark hub (`controller_run.py`)
 WIDE_SHARE = 0.2
 """Issue 20's realistic mix: a fifth of the placements select hundreds to all clusters."""

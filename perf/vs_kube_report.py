@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TARGETS", "aggregate", "verdicts", "write"]
+__all__ = ["TARGETS", "aggregate", "harness_section", "verdicts", "write"]
 
 OURS, KUBE = "ours", "kube-scheduler"
 
@@ -229,3 +229,27 @@ def write(out: Path, result: dict[str, Any], plots: Callable[..., list[str]] = _
     report = out / "vs-kube.md"
     report.write_text("\n".join(lines))
     return report
+
+
+def harness_section(cases: Iterable[Any]) -> list[str]:
+    """report.md's lines on the side-by-side case of `python -m perf` (none when it did not
+    run): the targets' verdicts, and where the full report is."""
+    mine = [c for c in cases if c.scenario == "pod-vs-kube"]
+    if not mine:
+        return []
+    case = mine[0]
+    lines = ["", "## 12. Side by side with kube-scheduler v1.36 on a real kube-apiserver", ""]
+    if case.error and not case.values:
+        return [*lines, f"Not measured: {case.error}"]
+    lines += [
+        f"Lowest throughput ratio, ours / kube-scheduler, over the shapes: "
+        f"{case.values[0]:.2f}x. The tables, the placements compared and the plots: "
+        "[vs-kube.md](vs-kube.md).",
+        "",
+        "| target | shape | pods | value | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for name, shape, mode, value, verdict in case.details.get("verdicts", []):
+        shown = "–" if value is None else (f"{value:.2f}x" if "(s)" not in name else f"{value}")
+        lines.append(f"| {name} | {shape} | {mode} | {shown} | {verdict} |")
+    return lines

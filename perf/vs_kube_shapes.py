@@ -154,7 +154,8 @@ class World:
                 problems.append(f"{clash} nodes hold two green pods")
         if self.shape == "TopologySpreading":
             zones = {n["metadata"]["name"]: n["metadata"]["labels"][_ZONE] for n in self.nodes}
-            count = Counter(zones[n] for n in where.values())
+            count = Counter(dict.fromkeys(zones.values(), 0))  # a zone left empty counts
+            count.update(zones[n] for n in where.values())
             count.update(zones[p["spec"]["nodeName"]] for p in self.before)
             if count and max(count.values()) - min(count.values()) > 1:
                 problems.append(f"zones skewed beyond 1: {dict(count)}")
