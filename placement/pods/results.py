@@ -170,7 +170,7 @@ class Diagnosis:
         """`0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint
         {spot: true}.` with kube-scheduler's ordering (the "count reason" strings sorted).
 
-        As kube-scheduler's FitError.Error (1.31+): the PreFilter message replaces the node
+        As kube-scheduler v1.36's FitError.Error: the PreFilter message replaces the node
         counts; the PostFilter message follows after a space and brings its own final period
         (`... 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims
         found for incoming pod.`; older releases doubled that period)."""

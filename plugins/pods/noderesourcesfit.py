@@ -6,8 +6,8 @@ pods"); any other resource only when the pod requests a positive amount of it, a
 allocatable - requested (a node already over-committed on a resource the pod does not ask for
 still fits). One Reason per resource ("Insufficient cpu"), resolvable by preemption unless the
 pod asks for more than the node's whole allocatable (kube marks those rows Unresolvable since
-1.32: evicting every pod would not make room). Extended resources named in `ignoredResources`,
-or whose domain is in `ignoredResourceGroups`, are not checked.
+kubernetes#131345, after v1.33: evicting every pod would not make room). Extended resources
+named in `ignoredResources`, or whose domain is in `ignoredResourceGroups`, are not checked.
 
 Scores are kube's integer arithmetic per resource, weighted and divided by the sum of the
 weights of the resources the node has (`_resources.pairs`), on NonZeroRequested.
