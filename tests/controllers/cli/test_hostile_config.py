@@ -33,6 +33,13 @@ CONFIGS: dict[str, tuple[str, str]] = {
         "podMaxBackoffSeconds: Invalid value: 100000000000000: must be at most 9223372036 "
         "seconds, a Go Duration",
     ),
+    "kube-args-range": (
+        KUBE_HEAD
+        + "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n"
+        + "    args: {minCandidateNodesPercentage: 200}\n",
+        "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage: Invalid value: 200: not "
+        "in valid range [0, 100]",
+    ),
     "nested-1000": (
         KUBE_HEAD + "profiles: " + "[" * 1000 + "]" * 1000 + "\n",
         f"the document nests deeper than {MAX_DEPTH} levels",
