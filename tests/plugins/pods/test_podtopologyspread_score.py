@@ -183,5 +183,7 @@ def test_a_kube_scheduler_configuration_sets_list_defaults_and_refuses_bad_ones(
     [plugin] = [p for p in profile.filters if isinstance(p, PodTopologySpread)]
     assert not plugin.system_defaulted
     assert [(c.max_skew, c.topology_key) for c in plugin.defaults] == [(2, "zone")]
-    with pytest.raises(ConfigError, match=r"defaultConstraints: when \.defaultingType is"):
+    with pytest.raises(
+        ConfigError, match=r'defaultingType: Invalid value: "System": when \.defaultConstraints'
+    ):
         profiles(HEAD + "profiles:\n- schedulerName: a\n" + args.replace("List", "System"))
