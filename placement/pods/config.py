@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from apis.configmodel import MAX_DURATION_SECONDS
+from apis.names import dns1123_label_problems, dns1123_subdomain_problems, invalid_value
 from apis.schedulerconfig import KUBE_SCHEDULER_API_VERSION, KUBE_SCHEDULER_KIND
 from placement.pods.framework import (
     Bind,
@@ -140,6 +141,17 @@ def _seconds(value: Any, where: str) -> timedelta:
     return timedelta(seconds=value)
 
 
+def _lease_name(value: Any, field: str) -> str:
+    """The Lease's name (a DNS subdomain) or namespace (a DNS label): one the API server would
+    refuse is refused here, or the scheduler would never lead."""
+    where = f"leaderElection.{field}"
+    name = _string(value, where)
+    rule = dns1123_subdomain_problems if field == "leaseName" else dns1123_label_problems
+    for problem in rule(name):
+        raise ConfigError(f"{where}: {invalid_value(name, problem)}")
+    return name
+
+
 def _weight(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{where}: must be an integer (got {value!r})")
@@ -249,10 +261,9 @@ def load_config(
     leader = _mapping(doc.get("leaderElection"), "leaderElection")
     _known_fields(leader, _LEADER_FIELDS, "leaderElection.")
     lease = LeaderElection(
-        lease_name=_string(leader.get("leaseName", scheduler_name), "leaderElection.leaseName"),
-        lease_namespace=_string(
-            leader.get("leaseNamespace", LeaderElection.lease_namespace),
-            "leaderElection.leaseNamespace",
+        lease_name=_lease_name(leader.get("leaseName", scheduler_name), "leaseName"),
+        lease_namespace=_lease_name(
+            leader.get("leaseNamespace", LeaderElection.lease_namespace), "leaseNamespace"
         ),
     )
     return SchedulerConfig(

@@ -84,6 +84,30 @@ def resolve_profiles(
             except ConfigError as exc:
                 problems.extend(str(exc).splitlines())
         specs.append(ProfileSpec(name, where, plugins, args, profile.percentage_of_nodes_to_score))
+    if not problems:
+        problems = _queue_sort_args(config, specs)
     if problems:
         raise ConfigError("\n".join(problems))
     return tuple(specs)
+
+
+def _queue_sort_args(config: KubeSchedulerConfiguration, specs: list[ProfileSpec]) -> list[str]:
+    """kube's rule: the args of the queue sort plugin profiles[0] enables are the same in every
+    profile that configures it (one queue serves them all)."""
+    first = config.profiles[0].plugins if config.profiles else None
+    if first is None or not first.queue_sort.enabled:
+        return []
+    name = first.queue_sort.enabled[0].name
+
+    def effective(spec: ProfileSpec) -> Any:
+        return spec.args[name] if name in spec.args else plugin_args(name, None, "")
+
+    problems = []
+    for index, profile in enumerate(config.profiles[1:], start=1):
+        for at, entry in enumerate(profile.plugin_config):
+            if entry.name == name and effective(specs[index]) != effective(specs[0]):
+                problems.append(
+                    f"profiles[{index}].pluginConfig[{at}].args: queueSort must be the same for "
+                    f'all profiles (the args of "{name}" differ from profiles[0]\'s)'
+                )
+    return problems

@@ -267,6 +267,26 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
         _affinity({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]}),
         f"{ARGS}.{_TERM}.matchExpressions[0].values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
     ),
+    "queue-sort-args": (
+        {
+            "profiles": [
+                {
+                    "schedulerName": n,
+                    "plugins": {
+                        "queueSort": {
+                            "enabled": [{"name": "Coscheduling"}],
+                            "disabled": [{"name": "*"}],
+                        }
+                    },
+                    "pluginConfig": [
+                        {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": t}}
+                    ],
+                }
+                for n, t in (("a", 10), ("b", 20))
+            ]
+        },
+        "profiles[1].pluginConfig[0].args: queueSort must be the same for all profiles",
+    ),
 }
 
 
@@ -280,3 +300,31 @@ def test_each_rule_is_a_line_naming_kubes_path(
         load_scheduler_config(config)
     lines = str(raised.value).splitlines()
     assert any(found.startswith(f"{config}: {line}") for found in lines), lines
+
+
+@pytest.mark.parametrize(
+    ("leader", "line"),
+    [
+        (
+            {"leaseName": "Bad_Name"},
+            'leaderElection.leaseName: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain',
+        ),
+        (
+            {"leaseNamespace": "a.b"},
+            'leaderElection.leaseNamespace: Invalid value: "a.b": must not contain dots',
+        ),
+    ],
+)
+def test_our_kinds_lease_is_one_the_api_server_takes(
+    leader: dict[str, str], line: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    doc = {
+        "apiVersion": "placement.ocm.io/v1alpha1",
+        "kind": "PodSchedulerConfiguration",
+        "leaderElection": leader,
+    }
+    config.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError) as raised:
+        load_scheduler_config(config)
+    assert str(raised.value).startswith(f"{config}: {line}")
