@@ -241,6 +241,14 @@ def load_config(
     for name, value in _mapping(doc.get("pluginArgs"), "pluginArgs").items():
         _plugin_name(name, f"pluginArgs.{name}", registry)
         args[name] = MappingProxyType(dict(_mapping(value, f"pluginArgs.{name}")))
+    problems: list[str] = []  # the args' own checks, every plugin's, at read time
+    for name, value in args.items():
+        try:
+            plugin_args(name, value, f"pluginArgs.{name}")
+        except ConfigError as exc:
+            problems += str(exc).splitlines()
+    if problems:
+        raise ConfigError("\n".join(problems))
 
     backoff = _mapping(doc.get("backoff"), "backoff")
     _known_fields(backoff, _BACKOFF_FIELDS, "backoff.")
@@ -324,13 +332,17 @@ def build_profile(
     weights.update(config.score_weights)
 
     plugins: list[tuple[str, object]] = []
+    problems: list[str] = []  # every plugin's, one line each
     for name in names:
-        args = plugin_args(name, config.plugin_args.get(name), f"pluginArgs.{name}")
         try:
-            plugin = registry[name](args)
+            args = plugin_args(name, config.plugin_args.get(name), f"pluginArgs.{name}")
+            plugins.append((name, registry[name](args)))
+        except ConfigError as exc:
+            problems += str(exc).splitlines()
         except ValueError as exc:
-            raise ConfigError(f"pluginArgs.{name}.{exc}") from None
-        plugins.append((name, plugin))
+            problems.append(f"pluginArgs.{name}.{exc}")
+    if problems:
+        raise ConfigError("\n".join(problems))
 
     sorters = [(name, p) for name, p in plugins if implements_point(p, QueueSort)]
     if len(sorters) != 1:

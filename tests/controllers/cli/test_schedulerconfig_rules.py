@@ -328,3 +328,23 @@ def test_our_kinds_lease_is_one_the_api_server_takes(
     with pytest.raises(ConfigError) as raised:
         load_scheduler_config(config)
     assert str(raised.value).startswith(f"{config}: {line}")
+
+
+def test_our_kinds_plugin_args_are_every_problem_in_kubes_words(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    args = {
+        "DefaultPreemption": {"minCandidateNodesPercentage": 200},
+        "InterPodAffinity": {"hardPodAffinityWeight": -1},
+    }
+    doc = {
+        "apiVersion": "placement.ocm.io/v1alpha1",
+        "kind": "PodSchedulerConfiguration",
+        "pluginArgs": args,
+    }
+    config.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError) as raised:
+        load_scheduler_config(config)
+    assert sorted(str(raised.value).splitlines()) == [
+        f"{config}: pluginArgs.DefaultPreemption.minCandidateNodesPercentage: Invalid value: 200: not in valid range [0, 100]",
+        f"{config}: pluginArgs.InterPodAffinity.hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]",
+    ]
