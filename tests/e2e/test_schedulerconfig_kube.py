@@ -35,6 +35,16 @@ SAME_AS_KUBE = (
     "spread-duplicate",
     "match-fields-operator",
     "fit-type",
+    "removed-plugin",
+    "duplicate-config",
+    "preemption-both-zero",
+    "spread-key",
+    "spread-selector",
+    "spread-system",
+    "shape-score",
+    "ignored-resource",
+    "gt-integer",
+    "match-fields-values",
 )
 PLUGIN_INIT = "profiles[0].pluginConfig[0].args."
 """kube checks NodeResourcesFit's args when it builds the plugin: its paths start at `args`."""
