@@ -157,8 +157,8 @@ REMOVED = (
 
 
 def name_problem(name: str, enabled: bool, point: str, registry: Mapping[str, Any]) -> str:
-    if name in REMOVED_PLUGINS and enabled:
-        return f'Invalid value: "{name}": {REMOVED}'
+    if name in REMOVED_PLUGINS:  # disabling one changes nothing, as in kube
+        return f'Invalid value: "{name}": {REMOVED}' if enabled else ""
     if name in registry or (name == DISABLE_ALL and not enabled):
         return ""
     if name == DISABLE_ALL:

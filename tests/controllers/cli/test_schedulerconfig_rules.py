@@ -302,6 +302,13 @@ def test_each_rule_is_a_line_naming_kubes_path(
     assert any(found.startswith(f"{config}: {line}") for found in lines), lines
 
 
+def test_disabling_a_removed_plugin_is_accepted_as_kube_does(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    plugins = {"filter": {"disabled": [{"name": "EBSLimits"}]}}
+    config.write_text(yaml.safe_dump({**HEAD, "profiles": [{"plugins": plugins}]}))
+    assert load_scheduler_config(config).profiles[0].plugins.filter.disabled[0].name == "EBSLimits"
+
+
 @pytest.mark.parametrize(
     ("leader", "line"),
     [
