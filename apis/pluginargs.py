@@ -167,6 +167,14 @@ class ScoringStrategy(ConfigModel):
     resources: list[ResourceSpecArg] = Field(default_factory=_default_resources)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _type_given(cls, data: Any) -> Any:
+        """kube defaults the whole strategy, never its type alone."""
+        if isinstance(data, Mapping) and "type" not in data:
+            raise_all([not_supported("type", "", cls.TYPES)])
+        return data
+
     @field_validator("type", mode="before")
     @classmethod
     def _supported(cls, value: Any) -> Any:
@@ -198,7 +206,7 @@ class ScoringStrategy(ConfigModel):
 
 
 class NodeResourcesFitArgs(ArgsModel):
-    scoring_strategy: ScoringStrategy = ScoringStrategy()
+    scoring_strategy: ScoringStrategy = ScoringStrategy(type="LeastAllocated")
     ignored_resources: list[Annotated[str, Field(min_length=1)]] = []
     ignored_resource_groups: list[Annotated[str, Field(min_length=1)]] = []
 

@@ -134,7 +134,12 @@ ARGS = "profiles[0].pluginConfig[1].args"
         ),
         pytest.param(
             NodeResourcesFitArgs,
-            {"scoringStrategy": {"requestedToCapacityRatio": {"shape": [{"score": 1}]}}},
+            {
+                "scoringStrategy": {
+                    "type": "MostAllocated",
+                    "requestedToCapacityRatio": {"shape": [{"score": 1}]},
+                }
+            },
             f"{ARGS}.scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type "
             "is not RequestedToCapacityRatio",
             id="shape-forbidden",
@@ -155,13 +160,23 @@ ARGS = "profiles[0].pluginConfig[1].args"
         ),
         pytest.param(
             NodeResourcesFitArgs,
-            {"scoringStrategy": {"resources": [{"name": "cpu"}, {"name": "cpu", "weight": 2}]}},
+            {
+                "scoringStrategy": {
+                    "type": "LeastAllocated",
+                    "resources": [{"name": "cpu"}, {"name": "cpu", "weight": 2}],
+                }
+            },
             f'{ARGS}.scoringStrategy.resources[1].name: Duplicate value: "cpu"',
             id="duplicate-resource",
         ),
         pytest.param(
             NodeResourcesFitArgs,
-            {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}},
+            {
+                "scoringStrategy": {
+                    "type": "MostAllocated",
+                    "resources": [{"name": "cpu", "weight": 101}],
+                }
+            },
             f"{ARGS}.scoringStrategy.resources[0].weight: Invalid value: 101: resource weight "
             "of cpu not in valid range (0, 100]",
             id="resource-weight",

@@ -35,6 +35,7 @@ SAME_AS_KUBE = (
     "spread-duplicate",
     "match-fields-operator",
     "fit-type",
+    "fit-type-missing",
     "removed-plugin",
     "duplicate-config",
     "preemption-both-zero",

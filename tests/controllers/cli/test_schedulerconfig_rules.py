@@ -267,6 +267,10 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
         _affinity({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]}),
         f"{ARGS}.{_TERM}.matchExpressions[0].values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
     ),
+    "fit-type-missing": (
+        _args("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu"}]}}),
+        f'{ARGS}.scoringStrategy.type: Unsupported value: "": supported values: "LeastAllocated"',
+    ),
     "queue-sort-args": (
         {
             "profiles": [

@@ -393,8 +393,14 @@ def test_pick_candidate_orders_as_kube() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage: must be between"),
-        ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute: must be >= 0"),
+        (
+            {"minCandidateNodesPercentage": 101},
+            "minCandidateNodesPercentage: Invalid value: 101: not in valid range",
+        ),
+        (
+            {"minCandidateNodesAbsolute": -1},
+            "minCandidateNodesAbsolute: Invalid value: -1: not in valid range",
+        ),
         (
             {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
             "cannot be zero at the same time",

@@ -162,10 +162,16 @@ def test_registered_enabled_by_default_after_the_filters_and_before_default_pree
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        ({"permitWaitingTimeSeconds": -1}, r"^permitWaitingTimeSeconds: must be >= 0 \(got -1\)"),
-        ({"podGroupBackoffSeconds": -5}, r"^podGroupBackoffSeconds: must be >= 0 \(got -5\)"),
-        ({"podGroupRejectPercentage": 101}, r"^podGroupRejectPercentage: must be between 0"),
-        ({"podGroupRejectPercentage": -1}, r"^podGroupRejectPercentage: must be between 0"),
+        (
+            {"permitWaitingTimeSeconds": -1},
+            r"^permitWaitingTimeSeconds: Invalid value: -1: must be non-negative",
+        ),
+        (
+            {"podGroupBackoffSeconds": -5},
+            r"^podGroupBackoffSeconds: Invalid value: -5: must be non-negative",
+        ),
+        ({"podGroupRejectPercentage": 101}, r"^podGroupRejectPercentage: Invalid value: 101"),
+        ({"podGroupRejectPercentage": -1}, r"^podGroupRejectPercentage: Invalid value: -1"),
         ({"permitWaitingTimeSeconds": "60"}, r"^permitWaitingTimeSeconds: must be an integer"),
         ({"podGroupBackoffSeconds": True}, r"^podGroupBackoffSeconds: must be an integer"),
         ({"scheduleTimeout": 3}, r"^scheduleTimeout: unknown field"),

@@ -204,12 +204,22 @@ def test_requested_to_capacity_ratio_interpolates_with_go_truncation_and_rounds(
     [
         pytest.param({"scoringStrategy": {"type": "Fancy"}}, "scoringStrategy.type", id="type"),
         pytest.param(
-            {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}},
+            {
+                "scoringStrategy": {
+                    "type": "MostAllocated",
+                    "resources": [{"name": "cpu", "weight": 101}],
+                }
+            },
             "scoringStrategy.resources[0].weight",
             id="weight",
         ),
         pytest.param(
-            {"scoringStrategy": {"resources": [{"name": "cpu"}, {"name": "cpu"}]}},
+            {
+                "scoringStrategy": {
+                    "type": "MostAllocated",
+                    "resources": [{"name": "cpu"}, {"name": "cpu"}],
+                }
+            },
             "scoringStrategy.resources[1].name",
             id="duplicate",
         ),
