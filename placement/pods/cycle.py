@@ -23,7 +23,7 @@ import numpy.typing as npt
 from placement.arrays import BoolMask, RowIndex
 from placement.pods.binding import BindingCycle
 from placement.pods.cache import PodCache
-from placement.pods.calls import PluginError, at_point, call, failed, named
+from placement.pods.calls import PluginError, at_point, call, failed
 from placement.pods.events import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
@@ -273,7 +273,10 @@ class SchedulingCycle:
             )
             status = result.status
             if status.code >= PodCode.ERROR:
-                raise PluginError(named(status, plugin.name))
+                # kube v1.36: an error ends the chain and its message alone follows the
+                # diagnosis; the pod stays Unschedulable (a raised exception is still ours).
+                messages = [status.message] if status.message else []
+                break
             if result.nominated_node == "":
                 clear = True
             if status.ok and result.nominated_node:

@@ -20,12 +20,14 @@ from placement.pods.events import (
     PatchPodStatus,
 )
 from placement.pods.framework import (
+    Diagnosis,
     FilterResult,
     PermitResult,
     PodCode,
     PodCycle,
     PodInfo,
     PodStatus,
+    PostFilterResult,
     PreBindResult,
     PreFilterResult,
     Profile,
@@ -233,6 +235,31 @@ def test_prefilter_and_filter_errors_are_worded_as_kube_wraps_them() -> None:
         "SchedulerError",
         'running "Broken" filter plugin: no cache',
     )
+
+
+@dataclass
+class PostFilterError:
+    """A PostFilter that fails with an error status."""
+
+    name: str = "Preemptor"
+
+    def post_filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        return PostFilterResult(PodStatus.error(self.name, "victims unknown"))
+
+
+def test_a_postfilter_error_follows_the_diagnosis_and_the_pod_stays_unschedulable() -> None:
+    base = default_profile()
+    world = World.of(dataclasses.replace(base, post_filters=(PostFilterError(),)))
+    world.add_nodes(make_node("a", cpu=1))
+    world.add_pods(make_pod("big", cpu=2))
+    actions = world.engine.schedule(T0)
+    assert failure(actions, "default/big")[:2] == (
+        "Unschedulable",
+        "0/1 nodes are available: 1 Insufficient cpu. victims unknown",
+    )
+    assert world.engine.queue_sizes()["unschedulable"] == 1
 
 
 # --- preempted while held at Permit ------------------------------------------------------------
