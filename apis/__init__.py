@@ -1,41 +1,101 @@
 """Wire models of every object ocm-placement reads or writes (pydantic v2, camelCase on the wire,
-unknown fields kept), with the validation of their CRD markers."""
+unknown fields kept), with the validation of their CRD markers.
 
-from apis.cluster import (
-    CLUSTER_SET_LABEL,
-    AddOnPlacementScore,
-    ClusterClaim,
-    ManagedCluster,
-    ManagedClusterSet,
-    ManagedClusterSetBinding,
-    Taint,
-)
-from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
-from apis.meta import Condition, KubeModel, KubeObject, LabelSelector, ObjectMeta, OwnerReference
-from apis.placements import (
-    DECISION_GROUP_INDEX_LABEL,
-    DECISION_GROUP_NAME_LABEL,
-    DISABLE_ANNOTATION,
-    PLACEMENT_LABEL,
-    ClusterDecision,
-    Placement,
-    PlacementDecision,
-    PlacementSpec,
-    PlacementStatus,
-    SpreadConstraintsTerm,
-    Toleration,
-)
-from apis.quantity import Quantity, QuantityError
-from apis.registry import (
-    CUSTOM_KINDS,
-    KINDS,
-    UnknownField,
-    kind_for,
-    parse_as,
-    parse_object,
-    unknown_fields,
-)
-from apis.scheduling import ElasticQuota, PodGroup
+The names below are imported from their module on first use: `import apis.names` (or any one
+module) does not import every kind, so a command pays only for the models it reads.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from apis.cluster import (
+        CLUSTER_SET_LABEL,
+        AddOnPlacementScore,
+        ClusterClaim,
+        ManagedCluster,
+        ManagedClusterSet,
+        ManagedClusterSetBinding,
+        Taint,
+    )
+    from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
+    from apis.meta import (
+        Condition,
+        KubeModel,
+        KubeObject,
+        LabelSelector,
+        ObjectMeta,
+        OwnerReference,
+    )
+    from apis.placements import (
+        DECISION_GROUP_INDEX_LABEL,
+        DECISION_GROUP_NAME_LABEL,
+        DISABLE_ANNOTATION,
+        PLACEMENT_LABEL,
+        ClusterDecision,
+        Placement,
+        PlacementDecision,
+        PlacementSpec,
+        PlacementStatus,
+        SpreadConstraintsTerm,
+        Toleration,
+    )
+    from apis.quantity import Quantity, QuantityError
+    from apis.registry import (
+        CUSTOM_KINDS,
+        KINDS,
+        UnknownField,
+        kind_for,
+        parse_as,
+        parse_object,
+        unknown_fields,
+    )
+    from apis.scheduling import ElasticQuota, PodGroup
+
+# Each exported name and its module in this package.
+_SOURCES = {
+    "AddOnPlacementScore": "cluster",
+    "CLUSTER_SET_LABEL": "cluster",
+    "CUSTOM_KINDS": "registry",
+    "ClusterClaim": "cluster",
+    "ClusterDecision": "placements",
+    "Condition": "meta",
+    "DECISION_GROUP_INDEX_LABEL": "placements",
+    "DECISION_GROUP_NAME_LABEL": "placements",
+    "DISABLE_ANNOTATION": "placements",
+    "ElasticQuota": "scheduling",
+    "FieldProblem": "errors",
+    "KINDS": "registry",
+    "KubeModel": "meta",
+    "KubeObject": "meta",
+    "LabelSelector": "meta",
+    "ManagedCluster": "cluster",
+    "ManagedClusterSet": "cluster",
+    "ManagedClusterSetBinding": "cluster",
+    "ModelError": "errors",
+    "ObjectMeta": "meta",
+    "ObjectValidationError": "errors",
+    "OwnerReference": "meta",
+    "PLACEMENT_LABEL": "placements",
+    "Placement": "placements",
+    "PlacementDecision": "placements",
+    "PlacementSpec": "placements",
+    "PlacementStatus": "placements",
+    "PodGroup": "scheduling",
+    "Quantity": "quantity",
+    "QuantityError": "quantity",
+    "SpreadConstraintsTerm": "placements",
+    "Taint": "cluster",
+    "Toleration": "placements",
+    "UnknownField": "registry",
+    "UnknownKindError": "errors",
+    "kind_for": "registry",
+    "parse_as": "registry",
+    "parse_object": "registry",
+    "unknown_fields": "registry",
+}
 
 __all__ = [
     "CLUSTER_SET_LABEL",
@@ -78,3 +138,16 @@ __all__ = [
     "parse_object",
     "unknown_fields",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{source}", __name__), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -16,14 +16,12 @@ import argparse
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from apis.crdvalidation import structural
-from apis.meta import KubeObject
-from apis.placements import PLACEMENT_SATISFIED
-from apis.registry import CUSTOM_KINDS
-from controllers.cli.crd_descriptions import FIELD_DESCRIPTIONS, TYPE_META
-from controllers.cli.manifests import dump_yaml
+# The models and the manifest writer are imported where a CRD is built: `CRD_DIR` and
+# `config_dir` (which the embedded API server and `placement demo` read) come without them.
+if TYPE_CHECKING:
+    from apis.meta import KubeObject
 
 __all__ = [
     "CRD_DIR",
@@ -67,66 +65,71 @@ def _condition_column(name: str, condition: str) -> dict[str, str]:
     }
 
 
-# kubectl get columns, as OCM and scheduler-plugins print them.
-PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
-    "ManagedCluster": [
-        {"name": "Hub Accepted", "type": "boolean", "jsonPath": ".spec.hubAcceptsClient"},
-        _condition_column("Joined", "ManagedClusterJoined"),
-        _condition_column("Available", "ManagedClusterConditionAvailable"),
-        _AGE,
-    ],
-    "ManagedClusterSet": [
-        _condition_column("Empty", "ClusterSetEmpty"),
-        _AGE,
-    ],
-    "ManagedClusterSetBinding": [
-        {"name": "ClusterSet", "type": "string", "jsonPath": ".spec.clusterSet"},
-        _AGE,
-    ],
-    "Placement": [
-        _condition_column("Succeeded", PLACEMENT_SATISFIED),
-        {
-            "name": "Reason",
-            "type": "string",
-            "jsonPath": f'.status.conditions[?(@.type=="{PLACEMENT_SATISFIED}")].reason',
-        },
-        {
-            "name": "SelectedClusters",
-            "type": "integer",
-            "jsonPath": ".status.numberOfSelectedClusters",
-        },
-    ],
-    "PlacementDecision": [
-        {
-            "name": "Placement",
-            "type": "string",
-            "jsonPath": ".metadata.labels.cluster\\.open-cluster-management\\.io/placement",
-        },
-        _AGE,
-    ],
-    "AddOnPlacementScore": [
-        {"name": "ValidUntil", "type": "date", "jsonPath": ".status.validUntil"},
-        _AGE,
-    ],
-    "PodGroup": [
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
-        {"name": "Running", "type": "integer", "jsonPath": ".status.running"},
-        {"name": "Succeeded", "type": "integer", "jsonPath": ".status.succeeded"},
-        {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
-        _AGE,
-    ],
-    "ElasticQuota": [
-        {"name": "Used", "type": "string", "jsonPath": ".status.used"},
-        {"name": "Max", "type": "string", "jsonPath": ".spec.max"},
-        _AGE,
-    ],
-}
+def printer_columns() -> dict[str, list[dict[str, str]]]:
+    """kubectl get columns, as OCM and scheduler-plugins print them, per kind."""
+    from apis.placements import PLACEMENT_SATISFIED
+
+    return {
+        "ManagedCluster": [
+            {"name": "Hub Accepted", "type": "boolean", "jsonPath": ".spec.hubAcceptsClient"},
+            _condition_column("Joined", "ManagedClusterJoined"),
+            _condition_column("Available", "ManagedClusterConditionAvailable"),
+            _AGE,
+        ],
+        "ManagedClusterSet": [
+            _condition_column("Empty", "ClusterSetEmpty"),
+            _AGE,
+        ],
+        "ManagedClusterSetBinding": [
+            {"name": "ClusterSet", "type": "string", "jsonPath": ".spec.clusterSet"},
+            _AGE,
+        ],
+        "Placement": [
+            _condition_column("Succeeded", PLACEMENT_SATISFIED),
+            {
+                "name": "Reason",
+                "type": "string",
+                "jsonPath": f'.status.conditions[?(@.type=="{PLACEMENT_SATISFIED}")].reason',
+            },
+            {
+                "name": "SelectedClusters",
+                "type": "integer",
+                "jsonPath": ".status.numberOfSelectedClusters",
+            },
+        ],
+        "PlacementDecision": [
+            {
+                "name": "Placement",
+                "type": "string",
+                "jsonPath": ".metadata.labels.cluster\\.open-cluster-management\\.io/placement",
+            },
+            _AGE,
+        ],
+        "AddOnPlacementScore": [
+            {"name": "ValidUntil", "type": "date", "jsonPath": ".status.validUntil"},
+            _AGE,
+        ],
+        "PodGroup": [
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
+            {"name": "Running", "type": "integer", "jsonPath": ".status.running"},
+            {"name": "Succeeded", "type": "integer", "jsonPath": ".status.succeeded"},
+            {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+            _AGE,
+        ],
+        "ElasticQuota": [
+            {"name": "Used", "type": "string", "jsonPath": ".status.used"},
+            {"name": "Max", "type": "string", "jsonPath": ".spec.max"},
+            _AGE,
+        ],
+    }
 
 
 def _describe(name: str, node: dict[str, Any]) -> None:
     """Give the fields of model `name` their descriptions (`crd_descriptions`), where the
     model has none of its own."""
+    from controllers.cli.crd_descriptions import FIELD_DESCRIPTIONS
+
     known = FIELD_DESCRIPTIONS.get(name, {})
     for field, sub in (node.get("properties") or {}).items():
         if "description" not in sub and field in known:
@@ -134,6 +137,9 @@ def _describe(name: str, node: dict[str, Any]) -> None:
 
 
 def _schema(cls: type[KubeObject]) -> dict[str, Any]:
+    from apis.crdvalidation import structural
+    from controllers.cli.crd_descriptions import TYPE_META
+
     raw = cls.model_json_schema(by_alias=True, mode="validation")
     defs = raw.pop("$defs", {})
     for name, node in [(cls.__name__, raw), *defs.items()]:
@@ -167,8 +173,9 @@ def build_crd(cls: type[KubeObject]) -> dict[str, Any]:
     }
     if cls.HAS_STATUS:
         version["subresources"] = {"status": {}}
-    if cls.KIND in PRINTER_COLUMNS:
-        version["additionalPrinterColumns"] = PRINTER_COLUMNS[cls.KIND]
+    columns = printer_columns()
+    if cls.KIND in columns:
+        version["additionalPrinterColumns"] = columns[cls.KIND]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -188,6 +195,9 @@ def crd_file_name(cls: type[KubeObject]) -> str:
 
 def render_all() -> dict[str, str]:
     """File name -> YAML text of every custom kind's CRD."""
+    from apis.registry import CUSTOM_KINDS
+    from controllers.cli.manifests import dump_yaml
+
     header = "# Generated by `python -m controllers.cli.crds` from the apis models. Do not edit.\n"
     return {crd_file_name(cls): header + dump_yaml([build_crd(cls)]) for cls in CUSTOM_KINDS}
 

@@ -17,20 +17,14 @@ from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
-from apis.placements import (
-    PLACEMENT_MISCONFIGURED,
-    PLACEMENT_SATISFIED,
-    Placement,
-    PlacementDecision,
-    is_disabled,
-)
 from controllers.cli.crds import config_dir
 from controllers.cli.tables import TABLE_WIDTH, fit, table
 
-# The hub, the embedded server and the client are imported where they are used: the command's
-# parser imports this module, and the offline verbs should not pay for them.
+# The models, the hub, the embedded server and the client are imported where they are used:
+# the command's parser imports this module, and `placement demo --help` should not pay for them.
 if TYPE_CHECKING:
+    from apis.cluster import ManagedCluster
+    from apis.placements import Placement, PlacementDecision
     from controllers.cli.common import Subparsers
     from controllers.embedded.apiserver import EmbeddedApiServer
     from controllers.hub.manager import Manager
@@ -54,6 +48,8 @@ CLOUDS = {"aws": "Amazon", "gcp": "Google", "azure": "Azure", "alibaba": "Alibab
 def demo_clusters(count: int = 180, seed: int = 7) -> list[ManagedCluster]:
     """`count` more clusters like the samples' (same labels, claims and sets), from a seed.
     Names continue each zone's numbering after the samples' (which stop at 3)."""
+    from apis.cluster import CLUSTER_SET_LABEL, ManagedCluster
+
     rng = random.Random(seed)
     zones = [
         (provider, region, zone)
@@ -128,6 +124,8 @@ def _report(
     """One row per decision group (at most `max_groups` per placement) within 120 columns:
     the clusters as `count: first names (+others)`; the message of each placement that is not
     satisfied follows the table."""
+    from apis.placements import PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED, is_disabled
+
     by_name = {pd.key: pd for pd in decisions}
     header = ["PLACEMENT", "REASON", "GROUP", "CLUSTERS"]
     rows: list[list[str]] = []
@@ -265,6 +263,9 @@ async def _show(
     timeout: float,
     generated: int,
 ) -> int:
+    from apis.cluster import ManagedCluster
+    from apis.placements import Placement, PlacementDecision
+
     clusters = (await gateway.list(ManagedCluster)).items
     placements = (await gateway.list(Placement)).items
     print(

@@ -25,14 +25,14 @@ from controllers.cli.common import (
     scheduling_objects,
 )
 from controllers.cli.tables import Cell, table
-from placement.explain import ExplainRow, explain_json, explain_rows, spread_weight
-from placement.scheduler import ScheduleResult
-from placement.simulate import simulate
-from placement.snapshot import FleetSnapshot
-from plugins import default_scheduler
 
+# The scheduling core is imported where it is used: `placement explain --help` builds its
+# parser without it (start-up time).
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
+    from placement.explain import ExplainRow
+    from placement.scheduler import ScheduleResult
+    from placement.snapshot import FleetSnapshot
 
 __all__ = ["add_parser", "explain_table"]
 
@@ -97,6 +97,8 @@ def explain_table(result: ScheduleResult, fleet: FleetSnapshot, wide: bool = Fal
     spec, a plugin error) one table says, for each cluster, which PLUGIN stopped it and why.
     `-o wide`: one table, one row per cluster with every filter's verdict, every score and the
     reason whole."""
+    from placement.explain import explain_rows, spread_weight
+
     rows = explain_rows(result, fleet)
     filters = [r.name.rsplit(",", 1)[-1] for r in result.filters]
     prioritizers = [f"{r.name}(x{r.weight})" for r in result.prioritizers]
@@ -146,6 +148,10 @@ def explain_table(result: ScheduleResult, fleet: FleetSnapshot, wide: bool = Fal
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    from placement.explain import explain_json
+    from placement.simulate import simulate
+    from plugins import default_scheduler
+
     namespace, _, name = args.placement.partition("/")
     results = simulate(
         scheduling_objects(args.filename, args.validate),

@@ -15,8 +15,8 @@ import argparse
 import math
 from dataclasses import dataclass
 
-from apis.configmodel import MAX_DURATION_SECONDS, go_duration_seconds
-from apis.schedulerconfig import MAX_LEASE_DURATION_SECONDS, lease_duration_problem
+# The configuration models (pydantic) are imported where a flag is read, not at the top: the
+# parser of `run` and `scheduler run` is built without them (start-up time).
 
 __all__ = ["LeaseTiming", "add_lease_flags", "lease_timing"]
 
@@ -39,6 +39,7 @@ class LeaseTiming:
         )
         # here, not at the top: the leader module brings the Kubernetes client, which the
         # command line must not import to build its parser (start-up time)
+        from apis.schedulerconfig import MAX_LEASE_DURATION_SECONDS, lease_duration_problem
         from controllers.runtime.leader import LeaderConfig
 
         if chosen[0] > MAX_LEASE_DURATION_SECONDS:
@@ -61,6 +62,8 @@ class LeaseTiming:
 
 def _duration(text: str) -> float:
     """A Go duration, or a number of seconds within one (not nan, not inf)."""
+    from apis.configmodel import MAX_DURATION_SECONDS, go_duration_seconds
+
     try:
         seconds = float(text)
         if not math.isfinite(seconds) or abs(seconds) > MAX_DURATION_SECONDS:

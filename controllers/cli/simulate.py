@@ -14,12 +14,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from apis.placements import (
-    DISABLE_ANNOTATION,
-    PLACEMENT_MISCONFIGURED,
-    PLACEMENT_SATISFIED,
-    Placement,
-)
 from controllers.cli.common import (
     EXIT_OK,
     add_manifest_options,
@@ -28,11 +22,13 @@ from controllers.cli.common import (
     scheduling_objects,
 )
 from controllers.cli.tables import TABLE_WIDTH, Cell, fit, table
-from placement.simulate import Simulated, simulate
-from plugins import default_scheduler
 
+# The models and the scheduling core are imported where they are used: `placement simulate
+# --help` builds its parser without them (start-up time).
 if TYPE_CHECKING:
+    from apis.placements import Placement
     from controllers.cli.common import Subparsers
+    from placement.simulate import Simulated
 
 __all__ = ["add_parser", "simulate_table"]
 
@@ -77,6 +73,8 @@ def _groups(item: Simulated) -> list[str]:
 
 def _row(item: Simulated) -> tuple[list[Cell], str]:
     """The placement's row (without its message), and its message."""
+    from apis.placements import DISABLE_ANNOTATION, PLACEMENT_MISCONFIGURED, PLACEMENT_SATISFIED
+
     placement = item.placement
     clusters = [d.cluster_name for pd in item.decisions if pd.status for d in pd.status.decisions]
     satisfied = _condition(placement, PLACEMENT_SATISFIED)
@@ -121,6 +119,9 @@ def simulate_table(results: list[Simulated], wide: bool = False) -> str:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    from placement.simulate import simulate
+    from plugins import default_scheduler
+
     objects = scheduling_objects(args.filename, args.validate)
     results = simulate(objects, default_scheduler(), parse_now(args.now))
     if args.output in ("table", "wide"):

@@ -17,17 +17,14 @@ import sys
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from apis.cluster import ManagedClusterSet
-from apis.placements import Placement
-from apis.registry import KINDS
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, add_filename, print_warnings
-from controllers.cli.manifests import LoadedObject, LoadError, LoadResult, load_paths
-from controllers.cli.placement_checks import placement_spec_problems
-from placement.cel import CelCompileError, compile_selector
-from placement.selectors import selector_problems
 
+# The models, the manifest reader, the CEL compiler and the selectors are imported where they
+# are used: `placement validate --help` builds its parser without them (start-up time).
 if TYPE_CHECKING:
+    from apis.placements import Placement
     from controllers.cli.common import Subparsers
+    from controllers.cli.manifests import LoadedObject, LoadResult
 
 __all__ = ["add_parser"]
 
@@ -79,12 +76,16 @@ def _skipped(result: LoadResult) -> Counter[str]:
 def _typo(api_version: str, kind: str) -> bool:
     """An unknown kind that is a mistake, not a kind we have no model for: a kind of ours under
     another apiVersion, any other kind in one of our groups, a kustomization."""
+    from apis.registry import KINDS
+
     group = api_version.rpartition("/")[0]
     modelled = {known for _, known in KINDS}
     return kind in modelled or group in OWN_GROUPS or group == KUSTOMIZE_GROUP
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from controllers.cli.manifests import load_paths
+
     result = load_paths(args.filename, args.validate)
     _check_selectors(result)
     skipped = _skipped(result)
@@ -107,6 +108,12 @@ def _check_selectors(result: LoadResult) -> None:
     """Move every Placement or ManagedClusterSet whose selectors the controller could not build
     from the objects to the errors: one error per document, one problem per expression or
     requirement, in document order."""
+    from apis.cluster import ManagedClusterSet
+    from apis.placements import Placement
+    from controllers.cli.manifests import LoadError
+    from controllers.cli.placement_checks import placement_spec_problems
+    from placement.selectors import selector_problems
+
     kept: list[LoadedObject] = []
     for loaded in result.objects:
         obj = loaded.obj
@@ -132,6 +139,8 @@ def _check_selectors(result: LoadResult) -> None:
 
 
 def _placement_selector_problems(placement: Placement) -> list[str]:
+    from placement.selectors import selector_problems
+
     problems = []
     for i, predicate in enumerate(placement.spec.predicates or []):
         selector = predicate.required_cluster_selector
@@ -153,6 +162,8 @@ def _placement_selector_problems(placement: Placement) -> list[str]:
 
 
 def _cel_problems(placement: Placement) -> list[str]:
+    from placement.cel import CelCompileError, compile_selector
+
     problems = []
     for i, predicate in enumerate(placement.spec.predicates or []):
         selector = predicate.required_cluster_selector

@@ -87,3 +87,79 @@ def test_version_is_looked_up_when_asked() -> None:
     out = help_of(["--version"])
     assert out.startswith("placement ") and len(out.split()) == 2
     assert out.count("\n") == 1
+
+
+def tops(modules: set[str], *names: str) -> set[str]:
+    """The modules of `modules` under one of the packages `names` (`apis` for `apis.meta`)."""
+    return {m for m in modules if m.split(".")[0] in names or m in names}
+
+
+# What each verb's `--help` may not import: the engines and models it only needs to work. The
+# pod engine (numpy, `placement.pods.engine`), the hub scheduler (`placement.scheduler`), the
+# models (pydantic, `apis.*` but the plain-Python name rules) and the client.
+ENGINES = ("numpy", "placement.pods.engine", "placement.scheduler", "placement.framework")
+MODELS = ("pydantic", "apis.meta", "apis.registry", "apis.cluster", "apis.placements")
+CLIENT = ("kubernetes_asyncio", "aiohttp", "controllers.kube.gateway")
+CHEAP_HELP: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("validate",): ENGINES + MODELS + CLIENT,
+    ("simulate",): ENGINES + MODELS + CLIENT,
+    ("explain",): ENGINES + MODELS + CLIENT,
+    ("run",): ENGINES + MODELS + CLIENT,
+    ("webhook", "run"): ENGINES + MODELS + CLIENT,
+    ("webhook", "certs"): ENGINES + MODELS + CLIENT,
+    ("demo",): ENGINES + MODELS + CLIENT,
+    # the scheduler's parser shows its configuration's defaults (placement.pods.settings,
+    # which brings the pod framework and numpy): only the client is out of reach here
+    ("scheduler", "run"): CLIENT,
+    ("scheduler", "simulate"): CLIENT,
+}
+
+
+@pytest.mark.parametrize("words", list(CHEAP_HELP), ids=[" ".join(w) for w in CHEAP_HELP])
+def test_a_verbs_help_imports_no_engine_model_or_client(words: tuple[str, ...]) -> None:
+    modules = imported_by(*words, "--help")
+    refused = CHEAP_HELP[words]
+    assert {m for m in modules if m in refused or m.split(".")[0] in refused} == set()
+
+
+def test_the_top_level_help_imports_no_model_and_no_client() -> None:
+    modules = imported_by("--help")
+    assert tops(modules, "apis", "placement", "plugins", *CLIENT) == set()
+    assert {m for m in modules if m.startswith("controllers.")} <= {
+        "controllers.cli",
+        "controllers.cli.main",
+        "controllers.cli.exits",
+    }
+
+
+def test_one_model_module_does_not_import_every_kind() -> None:
+    # `apis` exports its names lazily: the name rules (plain Python) and one kind's module
+    # come without the others, and the package's names still resolve
+    code = (
+        "import json, sys\n"
+        "import apis.names\n"
+        "first = sorted(sys.modules)\n"
+        "from apis import ManagedCluster, parse_object\n"
+        "import placement.pods.requests\n"
+        "print(json.dumps([first, sorted(sys.modules), ManagedCluster.KIND]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    first, after, kind = json.loads(done.stdout)
+    assert kind == "ManagedCluster"
+    assert tops(set(first), "pydantic") == set()
+    assert "apis.placements" not in first and "apis.cluster" in after
+    assert "numpy" not in after and "placement.pods.engine" not in after
+
+
+def test_the_lazy_packages_list_what_they_export() -> None:
+    import apis
+    import placement.pods
+
+    for package in (apis, placement.pods):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, (package.__name__, name)
+        assert set(package.__all__) <= set(dir(package))
+        with pytest.raises(AttributeError):
+            package.no_such_name  # noqa: B018
