@@ -40,6 +40,7 @@ SET_LABEL = f"{GROUP}/clusterset"
 PLACEMENT_LABEL = f"{GROUP}/placement"
 NAMESPACE = "hub-start"
 SET_NAME = "hub-start"
+OCM_NS = "open-cluster-management-hub"  # where OCM's controller says it runs
 GUARD = 300.0  # seconds a controller may take to decide everything
 
 __all__ = ["Timeline", "cluster_docs", "decided", "main", "placement_docs"]
@@ -236,7 +237,7 @@ def commands(
     ours = [*command, "run", "--kubeconfig", str(kubeconfig), "--debug-addr", ""]
     ours += ["--http-addr", f"127.0.0.1:{ours_port}"]
     ocm = [str(assets / "ocm-placement"), "controller", "--kubeconfig", str(kubeconfig)]
-    ocm += ["--disable-leader-election", "--namespace", "open-cluster-management-hub"]
+    ocm += ["--disable-leader-election", "--namespace", OCM_NS]
     ocm += [f"--kube-api-qps={args.qps}", f"--kube-api-burst={args.burst}"]
     ocm += ["--listen", f"127.0.0.1:{ocm_port}"]
     return {
@@ -246,8 +247,8 @@ def commands(
 
 
 def _clear(plane: Any) -> None:
-    for kind in ("placements", "placementdecisions"):
-        plane.kubectl("delete", kind, "--all", "-n", NAMESPACE, "--wait=true", timeout=300)
+    kinds = "placements,placementdecisions"
+    plane.kubectl("delete", kinds, "--all", "-n", NAMESPACE, "--wait=true", timeout=300)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -258,20 +259,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         plane.kubectl("apply", "-k", str(ROOT / "config" / "crds"))
         plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        plane.kubectl("create", "namespace", "open-cluster-management-hub")
-        plane.kubectl("create", "-f", "-", input=as_list(set_docs()))
-        plane.kubectl("create", "-f", "-", input=as_list(cluster_docs(args.clusters)), timeout=600)
+        ocm_namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OCM_NS}}
+        fleet = [ocm_namespace, *set_docs(), *cluster_docs(args.clusters)]
+        plane.kubectl("create", "-f", "-", input=as_list(fleet), timeout=600)
         api = _Api(plane.url, plane.ca_file, TOKEN)
         env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")}
         timelines: list[Timeline] = []
         for round_ in range(args.rounds):
             for name in ("ours", "ocm"):
+                if timelines:  # the previous round's placements and decisions go first
+                    _clear(plane)
                 argv, ready_url = commands(plane.kubeconfig, plane.assets, args)[name]
                 docs = placement_docs(args.placements, args.select)
                 plane.kubectl("create", "-f", "-", input=as_list(docs), timeout=300)
                 logs = folder / f"{name}-{round_}.log"
                 timelines.append(time_start(name, argv, ready_url, api, args.placements, logs, env))
-                _clear(plane)
     finally:
         plane.stop()
     return {

@@ -55,7 +55,7 @@ def test_the_table_shows_medians_and_every_run() -> None:
 
 @pytest.mark.skipif(not os.environ.get("KUBEBUILDER_ASSETS"), reason="needs a real control plane")
 def test_both_controllers_start_decide_and_stop_on_a_real_apiserver() -> None:
-    argv = ["--clusters", "20", "--placements", "3", "--select", "2", "--rounds", "1"]
+    argv = ["--clusters", "10", "--placements", "2", "--select", "2", "--rounds", "1"]
     done = subprocess.run(
         [sys.executable, "-m", "perf.hub_start", *argv],
         cwd=ROOT,
