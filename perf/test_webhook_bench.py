@@ -26,8 +26,9 @@ from typing import Any
 import aiohttp
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from controllers.addons.webhook import MUTATE_PATH, SpotWebhook, WebhookServer
+from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import ReloadingContext, mint, write_bundle
+from controllers.addons.webhook_server import WebhookServer
 from placement.pods.ledger import Ledger
 from tests.controllers.addons.test_webhook import (
     M,

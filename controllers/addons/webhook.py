@@ -18,10 +18,9 @@ and the place is given back at once. An answer not ready within `deadline` secon
 answer that reaches the API server therefore never holds a place another pod needed. `AnswerDelay`
 holds answers for tests (fault injection: `placement webhook run --fault-delay`).
 
-`WebhookServer` serves `POST /mutate` plus `/healthz` and `/readyz` on HTTPS (the kubelet
-probes with `scheme: HTTPS`); the certificate files are checked every `reload_interval` and
-reloaded when they change. Metrics (admissions by decision, latency histogram, reservation
-conflicts) are served on the plain `--http-addr` with the runtime's probes.
+`controllers.addons.webhook_server` serves it over HTTPS. Metrics (admissions by decision,
+latency histogram, reservation conflicts) are served on the plain `--http-addr` with the
+runtime's probes.
 """
 
 from __future__ import annotations
@@ -36,20 +35,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from aiohttp import web
-
-from controllers.addons.webhook_certs import ReloadingContext
 from controllers.addons.webhook_input import (
-    MAX_DEPTH,
     log_decision,
-    parse_review,
     pod_problems,
     with_identity,
 )
 from controllers.addons.webhook_metrics import WebhookMetrics
 from controllers.addons.webhook_state import LeaseReservations, WorkloadSource
 from controllers.kube.errors import ApiError
-from controllers.runtime.http import MAX_BODY_BYTES, parse_address
 from placement.pods.ledger import Ledger, Settlement
 from placement.pods.mutation import (
     Capacity,
@@ -69,7 +62,6 @@ __all__ = [
     "AnswerDelay",
     "SpotWebhook",
     "WebhookMetrics",
-    "WebhookServer",
 ]
 
 log = logging.getLogger(__name__)
@@ -394,93 +386,3 @@ class SpotWebhook:
         self.ledger.adopt(key, settlement, self.clock())
         self._settled.update(dict.fromkeys(settlement.granted, True))
         self._settled.update(dict.fromkeys(settlement.refused, False))
-
-
-Ready = Callable[[], tuple[bool, str]]
-
-
-def _connected(request: web.Request) -> bool:
-    """Whether the caller still waits for the answer (the API server hangs up at its
-    `timeoutSeconds`)."""
-    transport = request.transport
-    return transport is not None and not transport.is_closing()
-
-
-class WebhookServer:
-    """HTTPS: `POST /mutate`, `GET /healthz`, `GET /readyz`."""
-
-    def __init__(
-        self,
-        webhook: SpotWebhook,
-        tls: ReloadingContext,
-        *,
-        address: str = ":8443",
-        ready: Ready = lambda: (True, ""),
-        reload_interval: float = 2.0,
-    ) -> None:
-        self.webhook = webhook
-        self.tls = tls
-        self.host, self.port = parse_address(address)
-        self.ready = ready
-        self.reload_interval = reload_interval
-        self._runner: web.AppRunner | None = None
-        self._reloader: asyncio.Task[None] | None = None
-
-    async def start(self) -> str:
-        """Listen (port 0: a free one); the bound `host:port` back."""
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
-        app.router.add_post(MUTATE_PATH, self._mutate)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        # A caller that hangs up (the API server at its timeoutSeconds) cancels its handler:
-        # the place its answer held is given back at once, not when the answer is ready.
-        runner = web.AppRunner(
-            app, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
-        )
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.context)
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        host, port = runner.addresses[0][:2]
-        self.port = port
-        self._reloader = asyncio.create_task(self._reload_loop(), name="webhook cert reload")
-        log.info("spot webhook listening on https://%s:%s%s", host, port, MUTATE_PATH)
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-    async def stop(self) -> None:
-        if self._reloader is not None:
-            self._reloader.cancel()
-            await asyncio.wait({self._reloader})
-            self._reloader = None
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
-
-    async def _reload_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.reload_interval)
-            self.tls.reload_if_changed()
-
-    async def _mutate(self, request: web.Request) -> web.Response:
-        try:
-            doc, truncated = parse_review(await request.text())
-            deep = f"the review is nested deeper than {MAX_DEPTH} levels" if truncated else None
-            answer = await self.webhook.answer(
-                doc, refuse=deep, connected=lambda: _connected(request)
-            )
-        except ValueError as exc:  # JSONDecodeError too
-            return web.Response(status=400, text=f"bad admission review: {exc}")
-        if answer is None:  # nobody reads it
-            return web.Response(status=503, text="the client hung up before the answer")
-        return web.json_response(answer)
-
-    async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _readyz(self, _: web.Request) -> web.Response:
-        ready, detail = self.ready()
-        return web.Response(status=200 if ready else 503, text=detail or ("ok" if ready else ""))

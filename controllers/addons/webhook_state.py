@@ -248,6 +248,15 @@ class ClusterView:
         for informer in self.informers:
             await informer.wait_synced(timeout)
 
+    async def synced_unless(self, stop: asyncio.Event) -> bool:
+        """Wait for the informers' first lists (True) or `stop` (False), whichever first."""
+        synced = asyncio.ensure_future(self.wait_synced())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (synced, stopping):
+            task.cancel()
+        return synced.done() and not synced.cancelled() and synced.exception() is None
+
     @property
     def synced(self) -> bool:
         return all(informer.synced for informer in self.informers)

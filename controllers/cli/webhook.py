@@ -37,7 +37,6 @@ from apis.names import (
 from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
-    from controllers.addons.webhook_state import ClusterView
     from controllers.cli.common import Subparsers
 
 __all__ = ["add_parser", "parse_toleration"]
@@ -371,9 +370,9 @@ async def _run(args: argparse.Namespace) -> int:
         AnswerDelay,
         SpotWebhook,
         WebhookMetrics,
-        WebhookServer,
     )
     from controllers.addons.webhook_certs import ReloadingContext
+    from controllers.addons.webhook_server import WebhookServer
     from controllers.addons.webhook_state import ClusterView, LeaseReservations
     from controllers.kube.config import ClusterAccess, find_access
     from controllers.kube.gateway import Gateway
@@ -434,7 +433,7 @@ async def _run(args: argparse.Namespace) -> int:
             await http.start()
             # Answer only once the caches hold the cluster: an empty pod cache would count
             # no on-demand pod and grant places the running pods already hold.
-            if not await _synced_or_stopped(view, stop):
+            if not await view.synced_unless(stop):
                 return EXIT_OK
             await server.start()
         except OSError as exc:
@@ -447,13 +446,3 @@ async def _run(args: argparse.Namespace) -> int:
         await http.stop()
         await view.stop()
         await gateway.close()
-
-
-async def _synced_or_stopped(view: ClusterView, stop: asyncio.Event) -> bool:
-    """Wait for the informers' first lists (True) or a stop signal (False)."""
-    synced = asyncio.ensure_future(view.wait_synced())
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({synced, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    for task in (synced, stopping):
-        task.cancel()
-    return synced.done() and not synced.cancelled() and synced.exception() is None

@@ -25,8 +25,9 @@ import pytest_asyncio
 
 from apis.core import Pod
 from apis.registry import parse_as
-from controllers.addons.webhook import MUTATE_PATH, SpotWebhook, WebhookServer
+from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import ReloadingContext, mint, write_bundle
+from controllers.addons.webhook_server import WebhookServer
 from controllers.addons.webhook_state import ClusterView, LeaseReservations
 from placement.pods.ledger import Ledger
 from placement.pods.mutation import (

@@ -21,9 +21,9 @@ from controllers.addons.webhook import (
     MUTATE_PATH,
     AnswerDelay,
     SpotWebhook,
-    WebhookServer,
 )
 from controllers.addons.webhook_certs import ReloadingContext, mint, write_bundle
+from controllers.addons.webhook_server import WebhookServer
 from controllers.addons.webhook_state import LeaseReservations
 from controllers.cli import webhook as cli_webhook
 from controllers.cli.main import build_parser

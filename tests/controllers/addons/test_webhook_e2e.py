@@ -29,8 +29,9 @@ from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.core import Pod
 from apis.registry import parse_as, parse_object
 from apis.workloads import Deployment, ReplicaSet, StatefulSet
-from controllers.addons.webhook import MUTATE_PATH, SpotWebhook, WebhookServer
+from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import CertBundle, ReloadingContext, mint, write_bundle
+from controllers.addons.webhook_server import WebhookServer
 from controllers.addons.webhook_state import ClusterView, LeaseReservations
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.errors import ServerError
