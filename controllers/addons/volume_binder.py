@@ -10,8 +10,8 @@ makes them (kube 1.36):
   its `pv.kubernetes.io/bind-completed` and `bound-by-controller` annotations, both phases
   `Bound`), as it does for kube-scheduler;
 * then the pod's binding waits until each claim is fully bound — `volumeName` naming the volume
-  and `bind-completed` set — read from the API every `poll` seconds (kube's `checkBindings`
-  reads its informers' latest objects once a second), up to the plugin's `bindTimeoutSeconds`
+  and `bind-completed` set — read from the informers every `poll` seconds (as kube's
+  `checkBindings` reads its informers' latest objects), up to the plugin's `bindTimeoutSeconds`
   (600 s by default). It fails, and the pod goes back to the queue, when the volume's
   claimRef is reset, the claim is bound to another volume, the pod is gone, or the time is up.
 
@@ -74,9 +74,14 @@ class VolumeBinder:
         for claim_key, claim_uid, volume in action.claims:
             namespace, name = _split(claim_key)
             if not claim_uid:
-                claim = await self._gateway.get(PersistentVolumeClaim, name, namespace)
+                claim = self._claim(claim_key)
                 claim_uid = claim.metadata.uid or ""
-            pv = await self._gateway.get(PersistentVolume, volume)
+            # The informer's volume, as kube's assume cache: its resourceVersion is the write's
+            # precondition, so a stale copy is a conflict (the pod is tried again), never a
+            # lost write.
+            pv = self._lookup(PersistentVolume.KIND, volume)
+            if not isinstance(pv, PersistentVolume):
+                raise VolumeBindError(f'persistentvolume "{volume}" not found')
             ref = pv.spec.claim_ref if pv.spec else None
             mine = ref is not None and (ref.namespace, ref.name) == (namespace, name)
             if mine and ref is not None and ref.uid in (None, "", claim_uid):
@@ -100,6 +105,13 @@ class VolumeBinder:
             written[volume] = updated.metadata.resource_version or ""
         return written
 
+    def _claim(self, key: str) -> PersistentVolumeClaim:
+        """The claim as the informer holds it (kube's `checkBindings` reads its informers)."""
+        cached = self._lookup(PersistentVolumeClaim.KIND, key)
+        if not isinstance(cached, PersistentVolumeClaim):
+            raise VolumeBindError(f'persistentvolumeclaim "{key}" not found')
+        return cached
+
     async def wait_bound(self, action: BindVolumes, written: dict[str, str]) -> str | None:
         """Wait until the PV controller has bound every claim; None then, else why not."""
         loop = asyncio.get_running_loop()
@@ -107,7 +119,7 @@ class VolumeBinder:
         while True:
             try:
                 problem, done = await self._check(action, written)
-            except ApiError as exc:
+            except (ApiError, VolumeBindError) as exc:
                 problem, done = str(exc), False
             if problem is not None:
                 return f"binding volumes: {problem}"
@@ -130,8 +142,7 @@ class VolumeBinder:
                 ref = pv.spec.claim_ref if pv.spec else None
                 if ref is None or not ref.uid:
                     return f'claimRef got reset for pv "{volume}"', False
-            namespace, name = _split(claim_key)
-            claim = await self._gateway.get(PersistentVolumeClaim, name, namespace)
+            claim = self._claim(claim_key)
             bound_to = claim.spec.volume_name if claim.spec else None
             if bound_to and bound_to != volume:
                 return f'claim "{claim_key}" is bound to volume "{bound_to}"', False

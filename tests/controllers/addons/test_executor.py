@@ -5,6 +5,7 @@ events recorded, the writes of one pod kept in order, and back-pressure."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from controllers.addons.executor import ActionExecutor, disruption_patch, pod_st
 from controllers.addons.gateway import PodGateway
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
+from controllers.kube.errors import ApiError
 from placement.pods.events import (
     BindPod,
     BindResult,
@@ -61,6 +63,7 @@ class Rig:
         self.gateway = gateway
         self.results: list[BindResult] = []
         self.objects: dict[tuple[str, str], KubeObject] = {}
+        self._refreshers: list[asyncio.Task[None]] = []
         self.recorder = EventEmitter(gateway, controller="ocm-pod-scheduler", wall=lambda: WALL)
         self.executor = ActionExecutor(
             gateway,
@@ -80,6 +83,22 @@ class Rig:
         await self.executor.drain(5)
         await self.recorder.flush()
 
+    async def cache(self, *objects: KubeObject) -> None:
+        """Keep `objects` in the lookup as the scheduler's informers would: read again from
+        the server every 20 ms until the rig closes."""
+
+        async def refresh() -> None:
+            while True:
+                for obj in objects:
+                    with contextlib.suppress(ApiError):
+                        fresh = await self.gateway.get(type(obj), obj.name, obj.namespace)
+                        self.objects[(obj.KIND, obj.key)] = fresh
+                await asyncio.sleep(0.02)
+
+        for obj in objects:
+            self.objects[(obj.KIND, obj.key)] = obj
+        self._refreshers.append(asyncio.create_task(refresh()))
+
 
 @asynccontextmanager
 async def rig() -> AsyncIterator[Rig]:
@@ -87,12 +106,15 @@ async def rig() -> AsyncIterator[Rig]:
     await server.start()
     gateway = SlowPatches(await new_api_client(ClusterAccess(url=server.url)), backoff=0.01)
     gateway.requests = []
+    rig = Rig(server, gateway)
     try:
         await ensure_namespaces(gateway, ["team"])
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
         await gateway.create(parse_as(Node, node))
-        yield Rig(server, gateway)
+        yield rig
     finally:
+        for task in rig._refreshers:
+            task.cancel()
         await gateway.close()
         await server.stop()
 
