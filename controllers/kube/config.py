@@ -16,11 +16,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from kubernetes_asyncio import client, config
+from typing import TYPE_CHECKING, Any
 
 from controllers.kube.yamlfiles import YamlFileError, decode_single_document
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client, config
+else:  # the client without its generated models (controllers.kube.client_import)
+    from controllers.kube.client_import import load
+
+    client, config = load()
 
 __all__ = [
     "DEFAULT_KUBECONFIG",

@@ -1,13 +1,12 @@
 """The one I/O seam to Kubernetes (docs/architecture.md): async, over kubernetes-asyncio's
-`ApiClient`, typed with our `apis` models in and out.
+`ApiClient` (without its generated models: `controllers.kube.client_import`), typed with our
+`apis` models in and out.
 
 The verbs live here: which URL path, query and body each one sends, which of them are reads
 (retried) and which are writes (never retried), and how the answers become models (`ListResult`,
 `WatchEvent`, the kind asked for). How a request travels and fails is `controllers.kube.transport`.
-
-`observe_requests`, when set, hears the method and status code of every request (the controller
-runtime counts them as `rest_client_requests_total`).
-"""
+`observe_requests`, when set, hears the method and status code of every request (the runtime
+counts them as `rest_client_requests_total`)."""
 
 from __future__ import annotations
 
@@ -15,11 +14,10 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
-from kubernetes_asyncio import client
 
 from apis.core import Binding, Eviction, ObjectReference, Pod
 from apis.errors import ObjectValidationError
@@ -38,6 +36,9 @@ from controllers.kube.transport import (
     retry_read,
 )
 from controllers.kube.unreadable import Unreadable, read_event, read_items
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client
 
 __all__ = [
     "EventType",

@@ -28,12 +28,11 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
-from kubernetes_asyncio import client
 from yarl import URL
 
 from controllers.kube.errors import (
@@ -43,6 +42,9 @@ from controllers.kube.errors import (
     TransportError,
     error_from_status,
 )
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client
 
 __all__ = [
     "NO_RESPONSE_CODE",
