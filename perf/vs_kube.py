@@ -1,6 +1,6 @@
 """Our pod scheduler side by side with kube-scheduler on one real kube-apiserver.
 
-    python -m perf.vs_kube                    # every shape, both modes, 2 rounds (~25 min)
+    python -m perf.vs_kube                    # every shape, both modes, 2 rounds (~40 min)
     python -m perf.vs_kube --quick            # smaller sizes (~10 min)
     python -m perf.vs_kube --smoke            # tiny sizes, one round: the harness runs
     python -m perf.vs_kube --shapes SchedulingBasic --rounds 3 --out perf/results-vs-kube
@@ -102,8 +102,10 @@ async def side_by_side(
     limit: float,
     interrupted: bool,
     progress: Any = None,
+    save: Any = None,
 ) -> dict[str, Any]:
-    """Every run (module docstring); `progress(text)` is told what runs next."""
+    """Every run (module docstring); `progress(text)` is told what runs next, `save(result)`
+    gets the result so far after each run (an interrupted run keeps what it measured)."""
     from perf.vs_kube_run import KUBE, OURS, QPS, Bench
 
     say = progress or (lambda text: None)
@@ -111,6 +113,16 @@ async def side_by_side(
     bench = Bench.start()
     runs: list[dict[str, Any]] = []
     stops: list[dict[str, Any]] = []
+    result = {
+        "sizes": {s: SIZES[mode][s] for s in shapes},
+        "settings": {
+            "kube-scheduler": f"v1.36 from KUBEBUILDER_ASSETS, clientConnection qps/burst {QPS}",
+            "ours": "placement scheduler run --config (the same file), no client-side limit",
+        },
+        "runs": runs,
+        "interrupted": stops,
+    }
+    keep = save or (lambda result: None)
     try:
         await bench.open()
         for r in range(rounds):
@@ -122,22 +134,16 @@ async def side_by_side(
                         out = await bench.run(name, w, how, limit)
                         out.update(round=r, nodes=len(w.nodes), before=len(w.before))
                         runs.append(out)
+                        keep(result)
         if interrupted:
             w = world("SchedulingWithPVs", *SIZES[mode]["SchedulingWithPVs"])
             for name in (OURS, KUBE):
                 say(f"SIGTERM mid-run: {name}")
                 stops.append(await _interrupted(bench, name, w, limit))
+                keep(result)
     finally:
         await bench.close()
-    return {
-        "sizes": {s: SIZES[mode][s] for s in shapes},
-        "settings": {
-            "kube-scheduler": f"v1.36 from KUBEBUILDER_ASSETS, clientConnection qps/burst {QPS}",
-            "ours": "placement scheduler run --config (the same file), no client-side limit",
-        },
-        "runs": runs,
-        "interrupted": stops,
-    }
+    return result
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -152,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--rounds", type=int, default=None, help="default 2 (smoke: 1)")
-    parser.add_argument("--limit", type=float, default=300.0, help="seconds per run at most")
+    parser.add_argument("--limit", type=float, default=240.0, help="seconds per run at most")
     parser.add_argument(
         "--no-interrupted", action="store_true", help="skip the SIGTERM-mid-run check"
     )
@@ -187,21 +193,21 @@ def main(argv: list[str] | None = None) -> int:
     def say(text: str) -> None:
         print(f"[{time.perf_counter() - began:6.0f} s] {text}", file=sys.stderr, flush=True)
 
-    result = asyncio.run(
-        side_by_side(
-            mode, args.shapes, args.modes, rounds, args.limit, not args.no_interrupted, say
-        )
-    )
     from perf.harness import machine
 
-    result["header"] = {
-        "run": f"{mode}, {rounds} rounds",
-        "started": started,
-        "took": f"{time.perf_counter() - began:.0f} s",
-        "machine": machine(),
-    }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "vs-kube.json").write_text(json.dumps(result, indent=1))
+    header = {"run": f"{mode}, {rounds} rounds", "started": started, "machine": machine()}
+
+    def save(result: dict[str, Any]) -> None:
+        result["header"] = {**header, "took": f"{time.perf_counter() - began:.0f} s"}
+        (out / "vs-kube.json").write_text(json.dumps(result, indent=1))
+
+    result = asyncio.run(
+        side_by_side(
+            mode, args.shapes, args.modes, rounds, args.limit, not args.no_interrupted, say, save
+        )
+    )
+    save(result)
     report = write(out, result)
     print(f"report: {report}")
     # kube-scheduler's problems are reported, not ours to fail on (PreemptionBasic: kube may

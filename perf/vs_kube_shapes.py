@@ -48,12 +48,12 @@ SHAPES = (
 
 SIZES: dict[str, dict[str, tuple[int, int, int]]] = {  # nodes, running before, measured
     "full": {
-        "SchedulingBasic": (500, 500, 2_000),
+        "SchedulingBasic": (500, 250, 1_500),
         "SchedulingPodAntiAffinity": (500, 100, 300),
-        "TopologySpreading": (500, 500, 2_000),
+        "TopologySpreading": (500, 250, 1_500),
         "PreemptionBasic": (300, 4, 300),  # before: per node
-        "SchedulingWithPVs": (500, 0, 800),
-        "MixedPriorities": (500, 500, 2_000),
+        "SchedulingWithPVs": (300, 0, 300),
+        "MixedPriorities": (500, 250, 1_500),
     },
     "quick": {
         "SchedulingBasic": (200, 200, 800),
