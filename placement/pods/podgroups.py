@@ -1,5 +1,5 @@
 """The PodGroup status rule: a gang's phase and counters, as the coscheduling design's PodGroup
-controller keeps them (reference/pod-level.md §1.6), with the members counted per namespace.
+controller keeps them (docs/gangs-and-quotas.md), with the members counted per namespace.
 
 The anchor's controller moves a group one step per reconcile and relies on the watch echo of its
 own write for the next step. The rule here runs those same steps until none applies, so one

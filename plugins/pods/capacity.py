@@ -1,5 +1,5 @@
 """`CapacityScheduling`: ElasticQuota min / max per namespace, borrowing, and quota-aware
-preemption (the capacity scheduling KEP, DESIGN §8, reference/pod-level.md §2).
+preemption (the capacity scheduling KEP; docs/gangs-and-quotas.md).
 
 Each namespace with an ElasticQuota is guaranteed its `min` and may borrow the unused `min` of
 the others up to its own `max`. This class is the plugin: its extension points and preemption

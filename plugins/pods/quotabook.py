@@ -1,5 +1,5 @@
 """The quota book of `CapacityScheduling`: per namespace, the ElasticQuota in force and the
-pods counted against it, kept from cluster events (DESIGN §8, reference/pod-level.md §2.3).
+pods counted against it, kept from cluster events (docs/gangs-and-quotas.md).
 
 No framework calls here: the plugin feeds the book events and asks it questions.
 

@@ -1,6 +1,6 @@
 """The quota preemptor of `CapacityScheduling`: for one preemptor in one cycle, which pods the
 quota rules let it evict, whether its quota is met once they go, and the victims beyond the
-chosen node's that quota headroom still needs (reference/pod-level.md §2.3, DESIGN §8).
+chosen node's that quota headroom still needs (docs/gangs-and-quotas.md).
 
 The rules, decided once per preemptor as the anchor does (nominated pods counted as PreFilter
 counts them, the quota's leaving pods still counted):
