@@ -298,11 +298,11 @@ class Bench:
             server_cpu = [_cpu_seconds(p) or 0.0 if p else 0.0 for p in servers]
             if mode == "during":
                 out["ready_s"] = round(await self._ready(scheduler, limit), 3)
+                cpu_from = scheduler.cpu()  # it schedules while the pods are created
                 created = time.perf_counter()
                 await post_all(self.plane.url, measured, tls=self.tls, token=TOKEN)
                 out["created_s"] = round(time.perf_counter() - created, 3)
                 window_from = created - scheduler.spawned
-                cpu_from = scheduler.cpu()
             while len(watch.bound) < world.expected and scheduler.popen.poll() is None:
                 if time.perf_counter() - scheduler.spawned > limit:
                     break
