@@ -116,13 +116,13 @@ def test_watch_decodes_only_the_lines_that_change_the_count() -> None:
     node, and a deleted other pod as evicted; a line of a pod without a node is not decoded."""
     import json
 
-    from perf.child_kube import _Watch
+    from perf.child_kube import BindWatch
 
     def line(kind: str, name: str, node: str | None) -> bytes:
         pod = {"metadata": {"namespace": "ns", "name": name}, "spec": {"nodeName": node}}
         return json.dumps({"type": kind, "object": pod}).encode()
 
-    watch = _Watch({"ns/a", "ns/b"})
+    watch = BindWatch({"ns/a", "ns/b"})
     watch._line(line("ADDED", "a", None))
     watch._line(line("MODIFIED", "a", None))
     assert (watch.bound, watch.parsed) == ({}, 0)
