@@ -18,7 +18,7 @@ from controllers.runtime.http import MAX_BODY_BYTES, parse_address
 
 __all__ = ["Ready", "WebhookServer"]
 
-log = logging.getLogger("controllers.addons.webhook")  # the webhook's one logger
+log = logging.getLogger(SpotWebhook.__module__)  # the webhook's one logger
 
 Ready = Callable[[], tuple[bool, str]]
 
