@@ -14,7 +14,7 @@ from aiohttp import web
 from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import ReloadingContext
 from controllers.addons.webhook_input import MAX_DEPTH, parse_review
-from controllers.runtime.http import MAX_BODY_BYTES, parse_address
+from controllers.runtime.http import MAX_BODY_BYTES, parse_address, serve
 
 __all__ = ["Ready", "WebhookServer"]
 
@@ -58,22 +58,12 @@ class WebhookServer:
         app.router.add_get("/readyz", self._readyz)
         # A caller that hangs up (the API server at its timeoutSeconds) cancels its handler:
         # the place its answer held is given back at once, not when the answer is ready.
-        runner = web.AppRunner(
-            app, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+        self._runner, bound, self.port = await serve(
+            app, self.host, self.port, ssl_context=self.tls.context, handler_cancellation=True
         )
-        await runner.setup()
-        try:
-            site = web.TCPSite(runner, self.host, self.port, ssl_context=self.tls.context)
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        host, port = runner.addresses[0][:2]
-        self.port = port
         self._reloader = asyncio.create_task(self._reload_loop(), name="webhook cert reload")
-        log.info("spot webhook listening on https://%s:%s%s", host, port, MUTATE_PATH)
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        log.info("spot webhook listening on https://%s%s", bound, MUTATE_PATH)
+        return bound
 
     async def stop(self) -> None:
         if self._reloader is not None:

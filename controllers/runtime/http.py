@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Protocol
 
@@ -36,6 +37,7 @@ __all__ = [
     "Routes",
     "json_error",
     "parse_address",
+    "serve",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,31 @@ def json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+async def serve(
+    app: web.Application,
+    host: str | None,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    handler_cancellation: bool = False,
+) -> tuple[web.AppRunner, str, int]:
+    """Serve `app` on `host:port` (no host: every interface; port 0: a free one): its runner,
+    the address bound (`host:port`, IPv6 in brackets) and the port. Nothing is left listening
+    if it fails."""
+    runner = web.AppRunner(
+        app, access_log=None, shutdown_timeout=0.5, handler_cancellation=handler_cancellation
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, ssl_context=ssl_context).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound_host, bound_port = runner.addresses[0][:2]
+    shown = f"[{bound_host}]:{bound_port}" if ":" in bound_host else f"{bound_host}:{bound_port}"
+    return runner, shown, int(bound_port)
+
+
 class HttpServer:
     """`await start()` (the bound "host:port" back), `await stop()`. Serves the probes when
     given `ready`, `/metrics` when given `metrics`, and `routes`; `name` is for the logs."""
@@ -117,17 +144,7 @@ class HttpServer:
             app.router.add_get("/metrics", self._metrics)
         for routes in self._routes:
             routes.add_to(app.router)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        host, port = runner.addresses[0][:2]
-        self.port = port
-        bound = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self._runner, bound, self.port = await serve(app, self.host, self.port)
         log.info("%s listening on %s", self.name, bound)
         return bound
 
