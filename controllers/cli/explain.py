@@ -1,6 +1,6 @@
 """`placement explain -f PATH... --placement NS/NAME [-o json|table|wide] [--now RFC3339]`: why
 one Placement selects what it selects, as OCM's debugger JSON (plus `filterReasons` and a
-`spread` section) or a table with one row per cluster (DESIGN §6).
+`spread` section) or a table with one row per cluster (docs/hub-admins.md).
 
 The table shows, per cluster, each filter's verdict with the reason of a FAIL (the taint not
 tolerated, the predicate requirement not met), each prioritizer's score, for a spread placement

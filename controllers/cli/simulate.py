@@ -1,5 +1,5 @@
 """`placement simulate -f PATH... [-o json|yaml|table|wide] [--now RFC3339]`: schedule every
-Placement in the manifests offline and print what the controller would write (DESIGN §6).
+Placement in the manifests offline and print what the controller would write (docs/hub-admins.md).
 
 The table has one row per placement: PlacementSatisfied's status, the reason (`Misconfigured`
 when PlacementMisconfigured is True, whatever PlacementSatisfied says) and the clusters

@@ -1,4 +1,4 @@
-"""The pod scheduling engine: a sans-I/O state machine (DESIGN §8, one engine, two shells).
+"""The pod scheduling engine, sans-I/O (one engine, two shells: docs/pod-scheduler.md).
 
 `handle(event, now)` folds one cluster event into the engine's state and returns the actions it
 implies (a binding that failed is reported, a Permit wait released...). `schedule(now)` runs one

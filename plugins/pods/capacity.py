@@ -10,7 +10,7 @@ hooks, delegating to two pure helpers,
 * the quota preemptor (`plugins.pods.quotapreemption`): one preemptor's victims under the
   quota rules, across nodes, counting the pods already leaving as gone.
 
-Semantics pinned here (and in DESIGN §8): a quota *governs* the resources named in its min or
+Semantics (docs/gangs-and-quotas.md): a quota *governs* the resources named in its min or
 max; a resource missing from `max` is unbounded, a governed resource missing from `min` has
 min 0; resources no quota names are not limited; `pods` is never enforced. Only what the pod
 asks for is checked, and equality fits. `Σused + request > Σmin` is checked per resource over
