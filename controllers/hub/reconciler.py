@@ -194,12 +194,9 @@ class Reconciler:
         self._binding.observe(time.perf_counter() - bind_started)
         if report.wrote:
             log.info(
-                "scheduled: %d selected; decisions created %s, updated %s, deleted %s%s",
+                "scheduled: %d selected; %s",
                 done.placement_status.number_of_selected_clusters or 0,
-                report.created,
-                report.updated,
-                report.deleted,
-                ", status patched" if report.status_patched else "",
+                report.summary(),
             )
         misconfigured = newly_misconfigured(placement.status, done.placement_status)
         if misconfigured is not None:

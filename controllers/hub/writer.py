@@ -89,6 +89,25 @@ class WriteReport:
             self.created or self.updated or self.deleted or self.status_patched or self.carriers
         )
 
+    def summary(self) -> str:
+        """What was written, as a log line says it: `decisions created a, b; deleted c; status
+        patched` (names comma-separated, what was not written left out)."""
+        done = [
+            f"{verb} {', '.join(names)}"
+            for verb, names in (
+                ("created", self.created),
+                ("updated", self.updated),
+                ("deleted", self.deleted),
+            )
+            if names
+        ]
+        parts = [f"decisions {'; '.join(done)}"] if done else []
+        if self.status_patched:
+            parts.append("status patched")
+        if self.carriers:
+            parts.append(f"carriers {', '.join(self.carriers)}")
+        return "; ".join(parts) or "nothing written"
+
 
 def _status_wire(status: PlacementStatus) -> dict[str, Any]:
     """The status as on the wire without nulls (the server drops them). Every field of a
