@@ -3,8 +3,9 @@ columns three spaces apart, one line per row, that fit a terminal.
 
 With a width (120 by default) the columns the caller marks as shrinkable give way, widest first,
 until every line fits: a list of items (a cell given as a list, e.g. clusters) keeps the items
-that fit and counts the rest (`a,b (+16)`), other text ends in `...`. Numbers are never cut.
-Nothing wraps. Without a width (`-o wide`) every cell is shown whole.
+that fit and counts the rest (`a,b (+16)`, or `+18 more` when none fits), other text ends
+in `...`. Numbers are never cut. Nothing wraps. Without a width (`-o wide`) every cell is shown
+whole.
 """
 
 from __future__ import annotations
@@ -43,10 +44,16 @@ def fit(cell: Cell, width: int) -> str:
     return text[: width - len(_ELLIPSIS)] + _ELLIPSIS
 
 
+def _more(count: int) -> str:
+    """What a list cell says when not even its first item fits: `+18 more`."""
+    return f"+{count} more"
+
+
 def _elide(items: list[str], width: int) -> str:
-    """As many leading items as fit, with the count of the others: `a,b (+16)`."""
+    """As many leading items as fit, with the count of the others: `a,b (+16)`, or `+18 more`
+    when not even the first fits (a table keeps its list columns that wide; `+18` below it)."""
     used = 0
-    best = f"+{len(items)}"
+    best = _more(len(items)) if len(_more(len(items))) <= width else f"+{len(items)}"
     for kept, item in enumerate(items, start=1):
         used += len(item) + (1 if kept > 1 else 0)
         if used + len(f" (+{len(items) - kept})") > width:
@@ -59,6 +66,12 @@ def _floor(cells: list[str]) -> int:
     """How narrow a shrinkable column may get: numbers stay whole."""
     numbers = [len(c) for c in cells if _NUMBER.fullmatch(c)]
     return max([_NARROWEST, *numbers])
+
+
+def _list_floor(rows: Sequence[Sequence[Cell]], column: int) -> int:
+    """How narrow a column of lists may get: `+18 more` stays whole."""
+    lists = [row[column] for row in rows if not isinstance(row[column], str)]
+    return max((len(_more(len(cell))) for cell in lists if cell), default=0)
 
 
 def _shrunk(widths: list[int], floors: dict[int, int], excess: int) -> list[int]:
@@ -101,7 +114,7 @@ def table(
     columns = list(zip(header, *texts, strict=True)) if texts else [(h,) for h in header]
     widths = [max(len(c) for c in column) for column in columns]
     if width is not None:
-        floors = {i: _floor(list(columns[i][1:])) for i in shrink}
+        floors = {i: max(_floor(list(columns[i][1:])), _list_floor(rows, i)) for i in shrink}
         excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
         if excess > 0:
             widths = _shrunk(widths, floors, excess)

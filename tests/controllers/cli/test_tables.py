@@ -55,5 +55,14 @@ def test_default_width_is_120() -> None:
 def test_fit_keeps_what_fits_and_counts_the_rest() -> None:
     assert fit(NAMES[:3], 100) == "cluster-00,cluster-01,cluster-02"
     assert fit(NAMES[:3], 25) == "cluster-00 (+2)"
-    assert fit(NAMES[:3], 4) == "+3"
+    assert fit(NAMES[:3], 4) == "+3"  # narrower than `+3 more`: only a table prevents it
     assert fit("abcdefghij", 8) == "abcde..."
+
+
+def test_a_list_none_of_whose_items_fits_says_how_many_more() -> None:
+    """Not a bare `+9` (issue 48, item 9): the count says what it counts."""
+    assert fit(NAMES[:9], 9) == "+9 more"
+    rows: list[list[Cell]] = [["x" * 200, NAMES[:9]]]
+    line = table(["WHY", "CLUSTERS"], rows, width=14, shrink=(0, 1)).splitlines()[1]
+    assert line.endswith("   +9 more")  # the column stays wide enough to say it
+    assert line == "x...   +9 more"
