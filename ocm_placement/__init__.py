@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from apis.rollout import RolloutStrategy
-    from controllers.consumer import DecisionTracker
+    from controllers.consumer import DecisionTracker, PlacementNotFoundError
     from controllers.kube.config import ClusterAccess, find_access
     from controllers.kube.gateway import Gateway
     from placement.rollout import (
@@ -53,6 +53,7 @@ _SOURCES = {
     "DecisionTracker": "controllers.consumer",
     "Gateway": "controllers.kube.gateway",
     "GroupKey": "placement.rollout",
+    "PlacementNotFoundError": "controllers.consumer",
     "RolloutError": "placement.rollout",
     "RolloutResult": "placement.rollout",
     "RolloutStatus": "placement.rollout",
@@ -67,6 +68,7 @@ __all__ = [
     "DecisionTracker",
     "Gateway",
     "GroupKey",
+    "PlacementNotFoundError",
     "RolloutError",
     "RolloutResult",
     "RolloutStatus",

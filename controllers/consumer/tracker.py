@@ -13,11 +13,17 @@ from the union is reported removed only once no PlacementDecision of the placeme
 remove first) and it is still missing then; if it comes back meanwhile, nothing is reported.
 Additions are reported at once. The first change is the placement's decisions as the first
 list found them, whole, in one change (not one PlacementDecision at a time).
+
+The Placement must exist: `start` reads it first and raises `PlacementNotFoundError` (naming
+namespace/name) when it does not, instead of waiting forever on decisions nobody will write.
+`wait_for_placement=S` waits up to S seconds for it to be created (saying so in the log once)
+before raising. Credentials that may not read Placements (403) skip the check.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,13 +31,20 @@ from apis.placements import (
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
     PLACEMENT_LABEL,
+    Placement,
     PlacementDecision,
 )
+from controllers.kube.errors import ForbiddenError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer
 from placement.rollout import GroupKey
 
-__all__ = ["DEFAULT_SETTLE", "DecisionTracker"]
+__all__ = ["DEFAULT_SETTLE", "DecisionTracker", "PlacementNotFoundError"]
+
+log = logging.getLogger(__name__)
+
+PLACEMENT_POLL = 0.5
+"""Seconds between two reads of a missing Placement while `wait_for_placement` lasts."""
 
 DEFAULT_SETTLE = 1.0
 """Seconds without a PlacementDecision change before a missing cluster counts as removed."""
@@ -48,15 +61,37 @@ def _group(pd: PlacementDecision) -> GroupKey:
     return GroupKey(index, labels.get(DECISION_GROUP_NAME_LABEL, ""))
 
 
+class PlacementNotFoundError(LookupError):
+    """The Placement a tracker was asked to follow does not exist on the hub."""
+
+    def __init__(self, namespace: str, name: str, waited: float = 0.0) -> None:
+        self.namespace = namespace
+        self.name = name
+        after = f" after waiting {waited:g} s" if waited else ""
+        super().__init__(
+            f"placement {namespace}/{name} not found on the hub{after}: no Placement named "
+            f"{name!r} in namespace {namespace!r} (`kubectl get placements -A` lists those "
+            "that exist)"
+        )
+
+
 class DecisionTracker:
     """The clusters one Placement selects, by decision group, kept by a watch."""
 
     def __init__(
-        self, gateway: Gateway, namespace: str, placement: str, *, settle: float = DEFAULT_SETTLE
+        self,
+        gateway: Gateway,
+        namespace: str,
+        placement: str,
+        *,
+        settle: float = DEFAULT_SETTLE,
+        wait_for_placement: float = 0.0,
     ) -> None:
+        self.gateway = gateway
         self.namespace = namespace
         self.placement = placement
         self.settle = settle
+        self.wait_for_placement = wait_for_placement
         self._per_pd: dict[str, tuple[GroupKey, frozenset[str]]] = {}
         self._reported: set[str] = set()  # the union as last reported
         self._changes: asyncio.Queue[Change] = asyncio.Queue()
@@ -74,11 +109,38 @@ class DecisionTracker:
     # --- life cycle ------------------------------------------------------------------------
 
     async def start(self, timeout: float | None = 60.0) -> None:
-        """List and start watching; returns once the first list is in (its clusters are the
-        first change reported, all added)."""
+        """Check that the Placement exists (`PlacementNotFoundError` if not, after waiting
+        `wait_for_placement` seconds for it), list and start watching; returns once the first
+        list is in (its clusters are the first change reported, all added)."""
+        await self._placement_exists()
         self.informer.start()
         await self.informer.wait_synced(timeout)
         self._changed()  # the first list, whole: one change
+
+    async def _placement_exists(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_for_placement
+        said = False
+        while True:
+            try:
+                await self.gateway.get(Placement, self.placement, self.namespace)
+                return
+            except ForbiddenError:
+                return  # may read decisions but not placements: nothing to tell
+            except NotFoundError:
+                if loop.time() >= deadline:
+                    raise PlacementNotFoundError(
+                        self.namespace, self.placement, self.wait_for_placement
+                    ) from None
+            if not said:
+                said = True
+                log.warning(
+                    "placement %s/%s not found: waiting up to %g s for it to be created",
+                    self.namespace,
+                    self.placement,
+                    self.wait_for_placement,
+                )
+            await asyncio.sleep(min(PLACEMENT_POLL, max(0.0, deadline - loop.time())))
 
     async def stop(self) -> None:
         if self._quiet is not None:

@@ -63,8 +63,8 @@ class RecordingTracker(DecisionTracker):
     """A tracker that also notes the union of the PlacementDecisions after each watch event
     (the raw view, before the tracker's settling)."""
 
-    def __init__(self, gateway: Gateway, namespace: str, name: str) -> None:
-        super().__init__(gateway, namespace, name, settle=SETTLE)
+    def __init__(self, gateway: Gateway, namespace: str, name: str, wait: float = 0.0) -> None:
+        super().__init__(gateway, namespace, name, settle=SETTLE, wait_for_placement=wait)
         self.unions: list[frozenset[str]] = []
         self.grouped: list[dict[GroupKey, frozenset[str]]] = []
 
@@ -106,15 +106,17 @@ async def test_tracker_follows_decisions_without_flicker_and_rollout_plans_over_
     run = await PlacementRun.start(control_plane.kubeconfig, tmp_path)
     try:
         async with await Gateway.connect(ClusterAccess(kubeconfig=control_plane.kubeconfig)) as gw:
-            # One add-on started before the placement exists (its clusters come as
-            # additions), one once it is scheduled (its first change is the whole selection).
-            early = RecordingTracker(gw, namespace, "config-rollout")
-            await early.start()
+            # One add-on started before the placement exists (waiting for it to be created;
+            # its clusters come as additions), one once it is scheduled (its first change is
+            # the whole selection).
+            early = RecordingTracker(gw, namespace, "config-rollout", wait=WAIT)
+            starting = asyncio.create_task(early.start())
             trackers: list[RecordingTracker] = [early]
             try:
                 # The canaries join once the rest is scheduled: the rest's page then moves
                 # from group 0 to group 1 and page 1 becomes the canary group.
                 await create_all(gw, [*fleet.objects[2:], target])
+                await starting
 
                 async def scheduled(count: int) -> bool:
                     pages = await decided(gw, namespace, "config-rollout")

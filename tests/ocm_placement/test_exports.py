@@ -23,6 +23,7 @@ def test_every_exported_name_is_the_object_of_its_module() -> None:
         "ClusterAccess": "controllers.kube.config",
         "find_access": "controllers.kube.config",
         "DecisionTracker": "controllers.consumer",
+        "PlacementNotFoundError": "controllers.consumer",
         "Gateway": "controllers.kube.gateway",
         "RolloutStrategy": "apis.rollout",
     }
