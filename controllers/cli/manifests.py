@@ -26,7 +26,7 @@ from apis.crdvalidation import crd_problems, merge_problems
 from apis.errors import FieldProblem, ModelError, ObjectValidationError, UnknownKindError
 from apis.kubevalidation import kube_problems
 from apis.meta import KubeObject
-from apis.registry import describe, parse_object, unknown_fields
+from apis.registry import KINDS, describe, parse_object, unknown_fields
 from controllers.cli.strictness import VALIDATIONS, Validation
 from controllers.kube.yamlfiles import MAX_ALIAS_NODES, MAX_DEPTH, Refused, decode_documents
 from plugins import default_registry
@@ -185,6 +185,16 @@ def _missing_name(doc: Any) -> list[FieldProblem]:
     return [FieldProblem("metadata.name", "Required value: name or generateName is required")]
 
 
+def _other_versions(api_version: Any, kind: Any) -> str:
+    """`; did you mean apiVersion 'v1'?` when `kind` is known under other apiVersions (all of
+    them), else ''."""
+    versions = [f"'{v}'" for v in sorted(v for v, k in KINDS if k == kind and v != api_version)]
+    if not versions:
+        return ""
+    listed = " or ".join([", ".join(versions[:-1]), versions[-1]] if versions[1:] else versions)
+    return f"; did you mean apiVersion {listed}?"
+
+
 def _load_document(
     source: str, index: int, doc: Any, validation: Validation, result: LoadResult
 ) -> None:
@@ -198,7 +208,7 @@ def _load_document(
     try:
         obj = parse_object(doc)
     except UnknownKindError as exc:
-        message = str(exc)
+        message = str(exc) + _other_versions(exc.api_version, exc.kind)
         if _is_kustomization(doc):
             message += f"; a kustomization is built, not applied: {KUSTOMIZE_HINT}"
         api_kind = (str(exc.api_version), str(exc.kind))
