@@ -1,5 +1,6 @@
 """What `placement scheduler simulate` prints: the `v1 List` of -o json|yaml and the table of
 -o table|wide (one row per pod, then the PodGroups, ElasticQuotas and the plugins' report).
+-o table keeps to 120 columns: a MESSAGE cut in its column is printed whole under the table.
 """
 
 from __future__ import annotations
@@ -8,13 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from apis.core import Pod
-from controllers.cli.tables import TABLE_WIDTH, Cell, fit, table
-from placement.pods.simulation import DISRUPTION_TARGET, SimulationResult
+from controllers.cli.tables import TABLE_WIDTH, Cell, column_widths, table
+from placement.pods.simulation import DEFAULT_SCHEDULER, DISRUPTION_TARGET, SimulationResult
 
-__all__ = ["simulation_list", "simulation_table"]
+__all__ = ["foreign_pods_line", "simulation_list", "simulation_table"]
 
 HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "MESSAGE"]
 WIDE_HEADER = ["NAMESPACE", "NAME", "NODE", "STATUS", "REASON", "PRIORITY", "NOMINATED", "MESSAGE"]
+_NAMED = 3  # pods named on the line of a message they share, under the table
 
 
 def simulation_list(result: SimulationResult) -> dict[str, Any]:
@@ -106,15 +108,36 @@ def _short(value: Any) -> str:
     return str(value)
 
 
+def _whole_messages(rows: list[list[Cell]], message_width: int) -> list[str]:
+    """`<pods>: <reason>: <message>` for each message cut in its column, whole; the pods
+    sharing one reason and message on one line, in the table's order (the first few named,
+    the others counted)."""
+    cut: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        message = str(row[-1])
+        if len(message) > message_width:
+            cut.setdefault((str(row[4]), message), []).append(f"{row[0]}/{row[1]}")
+    lines = []
+    for (reason, message), pods in cut.items():
+        named = ", ".join(pods[:_NAMED])
+        if len(pods) > _NAMED:
+            named += f" and {len(pods) - _NAMED} more"
+        lines.append(f"{named}: {reason}: {message}")
+    return lines
+
+
 def simulation_table(
     result: SimulationResult, wide: bool = False, scheduler_names: Sequence[str] = ()
 ) -> str:
-    """One row per pod (then the evicted ones), 120 columns wide unless `wide`; then the
-    status of each PodGroup and ElasticQuota, and a summary line. `scheduler_names`: every
-    profile's (default: the result's one)."""
+    """One row per pod (then the evicted ones), 120 columns wide unless `wide`, each message
+    cut there printed whole under the table; then the status of each PodGroup and
+    ElasticQuota, the plugins' report and a summary line. `scheduler_names`: every profile's
+    (default: the result's one)."""
     header = WIDE_HEADER if wide else HEADER
     rows = _rows(result, wide, tuple(scheduler_names) or (result.scheduler_name,))
-    text = table(header, rows, width=None if wide else TABLE_WIDTH, shrink=(len(header) - 1,))
+    width, shrink = (None if wide else TABLE_WIDTH), (len(header) - 1,)
+    text = table(header, rows, width=width, shrink=shrink)
+    widths = column_widths(header, rows, width=width, shrink=shrink)
     bound = sum(1 for p in result.pods if p.spec.node_name)
     elapsed = int((result.finished - result.started).total_seconds())
     summary = (
@@ -122,5 +145,25 @@ def simulation_table(
         f"{len(result.evicted)} evicted; {elapsed}s simulated"
         + (" (stopped at the time limit)" if result.timed_out else "")
     )
-    lines = [*_object_lines(result), summary]
-    return text + "".join(f"{line if wide else fit(line, TABLE_WIDTH)}\n" for line in lines)
+    lines = [*_whole_messages(rows, widths[-1]), *_object_lines(result), summary]
+    return text + "".join(f"{line}\n" for line in lines)
+
+
+def foreign_pods_line(result: SimulationResult, scheduler_names: Sequence[str]) -> str | None:
+    """One line when pods wait for a scheduler and none names a profile of this simulation
+    (nothing was scheduled): the profiles' schedulerNames and those the pods ask for."""
+    pods = [*result.pods, *result.evicted]
+    asked = [p.spec.scheduler_name or DEFAULT_SCHEDULER for p in pods]
+    if any(name in scheduler_names for name in asked):
+        return None
+    if all(p.spec.node_name for p in result.pods):
+        return None  # nothing waits: every pod came bound
+    counts: dict[str, int] = {}
+    for name in asked:
+        counts[name] = counts.get(name, 0) + 1
+    wanted = ", ".join(f"{name!r} ({n} pod{'s' if n > 1 else ''})" for name, n in counts.items())
+    profiles = ", ".join(repr(n) for n in scheduler_names)
+    return (
+        f"warning: no pod names a profile of this configuration, so none was scheduled: "
+        f"the profiles' schedulerName {profiles}; the pods' spec.schedulerName {wanted}"
+    )

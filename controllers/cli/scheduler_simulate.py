@@ -13,7 +13,7 @@ from typing import Any
 from apis.meta import KubeObject
 from controllers.cli.common import EXIT_OK, CliError, emit, parse_now, print_warnings
 from controllers.cli.manifests import load_paths
-from controllers.cli.scheduler_output import simulation_list, simulation_table
+from controllers.cli.scheduler_output import foreign_pods_line, simulation_list, simulation_table
 from controllers.cli.strictness import Validation
 from placement.pods.config import SchedulerConfig
 from placement.pods.framework import Profile
@@ -85,4 +85,8 @@ def cmd_simulate(
         sys.stdout.write(simulation_table(result, wide, config.scheduler_names))
     else:
         emit(simulation_list(result), args.output)
+    foreign = foreign_pods_line(result, config.scheduler_names)
+    if foreign is not None:  # last, after the output; still exit 0: such a run is valid
+        sys.stdout.flush()
+        print(foreign, file=sys.stderr)
     return EXIT_OK

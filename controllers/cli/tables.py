@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-__all__ = ["TABLE_WIDTH", "Cell", "fit", "table"]
+__all__ = ["TABLE_WIDTH", "Cell", "column_widths", "fit", "table"]
 
 TABLE_WIDTH = 120
 """The default line width of a table, in characters."""
@@ -101,6 +101,25 @@ def _shrunk(widths: list[int], floors: dict[int, int], excess: int) -> list[int]
     return out
 
 
+def column_widths(
+    header: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    *,
+    width: int | None = TABLE_WIDTH,
+    shrink: Collection[int] = (),
+) -> list[int]:
+    """The width `table` gives each column: a cell longer than its column's is cut."""
+    texts = [[_text(c) for c in row] for row in rows]
+    columns = list(zip(header, *texts, strict=True)) if texts else [(h,) for h in header]
+    widths = [max(len(c) for c in column) for column in columns]
+    if width is not None:
+        floors = {i: max(_floor(list(columns[i][1:])), _list_floor(rows, i)) for i in shrink}
+        excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
+        if excess > 0:
+            widths = _shrunk(widths, floors, excess)
+    return widths
+
+
 def table(
     header: Sequence[str],
     rows: Sequence[Sequence[Cell]],
@@ -110,14 +129,7 @@ def table(
 ) -> str:
     """The rows under the header; with a `width`, the columns whose index is in `shrink` give
     way (widest first) until the lines fit, or until they are as narrow as they may get."""
-    texts = [[_text(c) for c in row] for row in rows]
-    columns = list(zip(header, *texts, strict=True)) if texts else [(h,) for h in header]
-    widths = [max(len(c) for c in column) for column in columns]
-    if width is not None:
-        floors = {i: max(_floor(list(columns[i][1:])), _list_floor(rows, i)) for i in shrink}
-        excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
-        if excess > 0:
-            widths = _shrunk(widths, floors, excess)
+    widths = column_widths(header, rows, width=width, shrink=shrink)
     lines = []
     for row in [list(header), *rows]:
         cells = [fit(c, w) for c, w in zip(row, widths, strict=True)]

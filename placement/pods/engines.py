@@ -162,11 +162,14 @@ class EngineSet:
         return held
 
     def simulation_report(self) -> list[str]:
+        """Every engine's report; a line an earlier engine gave already (the same gang or
+        quota seen by two profiles' plugins) once."""
         lines: list[str] = []
         for engine in self.engines:
             report = getattr(engine, "simulation_report", None)
             if callable(report):
-                lines.extend(report())
+                seen = set(lines)
+                lines.extend(line for line in report() if line not in seen)
         return lines
 
     # --- the shared view of decided bindings -----------------------------------------------
