@@ -3,7 +3,7 @@ each seeing the decisions of the ones before it, exactly as the controller would
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,9 +66,11 @@ def simulate(
     scheduler: Scheduler,
     now: datetime,
     explain: Iterable[tuple[str, str]] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Simulated]:
     """Schedule every placement in order; later ones see earlier ones' new decisions.
-    Placements named in `explain` are scheduled with the extra trace explain shows."""
+    Placements named in `explain` are scheduled with the extra trace explain shows;
+    `progress(done, total)` is called after each placement."""
     items = list(objects)
     fleet, placements = fleet_of(items)
     current: dict[tuple[str, str], list[PlacementDecision]] = {}
@@ -80,6 +82,8 @@ def simulate(
     out: list[Simulated] = []
     traced = set(explain)
     for placement in placements:
+        if progress is not None:
+            progress(len(out), len(placements))
         existing = tuple(
             sorted(current.get((placement.namespace, placement.name), []), key=lambda d: d.name)
         )
@@ -96,4 +100,6 @@ def simulate(
             fleet = fleet.with_decisions(placement.namespace, placement.name, chosen)
         updated = placement.model_copy(update={"status": done.placement_status})
         out.append(Simulated(updated, decisions, done, fleet))
+    if progress is not None:
+        progress(len(out), len(placements))
     return out
