@@ -3,7 +3,9 @@ certificates it serves with when cert-manager is not installed.
 
 `run` serves AdmissionReviews on HTTPS (`--addr`, default `:8443`) with the certificate pair
 given (reloaded when the files change), watches the cluster (`--kubeconfig`, else `$KUBECONFIG`,
-else the pod's service account), and serves `/metrics`, `/healthz` and `/readyz` on plain HTTP
+else the pod's service account, else `~/.kube/config`; with none, one line names every place
+looked; an unreachable one is retried until `--sync-timeout`: `controllers.cli.webhook_run`),
+and serves `/metrics`, `/healthz` and `/readyz` on plain HTTP
 (`--http-addr`). An answer that would go on-demand must be ready within `--deadline` (below the
 configuration's `timeoutSeconds`), else the pod goes to spot; `--fault-delay` holds answers, for
 tests only. Exit 0 on SIGTERM or SIGINT, 1 when start-up fails (one line on stderr).
@@ -17,13 +19,9 @@ base64 caBundle for the MutatingWebhookConfiguration.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
-import contextlib
 import logging
 import os
-import signal
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +32,7 @@ from apis.names import (
     dns1123_label_problems,
     dns1123_subdomain_problems,
 )
-from controllers.cli.common import EXIT_ERROR, EXIT_OK, CliError, add_log_options
+from controllers.cli.common import EXIT_OK, CliError, add_log_options
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
@@ -162,8 +160,27 @@ def _add_run(verbs: Subparsers) -> None:
         metavar="N",
         help="testing only: hold only the first N answers (default 0: every answer)",
     )
+    run.add_argument(
+        "--sync-timeout",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up start-up (exit 1) when the cluster has not answered for this long; the "
+        "error says which kinds and why (default 60); until then an unreachable cluster is "
+        "retried, one line per round",
+    )
     add_log_options(run)
     run.set_defaults(func=_cmd_run)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 (got {text!r})")
+    return value
 
 
 DEFAULT_HTTP_ADDR = "127.0.0.1:8080"
@@ -352,97 +369,6 @@ patches:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from controllers.runtime.logs import setup_logging
-    from controllers.runtime.process import freeze_at_exit
+    from controllers.cli.webhook_run import cmd_run  # the server and client: `run` only
 
-    setup_logging(args.log_format, args.log_level)
-    freeze_at_exit()  # the exit after SIGTERM does not walk the caches
-    try:
-        return asyncio.run(_run(args))
-    except KeyboardInterrupt:
-        return EXIT_OK
-
-
-async def _run(args: argparse.Namespace) -> int:
-    import time
-
-    from controllers.addons.webhook import (
-        AnswerDelay,
-        SpotWebhook,
-        WebhookMetrics,
-    )
-    from controllers.addons.webhook_certs import ReloadingContext
-    from controllers.addons.webhook_server import WebhookServer
-    from controllers.addons.webhook_state import ClusterView, LeaseReservations
-    from controllers.kube.config import ClusterAccess, find_access
-    from controllers.kube.gateway import Gateway
-    from controllers.runtime.http import HttpServer
-    from placement.pods.ledger import Ledger
-    from placement.pods.mutation import MutationConfig
-
-    config = MutationConfig(
-        capacity_label=args.capacity_label,
-        on_demand_value=args.on_demand_value,
-        spot_value=args.spot_value,
-        min_available_annotation=args.annotation,
-        spot_tolerations=tuple(args.spot_toleration),
-    )
-    try:
-        tls = ReloadingContext(args.tls_cert_file, args.tls_key_file)
-    except (OSError, ValueError) as exc:
-        print(f"webhook: TLS certificate {args.tls_cert_file}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    # As kubectl finds it: the flags, $KUBECONFIG, the pod's service account, ~/.kube/config.
-    access = find_access(args.kubeconfig, args.context) or ClusterAccess(in_cluster=True)
-    try:
-        gateway = await Gateway.connect(access)
-    except Exception as exc:
-        print(f"webhook: cannot reach the cluster: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    metrics = WebhookMetrics()
-    gateway.observe_requests = metrics.request_observer(gateway.host)
-    ledger = Ledger(ttl=args.reservation_ttl)
-    view = ClusterView(gateway, ledger, config, time.time)
-    identity = os.environ.get("POD_NAME") or socket.gethostname()
-    shared = None if args.no_shared_count else LeaseReservations(gateway, identity)
-    delay = AnswerDelay(args.fault_delay, args.fault_delay_first) if args.fault_delay else None
-    webhook = SpotWebhook(
-        view,
-        ledger,
-        config=config,
-        shared=shared,
-        metrics=metrics,
-        deadline=args.deadline,
-        delay=delay,
-        recount=view.recount,
-    )
-
-    def ready() -> tuple[bool, str]:
-        return (True, "caches synced") if view.synced else (False, "caches not synced")
-
-    server = WebhookServer(webhook, tls, address=args.addr, ready=ready)
-    http = HttpServer(address=args.http_addr, metrics=metrics, ready=ready, name="webhook probes")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        view.start()
-        try:
-            await http.start()
-            # Answer only once the caches hold the cluster: an empty pod cache would count
-            # no on-demand pod and grant places the running pods already hold.
-            if not await view.synced_unless(stop):
-                return EXIT_OK
-            await server.start()
-        except OSError as exc:
-            print(f"webhook: cannot listen: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_ERROR
-        await stop.wait()
-        return EXIT_OK
-    finally:
-        await server.stop()
-        await http.stop()
-        await view.stop()
-        await gateway.close()
+    return cmd_run(args)

@@ -8,11 +8,16 @@ current-context wins), else the pod's service account, else `~/.kube/config`.
 
 A kubeconfig or service account that cannot be used is a `ClusterAccessError` whose message is
 one line naming the file and the context (kubectl's words where it has them), never the client
-library's exception: `placement run` prints it and exits.
+library's exception: `placement run` prints it and exits. When there is none, `looked_in` says
+every place `find_access` looked, on one line.
+
+Which file, context and server a client was made for is logged at INFO once per process
+(`placement run`, `scheduler run` and `webhook run` connect through here); never a credential.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +37,11 @@ __all__ = [
     "ClusterAccess",
     "ClusterAccessError",
     "find_access",
+    "looked_in",
     "new_api_client",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 
@@ -77,6 +85,39 @@ def find_access(kubeconfig: Path | None = None, context: str | None = None) -> C
     if DEFAULT_KUBECONFIG.expanduser().is_file():
         return ClusterAccess()
     return None
+
+
+def looked_in() -> str:
+    """Every place `find_access` looks, in its order, and what each had, for when it found
+    none: `--kubeconfig not given, $KUBECONFIG not set, not in a pod (...), ~/.kube/config
+    (/home/me/.kube/config) does not exist`."""
+    env = os.environ.get("KUBECONFIG")
+    home = DEFAULT_KUBECONFIG.expanduser()
+    if not home.exists():
+        default = "does not exist"
+    else:
+        default = "is not a file" if not home.is_file() else "exists"
+    pod = os.environ.get("KUBERNETES_SERVICE_HOST")
+    return ", ".join(
+        [
+            "--kubeconfig not given",
+            "$KUBECONFIG not set" if env is None else f"$KUBECONFIG={env!r}",
+            f"in a pod ($KUBERNETES_SERVICE_HOST={pod})"
+            if pod
+            else "not in a pod ($KUBERNETES_SERVICE_HOST not set)",
+            f"~/.kube/config ({home}) {default}",
+        ]
+    )
+
+
+_announced: set[str] = set()
+
+
+def _announce(chosen: str) -> None:
+    """Log which cluster a client is for, once per process (a command may open several)."""
+    if chosen not in _announced:
+        _announced.add(chosen)
+        log.info("cluster: %s", chosen)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -146,7 +187,8 @@ def _merged(paths: list[Path]) -> tuple[str, dict[str, Any]]:
     return os.pathsep.join(str(p) for p in found), merged
 
 
-async def _load_kubeconfig(access: ClusterAccess, configuration: client.Configuration) -> None:
+async def _load_kubeconfig(access: ClusterAccess, configuration: client.Configuration) -> str:
+    """Load the kubeconfig into `configuration`; returns which file, context and server."""
     path, doc = _merged(access.kubeconfig_paths())
     context = _context(path, doc, access.context)
     try:
@@ -165,6 +207,14 @@ async def _load_kubeconfig(access: ClusterAccess, configuration: client.Configur
         raise ClusterAccessError(
             f'kubeconfig {path}: context "{context}": {_one_line(exc)}'
         ) from None
+    if access.kubeconfig is not None:
+        source = ""
+    elif _kubeconfig_env():
+        source = " (from $KUBECONFIG)"
+    else:
+        source = " (the default ~/.kube/config)"
+    which = "" if access.context else " (its current-context)"
+    return f'kubeconfig {path}{source}, context "{context}"{which}, server {configuration.host}'
 
 
 async def new_api_client(access: ClusterAccess) -> client.ApiClient:
@@ -177,11 +227,13 @@ async def new_api_client(access: ClusterAccess) -> client.ApiClient:
         if access.token:
             configuration.api_key = {"BearerToken": access.token}
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        log.debug("cluster: server %s (given)", configuration.host)
     elif access.in_cluster:
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as exc:
             raise ClusterAccessError(f"in-cluster service account: {_one_line(exc)}") from None
+        _announce(f"in-cluster service account, server {configuration.host}")
     else:
-        await _load_kubeconfig(access, configuration)
+        _announce(await _load_kubeconfig(access, configuration))
     return client.ApiClient(configuration)

@@ -50,8 +50,10 @@ from controllers.runtime.queue import Clock, Handler, LoopClock, WorkQueue
 __all__ = [
     "Controller",
     "ControllerOptions",
+    "RetryRounds",
     "StartError",
     "failure_reasons",
+    "sync_informers",
     "unsynced_reasons",
 ]
 
@@ -92,6 +94,66 @@ def failure_reasons(failures: Iterable[tuple[str, BaseException | None, str]]) -
             reason = f"{verb} failed: " + _REQUEST.sub("", _one_line(error))
         groups.setdefault(reason, []).append(kind)
     return "; ".join(f"{', '.join(kinds)}: {reason}" for reason, kinds in groups.items())
+
+
+class RetryRounds:
+    """The `on_retry` listener of a group of informers: one line per retry round for all of
+    them in trouble (not synced, or failing), not one per kind, logged when the slowest of them
+    has failed once more; one line when every informer lists and watches again."""
+
+    def __init__(self, informers: Sequence[Informer[Any, Any]]) -> None:
+        self.informers = informers
+        self.round = 0  # the retry round last logged
+
+    def __call__(self, _: Informer[Any, Any]) -> None:
+        troubled = [i for i in self.informers if not i.synced or i.failures_in_a_row]
+        if not troubled:
+            if self.round:
+                log.info("every informer lists and watches again")
+            self.round = 0
+            return
+        attempt = min(i.failures_in_a_row for i in troubled)
+        if attempt <= self.round:
+            return
+        self.round = attempt
+        synced = all(i.synced for i in self.informers)
+        log.warning(
+            "%s (attempt %d): %s; retrying in %.2gs",
+            "informers not watching" if synced else "caches not synced",
+            attempt,
+            unsynced_reasons(troubled),
+            max(i.retry_in for i in troubled),
+        )
+
+
+async def sync_informers(informers: Sequence[Informer[Any, Any]], timeout: float | None) -> None:
+    """Start the informers and wait for every first list; `StartError` when one stops (a bug or
+    a broken object: nothing retries it) or the time is up (which kinds and why)."""
+    runs: dict[asyncio.Future[Any], Informer[Any, Any]] = {
+        informer.start(): informer for informer in informers
+    }
+    synced: asyncio.Future[Any] = asyncio.ensure_future(
+        asyncio.gather(*(informer.wait_synced() for informer in informers))
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            while not synced.done():
+                done, _ = await asyncio.wait({synced, *runs}, return_when=asyncio.FIRST_COMPLETED)
+                for run in done & runs.keys():
+                    informer = runs.pop(run)
+                    if not informer.synced:
+                        error = None if run.cancelled() else run.exception()
+                        why = f": {_one_line(error)}" if error is not None else ""
+                        raise StartError(f"{informer.cls.KIND} informer stopped{why}")
+    except TimeoutError:
+        waiting = [informer for informer in informers if not informer.synced]
+        raise StartError(
+            f"caches not synced after {timeout:g}s: {unsynced_reasons(waiting)}"
+        ) from None
+    finally:
+        synced.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await synced
 
 
 @dataclass(frozen=True)
@@ -150,7 +212,6 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self._working = False
         self._stopped = asyncio.Event()
-        self._retry_round = 0  # the informers' retry round last logged
 
     # --- what a controller supplies ------------------------------------------------------------
 
@@ -223,46 +284,16 @@ class Controller:
                 raise StartError(
                     f"HTTP endpoint {self.options.http_addr}: cannot listen: {reason}"
                 ) from None
+        rounds = RetryRounds(self.informers)
         for informer in self.informers:
-            informer.on_retry = self._informer_retrying
-        await self._sync(sync_timeout)
+            informer.on_retry = rounds
+        await sync_informers(self.informers, sync_timeout)
         log.info("%s", self.synced_message())
         if self.elector is None:
             self._start_working()
         else:
             self._tasks.append(asyncio.create_task(self._elect(), name="leader election"))
         self._tasks.append(asyncio.create_task(self._resync(), name="resync"))
-
-    async def _sync(self, timeout: float | None) -> None:
-        """Start the informers and wait for every first list, or until one stops (a bug or a
-        broken object: nothing retries it) or the time is up."""
-        runs: dict[asyncio.Future[Any], Informer[Any, Any]] = {
-            informer.start(): informer for informer in self.informers
-        }
-        synced: asyncio.Future[Any] = asyncio.ensure_future(
-            asyncio.gather(*(informer.wait_synced() for informer in self.informers))
-        )
-        try:
-            async with asyncio.timeout(timeout):
-                while not synced.done():
-                    done, _ = await asyncio.wait(
-                        {synced, *runs}, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    for run in done & runs.keys():
-                        informer = runs.pop(run)
-                        if not informer.synced:
-                            error = None if run.cancelled() else run.exception()
-                            why = f": {_one_line(error)}" if error is not None else ""
-                            raise StartError(f"{informer.cls.KIND} informer stopped{why}")
-        except TimeoutError:
-            waiting = [informer for informer in self.informers if not informer.synced]
-            raise StartError(
-                f"caches not synced after {timeout:g}s: {unsynced_reasons(waiting)}"
-            ) from None
-        finally:
-            synced.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await synced
 
     async def _elect(self) -> None:
         assert self.elector is not None
@@ -278,27 +309,6 @@ class Controller:
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
-
-    def _informer_retrying(self, _: Informer[Any, Any]) -> None:
-        """One line per retry round for all informers in trouble (not synced, or failing), not
-        one per kind: logged when the slowest of them has failed once more."""
-        troubled = [i for i in self.informers if not i.synced or i.failures_in_a_row]
-        if not troubled:
-            if self._retry_round:
-                log.info("every informer lists and watches again")
-            self._retry_round = 0
-            return
-        attempt = min(i.failures_in_a_row for i in troubled)
-        if attempt <= self._retry_round:
-            return
-        self._retry_round = attempt
-        log.warning(
-            "%s (attempt %d): %s; retrying in %.2gs",
-            "caches not synced" if not self.synced else "informers not watching",
-            attempt,
-            unsynced_reasons(troubled),
-            max(i.retry_in for i in troubled),
-        )
 
     def _start_working(self) -> None:
         if self._working:
