@@ -17,6 +17,7 @@ from controllers.embedded.continuetoken import decode_continue, encode_continue
 from controllers.embedded.faults import Faults
 from controllers.embedded.history import encoded_as_stored
 from controllers.embedded.openapi import openapi_document, openapi_index
+from controllers.embedded.openapi_v2 import openapi_v2_response
 from controllers.embedded.patch import APPLY_PATCH, apply_patch
 from controllers.embedded.pods import (
     admit_pod,
@@ -113,6 +114,9 @@ class Handlers:
             return json_response({"kind": "APIVersions", "versions": ["v1"]})
         if parts == ["apis"]:
             return json_response(api_group_list(self.store.resources))
+        if parts == ["openapi", "v2"]:
+            version = str(SERVER_VERSION["gitVersion"])
+            return openapi_v2_response(request, self.store.resources, version)
         if parts[:2] == ["openapi", "v3"]:
             doc = (
                 openapi_index(self.store.resources)
