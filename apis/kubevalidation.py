@@ -34,8 +34,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from apis.errors import FieldProblem
-from apis.fielderrors import go_quote, go_value, label_key_problems, label_value_problems
+from apis.fielderrors import label_key_problems, label_value_problems
+from apis.fieldrules import as_dict as _dict
+from apis.fieldrules import as_list as _list
+from apis.fieldrules import forbidden as _forbidden
+from apis.fieldrules import invalid as _invalid
+from apis.fieldrules import not_supported as _not_supported
+from apis.fieldrules import required as _required
+from apis.podspecvalidation import (
+    host_port_problems,
+    labels_problems,
+    node_affinity_problems,
+    pod_affinity_problems,
+    port_problems,
+    spread_problems,
+)
 from apis.quantity import Quantity, QuantityError
+from apis.storagevalidation import claim_problems, storage_class_problems, volume_problems
 
 __all__ = [
     "HIGHEST_USER_PRIORITY",
@@ -59,7 +74,6 @@ SYSTEM_PRIORITY_CLASSES = {
 }
 
 _NEGATIVE = "must be greater than or equal to 0"
-_NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _REASONS = {
     "Required value": "FieldValueRequired",
@@ -83,31 +97,6 @@ def cause_reason(body: str) -> str:
     return "FieldValueInvalid"
 
 
-def _invalid(path: str, value: object, detail: str) -> FieldProblem:
-    return FieldProblem(path, f"Invalid value: {go_value(value)}: {detail}")
-
-
-def _required(path: str, detail: str = "") -> FieldProblem:
-    return FieldProblem(path, f"Required value: {detail}" if detail else "Required value")
-
-
-def _forbidden(path: str, detail: str) -> FieldProblem:
-    return FieldProblem(path, f"Forbidden: {detail}")
-
-
-def _not_supported(path: str, value: object, allowed: tuple[str, ...]) -> FieldProblem:
-    listed = ", ".join(go_quote(v) for v in allowed)
-    return FieldProblem(path, f"Unsupported value: {go_value(value)}: supported values: {listed}")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def kube_problems(doc: Any) -> list[FieldProblem]:
     """What kube-apiserver refuses in this decoded object of a pod-level kind (none for other
     kinds beyond the annotations' size), in the order kube lists them."""
@@ -125,6 +114,12 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += _config_map_problems(doc)
     elif api_version == "coordination.k8s.io/v1" and kind == "Lease":
         problems += _lease_problems(_dict(doc.get("spec")))
+    elif api_version == "v1" and kind == "PersistentVolumeClaim":
+        problems += claim_problems(_dict(doc.get("spec")))
+    elif api_version == "v1" and kind == "PersistentVolume":
+        problems += volume_problems(_dict(doc.get("spec")))
+    elif api_version == "storage.k8s.io/v1" and kind == "StorageClass":
+        problems += storage_class_problems(doc)
     return problems
 
 
@@ -228,74 +223,29 @@ def _pod_problems(spec: dict[str, Any]) -> list[FieldProblem]:
     containers = _list(spec.get("containers"))
     if not containers:
         problems.append(_required("spec.containers"))
-    for field in ("initContainers", "containers"):
-        for i, container in enumerate(_list(spec.get(field))):
-            resources = _dict(_dict(container).get("resources"))
-            problems += _resource_problems(resources, f"spec.{field}[{i}].resources")
-    problems += _label_problems(_dict(spec.get("nodeSelector")), "spec.nodeSelector")
-    node_affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
-    problems += _node_affinity_problems(node_affinity, "spec.affinity.nodeAffinity")
+    for i, container in enumerate(containers):
+        problems += _container_problems(_dict(container), f"spec.containers[{i}]")
+    problems += host_port_problems(containers, "spec.containers")
+    for i, container in enumerate(_list(spec.get("initContainers"))):
+        problems += _container_problems(_dict(container), f"spec.initContainers[{i}]")
+        # each init container on its own (they run one at a time), at kube's index 0
+        problems += host_port_problems([container], "spec.initContainers")
+    problems += labels_problems(_dict(spec.get("nodeSelector")), "spec.nodeSelector")
+    affinity = _dict(spec.get("affinity"))
+    node_affinity = _dict(affinity.get("nodeAffinity"))
+    problems += node_affinity_problems(node_affinity, "spec.affinity.nodeAffinity", pod=True)
+    for field in ("podAffinity", "podAntiAffinity"):
+        problems += pod_affinity_problems(_dict(affinity.get(field)), f"spec.affinity.{field}")
+    spread = _list(spec.get("topologySpreadConstraints"))
+    problems += spread_problems(spread, "spec.topologySpreadConstraints")
     for i, toleration in enumerate(_list(spec.get("tolerations"))):
         problems += _toleration_problems(_dict(toleration), f"spec.tolerations[{i}]")
     return problems
 
 
-def _label_problems(labels: dict[str, Any], path: str) -> list[FieldProblem]:
-    problems = []
-    for key in sorted(labels):
-        problems += [_invalid(path, key, msg) for msg in label_key_problems(key)]
-        value = labels[key]
-        if isinstance(value, str):
-            problems += [_invalid(path, value, msg) for msg in label_value_problems(value)]
-    return problems
-
-
-def _node_affinity_problems(affinity: dict[str, Any], path: str) -> list[FieldProblem]:
-    problems = []
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if isinstance(required, dict):
-        terms_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-        for i, term in enumerate(_list(required.get("nodeSelectorTerms"))):
-            problems += _term_problems(_dict(term), f"{terms_path}[{i}]")
-    preferred_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, preferred in enumerate(
-        _list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution"))
-    ):
-        term = _dict(_dict(preferred).get("preference"))
-        problems += _term_problems(term, f"{preferred_path}[{i}].preference")
-    return problems
-
-
-def node_affinity_problems(affinity: dict[str, Any], path: str) -> list[FieldProblem]:
-    """A NodeAffinity's problems as a pod's validation words them, its paths under `path`."""
-    return _node_affinity_problems(affinity, path)
-
-
-def _term_problems(term: dict[str, Any], path: str) -> list[FieldProblem]:
-    problems = []
-    for j, requirement in enumerate(_list(term.get("matchExpressions"))):
-        problems += _requirement_problems(_dict(requirement), f"{path}.matchExpressions[{j}]")
-    return problems
-
-
-def _requirement_problems(rq: dict[str, Any], path: str) -> list[FieldProblem]:
-    operator, values = rq.get("operator"), _list(rq.get("values"))
-    problems = []
-    if operator in ("In", "NotIn") and not values:
-        detail = "must be specified when `operator` is 'In' or 'NotIn'"
-        problems.append(_required(f"{path}.values", detail))
-    elif operator in ("Exists", "DoesNotExist") and values:
-        detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-        problems.append(_forbidden(f"{path}.values", detail))
-    elif operator in ("Gt", "Lt") and len(values) != 1:
-        detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
-        problems.append(_required(f"{path}.values", detail))
-    elif operator not in _NODE_OPERATORS:
-        problems.append(_invalid(f"{path}.operator", operator, "not a valid selector operator"))
-    key = rq.get("key")
-    key = key if isinstance(key, str) else ""
-    problems += [_invalid(f"{path}.key", key, msg) for msg in label_key_problems(key)]
-    return problems
+def _container_problems(container: dict[str, Any], path: str) -> list[FieldProblem]:
+    problems = port_problems(_list(container.get("ports")), f"{path}.ports")
+    return problems + _resource_problems(_dict(container.get("resources")), f"{path}.resources")
 
 
 def _toleration_problems(toleration: dict[str, Any], path: str) -> list[FieldProblem]:

@@ -114,10 +114,23 @@ def _expand(data: Any) -> list[Any]:
         isinstance(data, dict)
         and isinstance(data.get("kind"), str)
         and data["kind"].endswith("List")
-        and isinstance(data.get("items"), list)
+        and "items" in data
+        and isinstance(data["items"], list | None)
     ):
-        return list(data["items"])
+        return list(data["items"] or [])  # `items:` with nothing after it: an empty list
     return [data]
+
+
+def _list_problem(data: Any) -> str | None:
+    """Why a `v1 List` (or `<Kind>List`) cannot be read: its `items` is not a list (kubectl:
+    `cannot unmarshal object into Go struct field decodeList.items`)."""
+    if not (isinstance(data, dict) and str(data.get("kind", "")).endswith("List")):
+        return None
+    items = data.get("items")
+    if items is None or isinstance(items, list):
+        return None
+    got = {dict: "a mapping", str: "a string", type(None): "null"}.get(type(items), "a scalar")
+    return f"{data['kind']}: items must be a list of objects, not {got}"
 
 
 STDIN = "-"
@@ -216,7 +229,10 @@ def _load_document(
         return
     except ObjectValidationError as exc:
         object_id = exc.object_id
-        problems = [*merge_problems(crd, exc.problems), *_missing_name(doc)]
+        # kube's words first (CRD schema, kube-apiserver's validation), then the model's
+        # about the other fields
+        kube = merge_problems(crd, kube_problems(doc))
+        problems = [*merge_problems(kube, exc.problems), *_missing_name(doc)]
     except ModelError as exc:
         result.errors.append(LoadError(source, index, str(exc)))
         return
@@ -256,6 +272,10 @@ def _load_text(text: str, source: str, result: LoadResult, validation: Validatio
         index, data = item
         if data is None:
             continue  # an empty document, e.g. after a trailing `---`
+        problem = _list_problem(data)
+        if problem:
+            result.errors.append(LoadError(source, index, problem))
+            continue
         for doc in _expand(data):
             _load_document(source, index, doc, validation, result)
 

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, TypeGuard
 
-from apis.crdvalidation import schema_problems
+from apis.crdvalidation import merge_problems, schema_problems
 from apis.errors import FieldProblem, ObjectValidationError
 from apis.fielderrors import aggregate
 from apis.kubevalidation import MAX_OBJECT_BYTES, cause_reason, kube_problems
@@ -62,6 +62,11 @@ def validate(res: Resource, obj: dict[str, Any], *, status: bool = False) -> Non
     try:
         parse_as(res.model, obj)
     except ObjectValidationError as exc:
+        # kube's validation words a problem as kube-apiserver does: the model's problems
+        # about the same fields are left out (`volumeMode: X` is kube's Unsupported value)
+        kube = kube_problems({**obj, "apiVersion": res.api_version, "kind": res.kind})
+        if kube:
+            _refuse(res, obj, merge_problems(kube, exc.problems))
         name = obj["metadata"].get("name", "")
         qualified = f"{res.kind}.{res.group}" if res.group else res.kind
         causes = [

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import copy
+from pathlib import Path
 from typing import Any
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,14 +103,22 @@ _json = st.recursive(
     max_leaves=12,
 )
 _fields = st.sampled_from(
-    ["containers", "initContainers", "nodeSelector", "affinity", "tolerations", "resources"]
+    [
+        *("containers", "initContainers", "nodeSelector", "affinity", "tolerations"),
+        *("resources", "topologySpreadConstraints", "accessModes", "capacity", "local"),
+        *("nodeAffinity", "selector", "storageClassName", "volumeMode"),
+    ]
 )
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     kind=st.sampled_from(
-        [("v1", "Pod"), ("v1", "Node"), ("scheduling.k8s.io/v1", "PriorityClass")]
+        [
+            *(("v1", "Pod"), ("v1", "Node"), ("scheduling.k8s.io/v1", "PriorityClass")),
+            *(("v1", "PersistentVolumeClaim"), ("v1", "PersistentVolume")),
+            ("storage.k8s.io/v1", "StorageClass"),
+        ]
     ),
     spec=st.dictionaries(_fields, _json, max_size=4),
     status=_json,
@@ -156,3 +167,35 @@ def test_native_resources_may_request_below_their_limit_or_set_no_limit() -> Non
     assert lines(resources({"ephemeral-storage": "1Gi"})) == []
     assert lines(resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "2"})) == []
     assert lines(resources({}, {"nvidia.com/gpu": "2"})) == []  # the request defaults to it
+
+
+_CORPUS = list(
+    yaml.safe_load_all((Path(__file__).parents[1] / "data/kube-validation/corpus.yaml").read_text())
+)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += _paths(child, (*path, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            found += _paths(child, (*path, i))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), replacement=_json)
+def test_any_value_anywhere_in_a_refused_object_gives_problems_never_an_exception(
+    data: st.DataObject, replacement: Any
+) -> None:
+    """Each object of the kube corpus with one value (at any depth) replaced by any JSON."""
+    doc = copy.deepcopy(data.draw(st.sampled_from(_CORPUS)))
+    path = data.draw(st.sampled_from(_paths(doc)[1:]))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = replacement
+    for problem in kube_problems(doc):
+        assert problem.path and problem.message

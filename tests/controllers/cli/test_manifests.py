@@ -148,6 +148,24 @@ def test_list_documents_are_expanded(tmp_path: Path) -> None:
     assert [o.obj.name for o in result.objects] == ["c0", "c1", "c2"]
 
 
+@pytest.mark.parametrize(
+    ("items", "got"), [({"a": {"kind": "Pod"}}, "a mapping"), (5, "a scalar"), ("x", "a string")]
+)
+def test_a_list_whose_items_is_no_list_is_an_error(tmp_path: Path, items: object, got: str) -> None:
+    """kubectl cannot decode it (`cannot unmarshal object into ... decodeList.items`): an error
+    naming the file and document, not a List skipped as a kind without a model."""
+    path = tmp_path / "list.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    result = load_paths([path])
+    assert not result.ok
+    assert [str(e) for e in result.errors] == [
+        f"{path}: document 1: List: items must be a list of objects, not {got}"
+    ]
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems:\n")
+    assert load_paths([empty]).ok  # null items: an empty list, as kubectl reads it
+
+
 def test_concatenated_json_documents_are_numbered(tmp_path: Path) -> None:
     good = {
         "apiVersion": "cluster.open-cluster-management.io/v1",
