@@ -248,12 +248,12 @@ class KubeSchedulerConfiguration(ConfigModel):
     @model_validator(mode="after")
     def _backoff_order(self) -> KubeSchedulerConfiguration:
         if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds:
-            detail = (
-                f"must be greater than or equal to podInitialBackoffSeconds "
-                f"({self.pod_initial_backoff_seconds})"
-            )
-            raise_all([invalid("podMaxBackoffSeconds", self.pod_max_backoff_seconds, detail)])
+            value = self.pod_max_backoff_seconds
+            raise_all([invalid("podMaxBackoffSeconds", value, _BACKOFF_ORDER)])
         return self
+
+
+_BACKOFF_ORDER = "must be greater than or equal to PodInitialBackoffSeconds"
 
 
 def parse_configuration(doc: Any) -> KubeSchedulerConfiguration:
@@ -262,4 +262,21 @@ def parse_configuration(doc: Any) -> KubeSchedulerConfiguration:
     try:
         return KubeSchedulerConfiguration.model_validate(doc)
     except ValidationError as exc:
-        raise ValueError("\n".join(field_problems(exc))) from None
+        raise ValueError("\n".join(_with_backoff_order(field_problems(exc), doc))) from None
+
+
+def _with_backoff_order(lines: list[str], doc: Any) -> list[str]:
+    """kube compares the two backoffs even when the initial one is refused (`-5` and `-10`:
+    two problems at once); the model's own check runs only once every field is valid."""
+    if not isinstance(doc, dict) or any(x.startswith("podMaxBackoffSeconds:") for x in lines):
+        return lines
+    initial = doc.get("podInitialBackoffSeconds", 1)
+    maximum = doc.get("podMaxBackoffSeconds", 10)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (initial, maximum)):
+        return lines
+    if maximum >= initial:
+        return lines
+    line = f"podMaxBackoffSeconds: Invalid value: {maximum}: {_BACKOFF_ORDER}"
+    after = [i for i, x in enumerate(lines) if x.startswith("podInitialBackoffSeconds:")]
+    at = after[-1] + 1 if after else len(lines)
+    return [*lines[:at], line, *lines[at:]]

@@ -246,7 +246,7 @@ def test_bad_args_name_the_field_as_written(model: Any, args: Any, line: str) ->
         pytest.param(
             {"podInitialBackoffSeconds": 20},
             "podMaxBackoffSeconds: Invalid value: 10: must be greater than or equal to "
-            "podInitialBackoffSeconds (20)",
+            "PodInitialBackoffSeconds",
             id="max-below-initial",
         ),
         pytest.param(

@@ -78,10 +78,16 @@ def test_backoff_seconds_beyond_a_go_duration_are_one_line(field: str) -> None:
     doc = {field: 10**14}
     if field == "podInitialBackoffSeconds":
         doc["podMaxBackoffSeconds"] = MAX_DURATION_SECONDS
-    assert problems(doc) == [
+    expected = [
         f"{field}: Invalid value: 100000000000000: must be at most {MAX_DURATION_SECONDS} "
         "seconds, a Go Duration"
     ]
+    if field == "podInitialBackoffSeconds":  # and, as kube says too, the order of the two
+        expected.append(
+            f"podMaxBackoffSeconds: Invalid value: {MAX_DURATION_SECONDS}: must be greater "
+            "than or equal to PodInitialBackoffSeconds"
+        )
+    assert problems(doc) == expected
 
 
 def test_the_longest_backoff_loads_into_the_schedulers_settings() -> None:

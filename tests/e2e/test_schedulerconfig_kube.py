@@ -23,6 +23,8 @@ SAME_AS_KUBE = (
     "parallelism",
     "percentage",
     "initial-backoff",
+    "max-below-initial",
+    "backoffs-both",
     "lock",
     "scheduler-name",
     "preemption-percentage",

@@ -59,6 +59,16 @@ CASES: dict[str, tuple[dict[str, object], str]] = {
         {"podInitialBackoffSeconds": 0},
         "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
     ),
+    "max-below-initial": (
+        {"podInitialBackoffSeconds": 20},
+        "podMaxBackoffSeconds: Invalid value: 10: must be greater than or equal to "
+        "PodInitialBackoffSeconds",
+    ),
+    "backoffs-both": (  # the order is checked even when the initial backoff is refused
+        {"podInitialBackoffSeconds": -5, "podMaxBackoffSeconds": -10},
+        "podMaxBackoffSeconds: Invalid value: -10: must be greater than or equal to "
+        "PodInitialBackoffSeconds",
+    ),
     "lock": (
         {"leaderElection": {"resourceLock": "configmaps"}},
         'leaderElection.resourceLock: Invalid value: "configmaps": resourceLock value must be "leases"',
