@@ -161,7 +161,9 @@ def foreign_pods_line(result: SimulationResult, scheduler_names: Sequence[str]) 
     counts: dict[str, int] = {}
     for name in asked:
         counts[name] = counts.get(name, 0) + 1
-    wanted = ", ".join(f"{name!r} ({n} pod{'s' if n > 1 else ''})" for name, n in counts.items())
+    wanted = ", ".join(
+        f"{name!r} ({n} pod{'s' if n > 1 else ''})" for name, n in sorted(counts.items())
+    )
     profiles = ", ".join(repr(n) for n in scheduler_names)
     return (
         f"warning: no pod names a profile of this configuration, so none was scheduled: "
