@@ -33,9 +33,17 @@ from apis.errors import FieldProblem, ObjectValidationError, UnknownKindError, p
 from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
+from apis.policy import PodDisruptionBudget
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
-from apis.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
-from apis.workloads import Deployment, Job, ReplicaSet, StatefulSet
+from apis.services import Service
+from apis.storage import (
+    CSIDriver,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from apis.workloads import Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
     "CUSTOM_KINDS",
@@ -77,10 +85,15 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    CSIDriver,
+    CSIStorageCapacity,
     Deployment,
     ReplicaSet,
     StatefulSet,
     Job,
+    Service,
+    ReplicationController,
+    PodDisruptionBudget,
 )
 # OCM's add-on objects: read and checked (`placement validate`), served by neither server.
 _ADDON_KINDS: tuple[type[KubeObject], ...] = (AddOnTemplate, ClusterManagementAddOn)

@@ -1,5 +1,5 @@
 """Storage objects the pod scheduler reads: core/v1 PersistentVolume and PersistentVolumeClaim,
-storage.k8s.io/v1 StorageClass.
+storage.k8s.io/v1 StorageClass, CSIDriver and CSIStorageCapacity.
 
 Only what volume scheduling reads is typed (capacity, access modes, classes, claim references,
 node affinity, binding mode); the volume sources and the rest of these large types are kept as
@@ -12,14 +12,18 @@ from typing import Any, ClassVar, Literal
 
 from apis.core import NodeSelector, ObjectReference
 from apis.meta import KubeModel, KubeObject, LabelSelector
-from apis.quantity import ResourceList
+from apis.quantity import QuantityField, ResourceList
 
 __all__ = [
     "BETA_STORAGE_CLASS_ANNOTATION",
     "BIND_COMPLETED_ANNOTATION",
     "BOUND_BY_CONTROLLER_ANNOTATION",
     "NO_PROVISIONER",
+    "SELECTED_NODE_ANNOTATION",
     "STORAGE_KINDS",
+    "CSIDriver",
+    "CSIDriverSpec",
+    "CSIStorageCapacity",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "PersistentVolumeClaimSpec",
@@ -40,6 +44,9 @@ BOUND_BY_CONTROLLER_ANNOTATION = "pv.kubernetes.io/bound-by-controller"
 """Set by whoever bound a volume or claim for the user (kube-scheduler on the volume it
 pre-binds, the PV controller on the claim it completes)."""
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+"""Set on a WaitForFirstConsumer claim by the scheduler's PreBind: the node its volume is to be
+provisioned for (a provisioner that fails removes it, sending the pod back to scheduling)."""
 """The provisioner of classes whose volumes are all created by hand (local volumes)."""
 
 
@@ -144,6 +151,44 @@ class StorageClass(KubeObject):
     allowed_topologies: list[dict[str, Any]] | None = None
 
 
+class CSIDriverSpec(KubeModel):
+    """What the scheduler reads of a CSI driver: whether it publishes CSIStorageCapacity objects
+    (`storageCapacity`) and whether its volumes are attached (`attachRequired`)."""
+
+    ALL_FIELDS_KNOWN: ClassVar[bool] = False
+
+    attach_required: bool | None = None
+    storage_capacity: bool | None = None
+
+
+class CSIDriver(KubeObject):
+    """`storage.k8s.io/v1` CSIDriver (cluster-scoped, named after the driver)."""
+
+    GROUP: ClassVar[str] = "storage.k8s.io"
+    VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "CSIDriver"
+    PLURAL: ClassVar[str] = "csidrivers"
+    NAMESPACED: ClassVar[bool] = False
+
+    spec: CSIDriverSpec | None = None
+
+
+class CSIStorageCapacity(KubeObject):
+    """`storage.k8s.io/v1` CSIStorageCapacity (namespaced): the storage a driver can still
+    provision for a class on the nodes its `nodeTopology` selects (`capacity`, and the largest
+    single volume, `maximumVolumeSize`, when known). Its fields are at the top level."""
+
+    GROUP: ClassVar[str] = "storage.k8s.io"
+    VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str] = "CSIStorageCapacity"
+    PLURAL: ClassVar[str] = "csistoragecapacities"
+
+    node_topology: LabelSelector | None = None
+    storage_class_name: str = ""
+    capacity: QuantityField | None = None
+    maximum_volume_size: QuantityField | None = None
+
+
 def claim_class(claim: PersistentVolumeClaim) -> str:
     """The claim's class name: the beta annotation, else `spec.storageClassName`, else ""."""
     annotated = (claim.metadata.annotations or {}).get(BETA_STORAGE_CLASS_ANNOTATION)
@@ -164,5 +209,7 @@ STORAGE_KINDS: tuple[type[KubeObject], ...] = (
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    CSIDriver,
+    CSIStorageCapacity,
 )
 """What volume scheduling watches."""

@@ -2,8 +2,10 @@
 
 The custom kinds come from the CRDs in `config/crds` (their names, scope, schema, status
 subresource); the built-in ones (Namespace, Pod, Node, ConfigMap, Event, Lease, events.k8s.io Event,
-PriorityClass, PersistentVolume, PersistentVolumeClaim, storage.k8s.io StorageClass, apps/v1
-Deployment, ReplicaSet, StatefulSet, batch/v1 Job) from the models' class
+PriorityClass, PersistentVolume, PersistentVolumeClaim, storage.k8s.io StorageClass, CSIDriver,
+CSIStorageCapacity, apps/v1
+Deployment, ReplicaSet, StatefulSet, batch/v1 Job, v1 Service, ReplicationController) from the
+models' class
 data. The workloads are stored only: no controller creates their pods. Each resource is paired
 with the `apis` model that validates its objects.
 """
@@ -23,7 +25,14 @@ from apis.fielderrors import aggregate
 from apis.meta import KubeObject
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
-from apis.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
+from apis.storage import (
+    CSIDriver,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from apis.services import Service
 from apis.workloads import WORKLOAD_MODELS
 from controllers.cli.crds import CRD_DIR
 
@@ -39,8 +48,9 @@ __all__ = [
 
 CORE_KINDS: tuple[type[KubeObject], ...] = (
     *(Namespace, Pod, Node, ConfigMap, CoreEvent, Event, Lease, PriorityClass),
-    *(PersistentVolume, PersistentVolumeClaim, StorageClass),
+    *(PersistentVolume, PersistentVolumeClaim, StorageClass, CSIDriver, CSIStorageCapacity),
     *WORKLOAD_MODELS,
+    Service,
     MutatingWebhookConfiguration,
 )
 # The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set
@@ -49,9 +59,11 @@ _NO_GENERATION = frozenset(
     {
         *(("", k) for k in ("ConfigMap", "Namespace", "Node", "Event")),
         *(("", k) for k in ("PersistentVolume", "PersistentVolumeClaim")),
+        ("", "Service"),
         ("coordination.k8s.io", "Lease"),
         ("events.k8s.io", "Event"),
         ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "CSIStorageCapacity"),
     }
 )
 # The built-in kinds whose DELETE answers the deleted object (kube's ReturnDeletedObject);

@@ -1,6 +1,7 @@
 """Table columns of the storage kinds for `kubectl get` (PersistentVolume, PersistentVolumeClaim,
-StorageClass), as kube-apiserver's printers give them: access modes abbreviated (`RWO`, `ROX`,
-`RWX`, `RWOP`), a volume's claim as `namespace/name`, the default class marked `(default)`.
+StorageClass, CSIDriver, CSIStorageCapacity), as kube-apiserver's printers give them: access
+modes abbreviated (`RWO`, `ROX`, `RWX`, `RWOP`), a volume's claim as `namespace/name`, the
+default class marked `(default)`, a CSIDriver's unset fields as the API server defaults them.
 """
 
 from __future__ import annotations
@@ -80,6 +81,30 @@ def _class(obj: dict[str, Any], now: datetime) -> list[Any]:
     ]
 
 
+def _driver(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    tokens = [t.get("audience", "") for t in spec.get("tokenRequests") or ()]
+    return [
+        obj["metadata"]["name"],
+        spec.get("attachRequired", True),  # the API server's defaults, when not given
+        bool(spec.get("podInfoOnMount")),
+        bool(spec.get("storageCapacity")),
+        ",".join(tokens) if tokens else _UNSET,
+        bool(spec.get("requiresRepublish")),
+        ",".join(spec.get("volumeLifecycleModes") or ["Persistent"]),
+        _age(obj, now),
+    ]
+
+
+def _capacity(obj: dict[str, Any], now: datetime) -> list[Any]:
+    capacity = obj.get("capacity")
+    return [
+        obj["metadata"]["name"],
+        obj.get("storageClassName") or "",
+        _UNSET if capacity is None else str(capacity),
+    ]
+
+
 _NAME = column("Name", format_="name")
 
 STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
@@ -123,5 +148,22 @@ STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
             column("Age"),
         ],
         _class,
+    ),
+    ("storage.k8s.io", "CSIDriver"): Printer(
+        [
+            _NAME,
+            column("AttachRequired", type_="boolean"),
+            column("PodInfoOnMount", type_="boolean"),
+            column("StorageCapacity", type_="boolean"),
+            column("TokenRequests"),
+            column("RequiresRepublish", type_="boolean"),
+            column("Modes"),
+            column("Age"),
+        ],
+        _driver,
+    ),
+    ("storage.k8s.io", "CSIStorageCapacity"): Printer(
+        [_NAME, column("StorageClassName"), column("Capacity")],
+        _capacity,
     ),
 }
