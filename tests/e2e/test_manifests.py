@@ -168,7 +168,7 @@ def test_sample_file_installs_and_its_status_is_written_through_the_subresource(
     folder = path.parent
     docs = documents(path.read_text())
     # the folder's Namespaces and PriorityClasses, which its README applies first
-    for first in ("00-namespaces.yaml", "priorityclasses.yaml"):
+    for first in ("00-namespaces.yaml", "01-priorityclasses.yaml"):
         if (folder / first).exists() and folder / first != path:
             create_prerequisites(plane, documents((folder / first).read_text()))
     dry_run_then_apply(plane, docs, str(path.relative_to(ROOT)))
