@@ -49,6 +49,7 @@ from apis.podspecvalidation import (
     port_problems,
     spread_problems,
 )
+from apis.policyvalidation import budget_problems
 from apis.quantity import Quantity, QuantityError
 from apis.storagevalidation import claim_problems, storage_class_problems, volume_problems
 
@@ -120,6 +121,8 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += volume_problems(_dict(doc.get("spec")))
     elif api_version == "storage.k8s.io/v1" and kind == "StorageClass":
         problems += storage_class_problems(doc)
+    elif api_version == "policy/v1" and kind == "PodDisruptionBudget":
+        problems += budget_problems(doc)
     return problems
 
 
