@@ -27,6 +27,18 @@ _UNDECLARED = re.compile(r"^undeclared reference to '([^']+)' \(in container '([
 _WIDE_DOT, _WIDE_CARET = "\uff0e", "\uff3e"
 
 _MAX_SNIPPET = 16384  # bytes: cel-go leaves a longer line out
+_ERROR_OPERAND = "expression of type '*error*'"
+# What a method of a Kubernetes CEL type gives back (receiver type, method): the type of a
+# chain `quantity(a).sub(quantity(b))` for cel-go's `applied to` text.
+_RETURNS = {
+    **{("kubernetes.Quantity", m): "kubernetes.Quantity" for m in ("add", "sub")},
+    **{("kubernetes.Quantity", m): "bool" for m in ("isLessThan", "isGreaterThan", "isInteger")},
+    ("kubernetes.Quantity", "compareTo"): "int",
+    ("kubernetes.Quantity", "asInteger"): "int",
+    ("kubernetes.Quantity", "asApproximateFloat"): "double",
+    **{("kubernetes.Semver", m): "int" for m in ("major", "minor", "patch", "compareTo")},
+    **{("kubernetes.Semver", m): "bool" for m in ("isLessThan", "isGreaterThan")},
+}
 _CONSTRUCTORS = {
     "quantity": "kubernetes.Quantity",
     "semver": "kubernetes.Semver",
@@ -45,6 +57,9 @@ def celgo(source: str, message: str, functions: frozenset[str] = frozenset()) ->
             continue  # a snippet line: rebuilt below
         row, column, text = int(header[1]), int(header[2]), header[3]
         errors.append(_rewrite(source, row, column, text, functions))
+    # cel-go reports nothing more about an expression whose operand already failed to check
+    # (`parseJSON(s).gpu`: the call's error, not the select of an error-typed operand)
+    errors = [e for e in errors if _ERROR_OPERAND not in e[2]] or errors
     if not errors:
         return message
     errors.sort(key=lambda e: (e[0], e[1]))
@@ -142,9 +157,22 @@ def _span_type(tokens: list[Token], start: int, end: int) -> str | None:
     ):
         return "dyn"
     constructor = first.text in _CONSTRUCTORS and tokens[start + 1].text == "("
-    if constructor and closing(tokens, start + 1) == end - 1:
-        return _CONSTRUCTORS[first.text]
-    return None
+    if not constructor:
+        return None
+    at = closing(tokens, start + 1)
+    kind: str | None = _CONSTRUCTORS[first.text]
+    while kind is not None and at < end - 1:  # `.method(...)` calls on the constructed value
+        method = at + 2
+        if not (
+            tokens[at + 1].text == "."
+            and method + 1 < end
+            and tokens[method].kind == "ident"
+            and tokens[method + 1].text == "("
+        ):
+            return None
+        kind = _RETURNS.get((kind, tokens[method].text))
+        at = closing(tokens, method + 1)
+    return kind if at == end - 1 else None
 
 
 def _chain_root(tokens: list[Token], dot: int, dots: int) -> int | None:

@@ -106,6 +106,49 @@ def test_compile_errors_are_cel_go_words(expression: str, expected: str) -> None
     assert message(expression) == expected
 
 
+# OCM's placement controller (open-cluster-management-io/ocm 00f84c32b) on kube-apiserver v1.36.2
+# printed these, after `Predicate:`, as the Placements' PlacementMisconfigured message.
+OCM_PRINTED = {
+    "quantity(managedCluster.metadata.name).sub(quantity('1')).sign() > 0": (
+        "ERROR: <input>:1:63: found no matching overload for 'sign' applied to "
+        "'kubernetes.Quantity.()'\n"
+        " | quantity(managedCluster.metadata.name).sub(quantity('1')).sign() > 0\n"
+        " | ..............................................................^"
+    ),
+    "quantity('2').add(1).isLessThan(quantity('3')).sign()": (
+        "ERROR: <input>:1:52: found no matching overload for 'sign' applied to 'bool.()'\n"
+        " | quantity('2').add(1).isLessThan(quantity('3')).sign()\n"
+        " | ...................................................^"
+    ),
+    "quantity('2').sign() > 0": (
+        "ERROR: <input>:1:19: found no matching overload for 'sign' applied to "
+        "'kubernetes.Quantity.()'\n"
+        " | quantity('2').sign() > 0\n"
+        " | ..................^"
+    ),
+    # one error: cel-go says nothing of the select on the failed call
+    "parseJSON(managedCluster.metadata.name).gpu > 1": (
+        "ERROR: <input>:1:10: found no matching overload for 'parseJSON' applied to '(dyn)'\n"
+        " | parseJSON(managedCluster.metadata.name).gpu > 1\n"
+        " | .........^"
+    ),
+    "parseJSON('{}').gpu == 1": (
+        "ERROR: <input>:1:10: found no matching overload for 'parseJSON' applied to "
+        "'(string)'\n"
+        " | parseJSON('{}').gpu == 1\n"
+        " | .........^"
+    ),
+}
+
+
+@pytest.mark.parametrize("expression", list(OCM_PRINTED))
+def test_method_chains_and_failed_operands_as_ocm_prints_them(expression: str) -> None:
+    """A member call on a chain of Kubernetes methods names the chain's type; a select on a
+    call that failed to check adds no second error (we said `undeclared reference to 'sign'`,
+    and `expression of type '*error*' cannot be the operand of a select operation`)."""
+    assert message(expression) == OCM_PRINTED[expression]
+
+
 def test_a_member_call_on_an_untold_receiver_keeps_the_engine_words() -> None:
     # The receiver's type cannot be told from the text: the message stays the checker's.
     text = message("[1].map(x, x)[0].parseJSONs()")
