@@ -4,7 +4,8 @@ The custom kinds come from the CRDs in `config/crds` (their names, scope, schema
 subresource); the built-in ones (Namespace, Pod, Node, ConfigMap, Event, Lease, events.k8s.io Event,
 PriorityClass, PersistentVolume, PersistentVolumeClaim, storage.k8s.io StorageClass, CSIDriver,
 CSIStorageCapacity, apps/v1
-Deployment, ReplicaSet, StatefulSet, batch/v1 Job, v1 Service, ReplicationController) from the
+Deployment, ReplicaSet, StatefulSet, batch/v1 Job, v1 Service, ReplicationController, policy/v1
+PodDisruptionBudget) from the
 models' class
 data. The workloads are stored only: no controller creates their pods. Each resource is paired
 with the `apis` model that validates its objects.
@@ -23,6 +24,7 @@ from apis.core import ConfigMap, CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.crdcost import crd_refusals
 from apis.fielderrors import aggregate
 from apis.meta import KubeObject
+from apis.policy import PodDisruptionBudget
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
 from apis.storage import (
@@ -51,6 +53,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     *(PersistentVolume, PersistentVolumeClaim, StorageClass, CSIDriver, CSIStorageCapacity),
     *WORKLOAD_MODELS,
     Service,
+    PodDisruptionBudget,
     MutatingWebhookConfiguration,
 )
 # The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set

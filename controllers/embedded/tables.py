@@ -21,6 +21,7 @@ from multidict import MultiMapping
 
 from controllers.embedded.eventviews import to_core
 from controllers.embedded.jsonpath import cell
+from controllers.embedded.policy_printers import POLICY_PRINTERS
 from controllers.embedded.printers import PRINTERS, column
 from controllers.embedded.resources import Resource
 from controllers.embedded.status import StatusError
@@ -78,7 +79,8 @@ class TableView:
         if res.group == "events.k8s.io" and res.kind == "Event":
             core = PRINTERS[("", "Event")]
             return core.columns, lambda obj, now: core.row(to_core(obj), now)
-        printer = PRINTERS.get((res.group, res.kind)) or STORAGE_PRINTERS.get((res.group, res.kind))
+        kind = (res.group, res.kind)
+        printer = PRINTERS.get(kind) or STORAGE_PRINTERS.get(kind) or POLICY_PRINTERS.get(kind)
         if printer is not None:
             return printer.columns, printer.row
         columns, paths = _crd_columns(res)
