@@ -18,7 +18,8 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
   two built-in classes with their values;
 * Lease: `spec.leaseDurationSeconds` above 0, `spec.leaseTransitions` at least 0;
 * ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
-  config key must consist of ...`), a key in both.
+  config key must consist of ...`), a key in both;
+* CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys).
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
 node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).
@@ -33,6 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from apis.csivalidation import csinode_problems
 from apis.errors import FieldProblem
 from apis.fielderrors import label_key_problems, label_value_problems
 from apis.fieldrules import as_dict as _dict
@@ -121,6 +123,8 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += volume_problems(_dict(doc.get("spec")))
     elif api_version == "storage.k8s.io/v1" and kind == "StorageClass":
         problems += storage_class_problems(doc)
+    elif api_version == "storage.k8s.io/v1" and kind == "CSINode":
+        problems += csinode_problems(_dict(doc.get("spec")))
     elif api_version == "policy/v1" and kind == "PodDisruptionBudget":
         problems += budget_problems(doc)
     return problems

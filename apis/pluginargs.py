@@ -368,6 +368,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "Coscheduling": CoschedulingArgs,
     "PodTopologySpread": PodTopologySpreadArgs,
     "VolumeRestrictions": NoArgs,
+    "NodeVolumeLimits": NoArgs,
     "VolumeBinding": VolumeBindingArgs,
     "VolumeZone": NoArgs,
     "InterPodAffinity": InterPodAffinityArgs,

@@ -29,6 +29,7 @@ from apis.core import (
     Node,
     Pod,
 )
+from apis.csinode import CSINode
 from apis.errors import FieldProblem, ObjectValidationError, UnknownKindError, problems_from
 from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
@@ -87,6 +88,7 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     StorageClass,
     CSIDriver,
     CSIStorageCapacity,
+    CSINode,
     Deployment,
     ReplicaSet,
     StatefulSet,

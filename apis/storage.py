@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from apis.core import NodeSelector, ObjectReference
+from apis.csinode import CSINode
 from apis.meta import KubeModel, KubeObject, LabelSelector
 from apis.quantity import QuantityField, ResourceList
 
@@ -211,5 +212,6 @@ STORAGE_KINDS: tuple[type[KubeObject], ...] = (
     StorageClass,
     CSIDriver,
     CSIStorageCapacity,
+    CSINode,
 )
 """What volume scheduling watches."""

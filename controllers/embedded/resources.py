@@ -22,6 +22,7 @@ import yaml
 from apis.admissionregistration import MutatingWebhookConfiguration
 from apis.core import ConfigMap, CoreEvent, Event, Lease, Namespace, Node, Pod
 from apis.crdcost import crd_refusals
+from apis.csinode import CSINode
 from apis.fielderrors import aggregate
 from apis.meta import KubeObject
 from apis.policy import PodDisruptionBudget
@@ -54,6 +55,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     *WORKLOAD_MODELS,
     Service,
     PodDisruptionBudget,
+    CSINode,
     MutatingWebhookConfiguration,
 )
 # The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set
@@ -67,6 +69,7 @@ _NO_GENERATION = frozenset(
         ("events.k8s.io", "Event"),
         ("storage.k8s.io", "StorageClass"),
         ("storage.k8s.io", "CSIStorageCapacity"),
+        ("storage.k8s.io", "CSINode"),
     }
 )
 # The built-in kinds whose DELETE answers the deleted object (kube's ReturnDeletedObject);

@@ -1,7 +1,8 @@
 """Table columns of the storage kinds for `kubectl get` (PersistentVolume, PersistentVolumeClaim,
 StorageClass, CSIDriver, CSIStorageCapacity), as kube-apiserver's printers give them: access
 modes abbreviated (`RWO`, `ROX`, `RWX`, `RWOP`), a volume's claim as `namespace/name`, the
-default class marked `(default)`, a CSIDriver's unset fields as the API server defaults them.
+default class marked `(default)`, a CSIDriver's unset fields as the API server defaults them;
+CSINode's columns: NAME, DRIVERS (how many), AGE.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ def _capacity(obj: dict[str, Any], now: datetime) -> list[Any]:
     ]
 
 
+def _csinode(obj: dict[str, Any], now: datetime) -> list[Any]:
+    drivers = (obj.get("spec") or {}).get("drivers") or ()
+    return [obj["metadata"]["name"], len(drivers), _age(obj, now)]
+
+
 _NAME = column("Name", format_="name")
 
 STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
@@ -165,5 +171,9 @@ STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
     ("storage.k8s.io", "CSIStorageCapacity"): Printer(
         [_NAME, column("StorageClassName"), column("Capacity")],
         _capacity,
+    ),
+    ("storage.k8s.io", "CSINode"): Printer(
+        [_NAME, column("Drivers", type_="integer"), column("Age")],
+        _csinode,
     ),
 }

@@ -81,11 +81,13 @@ OBJECT_KINDS = (
     "StorageClass",
     "PersistentVolume",
     "PersistentVolumeClaim",
+    "CSINode",
     "PodGroup",
     "ElasticQuota",
 )
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
-affinity's namespaceSelector reads their labels; storage: VolumeBinding's)."""
+affinity's namespaceSelector reads their labels; storage: VolumeBinding's; CSINodes: the
+attach limits NodeVolumeLimits reads)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 

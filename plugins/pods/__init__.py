@@ -24,6 +24,7 @@ from plugins.pods.nodename import NodeName
 from plugins.pods.nodeports import NodePorts
 from plugins.pods.noderesourcesfit import NodeResourcesFit
 from plugins.pods.nodeunschedulable import NodeUnschedulable
+from plugins.pods.nodevolumelimits import NodeVolumeLimits
 from plugins.pods.podtopologyspread import PodTopologySpread
 from plugins.pods.prioritysort import PrioritySort
 from plugins.pods.tainttoleration import TaintToleration
@@ -46,6 +47,7 @@ __all__ = [
     "NodeResourcesBalancedAllocation",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "NodeVolumeLimits",
     "PluginFactory",
     "PodTopologySpread",
     "PrioritySort",
@@ -75,6 +77,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "CapacityScheduling": CapacityScheduling.from_args,
     "Coscheduling": Coscheduling.from_args,
     "VolumeRestrictions": VolumeRestrictions.from_args,
+    "NodeVolumeLimits": NodeVolumeLimits.from_args,
     "VolumeBinding": VolumeBinding.from_args,
     "VolumeZone": VolumeZone.from_args,
     "InterPodAffinity": InterPodAffinity.from_args,
@@ -96,6 +99,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "NodeResourcesFit",
         # kube's volume plugins, in its order (VolumeBinding's PreBind binds the claims).
         "VolumeRestrictions",
+        "NodeVolumeLimits",
         "VolumeBinding",
         "VolumeZone",
         "PodTopologySpread",

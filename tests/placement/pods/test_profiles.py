@@ -94,6 +94,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodePorts",
         "NodeResourcesFit",
         "VolumeRestrictions",
+        "NodeVolumeLimits",
         "VolumeBinding",
         "VolumeZone",
         "PodTopologySpread",
@@ -109,6 +110,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "NodePorts",
         "NodeResourcesFit",
         "VolumeRestrictions",
+        "NodeVolumeLimits",
         "VolumeBinding",
         "VolumeZone",
         "PodTopologySpread",
@@ -133,7 +135,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         ("ImageLocality", 1),
     ]
     assert names(profile.handlers) == [
-        *("VolumeRestrictions", "VolumeBinding", "VolumeZone"),
+        *("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
         "PodTopologySpread",
         "InterPodAffinity",
         "ImageLocality",

@@ -1,0 +1,208 @@
+"""`NodeVolumeLimits`: a node takes no more CSI volumes of a driver than its CSINode allows.
+
+As kube v1.36's plugin (its CSI limits): PreFilter skips a pod without a claim, an ephemeral
+volume or an inline in-tree volume kube migrates (most pods: nothing read). Filter resolves the
+pod's volumes to (driver, volume) pairs (`plugins.pods._attachable`); on each node whose CSINode
+gives `allocatable.count` for one of those drivers, the distinct volumes of the counted pods
+there (bound and assumed; preemption's victims left out, nominated pods added) plus the pod's
+new ones must not exceed the count, or the node fails with kube's `node(s) exceed max volume
+count` (resolvable: preemption may free volumes). A volume the node has already (a claim shared
+with a pod there) costs nothing more. A node without a CSINode, or without a count for the
+driver, has no limit. A claim the pod names that does not exist makes it unresolvable with
+kube's message.
+
+kube also counts the node's VolumeAttachments; we do not watch them (an attachment outlives its
+pod only while it detaches). Requeueing as kube registers it: an assigned pod deleted (freed
+room), a CSINode added or a limit raised, a claim added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from apis.csinode import CSINode, attach_limits
+from apis.pluginargs import NoArgs
+from placement.arrays import BoolMask
+from placement.pods.events import ASSIGNED_POD_DELETE, ClusterEvent, ObjectEvent, RequeueHints
+from placement.pods.framework import (
+    SKIP,
+    ClusterView,
+    EventHandler,
+    Filter,
+    FilterResult,
+    PodCycle,
+    PodInfo,
+    PreFilter,
+    PreFilterResult,
+    Reason,
+)
+from placement.pods.nodes import NodeSnapshot
+from placement.pods.volumes import CLAIM_KIND
+from plugins.pods._attachable import VolumeKey, attachable, may_attach
+from plugins.pods._shared import args_of
+from plugins.pods._volumes import claims_of, storage_class, volume
+
+__all__ = ["CSINODE_KIND", "ERR_REASON_MAX_VOLUME_COUNT", "USERS_SUBSET", "NodeVolumeLimits"]
+
+ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+CSINODE_KIND = "CSINode"
+USERS_SUBSET = "NodeVolumeLimits/volume-users"
+
+Volumes = dict[VolumeKey, str]
+
+
+def _uses_volumes(pod: PodInfo) -> bool:
+    return may_attach(pod.pod)
+
+
+class _Limits:
+    """The attach limits per driver, as a column over the snapshot's rows (-1: no limit),
+    kept while neither the CSINodes nor the snapshot's nodes change."""
+
+    def __init__(self) -> None:
+        self._source: tuple[object, object] | None = None
+        self._columns: dict[str, np.ndarray[Any, np.dtype[np.int64]]] = {}
+
+    def column(
+        self, driver: str, csinodes: Mapping[str, Any], nodes: NodeSnapshot, version: int
+    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+        source = (version, nodes.names)
+        if self._source is None or self._source[0] != version or self._source[1] is not nodes.names:
+            self._source, self._columns = source, {}
+        found = self._columns.get(driver)
+        if found is None:
+            found = np.full(nodes.size, -1, dtype=np.int64)
+            for name, obj in csinodes.items():
+                limit = attach_limits(obj if isinstance(obj, CSINode) else None).get(driver)
+                row = nodes.row_of(name) if limit is not None else None
+                if row is not None and limit is not None:
+                    found[row] = limit
+            self._columns[driver] = found
+        return found
+
+
+class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
+    name = "NodeVolumeLimits"
+    requeue_on = frozenset({ASSIGNED_POD_DELETE})
+    """kube registers assigned pods' deletions, not node events, for this plugin."""
+
+    def __init__(self) -> None:
+        self._limits = _Limits()
+        self._version = 0  # counts CSINode events: the limit columns are rebuilt after one
+        self._known: dict[str, dict[str, int]] = {}  # CSINode name -> its limits, as last seen
+
+    @classmethod
+    def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeVolumeLimits:
+        args_of(NoArgs, args)
+        return cls()
+
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
+        """True when a CSINode came or raised (or dropped) a limit, or a claim was added."""
+        if not isinstance(event, ObjectEvent):
+            return False
+        kind = event.obj.KIND
+        if kind == CLAIM_KIND:
+            return event.type == "Added"
+        if kind != CSINODE_KIND:
+            return False
+        self._version += 1
+        name = event.obj.metadata.name or ""
+        before = self._known.pop(name, None)
+        if event.type == "Deleted" or not isinstance(event.obj, CSINode):
+            return False
+        after = self._known[name] = attach_limits(event.obj)
+        if before is None:
+            return True
+        return any(after.get(d, 2**62) > limit for d, limit in before.items())
+
+    def _volumes(self, cycle: PodCycle, pod: PodInfo, strict: bool) -> Volumes | str:
+        cluster = cycle.cluster
+        return attachable(
+            pod.pod,
+            claims_of(cluster),
+            lambda name: volume(cluster, name),
+            lambda name: storage_class(cluster, name),
+            strict=strict,
+        )
+
+    def pre_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot) -> PreFilterResult:
+        if not pod.pod.spec.volumes or not may_attach(pod.pod):
+            cycle.scratch.pop(self.name, None)
+            return PreFilterResult(SKIP)  # most pods: nothing to read
+        cycle.scratch.pop(self.name, None)
+        return PreFilterResult()
+
+    def filter(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, candidates: BoolMask
+    ) -> FilterResult:
+        if not pod.pod.spec.volumes:
+            return FilterResult(candidates)
+        new = cycle.scratch.get(self.name)
+        if new is None:
+            new = cycle.scratch[self.name] = self._volumes(cycle, pod, strict=True)
+        if isinstance(new, str):
+            nothing = np.zeros(nodes.size, dtype=bool)
+            return FilterResult(nothing, (Reason(candidates, new, False),))
+        if not new:
+            return FilterResult(candidates)
+        limits = self._columns(cycle, nodes, set(new.values()))
+        limited = candidates & np.any(np.stack(list(limits.values())) >= 0, axis=0)
+        if not limited.any():
+            return FilterResult(candidates)
+        over = np.zeros(nodes.size, dtype=bool)
+        used = self._used(cycle, pod, nodes, limited)
+        for row in np.flatnonzero(limited):
+            there = used.get(int(row), {})
+            wanted: dict[str, int] = {}
+            for key, driver in new.items():
+                if key not in there:
+                    wanted[driver] = wanted.get(driver, 0) + 1
+            if not wanted:
+                continue
+            attached: dict[str, int] = {}
+            for driver in there.values():
+                attached[driver] = attached.get(driver, 0) + 1
+            for driver, count in wanted.items():
+                limit = int(limits[driver][row])
+                if limit >= 0 and attached.get(driver, 0) + count > limit:
+                    over[row] = True
+                    break
+        if not over.any():
+            return FilterResult(candidates)
+        return FilterResult(candidates & ~over, (Reason(over, ERR_REASON_MAX_VOLUME_COUNT),))
+
+    def _columns(
+        self, cycle: PodCycle, nodes: NodeSnapshot, drivers: set[str]
+    ) -> dict[str, np.ndarray[Any, np.dtype[np.int64]]]:
+        csinodes = cycle.cluster.objects(CSINODE_KIND)
+        if not self._known and csinodes:
+            self._version += 1  # fed without events (a plugin used without an engine)
+        return {d: self._limits.column(d, csinodes, nodes, self._version) for d in drivers}
+
+    def _used(
+        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: BoolMask
+    ) -> dict[int, Volumes]:
+        """The volumes of the counted pods on `rows`, per row (the overlay applied)."""
+        counted = cycle.cluster.counted
+        overlay = nodes.overlay
+        used: dict[int, Volumes] = {}
+
+        def add(other: PodInfo, row: int) -> None:
+            found = self._volumes(cycle, other, strict=False)
+            if isinstance(found, dict) and found:
+                used.setdefault(row, {}).update(found)
+
+        for other in counted.subset(USERS_SUBSET, _uses_volumes).values():
+            where = counted.node_of(other.key)
+            row = nodes.row_of(where) if where is not None else None
+            if row is None or not rows[row] or other.key == pod.key:
+                continue
+            if overlay.empty or not overlay.gone(other, row):
+                add(other, row)
+        for row, added in overlay.added:
+            if rows[row] and added.key != pod.key and _uses_volumes(added):
+                add(added, row)
+        return used
