@@ -141,18 +141,21 @@ class BindPod:
 @dataclass(frozen=True)
 class BindVolumes:
     """Before the pod `key` (uid, chosen `node`) is bound: bind each claim to the volume chosen
-    for it, `(claim namespace/name, claim uid, volume name)`. On a cluster the shell pre-binds
-    each volume (its `spec.claimRef`), as kube-scheduler does, and waits up to `timeout` seconds
-    (VolumeBinding's `bindTimeoutSeconds`) for the PV controller to bind the claims
-    (`controllers.addons.volume_binder`); the simulation leaves both sides bound at once. When
-    a write fails or the wait ends without the claims bound, the shell sends a failed
-    `BindResult` for the pod instead of binding it."""
+    for it, `(claim namespace/name, claim uid, volume name)`, and have a volume provisioned on
+    the node for each claim of `provisions` (`(claim namespace/name, claim uid)`). On a cluster
+    the shell pre-binds each volume (its `spec.claimRef`) and sets each claim to provision's
+    `volume.kubernetes.io/selected-node`, as kube-scheduler does, and waits up to `timeout`
+    seconds (VolumeBinding's `bindTimeoutSeconds`) for the PV controller (and the provisioner)
+    to bind the claims (`controllers.addons.volume_binder`); the simulation plays the
+    provisioner and leaves both sides bound at once. When a write fails or the wait ends without
+    the claims bound, the shell sends a failed `BindResult` for the pod instead of binding it."""
 
     key: str
     uid: str
     node: str
     claims: tuple[tuple[str, str, str], ...]
     timeout: float = 600.0
+    provisions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

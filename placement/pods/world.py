@@ -44,9 +44,10 @@ from placement.pods.mutation import (
     is_on_demand_alive,
     patch,
 )
+from placement.pods.provisioner import volume_writes
 from placement.pods.status import StatusOutcome, same_status
 from placement.pods.status_rules import status_rules
-from placement.pods.volumes import apply_bindings, ephemeral_claims, initial_phase
+from placement.pods.volumes import ephemeral_claims, initial_phase
 from placement.pods.workloads import Expansion
 
 __all__ = [
@@ -211,16 +212,17 @@ class World:
         return pod if pod is not None and (pod.metadata.uid or "") == uid else None
 
     def _bind_volumes(self, action: BindVolumes) -> None:
-        """PreBind's writes, completed at once as the PV controller would; when one cannot be
-        made, the pod's binding fails instead of being sent."""
-        changed = apply_bindings(lambda kind, key: self.objects.get((kind, key)), action)
+        """PreBind's writes, completed at once as the PV controller (and a provisioner) would;
+        when one cannot be made, the pod's binding fails instead of being sent."""
+        changed = volume_writes(lambda kind, key: self.objects.get((kind, key)), action)
         if isinstance(changed, str):
             self.volume_failures.add((action.key, action.uid))
             self.feed(BindResult(action.key, action.uid, action.node, False, False, changed, True))
             return
         for obj in changed:
+            known = (obj.KIND, obj.key) in self.objects
             self.objects[(obj.KIND, obj.key)] = obj
-            self.feed(ObjectEvent("Modified", obj))
+            self.feed(ObjectEvent("Modified" if known else "Added", obj))
 
     def _bind(self, action: BindPod) -> None:
         if (action.key, action.uid) in self.volume_failures:

@@ -14,12 +14,20 @@ second pod of the same batch cannot take them); PreBind asks the shell to bind t
 `bindTimeoutSeconds` for the PV controller to bind the claim) before the pod is bound;
 Unreserve forgets the assumption. An assumption ends when the volume is seen claimed.
 
+Dynamic provisioning (`_provisioning`): a claim left without a static volume on a node is
+provisioned there when its class can (provisioner, allowedTopologies, the CSI driver's published
+CSIStorageCapacity), with kube's reasons otherwise (`node(s) didn't find available persistent
+volumes to bind`, `node(s) did not have enough free storage`). Reserve assumes the chosen node
+as the claim's selected node (a second pod using the claim goes there too); PreBind asks the
+shell to write `volume.kubernetes.io/selected-node` on the claim and wait, as for the static
+volumes, until the provisioner's volume is bound to it (`BindVolumes.provisions`). Unreserve
+forgets the assumption, as kube's (a node written on the claim stays: the claim is retried there
+until the provisioner gives up and removes it).
+
 Score (kube's StorageCapacityScoring, on when the args give a `shape`): per node, the volumes
 the pod would be bound to there, grouped by class, their requested/capacity utilization through
 the shape, averaged over the classes; 0 without a shape or without volumes to bind, as kube's.
 
-Dynamic provisioning is not implemented: a claim without a fitting volume whose class has a
-provisioner is refused with kube's reason and a note saying so, never placed and left pending.
 A claim counts as bound once its `volumeName` is set (kube also waits for the PV controller's
 bind-completed annotation; a claim pre-bound by hand is bound here).
 """
@@ -32,11 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from apis.pluginargs import VolumeBindingArgs
 from apis.storage import (
-    NO_PROVISIONER,
     PersistentVolume,
     PersistentVolumeClaim,
     claim_class,
@@ -74,6 +80,15 @@ from placement.pods.volumes import (
     volume_capacity,
     volume_claimed_by,
 )
+from plugins.pods._provisioning import (
+    CAPACITY_KIND,
+    DRIVER_KIND,
+    ERR_REASON_NOT_ENOUGH_SPACE,
+    Claim,
+    assign,
+    provisioning_masks,
+    selected_node,
+)
 from plugins.pods._shared import args_of
 from plugins.pods._volume_index import VolumeIndex
 from plugins.pods._volumes import (
@@ -83,12 +98,11 @@ from plugins.pods._volumes import (
     volume,
 )
 from plugins.pods.noderesourcesfit import ShapePoint, _broken_linear
-from plugins.pods.unsupportedfeatures import SCHEDULER
 
 __all__ = [
-    "DYNAMIC_PROVISIONING",
     "ERR_REASON_BIND_CONFLICT",
     "ERR_REASON_NODE_CONFLICT",
+    "ERR_REASON_NOT_ENOUGH_SPACE",
     "ERR_REASON_PV_NOT_EXIST",
     "ERR_UNBOUND_IMMEDIATE",
     "VolumeBinding",
@@ -100,7 +114,6 @@ ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-DYNAMIC_PROVISIONING = f" (dynamic provisioning is not implemented by {SCHEDULER})"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 MAX_UTILIZATION = 100
 
@@ -110,26 +123,11 @@ def _key(claim: PersistentVolumeClaim) -> str:
 
 
 @dataclass
-class _Unbound:
-    """An unbound WaitForFirstConsumer claim and the volumes it may take, smallest first, with
-    the rows each admits (`masks[i]` for `candidates[i]`)."""
-
-    claim: PersistentVolumeClaim
-    candidates: list[PersistentVolume]
-    masks: npt.NDArray[np.bool_]
-    provisionable: bool
-
-    @property
-    def key(self) -> str:
-        return _key(self.claim)
-
-
-@dataclass
 class _State:
     """The pod's claims found at PreFilter, with the snapshot their masks are over."""
 
     bound: list[tuple[PersistentVolumeClaim, PersistentVolume | None]]
-    unbound: list[_Unbound]
+    unbound: list[Claim]
     nodes: NodeSnapshot
 
 
@@ -143,7 +141,8 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         self._masks = VolumeMasks()
         self._index = VolumeIndex()
         self._assumed: dict[str, str] = {}  # volume name -> claim key it is assumed bound to
-        self._by_pod: dict[str, tuple[tuple[str, str, str], ...]] = {}  # what Reserve chose
+        self._selected: dict[str, str] = {}  # claim key -> node Reserve chose to provision on
+        self._by_pod: dict[str, _Chosen] = {}  # what Reserve chose
 
     @classmethod
     def from_args(cls, args: VolumeBindingArgs | Mapping[str, Any] | None = None) -> VolumeBinding:
@@ -183,7 +182,7 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
 
     def _candidates(
         self, cluster: ClusterView, claim: PersistentVolumeClaim, nodes: NodeSnapshot
-    ) -> _Unbound:
+    ) -> Claim:
         key = _key(claim)
         cls = claim_class(claim)
         own = [pv for pv in self._index.claimed_by(cluster, key) if is_bound_to(pv, claim)]
@@ -199,9 +198,9 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
             rows = pool.matching(claim, set(self._assumed))
             picked = [pool.volumes[i] for i in rows]
             masks = pool.masks(nodes, self._masks)[rows]
-        sc = storage_class(cluster, cls)
-        provisioner = (sc.provisioner if sc else None) or ""
-        return _Unbound(claim, picked, masks, provisioner not in ("", NO_PROVISIONER))
+        conflict, short = provisioning_masks(cluster, claim, storage_class(cluster, cls), nodes)
+        selected = selected_node(claim) or self._selected.get(key)
+        return Claim(claim, key, picked, masks, selected, conflict, short)
 
     # --- Filter ------------------------------------------------------------------------------
 
@@ -243,21 +242,40 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
 
     def _filter_unbound(self, state: _State, candidates: BoolMask, fail: Any) -> None:
         size = candidates.shape[0]
-        every = np.ones(size, dtype=bool)
-        dynamic = np.zeros(size, dtype=bool)
-        plain = np.zeros(size, dtype=bool)
-        for unbound in state.unbound:
-            reachable = (
-                unbound.masks.any(axis=0) if len(unbound.candidates) else np.zeros(size, dtype=bool)
-            )
-            every &= reachable
-            (dynamic if unbound.provisionable else plain)[...] |= ~reachable
-        if len(state.unbound) > 1:  # volumes each claim could take may be the same ones
-            for row in np.flatnonzero(every & candidates):
-                if _choose(state.unbound, int(row)) is None:
-                    plain[row] = True
-        fail(dynamic, ERR_REASON_BIND_CONFLICT + DYNAMIC_PROVISIONING)
-        fail(plain & ~dynamic, ERR_REASON_BIND_CONFLICT)
+        decided = np.zeros(size, dtype=bool)  # rows whose reason is known
+        conflict = np.zeros(size, dtype=bool)
+        short = np.zeros(size, dtype=bool)
+        chosen = [c for c in state.unbound if c.selected is not None]
+        matching = [c for c in state.unbound if c.selected is None]
+        for claim in chosen:  # kube's fast path: a claim provisioned for another node
+            elsewhere = ~decided
+            row = state.nodes.row_of(claim.selected or "")
+            if row is not None:
+                elsewhere[row] = False
+            conflict |= elsewhere
+            decided |= elsewhere
+        unmatched: list[BoolMask] = [
+            np.logical_not(c.masks.any(axis=0)) if len(c.candidates) else np.ones(size, bool)
+            for c in matching
+        ]
+        if len(matching) > 1:  # volumes each claim could take may be the same ones
+            reach = np.zeros(size, dtype=np.int32)
+            for missing in unmatched:
+                reach += ~missing
+            for contested in np.flatnonzero((reach > 1) & candidates & ~decided):
+                _static_rows(matching, unmatched, int(contested))
+        for claim, need in [(c, ~decided) for c in chosen] + list(
+            zip(matching, unmatched, strict=True)
+        ):
+            need = need & ~decided
+            rows = need & claim.conflict
+            conflict |= rows
+            decided |= rows
+            rows = need & claim.short
+            short |= rows
+            decided |= rows
+        fail(conflict, ERR_REASON_BIND_CONFLICT)
+        fail(short, ERR_REASON_NOT_ENOUGH_SPACE)
 
     # --- Score -------------------------------------------------------------------------------
 
@@ -269,12 +287,12 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
             return no_scores(len(rows))  # no claim to provision: Skip
         out = np.zeros(len(rows), dtype=np.int64)
         for i, row in enumerate(rows):
-            picks = _choose(state.unbound, int(row))
-            if picks:
-                out[i] = self._capacity_score(picks)
+            found = assign(state.unbound, int(row), state.nodes.names[int(row)])
+            if found is not None and found[0]:  # scored by the static volumes
+                out[i] = self._capacity_score(found[0])
         return out
 
-    def _capacity_score(self, picks: list[tuple[_Unbound, PersistentVolume]]) -> int:
+    def _capacity_score(self, picks: list[tuple[Claim, PersistentVolume]]) -> int:
         assert self._shape is not None
         by_class: dict[str, list[int]] = {}
         for unbound, pv in picks:
@@ -297,28 +315,39 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
         if not isinstance(state, _State) or not state.unbound:
             return POD_SUCCESS
         row = state.nodes.row_of(node)
-        picks = _choose(state.unbound, row) if row is not None else None
-        if picks is None:
+        found = assign(state.unbound, row, node) if row is not None else None
+        if found is None:
             return PodStatus.error(self.name, f"no volumes to assume on node {node!r}")
-        chosen = tuple(
-            (u.key, u.claim.metadata.uid or "", pv.metadata.name or "") for u, pv in picks
+        picks, provisions = found
+        chosen = _Chosen(
+            tuple((u.key, u.claim.metadata.uid or "", pv.metadata.name or "") for u, pv in picks),
+            tuple((u.key, u.claim.metadata.uid or "") for u in provisions),
         )
-        for claim, _, pv in chosen:
+        for claim, _, pv in chosen.volumes:
             self._assumed[pv] = claim
+        for claim, _ in chosen.provisions:
+            self._selected[claim] = node
         self._by_pod[pod.key] = chosen
         return POD_SUCCESS
 
     def unreserve(self, cycle: PodCycle, pod: PodInfo, node: str) -> None:
-        for claim, _, pv in self._by_pod.pop(pod.key, ()):
+        chosen = self._by_pod.pop(pod.key, None)
+        if chosen is None:
+            return
+        for claim, _, pv in chosen.volumes:
             if self._assumed.get(pv) == claim:
                 del self._assumed[pv]
+        for claim, _ in chosen.provisions:
+            if self._selected.get(claim) == node:
+                del self._selected[claim]
 
     def pre_bind(self, cycle: PodCycle, pod: PodInfo, node: str) -> PreBindResult:
         chosen = self._by_pod.get(pod.key)
-        if not chosen:
+        if chosen is None or not (chosen.volumes or chosen.provisions):
             return PreBindResult()
         timeout = float(self.args.bind_timeout_seconds)
-        return PreBindResult(actions=(BindVolumes(pod.key, pod.uid, node, chosen, timeout),))
+        action = BindVolumes(pod.key, pod.uid, node, chosen.volumes, timeout, chosen.provisions)
+        return PreBindResult(actions=(action,))
 
     # --- events ------------------------------------------------------------------------------
 
@@ -339,21 +368,33 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
                 event.type == "Deleted" or volume_claimed_by(obj) is not None
             ):
                 del self._assumed[name]  # the API shows what was assumed (or the volume left)
-        return kind in (VOLUME_KIND, CLAIM_KIND, CLASS_KIND)
+        elif kind == CLAIM_KIND and isinstance(obj, PersistentVolumeClaim):
+            key = _key(obj)
+            if key in self._selected and (
+                event.type == "Deleted" or selected_node(obj) or (obj.spec and obj.spec.volume_name)
+            ):
+                del self._selected[key]  # the API shows the node chosen (or the claim left)
+        return kind in (VOLUME_KIND, CLAIM_KIND, CLASS_KIND, DRIVER_KIND, CAPACITY_KIND)
 
 
-def _choose(unbound: list[_Unbound], row: int) -> list[tuple[_Unbound, PersistentVolume]] | None:
-    """For each claim (smallest request first) the smallest volume admitting `row` that no
-    earlier claim took; None when some claim finds none."""
+@dataclass(frozen=True)
+class _Chosen:
+    """What Reserve chose for a pod: `(claim key, claim uid, volume)` for each static volume,
+    `(claim key, claim uid)` for each claim to provision on the node."""
+
+    volumes: tuple[tuple[str, str, str], ...]
+    provisions: tuple[tuple[str, str], ...]
+
+
+def _static_rows(claims: list[Claim], unmatched: list[BoolMask], row: int) -> None:
+    """On a row several claims may reach: mark in `unmatched` the claims left without a static
+    volume once the earlier ones (smallest request first) took theirs (none twice)."""
     taken: set[str] = set()
-    picks: list[tuple[_Unbound, PersistentVolume]] = []
-    for claim in unbound:
+    for claim, missing in zip(claims, unmatched, strict=True):
         for i, pv in enumerate(claim.candidates):
             name = pv.metadata.name or ""
             if claim.masks[i, row] and name not in taken:
                 taken.add(name)
-                picks.append((claim, pv))
                 break
         else:
-            return None
-    return picks
+            missing[row] = True

@@ -13,7 +13,6 @@ from placement.pods.framework import PodCode
 from placement.pods.volumes import static_match, volume_capacity
 from plugins.pods._volume_index import Pool
 from plugins.pods.volumebinding import (
-    DYNAMIC_PROVISIONING,
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_PV_NOT_EXIST,
@@ -115,15 +114,6 @@ def test_wait_for_first_consumer_finds_an_available_volume_per_node() -> None:
     _, _, result = run(cluster, with_claims("p", "data"))
     assert names(NODES, result.mask) == ["b"]  # type: ignore[attr-defined]
     assert reasons(result) == {ERR_REASON_BIND_CONFLICT: ["a", "c"]}
-
-
-def test_a_class_with_a_provisioner_says_dynamic_provisioning_is_not_implemented() -> None:
-    cluster = Cluster(
-        [storage_class("csi", provisioner="ebs.csi.aws.com"), claim("data", cls="csi")]
-    )
-    _, _, result = run(cluster, with_claims("p", "data"))
-    assert reasons(result) == {ERR_REASON_BIND_CONFLICT + DYNAMIC_PROVISIONING: ["a", "b", "c"]}
-    assert DYNAMIC_PROVISIONING == " (dynamic provisioning is not implemented by ocm-pod-scheduler)"
 
 
 def test_reserve_takes_the_smallest_fitting_volume_and_prebind_binds_it() -> None:
