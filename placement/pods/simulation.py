@@ -82,12 +82,14 @@ OBJECT_KINDS = (
     "PersistentVolume",
     "PersistentVolumeClaim",
     "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
     "PodGroup",
     "ElasticQuota",
 )
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
-affinity's namespaceSelector reads their labels; storage: VolumeBinding's; CSINodes: the
-attach limits NodeVolumeLimits reads)."""
+affinity's namespaceSelector reads their labels; storage, CSIDrivers and
+CSIStorageCapacities: VolumeBinding's; CSINodes: the attach limits NodeVolumeLimits reads)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
