@@ -214,11 +214,13 @@ class EventHandler(Protocol):
 @dataclass(frozen=True)
 class Candidate:
     """A preemption candidate: a node and the pods to delete for the pod, most important
-    first (victims freeing quota headroom may be on other nodes)."""
+    first (victims freeing quota headroom may be on other nodes); `violations`: how many of
+    them a PodDisruptionBudget protects (`placement.pods.disruption`)."""
 
     node: str
     row: int
     victims: tuple[PodInfo, ...]
+    violations: int = 0
 
     @property
     def highest(self) -> int:

@@ -12,9 +12,16 @@ kube-scheduler's default preemption, on the engine's snapshot:
    still does not fit, the node is no candidate. Then victims are reprieved one by one, from
    the most important (highest priority, then earliest start) down, as long as the pod still
    fits: the set left is minimal in kube's sense.
-4. **Choice of node.** Fewest PDB violations (no PDBs here: skipped), then the lowest priority
-   of the most important victim, the smallest sum of victim priorities, the fewest victims,
-   the latest start among the most important victims, then the first node by name.
+4. **Choice of node.** Fewest PodDisruptionBudget violations, then the lowest priority of the
+   most important victim, the smallest sum of victim priorities, the fewest victims, the
+   latest start among the most important victims, then the first node by name.
+
+**Disruption budgets** (`placement.pods.disruption`). When the cluster has any, each row's
+victims whose eviction violates a budget are reprieved first and counted, and rows are not
+narrowed to the lowest priority level (a row with more important victims but no violation
+wins): rows are examined in name order, in batches, until enough candidates are found and one
+of them violates no budget (kube's dry run stops at the same point). Without budgets none of
+this runs.
 
 The result nominates the node and lists the victims; the engine deletes them, records
 `nominatedNodeName`, and keeps the node's room for the preemptor.
@@ -47,12 +54,13 @@ hypothetical snapshot, e.g. one where earlier members of the gang are already pl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from placement.arrays import BoolMask
+from placement.pods.disruption import Budget, budgets_of
 from placement.pods.framework import (
     Candidate,
     CycleHost,
@@ -62,10 +70,9 @@ from placement.pods.framework import (
     PodStatus,
     PostFilterResult,
     PreemptionHooks,
-    declares,
-    overrides,
 )
 from placement.pods.nodes import NodeSnapshot
+from placement.pods.preemption_hooks import complete_candidates, hook_plugins, hooks_of
 from placement.pods.requests import PODS
 from placement.pods.victim_table import VictimTable, best_candidate
 from placement.pods.victims import (
@@ -103,55 +110,10 @@ MAX_RANKED_LEVELS = 64
 """Above this many distinct lower priorities the level ranking is skipped (memory)."""
 
 
-def _hooks(plugins: Sequence[PreemptionHooks], method: str) -> list[Any]:
-    """The bound `method` of every plugin that overrides it, in profile order."""
-    return [getattr(p, method) for p in plugins if overrides(p, method)]
-
-
 def _not_helpful(potential: BoolMask, nodes: NodeSnapshot) -> dict[str, int]:
     """The failures counted before any victim is looked at: the nodes preemption cannot help."""
     count = nodes.size - int(np.count_nonzero(potential))
     return {NOT_HELPFUL: count} if count else {}
-
-
-def hook_plugins(plugins: Iterable[object], cycle: PodCycle, pod: PodInfo) -> list[PreemptionHooks]:
-    """The plugins declaring `PreemptionHooks` whose hooks apply to this pod."""
-    found: list[PreemptionHooks] = []
-    for plugin in plugins:
-        if declares(plugin, PreemptionHooks):
-            hooks = cast(PreemptionHooks, plugin)
-            if hooks.preemption_applies(cycle, pod):
-                found.append(hooks)
-    return found
-
-
-def complete_candidates(
-    cycle: PodCycle,
-    pod: PodInfo,
-    candidates: Sequence[Candidate],
-    plugins: Sequence[PreemptionHooks],
-) -> list[Candidate]:
-    """Each candidate with the victims the `preemption_complete` hooks add (most important
-    first); the candidates a hook drops are left out."""
-    hooks = _hooks(plugins, "preemption_complete")
-    if not hooks:
-        return list(candidates)
-    out: list[Candidate] = []
-    key = importance_key(cycle.now)
-    for candidate in candidates:
-        current = candidate
-        for hook in hooks:
-            extra = hook(cycle, pod, current)
-            if extra is None:
-                break
-            if extra:
-                seen = {v.key for v in current.victims}
-                victims = [*current.victims, *(v for v in extra if v.key not in seen)]
-                victims.sort(key=key)
-                current = dataclasses.replace(current, victims=tuple(victims))
-        else:
-            out.append(current)
-    return out
 
 
 class Preemptor:
@@ -184,8 +146,11 @@ class Preemptor:
         if refusal is not None:
             message = f"preemption: {refusal}"
             return PostFilterResult(PodStatus.unschedulable(self.name, message))
-        if plugins:
-            candidates, failures = self.find_candidates(cycle, pod, nodes, diagnosis, plugins)
+        budgets = budgets_of(cycle.cluster)
+        if plugins or budgets:
+            candidates, failures = self.find_candidates(
+                cycle, pod, nodes, diagnosis, plugins, budgets
+            )
             best = pick_candidate(candidates, cycle.now)
         else:  # the same outcome on arrays (`victim_table`)
             rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis, False)
@@ -200,7 +165,7 @@ class Preemptor:
             )
             message = f"preemption: {fit.message()}"
             return PostFilterResult(PodStatus.unschedulable(self.name, message), nominated_node="")
-        for hook in _hooks(plugins, "preemption_chosen"):
+        for hook in hooks_of(plugins, "preemption_chosen"):
             hook(cycle, pod, best)
         return PostFilterResult(PodStatus(), nominated_node=best.node, victims=best.victims)
 
@@ -239,7 +204,7 @@ class Preemptor:
                         other.terminating and preempted_by_scheduler(other)
                     ):
                         return NOT_ELIGIBLE_TERMINATING
-        for hook in _hooks(plugins, "preemption_eligible"):
+        for hook in hooks_of(plugins, "preemption_eligible"):
             message = hook(cycle, pod, nodes, diagnosis)
             if message:
                 return str(message)
@@ -254,16 +219,22 @@ class Preemptor:
         nodes: NodeSnapshot,
         diagnosis: Diagnosis,
         plugins: Sequence[PreemptionHooks] = (),
+        budgets: Sequence[Budget] = (),
     ) -> tuple[list[Candidate], dict[str, int]]:
         """The candidate nodes with their minimal victims, and, per message, how many nodes
         failed and why (kube's preemption FitError) when there is none."""
         host = cycle.host
         assert host is not None
-        victim_hooks = _hooks(plugins, "preemption_victims")
+        victim_hooks = hooks_of(plugins, "preemption_victims")
         if not victim_hooks:
-            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis)
-            lists = {row: self.lower_priority_pods(cycle, pod, nodes.names[row]) for row in rows}
-            found = self.select_victims(cycle, pod, nodes, lists, plugins)
+            by_level = not budgets
+            rows, failures = self._ranked_rows(cycle, host, pod, nodes, diagnosis, True, by_level)
+            if budgets:
+                limit = self._limit(diagnosis.resolvable)
+                found = self._examine(cycle, pod, nodes, rows, plugins, budgets, limit)
+            else:
+                lists = {r: self.lower_priority_pods(cycle, pod, nodes.names[r]) for r in rows}
+                found = self.select_victims(cycle, pod, nodes, lists, plugins)
             return complete_candidates(cycle, pod, found, plugins), failures
         potential = diagnosis.resolvable.copy()
         failures = _not_helpful(potential, nodes)
@@ -271,8 +242,32 @@ class Preemptor:
             return [], failures
         limit = self._limit(potential)
         return self._candidates_listed(
-            cycle, pod, nodes, potential, plugins, victim_hooks, limit, failures
+            cycle, pod, nodes, potential, plugins, victim_hooks, limit, failures, budgets
         )
+
+    def _examine(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        rows: Sequence[int],
+        plugins: Sequence[PreemptionHooks],
+        budgets: Sequence[Budget],
+        limit: int,
+    ) -> list[Candidate]:
+        """With budgets: the rows' candidates, in batches, until `limit` are found and one
+        of them violates no budget."""
+        found: list[Candidate] = []
+        start = 0
+        while start < len(rows):
+            size = max(limit - len(found), min(limit, 16), 1)
+            batch = rows[start : start + size]
+            start += size
+            lists = {r: self.lower_priority_pods(cycle, pod, nodes.names[r]) for r in batch}
+            found += self.select_victims(cycle, pod, nodes, lists, plugins, budgets=budgets)
+            if len(found) >= limit and any(c.violations == 0 for c in found):
+                break
+        return found
 
     def _limit(self, potential: BoolMask) -> int:
         count = int(np.count_nonzero(potential))
@@ -286,10 +281,12 @@ class Preemptor:
         nodes: NodeSnapshot,
         diagnosis: Diagnosis,
         explain: bool = True,
+        by_level: bool = True,
     ) -> tuple[list[int], dict[str, int]]:
         """Without `preemption_victims` hooks: the rows (ascending, at most the candidate
         limit) whose victims are examined, and the failures counted on the way (without the
-        filters' reasons on the emptied rows unless `explain` or none is left)."""
+        filters' reasons on the emptied rows unless `explain` or none is left). Without
+        `by_level`, every row where the pod fits once its lower-priority pods are gone."""
         potential = diagnosis.resolvable
         failures = _not_helpful(potential, nodes)
         if not potential.any():
@@ -316,6 +313,8 @@ class Preemptor:
                 failures[message] = failures.get(message, 0) + count
         if not fits.any():
             return [], failures
+        if not by_level:
+            return np.flatnonzero(fits).tolist(), failures
         rows = self._lowest_level_rows(cycle, host, pod, nodes, fits)
         return rows[:limit].tolist(), failures
 
@@ -373,12 +372,13 @@ class Preemptor:
         victim_hooks: Sequence[Any],
         limit: int,
         failures: dict[str, int],
+        budgets: Sequence[Budget] = (),
     ) -> tuple[list[Candidate], dict[str, int]]:
         """With `preemption_victims` hooks: rows in name order, victims listed per row, in
-        batches until `limit` candidates are found."""
+        batches until `limit` candidates are found (and, with budgets, one violating none)."""
         found: list[Candidate] = []
         rows = [int(r) for r in np.flatnonzero(potential)]
-        completing = bool(_hooks(plugins, "preemption_complete"))
+        completing = bool(hooks_of(plugins, "preemption_complete"))
         key = importance_key(cycle.now)
         start = 0
         while start < len(rows):
@@ -407,7 +407,7 @@ class Preemptor:
                     empty[row] = []
                 else:
                     failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + 1
-            batch = self.select_victims(cycle, pod, nodes, lists, plugins, failures)
+            batch = self.select_victims(cycle, pod, nodes, lists, plugins, failures, budgets)
             if empty:
                 # Rows without potential victims: candidates only if the pod fits there as
                 # they are (the room it lacks is elsewhere, e.g. quota headroom).
@@ -416,7 +416,7 @@ class Preemptor:
                     failures[NO_VICTIMS] = failures.get(NO_VICTIMS, 0) + len(empty) - len(kept)
                 batch += kept
             found += complete_candidates(cycle, pod, batch, plugins)
-            if len(found) >= limit:
+            if len(found) >= limit and (not budgets or any(c.violations == 0 for c in found)):
                 break
         return found, failures
 
@@ -443,7 +443,8 @@ class Preemptor:
         lists: Mapping[int, Sequence[PodInfo]],
         plugins: Sequence[PreemptionHooks] = (),
         failures: dict[str, int] | None = None,
+        budgets: Sequence[Budget] = (),
     ) -> list[Candidate]:
         """`victims.select_victims` (gang preemption calls it on its hypothetical clusters)."""
-        fits_hooks = _hooks(plugins, "preemption_fits")
-        return select_victims(cycle, pod, nodes, lists, fits_hooks, failures)
+        fits_hooks = hooks_of(plugins, "preemption_fits")
+        return select_victims(cycle, pod, nodes, lists, fits_hooks, failures, budgets)

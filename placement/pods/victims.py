@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from placement.pods.disruption import Budget, split_by_budgets
 from placement.pods.events import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from placement.pods.framework import Candidate, PodCycle, PodInfo
 from placement.pods.nodes import NodeSnapshot, ResourceMatrix
@@ -54,21 +55,21 @@ def importance_key(now: datetime) -> Callable[[PodInfo], tuple[int, float, str]]
 
 
 def pick_candidate(candidates: Sequence[Candidate], now: datetime) -> Candidate | None:
-    """kube's pickOneNodeForPreemption without PDBs: lowest highest-victim priority, smallest
-    sum of priorities, fewest victims, latest earliest-start of the most important victims,
-    then the first node by name."""
+    """kube's pickOneNodeForPreemption: fewest PodDisruptionBudget violations, lowest
+    highest-victim priority, smallest sum of priorities, fewest victims, latest earliest-start
+    of the most important victims, then the first node by name."""
     if not candidates:
         return None
     moment = now.timestamp()
 
-    def rank(c: Candidate) -> tuple[int, int, int, float, str]:
+    def rank(c: Candidate) -> tuple[int, int, int, int, float, str]:
         total = sum(v.priority + _INT32_SHIFT for v in c.victims)
         if c.victims:
             top = c.highest
             earliest = min(start_time(v, now) for v in c.victims if v.priority == top)
         else:
             earliest = moment
-        return (c.highest, total, len(c.victims), -earliest, c.node)
+        return (c.violations, c.highest, total, len(c.victims), -earliest, c.node)
 
     return min(candidates, key=rank)
 
@@ -95,10 +96,15 @@ def select_victims(
     lists: Mapping[int, Sequence[PodInfo]],
     fits_hooks: Sequence[FitsHook] = (),
     failures: dict[str, int] | None = None,
+    budgets: Sequence[Budget] = (),
 ) -> list[Candidate]:
     """For each row and its potential victims (most important first): remove them all;
     if the pod then fits, reprieve them from the most important down while it still fits.
     All rows at once: one filter pass after the removal and one per reprieve round.
+
+    With PodDisruptionBudgets, as kube: the victims whose eviction violates a budget are
+    reprieved first, then the others (each group most important first); each candidate counts
+    the violating victims it keeps (`Candidate.violations`), its victims most important first.
 
     Each row's verdict must see its own victims gone, not the other rows' (kube checks every
     node on its own). The resource filters read only their row; a plugin that looks at which
@@ -110,6 +116,8 @@ def select_victims(
     assert host is not None
     if not lists:
         return []
+    if budgets:
+        return _with_budgets(cycle, pod, nodes, lists, fits_hooks, failures, budgets)
     read: list[bool] = []
     found = _select_victims(cycle, pod, nodes, lists, fits_hooks, failures, read)
     if not read or len(lists) == 1:
@@ -118,6 +126,33 @@ def select_victims(
     for row in sorted(lists):
         exact.extend(_select_victims(cycle, pod, nodes, {row: lists[row]}, fits_hooks, None, []))
     return exact
+
+
+def _with_budgets(
+    cycle: PodCycle,
+    pod: PodInfo,
+    nodes: NodeSnapshot,
+    lists: Mapping[int, Sequence[PodInfo]],
+    fits_hooks: Sequence[FitsHook],
+    failures: dict[str, int] | None,
+    budgets: Sequence[Budget],
+) -> list[Candidate]:
+    """`select_victims` with the violating victims of each row reprieved first."""
+    ordered: dict[int, list[PodInfo]] = {}
+    violating: dict[int, set[str]] = {}
+    for row, pods in lists.items():
+        bad, good = split_by_budgets(pods, budgets)
+        ordered[row] = [*bad, *good]
+        violating[row] = {p.key for p in bad}
+    found = select_victims(cycle, pod, nodes, ordered, fits_hooks, failures)
+    key = importance_key(cycle.now)
+    out: list[Candidate] = []
+    for c in found:
+        kept = violating[c.row]
+        victims = tuple(sorted(c.victims, key=key))
+        count = sum(1 for v in victims if v.key in kept)
+        out.append(dataclasses.replace(c, victims=victims, violations=count))
+    return out
 
 
 def _select_victims(

@@ -15,9 +15,15 @@ kube's `selectVictimsOnNode` for one pod, done for the whole gang over the whole
 3. **Choice**: two first placements are reprieved (members where the victims they add are the
    least important; members packed where each victim makes the most room), for
    `CANDIDATE_LEVELS` levels from L; among these candidate sets, kube's order
-   (`pick_candidate`; no PDBs here): the lowest priority of the most important victim, the
-   smallest sum of priorities, the fewest pods. A victim gang left below its quorum goes whole
-   (its other members join the set before the ranking).
+   (`pick_candidate`): the fewest PodDisruptionBudget violations, the lowest priority of the
+   most important victim, the smallest sum of priorities, the fewest pods. A victim gang left
+   below its quorum goes whole (its other members join the set before the ranking).
+
+PodDisruptionBudgets as kube's default preemption reads them (`placement.pods.disruption`):
+the potential victims are split once, over the whole cluster, most important first, into those
+whose eviction violates a budget and the others; the violating ones are reprieved first, and a
+candidate set counts the violating victims it keeps. What does not carry over: kube splits
+and counts per node, a gang's set spans nodes, so one budget is spent across all of them.
 
 Members that fit as things are take no victim. Nothing is deleted when the gang cannot fit
 even without every potential victim, or when the victims would leave the group's
@@ -33,6 +39,7 @@ from datetime import datetime
 import numpy as np
 
 from apis.scheduling import PodGroup
+from placement.pods.disruption import budgets_of, split_by_budgets
 from placement.pods.framework import (
     Diagnosis,
     PodCycle,
@@ -130,6 +137,14 @@ class GangPreemption:
         ]
         importance = self._importance(cycle.now)
         potential.sort(key=lambda v: importance(v.info))
+        violating: set[str] = set()
+        budgets = budgets_of(cluster)
+        if budgets:  # kube's rule: the victims a budget protects are reprieved first
+            violating = {p.key for p in split_by_budgets([v.info for v in potential], budgets)[0]}
+            potential = [
+                *(v for v in potential if v.info.key in violating),
+                *(v for v in potential if v.info.key not in violating),
+            ]
         packing = Packing(cycle, nodes, members, vector)
         plans = self._candidates(packing, potential, nodes)
         if not plans:
@@ -145,7 +160,8 @@ class GangPreemption:
             extra = self.manager.whole_gangs(plan.victims, cluster)
             victims = sorted([*plan.victims, *extra], key=importance_key(cycle.now))
             row = plan.rows[0]
-            candidate = Candidate(nodes.names[row], row, tuple(victims))
+            count = sum(1 for v in victims if v.key in violating)
+            candidate = Candidate(nodes.names[row], row, tuple(victims), count)
             by_candidate[id(candidate)] = plan
             candidates.append(candidate)
         best = pick_candidate(candidates, cycle.now)
