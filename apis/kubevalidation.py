@@ -19,7 +19,8 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * Lease: `spec.leaseDurationSeconds` above 0, `spec.leaseTransitions` at least 0;
 * ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
   config key must consist of ...`), a key in both;
-* CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys).
+* CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys);
+* Service and ReplicationController: `apis.services` (ports, the selector's labels).
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
 node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).
@@ -53,6 +54,7 @@ from apis.podspecvalidation import (
 )
 from apis.policyvalidation import budget_problems
 from apis.quantity import Quantity, QuantityError
+from apis.services import replication_controller_problems, service_problems
 from apis.storagevalidation import claim_problems, storage_class_problems, volume_problems
 
 __all__ = [
@@ -127,6 +129,10 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += csinode_problems(_dict(doc.get("spec")))
     elif api_version == "policy/v1" and kind == "PodDisruptionBudget":
         problems += budget_problems(doc)
+    elif api_version == "v1" and kind == "Service":
+        problems += service_problems(_dict(doc.get("spec")))
+    elif api_version == "v1" and kind == "ReplicationController":
+        problems += replication_controller_problems(_dict(doc.get("spec")))
     return problems
 
 

@@ -1,5 +1,5 @@
 """Workload objects whose pods the pod scheduler places: apps/v1 Deployment, ReplicaSet and
-StatefulSet, batch/v1 Job, and the PodTemplateSpec they share.
+StatefulSet, batch/v1 Job, core/v1 ReplicationController, and the PodTemplateSpec they share.
 
 Only what placing their pods needs is typed (replica counts, selector, pod template); the other
 fields of their specs are kept as they came (`UNTYPED_FIELDS`), so that a typo in a manifest is
@@ -34,6 +34,8 @@ __all__ = [
     "ReplicaSet",
     "ReplicaSetSpec",
     "ReplicaStatus",
+    "ReplicationController",
+    "ReplicationControllerSpec",
     "StatefulSet",
     "StatefulSetSpec",
 ]
@@ -188,4 +190,29 @@ class Job(KubeObject):
     status: JobStatus | None = None
 
 
-WORKLOAD_MODELS: tuple[type[KubeObject], ...] = (Deployment, ReplicaSet, StatefulSet, Job)
+class ReplicationControllerSpec(KubeModel):
+    """Desired replicas of a pod template; the selector is a plain label map (the API server
+    defaults it to the template's labels)."""
+
+    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"minReadySeconds"})
+
+    replicas: NonNegative32 | None = None
+    selector: dict[str, str] | None = None
+    template: PodTemplateSpec | None = None
+
+
+class ReplicationController(KubeObject):
+    """core/v1 ReplicationController (the ReplicaSet's predecessor)."""
+
+    KIND: ClassVar[str] = "ReplicationController"
+    PLURAL: ClassVar[str] = "replicationcontrollers"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("rc",)
+    HAS_STATUS: ClassVar[bool] = True
+
+    spec: ReplicationControllerSpec | None = None
+    status: ReplicaStatus | None = None
+
+
+WORKLOAD_MODELS: tuple[type[KubeObject], ...] = (
+    *(Deployment, ReplicaSet, StatefulSet, Job, ReplicationController),
+)

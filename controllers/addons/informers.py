@@ -20,7 +20,7 @@ A pod deleted and created again under the same name has another uid: the engine 
 one is gone before it hears of the new one.
 
 `object_events` makes the callbacks of the other informers (nodes, PriorityClasses, PodGroups,
-ElasticQuotas): one engine event per watch event.
+ElasticQuotas, storage, Services and workload controllers): one engine event per watch event.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ from typing import Any
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
+from apis.scheduling import ElasticQuota, PodGroup
+from apis.services import SELECTING_MODELS
+from apis.storage import STORAGE_KINDS
 from placement.pods.events import BindResult, ClusterEvent, NodeEvent, ObjectEvent, PodEvent
 
 __all__ = [
     "ASSIGNED_SELECTOR",
+    "OPTIONAL_KINDS",
     "Callbacks",
     "PodFeed",
     "node_events",
@@ -46,6 +50,14 @@ log = logging.getLogger(__name__)
 
 ASSIGNED_SELECTOR = "spec.nodeName!="
 """Every pod bound to a node, whichever scheduler bound it."""
+
+OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (
+    *(PodGroup, ElasticQuota, *STORAGE_KINDS),
+    *SELECTING_MODELS,
+)
+"""The kinds watched when the server serves them: PodGroups and ElasticQuotas (when their CRDs
+are installed), the storage objects, and the Services, ReplicationControllers, ReplicaSets and
+StatefulSets whose selectors the default topology spreading uses."""
 
 
 def pending_selector(scheduler_name: str) -> str:

@@ -4,8 +4,8 @@ shell around the sans-I/O `Engine` (one engine, two shells: docs/architecture.md
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
 one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
 `placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
-Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, the storage objects
-(PersistentVolumes, claims, StorageClasses), and PodGroups and ElasticQuotas when they are
+Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, and `OPTIONAL_KINDS`
+(storage, the Services and controllers of default spreading, PodGroups and ElasticQuotas) when
 served. One worker runs scheduling passes: one cycle per ready pod, the actions decided handed at
 once to the executor (`controllers.addons.executor`), whose binding cycles run concurrently with
 the next pods' scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass
@@ -37,13 +37,13 @@ from typing import Any
 
 from apis.core import Namespace, Node, Pod
 from apis.meta import KubeObject
-from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
-from apis.storage import STORAGE_KINDS
+from apis.scheduling import PriorityClass
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.executor import ActionExecutor
 from controllers.addons.gateway import PodGateway
 from controllers.addons.informers import (
     ASSIGNED_SELECTOR,
+    OPTIONAL_KINDS,
     PodFeed,
     node_events,
     object_events,
@@ -109,7 +109,7 @@ class PodScheduler(Controller):
         bind_concurrency: int = 32,
         batch_seconds: float = 0.05,
         stop_timeout: float = 0.5,
-        optional_kinds: Sequence[type[KubeObject]] = (PodGroup, ElasticQuota, *STORAGE_KINDS),
+        optional_kinds: Sequence[type[KubeObject]] = OPTIONAL_KINDS,
         profile: Profile | None = None,
         clock: Clock | None = None,
         profiles: Sequence[Profile] | None = None,

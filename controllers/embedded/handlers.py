@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from aiohttp import web
 
+from apis.services import free_cluster_ip, replication_controller_defaults, service_defaults
 from controllers.embedded.audit import Audit, AuditEntry
 from controllers.embedded.continuetoken import decode_continue, encode_continue
 from controllers.embedded.faults import Faults
@@ -258,7 +259,16 @@ class Handlers:
         """The admission of a real server beyond validation, on create: pods get their defaults
         and priority, PriorityClasses theirs and the user-class limits. True when the status
         it wrote is to be kept (a new pod's phase and QoS class). A claim naming no class gets
-        the default StorageClass (kube's DefaultStorageClass admission)."""
+        the default StorageClass (kube's DefaultStorageClass admission); a Service and a
+        ReplicationController their defaults (a Service its cluster IP)."""
+        if res.group == "" and res.kind == "Service":
+            listed = self.store.list(res, "", None)
+            taken = {(o.get("spec") or {}).get("clusterIP") for o in listed}
+            service_defaults(body, free_cluster_ip(taken))
+            return False
+        if res.group == "" and res.kind == "ReplicationController":
+            replication_controller_defaults(body)
+            return False
         if res.kind == "PersistentVolumeClaim" and self._storage_classes is not None:
             with_default_class(body, self.store.list(self._storage_classes, "", None))
             return False

@@ -24,6 +24,7 @@ from controllers.embedded.jsonpath import cell
 from controllers.embedded.policy_printers import POLICY_PRINTERS
 from controllers.embedded.printers import PRINTERS, column
 from controllers.embedded.resources import Resource
+from controllers.embedded.service_printers import SERVICE_PRINTERS
 from controllers.embedded.status import StatusError
 from controllers.embedded.storage_printers import STORAGE_PRINTERS
 
@@ -80,7 +81,12 @@ class TableView:
             core = PRINTERS[("", "Event")]
             return core.columns, lambda obj, now: core.row(to_core(obj), now)
         kind = (res.group, res.kind)
-        printer = PRINTERS.get(kind) or STORAGE_PRINTERS.get(kind) or POLICY_PRINTERS.get(kind)
+        printer = (
+            PRINTERS.get(kind)
+            or STORAGE_PRINTERS.get(kind)
+            or SERVICE_PRINTERS.get(kind)
+            or POLICY_PRINTERS.get(kind)
+        )
         if printer is not None:
             return printer.columns, printer.row
         columns, paths = _crd_columns(res)

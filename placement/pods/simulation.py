@@ -35,6 +35,7 @@ from typing import Any
 
 from apis.core import CoreEvent, Node, Pod
 from apis.meta import KubeObject, format_time
+from apis.services import replication_controller_defaults, service_defaults
 from placement.pods.events import (
     NodeEvent,
     ObjectEvent,
@@ -86,9 +87,11 @@ OBJECT_KINDS = (
     "CSIStorageCapacity",
     "PodGroup",
     "ElasticQuota",
+    "Service",
 )
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
-affinity's namespaceSelector reads their labels; storage, CSIDrivers and
+affinity's namespaceSelector reads their labels; Services: the default spreading's selector;
+storage, CSIDrivers and
 CSIStorageCapacities: VolumeBinding's; CSINodes: the attach limits NodeVolumeLimits reads)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
@@ -146,6 +149,17 @@ def _with_defaults(obj: KubeObject, now: datetime) -> dict[str, Any]:
     return wire
 
 
+_SELECTING = ("ReplicationController", "ReplicaSet", "StatefulSet")
+"""The workloads (given or made) the engine is told of: the default spreading's selector."""
+
+
+def _workload_defaults(wire: dict[str, Any]) -> dict[str, Any]:
+    """The API server's defaults of a ReplicationController (its selector from the template)."""
+    if wire.get("kind") == "ReplicationController":
+        replication_controller_defaults(wire)
+    return wire
+
+
 def _default_requests(spec: dict[str, Any]) -> None:
     """The API server's defaulting: a resource with a limit and no request requests its limit
     (so a container asking only `limits: {nvidia.com/gpu: 1}` requests one GPU)."""
@@ -179,17 +193,22 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
     pods: list[Pod] = []
     others: dict[str, list[KubeObject]] = defaultdict(list)
     claims: list[KubeObject] = []  # made by workloads, unless the input has them already
+    selecting: list[KubeObject] = []  # controllers whose selector default spreading reads
     for obj in _sorted_input(objects):
         if isinstance(obj, Node):
             nodes.append(Node.model_validate(_with_defaults(obj, now)))
         elif isinstance(obj, Pod):
             pods.append(_input_pod(obj, now))
         elif obj.KIND in OBJECT_KINDS:
-            made = type(obj).model_validate(_with_defaults(obj, now))
+            wire = _with_defaults(obj, now)
+            if obj.KIND == "Service":
+                service_defaults(wire)
+            made = type(obj).model_validate(wire)
             others[obj.KIND].append(initial_phase(made))
         elif obj.KIND in WORKLOAD_KINDS:
-            workload = type(obj).model_validate(_with_defaults(obj, now))
+            workload = type(obj).model_validate(_workload_defaults(_with_defaults(obj, now)))
             expansion = expand(workload, now)
+            selecting.extend(o for o in (workload, *expansion.objects) if o.KIND in _SELECTING)
             members = [_input_pod(p, now) for p in expansion.pods]
             owner = Owner(expansion, workload=workload_of(workload))
             for made in expansion.objects:
@@ -219,6 +238,8 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
         for obj in others[kind]:
             world.objects[(obj.KIND, obj.key)] = obj
             world.feed(ObjectEvent("Added", obj))
+    for obj in selecting:
+        world.feed(ObjectEvent("Added", obj))
     for node in nodes:
         world.objects[("Node", node.name)] = node
         world.feed(NodeEvent("Added", node))

@@ -1,8 +1,9 @@
 """Workload expansion for the simulator: the pods Kubernetes' controllers would create.
 
-`placement scheduler simulate` reads Deployments, ReplicaSets, StatefulSets and Jobs as a user
-writes them, but the scheduler only ever sees pods. This module plays the part of the
-Deployment, ReplicaSet, StatefulSet and Job controllers at their first sync, so the pods look as
+`placement scheduler simulate` reads Deployments, ReplicaSets, StatefulSets, Jobs and
+ReplicationControllers as a user writes them, but the scheduler only ever sees pods. This module
+plays the part of the Deployment, ReplicaSet (and ReplicationController), StatefulSet and Job
+controllers at their first sync, so the pods look as
 they would on a cluster: names (`<deploy>-<template hash>-<5 chars>`, `<statefulset>-<ordinal>`,
 `<job>-<5 chars>`), a StatefulSet's claims from its volumeClaimTemplates
 (`<template>-<set>-<ordinal>`), the labels those controllers add, owner references with
@@ -53,7 +54,7 @@ JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 _LEGACY_JOB_LABELS = ("job-name", "controller-uid")
 
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController")
 
 # kube's SafeEncodeString / generateName alphabet: no vowels (no words), no 0, 1, 3.
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
@@ -384,7 +385,7 @@ def expand(workload: KubeObject, now: datetime) -> Expansion:
     kind = workload.KIND
     if kind == "Deployment":
         return _deployment(wire, now)
-    if kind == "ReplicaSet":
+    if kind in ("ReplicaSet", "ReplicationController"):
         return _replica_set(wire, now, ())
     if kind == "StatefulSet":
         return _stateful_set(wire, now)

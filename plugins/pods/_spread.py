@@ -1,17 +1,10 @@
 """PodTopologySpread's building blocks: a pod's constraints as the plugin uses them (the
 selector built, matchLabelKeys merged, kube's defaults filled in), the system default
-constraints and their selector taken from the pod's owners, and the per-node counts of
-matching pods kept across cycles.
+constraints and their selector taken from the objects selecting the pod, and the per-node
+counts of matching pods kept across cycles.
 
-**Default selector** (kube's `DefaultSelector`): the selectors of the Services in the pod's
-namespace that select it, merged, plus the selector of the pod's controller when it is a
-ReplicationController, ReplicaSet or StatefulSet. The engine knows those objects only when
-they are fed to it (`ClusterView.objects("Service")`, ...); the scheduler add-on does not
-watch them. For a controller the engine does not know, the controller's selector is
-approximated by the pod's own labels without the ones its controller sets per pod
-(`APPROXIMATED_OWNER_LABELS`): the pods of one ReplicaSet or StatefulSet carry the same
-template labels, so this selects the same siblings unless other pods match the controller's
-selector without carrying all of them. An unknown Service is simply not seen.
+**Default selector**: `plugins.pods._default_selector` (kube's `DefaultSelector`: the
+Services, ReplicationController, ReplicaSet or StatefulSet that select the pod).
 
 **Counts.** `MatchCounts` keeps, per (namespace, selector), how many counted pods that match
 run on each node, updated from `PodIndex.changes_since` (a bind or a deletion costs one
@@ -37,10 +30,10 @@ from placement.pods.framework import ClusterView, PodInfo
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.pod_index import PodIndex
 from placement.selectors import SelectorError, labels_match, selector_error
+from plugins.pods._default_selector import DefaultSelectors, default_selector
 from plugins.pods._shared import frozen
 
 __all__ = [
-    "APPROXIMATED_OWNER_LABELS",
     "FIELD",
     "HOSTNAME",
     "SYSTEM_DEFAULTS",
@@ -49,7 +42,6 @@ __all__ = [
     "MatchCounts",
     "SelectorError",
     "Spread",
-    "default_selector",
     "matches",
     "overlaid",
     "selector_key",
@@ -66,22 +58,6 @@ SYSTEM_DEFAULTS = (
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
 )
 """kube's system default constraints (`defaultingType: System`)."""
-
-APPROXIMATED_OWNER_LABELS = frozenset(
-    {
-        "statefulset.kubernetes.io/pod-name",
-        "apps.kubernetes.io/pod-index",
-        "controller-revision-hash",
-    }
-)
-"""Labels a controller sets per pod or per revision: left out of the approximated selector of a
-controller the engine does not know."""
-
-_CONTROLLERS = {
-    ("v1", "ReplicationController"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "StatefulSet"),
-}
 
 Counts = npt.NDArray[np.int64]
 
@@ -146,11 +122,13 @@ def spread_constraints(
     cluster: ClusterView,
     hard: bool,
     checked: bool = False,
+    selectors: DefaultSelectors | None = None,
 ) -> list[Spread] | str:
     """The pod's DoNotSchedule (`hard`) or ScheduleAnyway constraints; without any of its own,
-    the default constraints of that kind with the selector from its owners (none when no
-    selector can be derived). A string: the first problem, naming the field (`checked`: the
-    pod's constraints were found valid already, for the other kind)."""
+    the default constraints of that kind with the selector of the objects selecting it (none
+    when no selector can be derived; `selectors` remembers them). A string: the first problem,
+    naming the field (`checked`: the pod's constraints were found valid already, for the other
+    kind)."""
     own = pod.pod.spec.topology_spread_constraints or []
     action = DO_NOT_SCHEDULE if hard else SCHEDULE_ANYWAY
     if own:
@@ -166,7 +144,7 @@ def spread_constraints(
     chosen = [c for c in defaults if c.when_unsatisfiable == action]
     if not chosen:
         return []
-    selector = default_selector(pod, cluster)
+    selector = default_selector(pod, cluster) if selectors is None else selectors.of(pod, cluster)
     if selector is None:
         return []
     return [_spread(c, selector) for c in chosen]  # kube: the derived selector replaces all
@@ -204,52 +182,6 @@ def _selector_problem(selector: LabelSelector | None) -> str | None:
             _PROBLEMS.clear()
         _PROBLEMS[key] = selector_error(selector)
     return _PROBLEMS[key]
-
-
-def _wire(obj: object) -> Mapping[str, Any]:
-    to_wire = getattr(obj, "to_wire", None)
-    wire = to_wire() if callable(to_wire) else {}
-    return wire if isinstance(wire, Mapping) else {}
-
-
-def default_selector(pod: PodInfo, cluster: ClusterView) -> LabelSelector | None:
-    """kube's DefaultSelector over the objects the engine knows (see the module docstring);
-    None when it has no requirement."""
-    namespace = pod.namespace
-    labels: dict[str, str] = {}
-    for key, service in sorted(cluster.objects("Service").items()):
-        if not key.startswith(f"{namespace}/"):
-            continue
-        chosen = (_wire(service).get("spec") or {}).get("selector")
-        if isinstance(chosen, Mapping) and all(pod.labels.get(k) == v for k, v in chosen.items()):
-            labels.update({str(k): str(v) for k, v in chosen.items()})
-    expressions: list[LabelSelectorRequirement] = []
-    owner = next((o for o in pod.pod.metadata.owner_references or () if o.controller), None)
-    if owner is not None and (owner.api_version, owner.kind) in _CONTROLLERS:
-        known = cluster.objects(owner.kind).get(f"{namespace}/{owner.name}")
-        if known is None:
-            labels.update(
-                {k: v for k, v in pod.labels.items() if k not in APPROXIMATED_OWNER_LABELS}
-            )
-        elif owner.kind == "ReplicationController":
-            chosen = (_wire(known).get("spec") or {}).get("selector")
-            if isinstance(chosen, Mapping):
-                labels.update({str(k): str(v) for k, v in chosen.items()})
-        else:
-            wire = (_wire(known).get("spec") or {}).get("selector")
-            try:
-                other = LabelSelector.model_validate(wire) if wire is not None else None
-            except ValueError:
-                other = None
-            if other is not None and selector_error(other) is None:
-                expressions.extend(
-                    LabelSelectorRequirement(key=k, operator="In", values=[v])
-                    for k, v in (other.match_labels or {}).items()
-                )
-                expressions.extend(other.match_expressions or ())
-    if not labels and not expressions:
-        return None
-    return LabelSelector(match_labels=labels or None, match_expressions=expressions or None)
 
 
 def matches(spread_selector: LabelSelector | None, namespace: str, pod: PodInfo) -> bool:

@@ -37,7 +37,7 @@ from apis.pluginargs import PodTopologySpreadArgs
 from apis.topologyspread import TopologySpreadConstraint
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.pods.affinity import node_selector_mask, selector_terms_mask
-from placement.pods.events import ClusterEvent, PodEvent
+from placement.pods.events import ClusterEvent, ObjectEvent, PodEvent
 from placement.pods.framework import (
     MAX_NODE_SCORE,
     SKIP,
@@ -55,6 +55,7 @@ from placement.pods.framework import (
 )
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.noscore import no_scores
+from plugins.pods._default_selector import SELECTING_KINDS, DefaultSelectors
 from plugins.pods._shared import args_of, frozen
 from plugins.pods._spread import (
     HOSTNAME,
@@ -188,13 +189,19 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         self.defaults = tuple(defaults)
         self.system_defaulted = system_defaulted
         self._counts = MatchCounts()
+        self._selectors = DefaultSelectors()  # the default constraints' selector per pod shape
         self._seen = -1  # the counted pods' generation at the last event
         self._columns: dict[str, tuple[object, BoolMask]] = {}  # key -> (column, present)
         self._sizes: dict[str, tuple[object, int]] = {}  # key -> (column, distinct values)
 
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         """Pods this plugin rejected are retried when the counted pods changed (kube: any
-        assigned pod added, updated or deleted may help; node events retry every pod)."""
+        assigned pod added, updated or deleted may help; node events retry every pod). A
+        Service or controller changing makes the default selectors derived again (as kube,
+        it retries no pod)."""
+        if isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) in SELECTING_KINDS:
+            self._selectors.forget()
+            return False
         generation = cluster.counted.generation
         if generation == self._seen:
             return False
@@ -221,7 +228,9 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
         if other is not None and other[0] is pod and isinstance(other[1], str):
             return str(other[1])
         checked = other is not None and other[0] is pod
-        found = spread_constraints(pod, self.defaults, cycle.cluster, hard=hard, checked=checked)
+        found = spread_constraints(
+            pod, self.defaults, cycle.cluster, hard=hard, checked=checked, selectors=self._selectors
+        )
         cycle.scratch[key] = (pod, found)
         return found
 

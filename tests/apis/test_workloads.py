@@ -74,6 +74,7 @@ def test_workload_kinds_are_registered_where_kubernetes_serves_them() -> None:
         ("replicasets", ("rs",), True),
         ("statefulsets", ("sts",), True),
         ("jobs", (), True),
+        ("replicationcontrollers", ("rc",), True),
     ]
 
 

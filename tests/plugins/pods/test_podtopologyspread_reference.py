@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Node
+from apis.meta import KubeObject
 from placement.pods.framework import PodInfo
 from placement.pods.overlay import PodOverlay
 from plugins.pods.podtopologyspread import (
@@ -346,7 +347,7 @@ OWNER = {
 @given(raw_nodes=nodes_st, data=st.data())
 def test_system_default_scores_agree_with_kube_transcribed(raw_nodes: list[Any], data: Any) -> None:
     """A pod of a ReplicaSet without constraints of its own: kube's system defaults
-    (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) with the pod's labels as selector,
+    (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway) with the ReplicaSet's selector,
     nodes missing a key still scored."""
     nodes, pods, pod = _build(raw_nodes, data)
     app = pod["labels"]["app"]
@@ -357,7 +358,11 @@ def test_system_default_scores_agree_with_kube_transcribed(raw_nodes: list[Any],
     made, placed, _ = _objects(nodes, pods, {**pod, "constraints": []})
     spec: dict[str, Any] = {"nodeSelector": {"disk": pod["disk"]}} if pod["disk"] else {}
     incoming = labelled("incoming", pod["labels"], owner=OWNER, **spec)
-    cycle, snapshot = world(made, placed)
+    rs = KubeObject.model_validate(
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+         "spec": {"selector": {"matchLabels": {"app": app}}}}
+    )  # fmt: skip
+    cycle, snapshot = world(made, placed, {"ReplicaSet": {"default/rs": rs}})
     rows = _feasible(snapshot, data)
     scored = PodTopologySpread().score(cycle, incoming, snapshot, rows)
     got = {snapshot.names[r]: int(v) for r, v in zip(rows, scored, strict=True)}

@@ -135,8 +135,10 @@ def test_system_defaults_take_the_selector_of_a_service() -> None:
     assert set(system_scores({"Service": {"default/db": other}}, None, WEB).values()) == {0}
 
 
-def test_an_unknown_controller_is_approximated_by_the_pods_labels() -> None:
-    assert system_scores(None, OWNED, WEB) == SPREAD
+def test_an_unknown_controller_gives_no_selector() -> None:
+    # kube: a controller its informers do not hold adds nothing; no Service either, so the
+    # pod gets no default constraint and the plugin scores nothing.
+    assert set(system_scores(None, OWNED, WEB).values()) == {0}
     # A pod with neither a controller nor a Service: kube derives no selector.
     assert set(system_scores(None, None, WEB).values()) == {0}
 
@@ -163,7 +165,8 @@ def test_list_defaults_can_filter() -> None:
         }
     )
     placed = [(labelled("w1", WEB), "node1"), (labelled("w2", WEB), "node2")]
-    cycle, nodes = world(four_nodes(), placed)
+    rs = obj("ReplicaSet", "web-1", {"selector": {"matchLabels": WEB}})
+    cycle, nodes = world(four_nodes(), placed, {"ReplicaSet": {"default/web-1": rs}})
     pod = labelled("mypod", WEB, owner=OWNED)
     assert plugin.pre_filter(cycle, pod, nodes).status.ok
     assert names(nodes, plugin.filter(cycle, pod, nodes, everything(nodes)).mask) == [
