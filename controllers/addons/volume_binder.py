@@ -15,9 +15,16 @@ makes them (kube 1.36):
   (600 s by default). It fails, and the pod goes back to the queue, when the volume's
   claimRef is reset, the claim is bound to another volume, the pod is gone, or the time is up.
 
-The waiting holds no write slot: other pods bind meanwhile. Dynamic provisioning (the claim's
-`volume.kubernetes.io/selected-node` annotation, kube's other PreBind write) is not done: the
-scheduler never chooses a node for a claim without an existing volume.
+* for each claim to provision, the claim gets `volume.kubernetes.io/selected-node: <node>`
+  (one write, the informer's resourceVersion as a precondition, as kube's update of its
+  assumed claim); the PV controller hands it to its provisioner, which creates a volume for
+  the node and the PV controller binds the two. The wait ends when the claim is fully bound
+  (as above) to a volume whose node affinity admits the node; it fails when the annotation was
+  removed or changed (a provisioner that gives up removes it: `provisioning failed for PVC`),
+  when the bound volume does not admit the node, or when the time is up. Nothing is undone on
+  failure, as in kube: the claim keeps its selected node and the pod is retried there.
+
+The waiting holds no write slot: other pods bind meanwhile.
 """
 
 from __future__ import annotations
@@ -25,17 +32,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from apis.core import Pod
-from apis.meta import KubeObject
+from apis.core import Node, NodeSelector, Pod
+from apis.meta import KubeObject, LabelSelector, LabelSelectorRequirement
 from apis.storage import (
     BIND_COMPLETED_ANNOTATION,
     BOUND_BY_CONTROLLER_ANNOTATION,
+    SELECTED_NODE_ANNOTATION,
     PersistentVolume,
     PersistentVolumeClaim,
 )
 from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import ApiError
 from placement.pods.events import BindVolumes
+from placement.selectors import SelectorError, labels_match
 
 __all__ = ["VolumeBindError", "VolumeBinder"]
 
@@ -103,7 +112,27 @@ class VolumeBinder:
             }
             updated = await self._gateway.merge_patch(PersistentVolume, volume, patch)
             written[volume] = updated.metadata.resource_version or ""
+        for claim_key, claim_uid in action.provisions:
+            written[claim_key] = await self._select_node(claim_key, claim_uid, action.node)
         return written
+
+    async def _select_node(self, key: str, uid: str, node: str) -> str:
+        """Write the node on the claim to provision; the claim's resourceVersion after."""
+        claim = self._claim(key)
+        if uid and claim.metadata.uid != uid:
+            raise VolumeBindError(f'persistentvolumeclaim "{key}" was replaced')
+        annotations = claim.metadata.annotations or {}
+        if annotations.get(SELECTED_NODE_ANNOTATION) == node:
+            return claim.metadata.resource_version or ""  # written already (a retry)
+        patch = {
+            "metadata": {
+                "resourceVersion": claim.metadata.resource_version,
+                "annotations": {SELECTED_NODE_ANNOTATION: node},
+            }
+        }
+        namespace, name = _split(key)
+        updated = await self._gateway.merge_patch(PersistentVolumeClaim, name, patch, namespace)
+        return updated.metadata.resource_version or ""
 
     def _claim(self, key: str) -> PersistentVolumeClaim:
         """The claim as the informer holds it (kube's `checkBindings` reads its informers)."""
@@ -149,4 +178,63 @@ class VolumeBinder:
             annotations = claim.metadata.annotations or {}
             if bound_to != volume or BIND_COMPLETED_ANNOTATION not in annotations:
                 done = False
+        for claim_key, _ in action.provisions:
+            problem, bound = self._provisioned(claim_key, action.node, written.get(claim_key))
+            if problem is not None:
+                return problem, False
+            done = done and bound
         return None, done
+
+    def _provisioned(self, key: str, node: str, written: str | None) -> tuple[str | None, bool]:
+        """(why the claim's provisioning failed, whether it is bound) from the informers."""
+        claim = self._claim(key)
+        if _older(claim.metadata.resource_version, written):
+            return None, False  # our write is not seen yet
+        name = claim.metadata.name
+        if (claim.metadata.annotations or {}).get(SELECTED_NODE_ANNOTATION) != node:
+            return f'provisioning failed for PVC "{name}"', False
+        bound_to = claim.spec.volume_name if claim.spec else None
+        if not bound_to:
+            return None, False
+        pv = self._lookup(PersistentVolume.KIND, bound_to)
+        if not isinstance(pv, PersistentVolume):
+            return None, False  # not seen yet
+        found = self._lookup(Node.KIND, node)
+        labels = (found.metadata.labels or {}) if found is not None else {}
+        affinity = pv.spec.node_affinity if pv.spec else None
+        required = affinity.required if affinity is not None else None
+        if required is not None and not _admits(required, node, labels):
+            return f'pv "{bound_to}" node affinity doesn\'t match node "{node}"', False
+        return None, BIND_COMPLETED_ANNOTATION in (claim.metadata.annotations or {})
+
+
+def _admits(selector: NodeSelector, node: str, labels: dict[str, str]) -> bool:
+    """Whether a volume's required node affinity admits the node (terms ORed; a term's
+    expressions and fields ANDed; Gt and Lt compare integers)."""
+    for term in selector.node_selector_terms:
+        expressions = term.match_expressions or []
+        fields = term.match_fields or []
+        if not expressions and not fields:
+            continue
+        ok = all(_expression(e.key, e.operator, e.values or [], labels) for e in expressions)
+        ok = ok and all(
+            f.key == "metadata.name" and _expression("n", f.operator, f.values or [], {"n": node})
+            for f in fields
+        )
+        if ok:
+            return True
+    return False
+
+
+def _expression(key: str, operator: str, values: list[str], labels: dict[str, str]) -> bool:
+    if operator in ("Gt", "Lt"):
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except (KeyError, IndexError, ValueError):
+            return False
+        return have > want if operator == "Gt" else have < want
+    requirement = LabelSelectorRequirement(key=key, operator=operator, values=values)
+    try:
+        return labels_match(LabelSelector(match_expressions=[requirement]), labels)
+    except SelectorError:
+        return False

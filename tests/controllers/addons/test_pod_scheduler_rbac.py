@@ -1,7 +1,8 @@
 """The RBAC of config/addons/pod-scheduler is what the scheduler and its status controller use,
 measured on the embedded server's audit log, not listed by hand: a run with leader election, a
-gang preempting lower-priority pods, an unschedulable pod, an ElasticQuota and a pod whose
-WaitForFirstConsumer claim the scheduler binds to a local volume."""
+gang preempting lower-priority pods, an unschedulable pod, an ElasticQuota, a pod whose
+WaitForFirstConsumer claim the scheduler binds to a local volume and one whose claim is
+provisioned (by a stand-in provisioner) on the node chosen."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from controllers.kube.config import ClusterAccess, new_api_client
 from tests.controllers.addons.cluster import node, pod
 from tests.controllers.addons.test_gang_e2e import create_priorities, group, member
 from tests.controllers.embedded.hub import eventually
+from tests.e2e.provisioner import StandInProvisioner
 from tests.placement.pods.test_volumes_engine import volumes as claim_volumes
 from tests.plugins.pods.volume_builders import claim, local_pv, storage_class
 
@@ -38,6 +40,7 @@ TEST_WRITES = {
     ("", "persistentvolumeclaims", "create"),
     ("storage.k8s.io", "storageclasses", "create"),
     ("", "nodes", "create"),  # the node that makes `huge` fail a second time
+    ("", "nodes", "get"),  # the stand-in provisioner reads the node chosen for its volume
 }
 
 
@@ -93,13 +96,19 @@ async def test_the_rbac_grants_exactly_what_the_scheduler_and_status_controller_
         for obj in (storage_class(), local_pv("pv-small", "small"), claim("data")):
             await gw.create(obj)
         await gw.create(pod("stateful", "100m", "64Mi", volumes=claim_volumes("data")))
+        provisioned = storage_class("fast", provisioner="disk.csi.example.com")
+        for obj in (provisioned, claim("fresh", cls="fast")):
+            await gw.create(obj)
+        await gw.create(pod("fresh", "100m", "64Mi", volumes=claim_volumes("fresh")))
 
         async def gang_bound() -> bool:
             pods = {p.name: p for p in (await gw.list(Pod, "default")).items}
             gang = all(pods[f"hi-m{i}"].spec.node_name for i in range(2))
-            return gang and pods["stateful"].spec.node_name == "small"
+            fresh = pods["fresh"].spec.node_name
+            return gang and pods["stateful"].spec.node_name == "small" and bool(fresh)
 
-        await eventually(gang_bound, timeout=60)
+        async with StandInProvisioner(gw, "disk.csi.example.com"):
+            await eventually(gang_bound, timeout=60)
         # A node too small for `huge` moves it back to the queue: its second FailedScheduling
         # continues the first one's series, which is a PATCH of the event.
         await gw.create(node("n-extra", cpu="1"))
