@@ -36,6 +36,7 @@ from typing import Any
 from apis.core import CoreEvent, Node, Pod
 from apis.meta import KubeObject, format_time
 from apis.services import replication_controller_defaults, service_defaults
+from placement.pods.disruption_status import workload_scale
 from placement.pods.events import (
     NodeEvent,
     ObjectEvent,
@@ -49,6 +50,7 @@ from placement.pods.volumes import CLAIM_KIND as CLAIMS
 from placement.pods.volumes import initial_phase, with_default_class
 from placement.pods.workloads import WORKLOAD_KINDS, expand, object_uid
 from placement.pods.world import (
+    BUDGETS,
     DISRUPTION_TARGET,
     EngineLike,
     EventRecord,
@@ -87,12 +89,14 @@ OBJECT_KINDS = (
     "CSIStorageCapacity",
     "PodGroup",
     "ElasticQuota",
+    "PodDisruptionBudget",
     "Service",
 )
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
 affinity's namespaceSelector reads their labels; Services: the default spreading's selector;
-storage, CSIDrivers and
-CSIStorageCapacities: VolumeBinding's; CSINodes: the attach limits NodeVolumeLimits reads)."""
+PodDisruptionBudgets: preemption's, their status computed as kube's disruption controller does;
+storage, CSIDrivers and CSIStorageCapacities: VolumeBinding's; CSINodes: the attach limits
+NodeVolumeLimits reads)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 
@@ -210,7 +214,7 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
             expansion = expand(workload, now)
             selecting.extend(o for o in (workload, *expansion.objects) if o.KIND in _SELECTING)
             members = [_input_pod(p, now) for p in expansion.pods]
-            owner = Owner(expansion, workload=workload_of(workload))
+            owner = Owner(expansion, workload=workload_of(workload), scale=workload_scale(workload))
             for made in expansion.objects:
                 if made.KIND in OBJECT_KINDS:  # a StatefulSet's claims, fed to the engine
                     claims.append(initial_phase(made))
@@ -245,6 +249,8 @@ def _load(world: World, objects: Sequence[KubeObject], now: datetime) -> None:
         world.feed(NodeEvent("Added", node))
     for pod in sorted(pods, key=lambda p: (not p.spec.node_name, *_pod_order(p))):
         world.add_pod(pod)
+    # kube's disruption controller has long computed the budgets when the scheduler starts.
+    world.apply_status_rules(BUDGETS)
 
 
 def _admitted_claim(claim: KubeObject, classes: list[dict[str, Any]]) -> KubeObject:
@@ -310,7 +316,9 @@ def simulate(
     while True:
         world.moved = False
         world.finish_deletions()
-        world.perform(engine.schedule(world.now, limit=per_call))
+        # With disruption budgets, one pod per call: the disruption controller updates a
+        # budget between two preemptions, as it does on a cluster between two cycles.
+        world.perform(engine.schedule(world.now, limit=1 if world.has_budgets() else per_call))
         if engine.queue_sizes().get("active", 0):
             world.moved = True  # the call stopped at its limit with pods still ready
         if not world.moved:

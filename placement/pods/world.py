@@ -17,10 +17,11 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from apis.core import Node, Pod
+from apis.core import Pod
 from apis.meta import KubeObject, format_time
+from placement.pods.disruption_status import DisruptionBudgetStatusRule
 from placement.pods.events import (
     DISRUPTION_TARGET,
     Action,
@@ -45,10 +46,11 @@ from placement.pods.mutation import (
     patch,
 )
 from placement.pods.provisioner import volume_writes
-from placement.pods.status import StatusOutcome, same_status
+from placement.pods.status import StatusRule
 from placement.pods.status_rules import status_rules
 from placement.pods.volumes import ephemeral_claims, initial_phase
 from placement.pods.workloads import Expansion
+from placement.pods.world_status import apply_status_rules
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
@@ -61,6 +63,7 @@ __all__ = [
 ]
 
 DEFAULT_GRACE_SECONDS = 30
+BUDGETS = frozenset({"PodDisruptionBudget"})
 
 
 class EngineLike(Protocol):
@@ -96,6 +99,7 @@ class Owner:
     held: deque[Pod] = field(default_factory=deque)
     replaced: int = 0
     workload: Workload | None = None  # a Deployment or StatefulSet: its pods are mutated
+    scale: int | None = None  # its replicas, as the disruption controller reads them
 
 
 def _condition(status: str, reason: str, message: str, now: datetime, kind: str) -> dict[str, Any]:
@@ -142,6 +146,10 @@ class World:
         self.status_wake: datetime | None = None  # the earliest requeue_at of the status rules
         self.moved = False
         self.volume_failures: set[tuple[str, str]] = set()  # pods whose PreBind writes failed
+        self.rules: tuple[StatusRule, ...] = (
+            *status_rules(),
+            DisruptionBudgetStatusRule(self.controller_scale),
+        )
 
     # --- feeding the engine -------------------------------------------------------------------
 
@@ -204,7 +212,7 @@ class World:
             elif isinstance(action, PatchObjectStatus):
                 self._patch_object(action)
             elif isinstance(action, EmitEvent):
-                self._record(action)
+                self.record(action)
             # WakeAt: the loop asks the engine's next_wake.
 
     def _current(self, key: str, uid: str) -> Pod | None:
@@ -259,6 +267,8 @@ class World:
         _set_condition(wire, condition)
         self.update_pod(wire)
         heapq.heappush(self.deleting, (self.now + timedelta(seconds=grace), action.key, action.uid))
+        if self.has_budgets():  # kube's disruption controller sees the victim go at once
+            self.apply_status_rules(BUDGETS)
 
     def finish_deletions(self) -> None:
         """Remove the victims whose grace ended; their controllers create replacements."""
@@ -324,7 +334,7 @@ class World:
             self.objects[(action.kind, action.key)] = updated
             self.feed(ObjectEvent("Modified", updated))
 
-    def _record(self, action: EmitEvent) -> None:
+    def record(self, action: EmitEvent) -> None:
         key = (action.regarding, action.type, action.reason, action.message)
         record = self.events.get(key)
         if record is None:
@@ -349,45 +359,22 @@ class World:
     def objects_of(self, kind: str) -> Mapping[str, KubeObject]:
         return {key: obj for (k, key), obj in self.objects.items() if k == kind}
 
-    def apply_status_rules(self) -> None:
-        """What the PodGroup/ElasticQuota status controller would write now: each changed
-        status goes into the object (the engine sees it), with the rule's events."""
-        view = StatusView(self)
-        self.status_wake = None
-        for rule in status_rules():
-            for key, obj in sorted(self.objects_of(rule.kind).items()):
-                outcome = rule.compute(obj, view, self.now)
-                self._notice(rule.kind, key, obj, outcome)
-                if outcome.status is None:
-                    continue
-                wire = obj.to_wire()
-                if same_status(wire.get("status"), outcome.status):
-                    continue
-                updated = type(obj).model_validate({**wire, "status": dict(outcome.status)})
-                self.objects[(rule.kind, key)] = updated
-                uid = obj.metadata.uid or ""
-                for event in outcome.events:
-                    severity: Literal["Normal", "Warning"] = (
-                        "Warning" if event.type == "Warning" else "Normal"
-                    )
-                    regarding = (rule.kind, key, uid)
-                    self._record(EmitEvent(regarding, severity, event.reason, event.message))
-                self.feed(ObjectEvent("Modified", updated))
+    def controller_scale(self, uid: str) -> int | None:
+        """The scale of the workload controlling pods with this controller uid, if known."""
+        owner = self.owners.get(uid)
+        return owner.scale if owner is not None else None
 
-    def _notice(self, kind: str, key: str, obj: KubeObject, outcome: StatusOutcome) -> None:
-        """Record the outcome's notices once per object and reason, as the controller emits
-        them; note when the rule wants to look again."""
-        uid = obj.metadata.uid or ""
-        for notice in outcome.notices:
-            if (kind, key, uid, notice.reason) not in self.noticed:
-                self.noticed.add((kind, key, uid, notice.reason))
-                severity: Literal["Normal", "Warning"] = (
-                    "Warning" if notice.type == "Warning" else "Normal"
-                )
-                self._record(EmitEvent((kind, key, uid), severity, notice.reason, notice.message))
-        if outcome.requeue_at is not None and outcome.requeue_at > self.now:
-            wake = self.status_wake
-            self.status_wake = outcome.requeue_at if wake is None else min(wake, outcome.requeue_at)
+    def apply_status_rules(self, kinds: frozenset[str] | None = None) -> None:
+        """What the status controllers (PodGroup, ElasticQuota, and kube's disruption
+        controller) would write now, for all kinds or these (`world_status`)."""
+        if kinds is None:
+            self.status_wake = None
+        apply_status_rules(self, [r for r in self.rules if kinds is None or r.kind in kinds])
+
+    def has_budgets(self) -> bool:
+        """Whether some PodDisruptionBudget exists (the simulation then plays the disruption
+        controller between two pods' cycles)."""
+        return any(kind == "PodDisruptionBudget" for kind, _ in self.objects)
 
     # --- the clock ----------------------------------------------------------------------------
 
@@ -407,22 +394,6 @@ class World:
     def next_time(self) -> datetime | None:
         times = [t for t in (self.engine.next_wake(), *(d[0] for d in self.deleting[:1])) if t]
         return min(times) if times else None
-
-
-class StatusView:
-    """The simulated world as the status rules read it (`StatusWorld`)."""
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    def pods_in(self, namespace: str) -> Iterable[Pod]:
-        return self._world.pods_in(namespace)
-
-    def objects(self, kind: str) -> Mapping[str, KubeObject]:
-        return self._world.objects_of(kind)
-
-    def nodes(self) -> Iterable[Node]:
-        return [o for o in self._world.objects_of("Node").values() if isinstance(o, Node)]
 
 
 def _liveness(pod: Pod) -> dict[str, Any]:

@@ -1,0 +1,76 @@
+"""The status controllers `scheduler simulate` plays beside the scheduler: the PodGroup and
+ElasticQuota status rules (`placement.pods.status_rules`) and kube's disruption controller
+(`placement.pods.disruption_status`), run on the simulated world; each changed status goes
+into the object (the engine sees it), with the rule's events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from apis.core import Node, Pod
+from apis.meta import KubeObject
+from placement.pods.events import EmitEvent, ObjectEvent
+from placement.pods.status import StatusOutcome, StatusRule, same_status
+
+if TYPE_CHECKING:
+    from placement.pods.world import World
+
+__all__ = ["StatusView", "apply_status_rules"]
+
+
+def apply_status_rules(world: World, rules: Sequence[StatusRule]) -> None:
+    """What the status controllers would write now: each changed status goes into the object
+    (the engine sees it), with the rule's events."""
+    view = StatusView(world)
+    for rule in rules:
+        for key, obj in sorted(world.objects_of(rule.kind).items()):
+            outcome = rule.compute(obj, view, world.now)
+            _notice(world, rule.kind, key, obj, outcome)
+            if outcome.status is None:
+                continue
+            wire = obj.to_wire()
+            if same_status(wire.get("status"), outcome.status):
+                continue
+            updated = type(obj).model_validate({**wire, "status": dict(outcome.status)})
+            world.objects[(rule.kind, key)] = updated
+            uid = obj.metadata.uid or ""
+            for event in outcome.events:
+                severity: Literal["Normal", "Warning"] = (
+                    "Warning" if event.type == "Warning" else "Normal"
+                )
+                regarding = (rule.kind, key, uid)
+                world.record(EmitEvent(regarding, severity, event.reason, event.message))
+            world.feed(ObjectEvent("Modified", updated))
+
+
+def _notice(world: World, kind: str, key: str, obj: KubeObject, outcome: StatusOutcome) -> None:
+    """Record the outcome's notices once per object and reason, as the controller emits them;
+    note when the rule wants to look again."""
+    uid = obj.metadata.uid or ""
+    for notice in outcome.notices:
+        if (kind, key, uid, notice.reason) not in world.noticed:
+            world.noticed.add((kind, key, uid, notice.reason))
+            severity: Literal["Normal", "Warning"] = (
+                "Warning" if notice.type == "Warning" else "Normal"
+            )
+            world.record(EmitEvent((kind, key, uid), severity, notice.reason, notice.message))
+    if outcome.requeue_at is not None and outcome.requeue_at > world.now:
+        wake = world.status_wake
+        world.status_wake = outcome.requeue_at if wake is None else min(wake, outcome.requeue_at)
+
+
+class StatusView:
+    """The simulated world as the status rules read it (`StatusWorld`)."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def pods_in(self, namespace: str) -> Iterable[Pod]:
+        return self._world.pods_in(namespace)
+
+    def objects(self, kind: str) -> Mapping[str, KubeObject]:
+        return self._world.objects_of(kind)
+
+    def nodes(self) -> Iterable[Node]:
+        return [o for o in self._world.objects_of("Node").values() if isinstance(o, Node)]
