@@ -52,7 +52,9 @@ ASSIGNED_SELECTOR = "spec.nodeName!="
 """Every pod bound to a node, whichever scheduler bound it."""
 
 OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (
-    *(PodGroup, ElasticQuota, *STORAGE_KINDS),
+    PodGroup,
+    ElasticQuota,
+    *STORAGE_KINDS,
     *SELECTING_MODELS,
 )
 """The kinds watched when the server serves them: PodGroups and ElasticQuotas (when their CRDs
