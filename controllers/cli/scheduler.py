@@ -72,8 +72,9 @@ def _add_simulate(verbs: Subparsers) -> None:
         "simulate",
         help="schedule the pods of the manifests offline, on a virtual clock",
         description=(
-            "Run nodes, pods, workloads (Deployment, ReplicaSet, StatefulSet, Job: expanded "
-            "into their pods), PodGroups, ElasticQuotas and PriorityClasses through the pod "
+            "Run nodes, pods, workloads (Deployment, ReplicaSet, StatefulSet, Job, "
+            "ReplicationController: expanded into their pods), Services, PodGroups, "
+            "ElasticQuotas, PriorityClasses and storage objects through the pod "
             "scheduler on a virtual clock until nothing can move, and print a v1 List of the "
             "pods, the evicted pods, the PodGroups and ElasticQuotas with their status, and "
             "the events. Bound pods start at once; preemption victims go after their grace "
