@@ -1,5 +1,5 @@
 """The corpus of tests/data/kube-validation (container ports, pod affinity, topology spread,
-node affinity, PersistentVolumeClaim, PersistentVolume, StorageClass) refused at the three
+node affinity, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode) refused at the three
 entry points with kube-apiserver v1.36's own words, as recorded in kube-answers.yaml (the e2e
 tier checks that record against kube-apiserver): `placement validate` and `placement scheduler
 simulate` print each cause as `file: document N: Kind ns/name: field: message`, in kube's
@@ -28,6 +28,7 @@ PATHS = {
     "PersistentVolumeClaim": "/api/v1/namespaces/default/persistentvolumeclaims",
     "PersistentVolume": "/api/v1/persistentvolumes",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
 }
 
 
