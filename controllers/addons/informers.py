@@ -20,7 +20,8 @@ A pod deleted and created again under the same name has another uid: the engine 
 one is gone before it hears of the new one.
 
 `object_events` makes the callbacks of the other informers (nodes, PriorityClasses, PodGroups,
-ElasticQuotas, storage, Services and workload controllers): one engine event per watch event.
+ElasticQuotas, storage, Services and workload controllers, PodDisruptionBudgets): one engine
+event per watch event.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
+from apis.policy import PodDisruptionBudget
 from apis.scheduling import ElasticQuota, PodGroup
 from apis.services import SELECTING_MODELS
 from apis.storage import STORAGE_KINDS
@@ -56,10 +58,12 @@ OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (
     ElasticQuota,
     *STORAGE_KINDS,
     *SELECTING_MODELS,
+    PodDisruptionBudget,
 )
 """The kinds watched when the server serves them: PodGroups and ElasticQuotas (when their CRDs
-are installed), the storage objects, and the Services, ReplicationControllers, ReplicaSets and
-StatefulSets whose selectors the default topology spreading uses."""
+are installed), the storage objects, the Services, ReplicationControllers, ReplicaSets and
+StatefulSets whose selectors the default topology spreading uses, and the PodDisruptionBudgets
+preemption reads (their `status.disruptionsAllowed` as kube's disruption controller wrote it)."""
 
 
 def pending_selector(scheduler_name: str) -> str:

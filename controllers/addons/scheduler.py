@@ -4,14 +4,14 @@ shell around the sans-I/O `Engine` (one engine, two shells: docs/architecture.md
 Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
 one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
 `placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
-Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, and `OPTIONAL_KINDS`
-(storage, the Services and controllers of default spreading, PodGroups and ElasticQuotas) when
-served. One worker runs scheduling passes: one cycle per ready pod, the actions decided handed at
-once to the executor (`controllers.addons.executor`), whose binding cycles run concurrently with
-the next pods' scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass
-yields to the event loop every `batch_seconds` so watch events and bind results are not held up
-by a long queue, and waits when `8 x bind_concurrency` writes are queued (the pace the API
-server binds at). When the engine has nothing ready, the next pass is at its `next_wake` (a
+Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, and `OPTIONAL_KINDS` (storage,
+the Services and controllers of default spreading, PodGroups and ElasticQuotas,
+PodDisruptionBudgets) when served. One worker runs scheduling passes: one cycle per ready pod, the
+actions decided handed at once to the executor (`controllers.addons.executor`), whose binding cycles
+run concurrently with the next pods' scheduling; a bind's outcome comes back to the engine as a
+`BindResult`. A pass yields to the event loop every `batch_seconds` so watch events and bind results
+are not held up by a long queue, and waits when `8 x bind_concurrency` writes are queued (the pace
+the API server binds at). When the engine has nothing ready, the next pass is at its `next_wake` (a
 backoff expiry, a Permit timeout) or at the next event.
 
 The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
