@@ -7,8 +7,9 @@ next cycle when no cluster changed). Issue 18's target: warm CEL within 2x of th
 placement.
 
 `python -m perf.test_cel_bench` prints issue 33's table instead: the first evaluation of one
-selector of each shape (`SHAPES`) on every cluster of a fleet whose CEL cache is empty, at
-1k, 10k and 100k clusters, with the load average at the time. Target: ≤ 65 ms at 10k.
+selector of each shape (`SHAPES`, add-on scores included since issue 46) on every cluster of a
+fleet whose CEL cache is empty, at 1k, 10k and 100k clusters, with the load average at the
+time. Target: ≤ 65 ms at 10k. `--sizes 10000` limits the sizes.
 
 Run: `pytest perf/test_cel_bench.py --benchmark-enable`. With `--benchmark-disable` (CI) each
 case runs once at 10k and 100k is skipped. Results: perf/RESULTS.md.
@@ -69,6 +70,17 @@ SHAPES = {
         'managedCluster.status.clusterClaims.exists(c, c.name == "rack" && c.value == "rack-3")'
     ],
     "annotation (interpreter)": ['managedCluster.metadata.?annotations["a"].orValue("") == ""'],
+    "add-on score, one item (projected groups)": [
+        'managedCluster.scores("resource-usage-score").exists(s, s.name == "cpuAvailable" && '
+        "s.value > 50)"
+    ],
+    "add-on score, filter(...)[0] and a label (projected groups)": [
+        f'{_LABELS}["env"] == "prod" && managedCluster.scores("resource-usage-score")'
+        '.filter(s, s.name == "memAvailable")[0].value > 0'
+    ],
+    "add-on score, whole list (groups of both values)": [
+        'managedCluster.scores("resource-usage-score").all(s, s.value > -50)'
+    ],
 }
 """Issue 33's shapes, each a selector whose first evaluation the table measures."""
 UNIQUE_ID_SHAPES = {
@@ -221,6 +233,8 @@ def main() -> None:
     """Print issue 33's table: ms of the first evaluation per shape (best of 3; 1 for the
     interpreter at 100k), the load average (1 min) before each size's runs."""
     sizes = (1_000, 10_000, 100_000)
+    if "--sizes" in sys.argv:
+        sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     results: dict[str, list[str]] = {shape: [] for shape in {**SHAPES, **UNIQUE_ID_SHAPES}}
     loads = []
     for size in sizes:

@@ -1,6 +1,7 @@
-"""Selectors that read only label values, the name and the claims list (`placement.cel.reads`)
-evaluated once per distinct set of the values they read, not once per cluster: fleets repeat a
-few values of each label and a few claims lists, so `semver(labels["version"])...`,
+"""Selectors that read only label values, the name, the claims list, annotations and add-on
+scores named by a literal (`placement.cel.reads`) evaluated once per distinct set of the values
+they read, not once per cluster: fleets repeat a few values of each label, a few claims lists
+and a few score values, so `semver(labels["version"])...`,
 `labels["zone"].matches(...)` or `clusterClaims.exists(c, ...)` runs the interpreter a handful
 of times on 10,000 clusters, on a document holding just the values read (made from the label
 columns and the coded claims lists: no cluster object is inflated). The verdict is the one the
@@ -8,14 +9,16 @@ whole object gives, since the expressions read nothing else of it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import PER_CALL_LIMIT, CelSelector, Verdict
+from placement.cel.claim_reads import ClaimNames
 from placement.cel.document import NOT_KEPT, claim_projector, claims_document
 from placement.cel.reads import LabelReads
 from placement.snapshot import Column, FleetSnapshot
@@ -24,6 +27,9 @@ __all__ = ["groupable", "grouped_rows", "grouped_verdicts"]
 
 _NOT_KEPT = "\0not kept"
 """Where `CelInputs.annotation_columns` notes the rows whose annotations are `NOT_KEPT`."""
+_SCORE = "\0score"
+"""With a score's name and the item names kept: where `CelInputs.cache` holds each row's
+items of that score, coded, for the snapshot's revisions."""
 _OTHER = "\0other"
 """A label key no expression reads: it keeps `labels` in the document of a cluster whose labels
 are all unread (the typed document drops `labels` only when the cluster has none)."""
@@ -81,18 +87,31 @@ def grouped_verdicts(
         annotated = _annotation(fleet, _OTHER).codes[rows] >= 0
         parts.extend((c.codes[rows], len(c.values)) for c in notes_columns)
         parts.append((annotated, 2))
+    score_names = sorted(reads.scores)
+    kept_items = dict(reads.score_items)
+    score_columns = [_score_column(fleet, name, kept_items.get(name)) for name in score_names]
+    parts.extend((c.codes[rows], len(c.values)) for c in score_columns)
+    # the items left out of a projected score each cost scores()'s charge of an item and the
+    # charge of an iteration of the macros over the list
+    left_out = np.zeros(rows.size, dtype=np.int64)
+    for name, score in zip(score_names, score_columns, strict=True):
+        if score.dropped is not None:
+            left_out += score.dropped[rows] * (_SCORE_ITEM_CHARGE + kept_items[name].per_claim)
     if reads.name:
         parts.append((rows, fleet.size))
     first, inverse, count = _groups(parts)
     failed = np.full(count, -1, dtype=np.int16)
-    most = np.zeros(count, dtype=np.int64)  # the most claims a list of each group has
-    if projected is not None:
-        np.maximum.at(most, inverse, sizes)
+    most = np.zeros(count, dtype=np.int64)  # the most a group's left-out items could charge
+    if projected is not None and reads.claim_names is not None:
+        left_out += sizes * reads.claim_names.per_claim
+    np.maximum.at(most, inverse, left_out)
     group_errors: dict[int, str] = {}
     whole: list[int] = []
     documents: list[dict[str, Any]] = []
+    lookups: list[Callable[[str, str], Sequence[Mapping[str, Any]] | None]] = []
     for group, position in enumerate(first.tolist()):
         row = int(rows[position])
+        lookups.append(_group_scores(score_names, score_columns, row))
         labels = {}
         for key, column in zip(keys, columns, strict=True):
             value = column.value_at(row)
@@ -101,8 +120,8 @@ def grouped_verdicts(
         if not labels and labelled[position]:
             labels[_OTHER] = ""
         metadata: dict[str, Any] = {"labels": labels} if labels else {}
-        if reads.name:
-            metadata["name"] = fleet.names[row]
+        if reads.name or score_names:  # `scores()` looks its cluster up by name
+            metadata["name"] = fleet.names[row] if reads.name else ""
         if annotated[position]:
             kept = {k: c.value_at(row) for k, c in zip(notes, notes_columns, strict=True)}
             metadata["annotations"] = {k: v for k, v in kept.items() if v is not None} or {
@@ -116,11 +135,12 @@ def grouped_verdicts(
                 listed = projected[codes[position]]
             document["status"] = {"clusterClaims": claims_document(listed)} if listed else {}
         documents.append(document)
-        verdict = _run(selector, document, timer)
-        # the claims left out each cost the charge of an iteration in the whole list: when
-        # they could spend the budget, the whole lists decide (never on real fleets)
-        extra = int(most[group]) * reads.claim_names.per_claim if reads.claim_names else 0
-        if projected is not None and verdict.cost + extra > PER_CALL_LIMIT:
+        verdict = _run(selector, document, timer, lookups[group])
+        # the claims and score items left out each cost the charge of an iteration in the
+        # whole list: when they could spend the budget, the whole lists decide (never on real
+        # fleets)
+        extra = int(most[group])
+        if extra and verdict.cost + extra > PER_CALL_LIMIT:
             whole.append(group)
         if verdict.failed is not None:
             failed[group] = verdict.failed
@@ -137,7 +157,8 @@ def grouped_verdicts(
             row = int(rows[position])
             listed = claim_lists.value_at(row) if claim_lists is not None else None
             status = {"clusterClaims": claims_document(listed)} if listed else {}
-            verdict = _run(selector, {**documents[group], "status": status}, timer)
+            document = {**documents[group], "status": status} if claim_lists else documents[group]
+            verdict = _run(selector, document, timer, _whole_scores(fleet, row))
             verdicts[position] = -1 if verdict.failed is None else verdict.failed
             errors.pop(position, None)
             if verdict.error is not None:
@@ -161,6 +182,73 @@ def _annotation(fleet: FleetSnapshot, key: str) -> Column:
             cells = [(row, kept[key]) for row, kept in enumerate(notes) if key in kept]
         column = inputs.annotation_columns[key] = Column.build(len(notes), cells)
     return column
+
+
+_SCORE_ITEM_CHARGE = 1 + 30
+"""What `scores()` charges per item (OCM's cost estimate)."""
+
+
+@dataclass(frozen=True)
+class _ScoreCodes:
+    """Each row's items of one score (as `(name, value)` pairs), coded: -1 for no score."""
+
+    codes: npt.NDArray[np.int64]
+    values: list[tuple[tuple[Any, Any], ...]]
+    dropped: npt.NDArray[np.int64] | None
+    """How many items each row's list left out (None: all kept)."""
+
+    def items_at(self, row: int) -> list[dict[str, Any]] | None:
+        code = int(self.codes[row])
+        if code < 0:
+            return None
+        return [{"name": name, "value": value} for name, value in self.values[code]]
+
+
+def _score_column(fleet: FleetSnapshot, name: str, kept: ClaimNames | None) -> _ScoreCodes:
+    """The items of each row's AddOnPlacementScore `name`, only those named in `kept` when
+    given, coded (made once per revisions array: every placement reading it shares it)."""
+    inputs = fleet.cel
+    assert inputs is not None
+    names = None if kept is None else kept.names
+    key = (_SCORE, name, names)
+    found = inputs.cache.get(key)
+    if found is not None and found[0] is inputs.revisions:
+        return cast(_ScoreCodes, found[1])
+    codes = np.full(fleet.size, -1, dtype=np.int64)
+    dropped = np.zeros(fleet.size, dtype=np.int64) if names is not None else None
+    index: dict[tuple[tuple[Any, Any], ...], int] = {}
+    lookup = inputs.scores
+    for row, cluster in enumerate(fleet.names):
+        items = lookup(cluster, name) if cluster else None
+        if items is None:
+            continue
+        listed = tuple(
+            (i["name"], i["value"]) for i in items if names is None or i["name"] in names
+        )
+        if dropped is not None:
+            dropped[row] = len(items) - len(listed)
+        codes[row] = index.setdefault(listed, len(index))
+    column = _ScoreCodes(codes, list(index), dropped)
+    inputs.cache[key] = (inputs.revisions, column)
+    return column
+
+
+def _group_scores(
+    names: list[str], columns: list[_ScoreCodes], row: int
+) -> Callable[[str, str], Sequence[Mapping[str, Any]] | None]:
+    """The score look-up of a group: its rows share the items of every score read (those
+    named as its expressions test them), whoever the cluster."""
+    held = {name: column.items_at(row) for name, column in zip(names, columns, strict=True)}
+    return lambda _cluster, name: held.get(name)
+
+
+def _whole_scores(
+    fleet: FleetSnapshot, row: int
+) -> Callable[[str, str], Sequence[Mapping[str, Any]] | None]:
+    """The score look-up of one row, every item of its scores."""
+    inputs, cluster = fleet.cel, fleet.names[row]
+    assert inputs is not None
+    return lambda _cluster, name: inputs.scores(cluster, name)
 
 
 def _projected(
@@ -207,11 +295,12 @@ def _run(
     selector: CelSelector,
     document: dict[str, Any],
     timer: Callable[[], Callable[[], None]] | None,
+    scores: Callable[[str, str], Sequence[Mapping[str, Any]] | None],
 ) -> Verdict:
     if timer is None:
-        return selector.evaluate(document)
+        return selector.evaluate(document, scores)
     done = timer()
     try:
-        return selector.evaluate(document)
+        return selector.evaluate(document, scores)
     finally:
         done()

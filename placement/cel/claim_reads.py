@@ -41,10 +41,13 @@ class ClaimNames:
     per_claim: int
 
 
-def claim_names(expressions: list[list[Token]], uses: list[list[int]]) -> ClaimNames | None:
+def claim_names(
+    expressions: list[list[Token]], uses: list[list[int]], length: int = 5
+) -> ClaimNames | None:
     """For the token lists of the expressions and, in each, the positions of the
     `managedCluster` tokens starting `managedCluster.status.clusterClaims`: the names, None if
-    one use is not a recognised shape."""
+    one use is not a recognised shape. `length`: the tokens of the list's expression (6 for
+    the items of `managedCluster.scores("N")`, whose names the same shapes test)."""
     names: set[str] = set()
     per_claim = 0
     for tokens, positions in zip(expressions, uses, strict=True):
@@ -54,7 +57,7 @@ def claim_names(expressions: list[list[Token]], uses: list[list[int]]) -> ClaimN
         for at in positions:
             if any(open_at < at < close for open_at, close in spans):
                 return None  # inside a comprehension: the use could run more than once
-            found = _use(tokens, at)
+            found = _use(tokens, at, length)
             if found is None:
                 return None
             names |= found[0]
@@ -82,11 +85,12 @@ def _macro_spans(tokens: list[Token]) -> list[tuple[int, int]]:
     return spans
 
 
-def _use(tokens: list[Token], at: int) -> tuple[frozenset[str], int] | None:
+def _use(tokens: list[Token], at: int, length: int) -> tuple[frozenset[str], int] | None:
     """The names and per-claim charge of the use starting at `at`, None if not a shape."""
-    after = at + 5  # past managedCluster . status . clusterClaims
+    after = at + length  # past managedCluster . status . clusterClaims
     if (
-        _text(tokens, at - 1) == "("
+        length == 5
+        and _text(tokens, at - 1) == "("
         and _text(tokens, at - 2) == "has"
         and _text(tokens, after) == ")"
     ):

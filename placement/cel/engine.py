@@ -134,7 +134,8 @@ class _Runtime:
         found = self.scores(cluster_name, name)
         if found is None:
             raise LookupError(
-                "failed to get score: addonplacementscores.cluster.open-cluster-management.io "
+                # OCM's words: its lister's not-found error names the resource in the singular
+                "failed to get score: addonplacementscore.cluster.open-cluster-management.io "
                 f'"{name}" not found'
             )
         items = [{"name": item["name"], "value": item["value"]} for item in found]
@@ -162,7 +163,7 @@ def _engine_message(error: Exception) -> str:
     missing = _NO_SUCH_KEY.match(text)
     if missing is not None:
         return f"no such key: {missing[1]}"
-    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "OUT_OF_RANGE: "):
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "OUT_OF_RANGE: ", "NOT_FOUND: "):
         text = text.removeprefix(prefix)
     return text.removesuffix(" [INVALID_ARGUMENT]").rstrip()
 

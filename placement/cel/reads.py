@@ -9,9 +9,10 @@ of `managedCluster.metadata.name`, of `managedCluster.status.clusterClaims` (the
 written: whatever follows reads nothing but it) or of `managedCluster.metadata.labels` followed
 by `["K"]` or `.K` (a field, not a method call), or be the right operand of `"K" in`, or of
 `managedCluster.metadata.annotations` followed by `["K"]` or `.K`: one annotation, and whether
-there are any. Anything else (the whole labels or annotations map, an optional selection,
-another field, `scores`, the variable alone or shadowed by a comprehension's) and the
-expressions are not grouped.
+there are any, or of `managedCluster.scores("N")`: the items of the cluster's
+AddOnPlacementScore N (or that it has none). Anything else (the whole labels or annotations map,
+an optional selection, another field, `scores` of a computed name, the variable alone or
+shadowed by a comprehension's) and the expressions are not grouped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _NAME = "\0name"
 _CLAIMS = "\0claims"
 _ANNOTATIONS = "\0annotations"
 """What `_read` gives for `status.clusterClaims` (compared by identity too)."""
+_SCORES = "\0scores"
+"""With the score's name, what `_read` gives for `scores("N")`."""
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,30 @@ class LabelReads:
     claim_names: ClaimNames | None = None
     annotations: frozenset[str] = frozenset()
     """The annotation keys read (by literal key, with `.`, `.?`, `[...]` or `[?...]`)."""
+    scores: frozenset[str] = frozenset()
+    """The AddOnPlacementScores read (`scores("N")`, N a literal)."""
+    score_items: tuple[tuple[str, ClaimNames], ...] = ()
+    """For a score of `scores` whose every use tests its items' names first (the shapes of
+    `placement.cel.claim_reads`), the item names that matter; the others' items all do."""
 
 
 def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
     """What the expressions read, None when it is more than label values and the name."""
     keys: set[str] = set()
     annotations: set[str] = set()
+    scores: set[str] = set()
     name = claims = False
     parsed: list[list[Token]] = []
     uses: list[list[int]] = []
+    score_uses: dict[str, list[list[int]]] = {}
     for source in expressions:
         tokens = [t for t in tokenize(source) if t.kind != "space"]
         if any(t.kind == "other" for t in tokens):
             return None
         parsed.append(tokens)
         uses.append([])
+        for listed in score_uses.values():
+            listed.append([])
         for at, token in enumerate(tokens):
             if token.kind != "ident" or token.text != _VARIABLE:
                 continue
@@ -73,12 +85,29 @@ def label_reads(expressions: tuple[str, ...]) -> LabelReads | None:
             elif read is _CLAIMS:
                 claims = True
                 uses[-1].append(at)
+            elif isinstance(read, tuple) and read[0] is _SCORES:
+                scores.add(read[1])
+                listed = score_uses.setdefault(read[1], [[] for _ in parsed])
+                listed[-1].append(at)
             elif isinstance(read, tuple):
                 annotations.add(read[1])
             else:
                 keys.add(read)
     names = claim_names(parsed, uses) if claims else None
-    return LabelReads(frozenset(keys), name, claims, names, frozenset(annotations))
+    items = []
+    for score in sorted(score_uses):
+        found = claim_names(parsed, score_uses[score], length=6)
+        if found is not None:
+            items.append((score, found))
+    return LabelReads(
+        frozenset(keys),
+        name,
+        claims,
+        names,
+        frozenset(annotations),
+        frozenset(scores),
+        tuple(items),
+    )
 
 
 def _text(tokens: list[Token], at: int) -> str:
@@ -100,10 +129,15 @@ def _annotation_key(tokens: list[Token], after: int) -> str | None:
 
 def _read(tokens: list[Token], at: int) -> str | tuple[str, str] | None:
     """The label key read by the variable at `at` (`_NAME` for the name, `_CLAIMS` for the
-    claims, (`_ANNOTATIONS`, key) for an annotation), None if something else."""
+    claims, (`_ANNOTATIONS`, key) for an annotation, (`_SCORES`, name) for a score), None if
+    something else."""
     if _text(tokens, at - 1) in (".", ".?"):
         return None  # a field of something else called managedCluster, or a qualified name
     path = [_text(tokens, at + i) for i in range(1, 5)]
+    if path[:3] == [".", "scores", "("] and _text(tokens, at + 5) == ")":
+        score = tokens[at + 4]  # `scores("N")`: what the cluster's score N holds
+        named = string_value(score.text) if score.kind == "string" else None
+        return None if named is None else (_SCORES, named)
     if path == [".", "status", ".", "clusterClaims"] and tokens[at + 4].kind == "ident":
         return _CLAIMS if _text(tokens, at + 5) not in ("(", ".?", "[?") else None
     if path[:3] != [".", "metadata", "."]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apis.cluster import ManagedCluster
+from apis.cluster import AddOnPlacementScore, ManagedCluster
 from placement._cel_groups import _groups, groupable, grouped_rows, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.claim_reads import ClaimNames
@@ -51,6 +51,12 @@ NOTES = "managedCluster.metadata.annotations"
             f'{NOTES}["a"] == "b" && has({NOTES}.c) && "x" in {LABELS}',
             LabelReads(frozenset({"x"}), False, annotations=frozenset({"a", "c"})),
         ),
+        (
+            'managedCluster.scores("gpu").exists(s, s.value > 3) || {LABELS}.a == "b"'.replace(
+                "{LABELS}", LABELS
+            ),
+            LabelReads(frozenset({"a"}), False, scores=frozenset({"gpu"})),
+        ),
     ],
 )
 def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
@@ -82,7 +88,8 @@ def test_label_reads_are_found(expression: str, reads: LabelReads) -> None:
         "managedCluster.status.conditions == null",
         "managedCluster.status.size() > 0",
         f"{CLAIMS}.exists(c, c.name == managedCluster.metadata.annotations.exists(k, true))",
-        'managedCluster.scores("s").size() > 0',
+        "managedCluster.scores(managedCluster.metadata.name).size() > 0",
+        'managedCluster.scores("s" + "t").size() > 0',
         "has(managedCluster.metadata)",
         '[{"metadata": {"name": "x"}}].exists(managedCluster, managedCluster.metadata.name == "x")',
         'managedCluster["metadata"]["name"] == "x"',
@@ -579,3 +586,101 @@ def test_a_cluster_with_a_long_annotation_alone_runs_on_its_object() -> None:
     mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), timer)
     assert len(runs) == 3  # one group of five, two clusters on their objects
     assert fleet.rows_to_names(np.flatnonzero(mask)) == ["c0", "c1", "c2", "c3", "c4", "c5"]
+
+
+SCORE_ITEMS = st.one_of(
+    st.none(),  # no AddOnPlacementScore of that name in the cluster's namespace
+    st.lists(
+        st.fixed_dictionaries(
+            {"name": st.sampled_from(["gpu", "mem", ""]), "value": st.integers(-2, 5)}
+        ),
+        max_size=3,
+        unique_by=lambda item: item["name"],  # the CRD's list map: one item per name
+    ),
+)
+SCORE_TESTS = st.sampled_from(
+    [
+        'managedCluster.scores("s").exists(i, i.name == "gpu" && i.value > 2)',
+        'managedCluster.scores("s").size() == 0',
+        'managedCluster.scores("t").all(i, i.value >= 0) && managedCluster.scores("s").size() > 1',
+        'managedCluster.scores("s").filter(i, i.name == "mem")[0].value < 3',
+        f'managedCluster.scores("s").size() > 0 || {LABELS}["env"] == "prod"',
+        'managedCluster.metadata.name.endsWith("1") && managedCluster.scores("t").size() < 2',
+    ]
+)
+
+
+def score_objects(
+    named: str, items: list[list[dict[str, object]] | None]
+) -> list[AddOnPlacementScore]:
+    return [
+        AddOnPlacementScore.model_validate(
+            {"metadata": {"name": named, "namespace": f"c{i}"}, "status": {"scores": listed}}
+        )
+        for i, listed in enumerate(items)
+        if listed is not None
+    ]
+
+
+@FAST
+@given(
+    st.lists(st.tuples(FLEET_LABELS, SCORE_ITEMS, SCORE_ITEMS), min_size=1, max_size=10),
+    st.lists(SCORE_TESTS, min_size=1, max_size=2),
+)
+def test_score_groups_decide_as_the_interpreter(
+    fleet_rows: list[
+        tuple[dict[str, str], list[dict[str, object]] | None, list[dict[str, object]] | None]
+    ],
+    tests: list[str],
+) -> None:
+    """Clusters sharing their labels read and the items of each score read share a run, and
+    the verdicts (a missing score object's error included) are the interpreter's on each
+    cluster with the score look-up by its name."""
+    clusters = fleet_clusters([labels for labels, _, _ in fleet_rows])
+    scores = score_objects("s", [s for _, s, _ in fleet_rows])
+    scores += score_objects("t", [t for _, _, t in fleet_rows])
+    selector = compile_selector(tests)
+    reads = selector.label_reads
+    assert reads is not None and reads.scores
+    by_key = {(o.namespace, o.name): o for o in scores}
+
+    def lookup(cluster: str, name: str) -> list[dict[str, object]] | None:
+        found = by_key.get((cluster, name))
+        if found is None:
+            return None
+        assert found.status is not None
+        return [{"name": i.name, "value": i.value} for i in found.status.scores or []]
+
+    expected = [selector.evaluate(unstructured(c), lookup) for c in clusters]
+    index = FleetIndex()
+    for c in clusters:
+        index.upsert_cluster(cluster_row(c))
+    for o in scores:
+        index.upsert_score(o)
+    for fleet in (FleetSnapshot.build(clusters, scores=scores), index.snapshot()):
+        rows = np.array([fleet.index[c.name] for c in clusters], dtype=np.intp)
+        failed, errors = grouped_verdicts(selector, reads, fleet, rows)
+        got = [(None if f < 0 else int(f), errors.get(i)) for i, f in enumerate(failed.tolist())]
+        assert got == [(v.failed, v.error) for v in expected]
+        mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool))
+        assert [bool(mask[r]) for r in rows] == [v.matched for v in expected]
+
+
+def test_clusters_sharing_score_values_share_one_run() -> None:
+    clusters = fleet_clusters([{} for _ in range(40)])
+    items = [[{"name": "gpu", "value": i % 3}] for i in range(39)] + [None]
+    fleet = FleetSnapshot.build(clusters, scores=score_objects("s", items))
+    selector = compile_selector(['managedCluster.scores("s")[0].value > 1'])
+    runs: list[int] = []
+    timer = lambda: lambda: runs.append(1)  # noqa: E731 - counts interpreter runs
+    why: dict[int, str] = {}
+    mask = cel_mask(selector, fleet, np.ones(fleet.size, dtype=bool), timer, why)
+    assert len(runs) == 4  # values 0, 1, 2 and no score object
+    assert sorted(fleet.rows_to_names(np.flatnonzero(mask))) == sorted(
+        f"c{i}" for i in range(39) if i % 3 == 2
+    )
+    assert why[fleet.index["c39"]] == (
+        # as OCM's controller logs it (00f84c32b): the singular, no status code
+        "celExpressions[0] failed: failed to get score: "
+        'addonplacementscore.cluster.open-cluster-management.io "s" not found'
+    )
