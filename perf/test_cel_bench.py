@@ -232,7 +232,7 @@ def _first_evaluation(expressions: list[str], fleet: FleetSnapshot) -> tuple[flo
 def main() -> None:
     """Print issue 33's table: ms of the first evaluation per shape (best of 3; 1 for the
     interpreter at 100k), the load average (1 min) before each size's runs."""
-    sizes = (1_000, 10_000, 100_000)
+    sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     if "--sizes" in sys.argv:
         sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     results: dict[str, list[str]] = {shape: [] for shape in {**SHAPES, **UNIQUE_ID_SHAPES}}
