@@ -24,7 +24,8 @@ __all__ = [
     "name_problems",
 ]
 
-NameRule = Literal["label", "subdomain"]
+NameRule = Literal["label", "subdomain", "dns1035"]
+"""DNS-1123 label, DNS-1123 subdomain, or DNS-1035 label (a Service's name)."""
 
 DNS1123_LABEL_MAX_LENGTH = 63
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
@@ -102,6 +103,8 @@ def name_problems(value: str, rule: NameRule, prefix: bool = False) -> list[str]
         value = value[:-2] + "a"
     if rule == "label":
         return dns1123_label_problems(value)
+    if rule == "dns1035":
+        return dns1035_label_problems(value)
     return dns1123_subdomain_problems(value)
 
 

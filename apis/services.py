@@ -82,7 +82,7 @@ class Service(KubeObject):
     KIND: ClassVar[str] = "Service"
     PLURAL: ClassVar[str] = "services"
     SHORT_NAMES: ClassVar[tuple[str, ...]] = ("svc",)
-    NAME_RULE: ClassVar[NameRule | None] = "label"
+    NAME_RULE: ClassVar[NameRule | None] = "dns1035"
     HAS_STATUS: ClassVar[bool] = True
 
     spec: ServiceSpec | None = None

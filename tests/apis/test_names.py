@@ -26,6 +26,12 @@ LABEL_MSG = (
 
 # The rule of each kind's metadata.name, from Kubernetes' and OCM's validation.
 LABEL_KINDS = {"Namespace", "ManagedCluster"}
+DNS1035_KINDS = {"Service"}
+DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
 FREE_KINDS = {"AdmissionReview"}
 MINIMAL_SPECS: dict[str, dict[str, Any]] = {
     "Placement": {"spec": {}},
@@ -74,6 +80,8 @@ def test_each_kind_checks_its_name_by_its_rule(cls: type[KubeObject]) -> None:
     rule, message = (
         ("label", LABEL_MSG) if cls.KIND in LABEL_KINDS else ("subdomain", SUBDOMAIN_MSG)
     )
+    if cls.KIND in DNS1035_KINDS:
+        rule, message = "dns1035", DNS1035_MSG
     assert rule == cls.NAME_RULE
     assert any(
         line.endswith(f'metadata.name: Invalid value: "Bad_Name": {message}') for line in lines
@@ -83,6 +91,8 @@ def test_each_kind_checks_its_name_by_its_rule(cls: type[KubeObject]) -> None:
         assert any(
             '"web.example.com": must not contain dots' in line for line in error_lines(dotted)
         )
+    elif rule == "dns1035":
+        assert any(f'"web.example.com": {message}' in line for line in error_lines(dotted))
     else:
         assert parse_object(dotted).name == "web.example.com"
 
