@@ -6,17 +6,33 @@ into the object (the engine sees it), with the rule's events."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from datetime import datetime
+from typing import Literal, Protocol
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
-from placement.pods.events import EmitEvent, ObjectEvent
+from placement.pods.events import ClusterEvent, EmitEvent, ObjectEvent
 from placement.pods.status import StatusOutcome, StatusRule, same_status
 
-if TYPE_CHECKING:
-    from placement.pods.world import World
+__all__ = ["StatusView", "World", "apply_status_rules"]
 
-__all__ = ["StatusView", "apply_status_rules"]
+
+class World(Protocol):
+    """What the status controllers read and write of the simulated world
+    (`placement.pods.world.World`)."""
+
+    now: datetime
+    objects: dict[tuple[str, str], KubeObject]
+    noticed: set[tuple[str, str, str, str]]
+    status_wake: datetime | None
+
+    def pods_in(self, namespace: str) -> Iterable[Pod]: ...
+
+    def objects_of(self, kind: str) -> Mapping[str, KubeObject]: ...
+
+    def record(self, action: EmitEvent) -> None: ...
+
+    def feed(self, event: ClusterEvent) -> None: ...
 
 
 def apply_status_rules(world: World, rules: Sequence[StatusRule]) -> None:
