@@ -9,9 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apis.storage import CSIDriver, CSIStorageCapacity, StorageClass
 from placement.pods.events import BindVolumes, ObjectEvent
+from plugins.pods._provisioning import assign
 from plugins.pods.volumebinding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
@@ -24,10 +27,12 @@ from tests.plugins.pods.volume_builders import (
     claim,
     cycle_on,
     local_pv,
+    storage_class,
     with_claims,
 )
 
 ZONE = "topology.kubernetes.io/zone"
+SELECTED = "volume.kubernetes.io/selected-node"
 DRIVER = "disk.csi.example.com"
 NODES = snapshot(
     [node(n, labels={HOST: n, ZONE: z}) for n, z in (("a", "z1"), ("b", "z1"), ("c", "z2"))]
@@ -166,3 +171,39 @@ def test_a_claim_with_a_selected_node_is_provisioned_there_only() -> None:
     assert filtered(cluster, "data") == (["c"], {ERR_REASON_BIND_CONFLICT: ["a", "b"]})
     plugin = VolumeBinding()
     assert plugin.on_event(ObjectEvent("Added", driver()), cluster)  # type: ignore[arg-type]  # capacity news requeue
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 4)), max_size=4),
+    st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from(["fast", "local"])), min_size=1, max_size=3
+    ),
+    st.sampled_from([(), ("z1",), ("z2",)]),
+    st.lists(st.tuples(st.sampled_from(["z1", "z2"]), st.integers(1, 8)), max_size=2),
+    st.sampled_from([None, "a", "c"]),
+)
+def test_filter_keeps_exactly_the_nodes_where_reserve_finds_an_assignment(
+    static: list[tuple[str, int]],
+    claims: list[tuple[int, str]],
+    zones: tuple[str, ...],
+    capacities: list[tuple[str, int]],
+    selected: str | None,
+) -> None:
+    objects: list[Any] = [fast(zones=zones), storage_class(), driver()]
+    objects += [capacity(f"cap{i}", z, f"{s}Gi") for i, (z, s) in enumerate(capacities)]
+    objects += [local_pv(f"pv{i}", n, size=f"{s}Gi", cls="fast") for i, (n, s) in enumerate(static)]
+    for i, (size, cls) in enumerate(claims):
+        extra = {"annotations": {SELECTED: selected}} if selected and i == 0 else {}
+        objects.append(claim(f"c{i}", cls=cls, size=f"{size}Gi", **extra))
+    plugin = VolumeBinding()
+    cycle = cycle_on(Cluster(objects))
+    info = with_claims("p", *(f"c{i}" for i in range(len(claims))))
+    assert plugin.pre_filter(cycle, info, NODES).status.ok
+    result = plugin.filter(cycle, info, NODES, everything(NODES))
+    for row, name in enumerate(NODES.names):
+        state = cycle.scratch["VolumeBinding"]
+        found = assign(state.unbound, row, name)  # type: ignore[attr-defined]
+        assert bool(result.mask[row]) == (found is not None), name
+        failed = [r.message for r in result.all_reasons() if r.rows[row]]
+        assert len(failed) == (0 if found is not None else 1), (name, failed)
