@@ -194,8 +194,8 @@ def test_filter_keeps_exactly_the_nodes_where_reserve_finds_an_assignment(
     objects += [capacity(f"cap{i}", z, f"{s}Gi") for i, (z, s) in enumerate(capacities)]
     objects += [local_pv(f"pv{i}", n, size=f"{s}Gi", cls="fast") for i, (n, s) in enumerate(static)]
     for i, (size, cls) in enumerate(claims):
-        extra = {"annotations": {SELECTED: selected}} if selected and i == 0 else {}
-        objects.append(claim(f"c{i}", cls=cls, size=f"{size}Gi", **extra))
+        annotations = {SELECTED: selected} if selected and i == 0 else {}
+        objects.append(claim(f"c{i}", cls=cls, size=f"{size}Gi", annotations=annotations))
     plugin = VolumeBinding()
     cycle = cycle_on(Cluster(objects))
     info = with_claims("p", *(f"c{i}" for i in range(len(claims))))
@@ -203,7 +203,7 @@ def test_filter_keeps_exactly_the_nodes_where_reserve_finds_an_assignment(
     result = plugin.filter(cycle, info, NODES, everything(NODES))
     for row, name in enumerate(NODES.names):
         state = cycle.scratch["VolumeBinding"]
-        found = assign(state.unbound, row, name)  # type: ignore[attr-defined]
+        found = assign(state.unbound, row, name)
         assert bool(result.mask[row]) == (found is not None), name
         failed = [r.message for r in result.all_reasons() if r.rows[row]]
         assert len(failed) == (0 if found is not None else 1), (name, failed)
