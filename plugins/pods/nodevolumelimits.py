@@ -40,18 +40,16 @@ from placement.pods.framework import (
     Reason,
 )
 from placement.pods.nodes import NodeSnapshot
-from placement.pods.volumes import CLAIM_KIND
-from plugins.pods._attachable import VolumeKey, attachable, may_attach
+from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND
+from plugins.pods._attach_index import AttachIndex, Column, Volumes
+from plugins.pods._attachable import attachable, may_attach
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import claims_of, storage_class, volume
 
-__all__ = ["CSINODE_KIND", "ERR_REASON_MAX_VOLUME_COUNT", "USERS_SUBSET", "NodeVolumeLimits"]
+__all__ = ["CSINODE_KIND", "ERR_REASON_MAX_VOLUME_COUNT", "NodeVolumeLimits"]
 
 ERR_REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 CSINODE_KIND = "CSINode"
-USERS_SUBSET = "NodeVolumeLimits/volume-users"
-
-Volumes = dict[VolumeKey, str]
 
 
 def _uses_volumes(pod: PodInfo) -> bool:
@@ -64,11 +62,11 @@ class _Limits:
 
     def __init__(self) -> None:
         self._source: tuple[object, object] | None = None
-        self._columns: dict[str, np.ndarray[Any, np.dtype[np.int64]]] = {}
+        self._columns: dict[str, Column] = {}
 
     def column(
         self, driver: str, csinodes: Mapping[str, Any], nodes: NodeSnapshot, version: int
-    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+    ) -> Column:
         source = (version, nodes.names)
         if self._source is None or self._source[0] != version or self._source[1] is not nodes.names:
             self._source, self._columns = source, {}
@@ -93,6 +91,7 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         self._limits = _Limits()
         self._version = 0  # counts CSINode events: the limit columns are rebuilt after one
         self._known: dict[str, dict[str, int]] = {}  # CSINode name -> its limits, as last seen
+        self._index = AttachIndex()
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeVolumeLimits:
@@ -104,8 +103,9 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         if not isinstance(event, ObjectEvent):
             return False
         kind = event.obj.KIND
-        if kind == CLAIM_KIND:
-            return event.type == "Added"
+        if kind in (CLAIM_KIND, VOLUME_KIND, CLASS_KIND):
+            self._index.invalidate()  # what the counted pods' volumes resolve to may change
+            return kind == CLAIM_KIND and event.type == "Added"
         if kind != CSINODE_KIND:
             return False
         self._version += 1
@@ -148,61 +148,78 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
             return FilterResult(nothing, (Reason(candidates, new, False),))
         if not new:
             return FilterResult(candidates)
-        limits = self._columns(cycle, nodes, set(new.values()))
+        wanted: dict[str, int] = {}
+        for driver in new.values():
+            wanted[driver] = wanted.get(driver, 0) + 1
+        limits = self._columns(cycle, nodes, set(wanted))
         limited = candidates & np.any(np.stack(list(limits.values())) >= 0, axis=0)
         if not limited.any():
             return FilterResult(candidates)
+        index = self._index
+        index.sync(cycle.cluster.counted, lambda other: self._resolved(cycle, other))
         over = np.zeros(nodes.size, dtype=bool)
-        used = self._used(cycle, pod, nodes, limited)
-        for row in np.flatnonzero(limited):
-            there = used.get(int(row), {})
-            wanted: dict[str, int] = {}
-            for key, driver in new.items():
-                if key not in there:
-                    wanted[driver] = wanted.get(driver, 0) + 1
-            if not wanted:
-                continue
-            attached: dict[str, int] = {}
-            for driver in there.values():
-                attached[driver] = attached.get(driver, 0) + 1
-            for driver, count in wanted.items():
-                limit = int(limits[driver][row])
-                if limit >= 0 and attached.get(driver, 0) + count > limit:
-                    over[row] = True
-                    break
+        for driver, count in wanted.items():
+            limit = limits[driver]
+            over |= (limit >= 0) & (index.attached(driver, nodes) + count > limit)
+        over &= limited
+        # Rows where the count above is not exact: one of the pod's volumes is there already,
+        # or preemption's overlay changes the node's pods (then every limited row).
+        if nodes.overlay.empty:
+            exact = {
+                r for k in new for n in index.where.get(k, ()) if (r := nodes.row_of(n)) is not None
+            }
+        else:
+            exact = {int(r) for r in np.flatnonzero(limited)}
+        for row in exact:
+            if limited[row]:
+                over[row] = self._exceeds(cycle, pod, nodes, row, new, limits)
         if not over.any():
             return FilterResult(candidates)
         return FilterResult(candidates & ~over, (Reason(over, ERR_REASON_MAX_VOLUME_COUNT),))
 
+    def _resolved(self, cycle: PodCycle, other: PodInfo) -> Volumes:
+        found = self._volumes(cycle, other, strict=False)
+        return found if isinstance(found, dict) else {}
+
+    def _exceeds(
+        self,
+        cycle: PodCycle,
+        pod: PodInfo,
+        nodes: NodeSnapshot,
+        row: int,
+        new: Volumes,
+        limits: dict[str, Column],
+    ) -> bool:
+        """The exact check on one row: the volumes of the pods there (the overlay applied)."""
+        there: Volumes = {}
+        overlay = nodes.overlay
+        counted = cycle.cluster.counted.pods()
+        for pod_key in self._index.on_node(nodes.names[row]):
+            other = counted.get(pod_key)
+            if other is None or pod_key == pod.key:
+                continue
+            if overlay.empty or not overlay.gone(other, row):
+                there.update(self._index.volumes_of(pod_key))
+        for added_row, added in overlay.added:
+            if added_row == row and added.key != pod.key and _uses_volumes(added):
+                there.update(self._resolved(cycle, added))
+        attached: dict[str, int] = {}
+        for driver in there.values():
+            attached[driver] = attached.get(driver, 0) + 1
+        wanted: dict[str, int] = {}
+        for unique, driver in new.items():
+            if unique not in there:
+                wanted[driver] = wanted.get(driver, 0) + 1
+        for driver, count in wanted.items():
+            limit = int(limits[driver][row])
+            if limit >= 0 and attached.get(driver, 0) + count > limit:
+                return True
+        return False
+
     def _columns(
         self, cycle: PodCycle, nodes: NodeSnapshot, drivers: set[str]
-    ) -> dict[str, np.ndarray[Any, np.dtype[np.int64]]]:
+    ) -> dict[str, Column]:
         csinodes = cycle.cluster.objects(CSINODE_KIND)
         if not self._known and csinodes:
             self._version += 1  # fed without events (a plugin used without an engine)
         return {d: self._limits.column(d, csinodes, nodes, self._version) for d in drivers}
-
-    def _used(
-        self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, rows: BoolMask
-    ) -> dict[int, Volumes]:
-        """The volumes of the counted pods on `rows`, per row (the overlay applied)."""
-        counted = cycle.cluster.counted
-        overlay = nodes.overlay
-        used: dict[int, Volumes] = {}
-
-        def add(other: PodInfo, row: int) -> None:
-            found = self._volumes(cycle, other, strict=False)
-            if isinstance(found, dict) and found:
-                used.setdefault(row, {}).update(found)
-
-        for other in counted.subset(USERS_SUBSET, _uses_volumes).values():
-            where = counted.node_of(other.key)
-            row = nodes.row_of(where) if where is not None else None
-            if row is None or not rows[row] or other.key == pod.key:
-                continue
-            if overlay.empty or not overlay.gone(other, row):
-                add(other, row)
-        for row, added in overlay.added:
-            if rows[row] and added.key != pod.key and _uses_volumes(added):
-                add(added, row)
-        return used

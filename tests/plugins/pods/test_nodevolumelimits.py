@@ -187,3 +187,29 @@ def test_requeue_hints_follow_kubes_registered_events() -> None:
     assert not plugin.on_event(ObjectEvent("Deleted", csinode("a")), cluster)
     assert plugin.on_event(ObjectEvent("Added", claim("c")), cluster)
     assert not plugin.on_event(ObjectEvent("Modified", claim("c")), cluster)
+
+
+def test_the_attached_counts_follow_pods_counted_and_uncounted() -> None:
+    objects = [*LIMITS, *bound("d1", "vol-1"), *bound("d2", "vol-2"), *bound("d3", "vol-3")]
+    first, shared = user("r1", "d1"), user("r2", "d1")
+    cluster = Cluster(objects, [(first, "a"), (shared, "a")])
+    plugin, cycle, incoming = NodeVolumeLimits(), cycle_on(cluster), user("new", "d2")
+    assert plugin.pre_filter(cycle, incoming, NODES).status.ok
+
+    def fitting() -> list[str]:
+        cycle.scratch.clear()
+        return names(NODES, plugin.filter(cycle, incoming, NODES, everything(NODES)).mask)
+
+    assert fitting() == ["b", "c"]
+    cluster.counted.remove(first.key)  # vol-1 still used by r2 on a
+    assert fitting() == ["b", "c"]
+    cluster.counted.remove(shared.key)  # a has no volume left
+    assert fitting() == ["a", "b", "c"]
+    cluster.counted.add(user("r3", "d3"), "b")
+    cluster.counted.add(user("r4", "d1"), "b")  # b: 2 of 2
+    assert fitting() == ["a", "c"]
+    # A claim event makes the index resolve every pod again: d1 now names vol-3, one volume.
+    moved = claim("d1", cls="ebs", volume="pv-d3")
+    cast(dict[str, KubeObject], cluster.objects("PersistentVolumeClaim"))["default/d1"] = moved
+    plugin.on_event(ObjectEvent("Modified", moved), cast(ClusterView, cluster))
+    assert fitting() == ["a", "b", "c"]
