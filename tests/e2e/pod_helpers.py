@@ -39,7 +39,7 @@ __all__ = [
     "wait_until",
 ]
 
-AREAS = ("workloads", "preemption", "gangs", "volumes")
+AREAS = ("workloads", "preemption", "gangs", "volumes", "limits")
 POOL = "e2e.ocm.io/pool"
 """The label of a module's nodes (its scheduler name) its pods select: no pod of ours lands on
 a node another test of the tier left behind."""
