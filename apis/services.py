@@ -6,11 +6,14 @@ and external IPs, ports); the others are kept as they came (`UNTYPED_FIELDS`), s
 still reported as an unknown field. The status (load balancer ingress) is typed loosely.
 
 `service_defaults` and `replication_controller_defaults` are what kube-apiserver fills in on
-create (a Service's type, session affinity, each port's protocol and target port and, given an
-address, its cluster IP; a ReplicationController's selector and labels from its template, one
-replica). `service_problems` and `replication_controller_problems` are its validation of
-what the scheduler reads of them (`spec.ports` required unless headless or ExternalName, each
-port number in range; the selector's label keys and values), in kube's words.
+create (a Service's type, session affinity, traffic policies, IP family, each port's protocol
+and target port and, given an address, its cluster IP; node ports are not allocated; a
+ReplicationController's selector and labels from its template, one replica).
+`service_problems` and `replication_controller_problems` are its validation of what the
+scheduler reads of them (a Service's `spec.ports` required unless headless or ExternalName,
+port and target port numbers in range, the selector's label keys and values; a
+ReplicationController's selector required and matching its template's labels), in kube's
+words.
 """
 
 from __future__ import annotations
@@ -93,31 +96,42 @@ _PORT_RANGE = "must be between 1 and 65535, inclusive"
 
 
 def service_problems(spec: dict[str, Any]) -> list[FieldProblem]:
-    """What kube-apiserver refuses in a Service's spec, of the fields above (kube's order)."""
+    """What kube-apiserver refuses in a Service's spec, of the fields above (kube's order); a
+    port's absent targetPort is its port, as the server defaults it."""
     problems: list[FieldProblem] = []
     ports = as_list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"
     if not ports and not headless and spec.get("type") != "ExternalName":
         problems.append(required("spec.ports"))
     for i, raw in enumerate(ports):
-        number = as_dict(raw).get("port")
-        if not isinstance(number, int) or isinstance(number, bool) or not 0 < number <= 65535:
+        port = as_dict(raw)
+        number = port.get("port")
+        if not _in_range(number):
             problems.append(invalid(f"spec.ports[{i}].port", number or 0, _PORT_RANGE))
+        target = port.get("targetPort", number)
+        if (isinstance(target, int) or target is None) and not _in_range(target):
+            problems.append(invalid(f"spec.ports[{i}].targetPort", target or 0, _PORT_RANGE))
     selector = spec.get("selector")
     if isinstance(selector, dict):
         problems += labels_problems(selector, "spec.selector")
     return problems
 
 
+def _in_range(number: Any) -> bool:
+    return isinstance(number, int) and not isinstance(number, bool) and 0 < number <= 65535
+
+
 def replication_controller_problems(spec: dict[str, Any]) -> list[FieldProblem]:
     """A ReplicationController's selector: required (the API server defaults it to the
-    template's labels first), label keys and values."""
-    selector = as_dict(spec.get("selector"))
-    if not selector:
-        selector = as_dict(as_dict(as_dict(spec.get("template")).get("metadata")).get("labels"))
+    template's labels first), and matched by the template's labels."""
+    labels = as_dict(as_dict(as_dict(spec.get("template")).get("metadata")).get("labels"))
+    selector = as_dict(spec.get("selector")) or labels
     if not selector:
         return [required("spec.selector")]
-    return labels_problems(selector, "spec.selector")
+    if spec.get("template") is not None and any(labels.get(k) != v for k, v in selector.items()):
+        detail = "`selector` does not match template `labels`"
+        return [invalid("spec.template.metadata.labels", labels, detail)]
+    return []
 
 
 def service_defaults(wire: dict[str, Any], cluster_ip: str | None = None) -> None:
@@ -136,13 +150,16 @@ def service_defaults(wire: dict[str, Any], cluster_ip: str | None = None) -> Non
     if kind == "ExternalName":
         return
     spec.setdefault("internalTrafficPolicy", "Cluster")
+    if kind in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
     if cluster_ip is not None and not spec.get("clusterIP"):
         spec["clusterIP"] = cluster_ip
     if spec.get("clusterIP"):
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
-        if spec["clusterIP"] != "None":
-            spec.setdefault("ipFamilies", ["IPv6" if ":" in spec["clusterIP"] else "IPv4"])
-            spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("ipFamilies", ["IPv6" if ":" in spec["clusterIP"] else "IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
 
 
 def replication_controller_defaults(wire: dict[str, Any]) -> None:
