@@ -9,7 +9,9 @@ new ones must not exceed the count, or the node fails with kube's `node(s) excee
 count` (resolvable: preemption may free volumes). A volume the node has already (a claim shared
 with a pod there) costs nothing more. A node without a CSINode, or without a count for the
 driver, has no limit. A claim the pod names that does not exist makes it unresolvable with
-kube's message.
+kube's message. The counted pods' volumes are kept per node by `plugins.pods._attach_index`
+(fed by the pod index's changes): the check is a comparison of numpy columns, exact per row
+only where the pod's volumes are attached already or preemption's overlay applies.
 
 kube also counts the node's VolumeAttachments; we do not watch them (an attachment outlives its
 pod only while it detaches). Requeueing as kube registers it: an assigned pod deleted (freed
