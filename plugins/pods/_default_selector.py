@@ -13,8 +13,9 @@ no default constraint. kube's InterPodAffinity does not use these selectors.
 
 `DefaultSelectors` keeps the answer per (namespace, labels, controller), so the pods of one
 workload cost one derivation; it forgets everything when a Service, ReplicationController,
-ReplicaSet or StatefulSet changes (the plugin's `on_event`). Pods with constraints of their own
-never ask.
+ReplicaSet or StatefulSet comes, goes or changes its selector (the plugin's `on_event`; a
+ReplicaSet's status updates, frequent on a busy cluster, change nothing). Pods with constraints
+of their own never ask.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apis.meta import LabelSelector, LabelSelectorRequirement
+from apis.meta import KubeObject, LabelSelector, LabelSelectorRequirement
 from placement.pods.framework import ClusterView, PodInfo
 from placement.selectors import selector_error
 
@@ -40,6 +41,7 @@ _ENTRIES = 4096
 """Answers kept (cleared when more are asked for: a StatefulSet's pods each have their own
 labels)."""
 
+_ABSENT = object()
 Owner = tuple[str, str, str] | None  # (apiVersion, kind, name) of a supported controller
 
 
@@ -122,11 +124,25 @@ class DefaultSelectors:
         self._known: dict[tuple[str, frozenset[tuple[str, str]], Owner], LabelSelector | None]
         self._known = {}
         self._services: dict[str, list[dict[str, str]]] | None = None
+        self._selectors: dict[tuple[str, str, str], Any] = {}  # (kind, ns, name) -> selector
 
     def forget(self) -> None:
-        """A selecting object changed: derive every selector again."""
+        """Derive every selector again."""
         self._known.clear()
         self._services = None
+
+    def changed(self, obj: KubeObject, deleted: bool) -> None:
+        """A watch event of a selecting object: forget when its selector came, went or
+        changed."""
+        ident = (obj.KIND or obj.kind or "", obj.namespace or "", obj.name or "")
+        if deleted:
+            if self._selectors.pop(ident, _ABSENT) is not _ABSENT:
+                self.forget()
+            return
+        selector = _spec_selector(obj)
+        if self._selectors.get(ident, _ABSENT) != selector:
+            self._selectors[ident] = selector
+            self.forget()
 
     def of(self, pod: PodInfo, cluster: ClusterView) -> LabelSelector | None:
         owner = _owner(pod)

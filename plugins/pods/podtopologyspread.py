@@ -197,10 +197,10 @@ class PodTopologySpread(PreFilter, Filter, Score, EventHandler):
     def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
         """Pods this plugin rejected are retried when the counted pods changed (kube: any
         assigned pod added, updated or deleted may help; node events retry every pod). A
-        Service or controller changing makes the default selectors derived again (as kube,
-        it retries no pod)."""
+        Service or controller whose selector changed makes the default selectors derived
+        again (as kube, it retries no pod)."""
         if isinstance(event, ObjectEvent) and (event.obj.KIND or event.obj.kind) in SELECTING_KINDS:
-            self._selectors.forget()
+            self._selectors.changed(event.obj, deleted=event.type == "Deleted")
             return False
         generation = cluster.counted.generation
         if generation == self._seen:

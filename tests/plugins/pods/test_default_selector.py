@@ -150,3 +150,12 @@ def test_selectors_are_kept_per_pod_shape_and_derived_again_when_a_service_chang
     selectors = DefaultSelectors()
     first = selectors.of(pod, cluster)
     assert selectors.of(labelled("w4", WEB), cluster) is first  # same namespace and labels
+    # A watch event that leaves the selector as it was (a status update) keeps the answers.
+    selectors.changed(svc, deleted=False)
+    assert selectors.of(pod, cluster) is not first  # first sight of the Service: derived again
+    kept = selectors.of(pod, cluster)
+    selectors.changed(svc.model_copy(update={"status": {"loadBalancer": {}}}), deleted=False)
+    assert selectors.of(pod, cluster) is kept
+    cluster._objects["Service"] = {}
+    selectors.changed(svc, deleted=True)
+    assert selectors.of(pod, cluster) is None
