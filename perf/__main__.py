@@ -1,8 +1,8 @@
 """`python -m perf`: run the scale scenarios and write a report folder.
 
-    python -m perf --quick                  # small sizes, about 4 minutes on 2 cores
-    python -m perf --smoke                  # tiny sizes, seconds: the harness itself runs
-    python -m perf                          # the full run, about 14 minutes on 2 cores
+    python -m perf --quick                  # small sizes, about 17 minutes on 2 quiet cores
+    python -m perf --smoke                  # tiny sizes, about 3 minutes: the harness itself runs
+    python -m perf                          # the full run, about 43 minutes on 2 quiet cores
     python -m perf --only cycle spread      # some scenarios
     python -m perf --out perf/results       # where report.md, results.json and the plots go
     python -m perf --only pod-engine --merge --out perf/results   # keep the other scenarios' cases
@@ -16,7 +16,14 @@ The local cluster's pod scheduler: pod-engine (engine throughput without I/O), p
 API server process), pod-memory (peak RSS of the engine with every node and pod), each in a
 fresh process. kube scheduler_perf's workloads by their names (issue 29): pod-SchedulingBasic,
 pod-SchedulingPodAntiAffinity, pod-TopologySpreading, pod-PreemptionBasic and pod-gangs, each
-through the engine and end to end, with a pods/s curve per workload.
+through the engine and end to end, with a pods/s curve per workload. pod-vs-kube: ours beside
+kube-scheduler on a real kube-apiserver (needs $KUBEBUILDER_ASSETS), about 12 of the quick
+run's minutes and 18 of the full run's.
+
+The run says at its start how long it should take (the sum of its steps' costs on 2 quiet
+cores; a machine busy with other work takes up to twice as long: the quick run took 29 minutes
+at load 5-8) and, as it goes, which step of how many it is on and the time elapsed: a progress
+bar on a terminal, one line per step otherwise.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from perf.report import verdicts, write_report
 from perf.scenarios import plan
 from perf.targets import SCENARIOS
 
-__all__ = ["PERF_EXTRA", "main", "missing_extra"]
+__all__ = ["PERF_EXTRA", "estimate", "main", "missing_extra"]
 
 PERF_EXTRA = ("matplotlib", "tqdm")
 """What the `perf` extra installs: the report's plots and the progress bar. Imported only when a
@@ -54,10 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument(
-        "--quick", action="store_true", help="small sizes, one repetition: about 4 minutes"
+        "--quick",
+        action="store_true",
+        help="small sizes, one repetition: about 17 minutes on 2 quiet cores",
     )
     size.add_argument(
-        "--smoke", action="store_true", help="tiny sizes, seconds: checks the harness runs (CI)"
+        "--smoke", action="store_true", help="tiny sizes: checks the harness runs (CI)"
     )
     parser.add_argument(
         "--only",
@@ -99,6 +108,20 @@ def _parser() -> argparse.ArgumentParser:
         help="measure nothing: write report.md and the plots again from --out's results.json",
     )
     return parser
+
+
+def estimate(steps: list[Step]) -> str:
+    """How long the steps should take on 2 quiet cores, from their weights (each a step's
+    recorded seconds there, rounded up): `about 17 min`."""
+    seconds = sum(step.weight for step in steps)
+    if seconds < 90:
+        return f"about {max(5, round(seconds / 5) * 5):.0f} s"
+    return f"about {round(seconds / 60):.0f} min"
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes:02d}:{rest:02d}"
 
 
 def _render(out: Path) -> int:
@@ -170,17 +193,28 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[Case] = []
     from tqdm import tqdm
 
+    print(
+        f"python -m perf: {len(steps)} steps, {estimate(steps)} on 2 quiet cores, "
+        "up to twice that on a loaded machine",
+        file=sys.stderr,
+        flush=True,
+    )
+    lines = not args.no_progress and not sys.stderr.isatty()  # a log: one line per step
     bar = tqdm(
         total=sum(s.weight for s in steps),
         unit="",
         bar_format="{percentage:3.0f}%|{bar:20}| {elapsed}<{remaining} {desc}",
-        disable=args.no_progress,
+        disable=args.no_progress or lines,
         file=sys.stderr,
     )
     interrupted: Step | None = None
     with bar:
-        for step in steps:
-            bar.set_description_str(step.title)
+        for number, step in enumerate(steps, start=1):
+            title = f"{number}/{len(steps)} {step.title}"
+            bar.set_description_str(title)
+            if lines:
+                elapsed = _clock(time.perf_counter() - began)
+                print(f"python -m perf: {elapsed} step {title}", file=sys.stderr, flush=True)
             step_began = time.perf_counter()
             try:
                 case = step.run()
