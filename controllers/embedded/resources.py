@@ -28,6 +28,7 @@ from apis.meta import KubeObject
 from apis.policy import PodDisruptionBudget
 from apis.registry import KINDS
 from apis.scheduling import PriorityClass
+from apis.services import Service
 from apis.storage import (
     CSIDriver,
     CSIStorageCapacity,
@@ -35,7 +36,6 @@ from apis.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from apis.services import Service
 from apis.workloads import WORKLOAD_MODELS
 from controllers.cli.crds import CRD_DIR
 
