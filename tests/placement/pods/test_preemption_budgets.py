@@ -155,6 +155,8 @@ def test_violating_victims_are_reprieved_first() -> None:
 
 
 def test_a_budget_is_violated_when_nothing_else_works() -> None:
+    """kube's documentation (Pod Priority and Preemption): budgets are honoured on a best
+    effort basis; when only victims a budget protects make room, they are preempted."""
     world = _world(
         labelled(running("web", "a", 2, priority=1), app="web"),
         objs=(budget("web", 0, {"app": "web"}),),
