@@ -20,7 +20,8 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
   config key must consist of ...`), a key in both;
 * CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys);
-* Service and ReplicationController: `apis.services` (ports, selectors).
+* Service and ReplicationController: `apis.services` (ports, selectors);
+* PodDisruptionBudget: `apis.policyvalidation` (minAvailable / maxUnavailable, selector).
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
 node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).

@@ -146,6 +146,7 @@ class World:
         self.status_wake: datetime | None = None  # the earliest requeue_at of the status rules
         self.moved = False
         self.volume_failures: set[tuple[str, str]] = set()  # pods whose PreBind writes failed
+        self._budgets = (0, False)  # (objects seen, a PodDisruptionBudget among them)
         self.rules: tuple[StatusRule, ...] = (
             *status_rules(),
             DisruptionBudgetStatusRule(self.controller_scale),
@@ -374,7 +375,10 @@ class World:
     def has_budgets(self) -> bool:
         """Whether some PodDisruptionBudget exists (the simulation then plays the disruption
         controller between two pods' cycles)."""
-        return any(kind == "PodDisruptionBudget" for kind, _ in self.objects)
+        if self._budgets[0] != len(self.objects):  # looked again only when objects were added
+            found = any(kind == "PodDisruptionBudget" for kind, _ in self.objects)
+            self._budgets = (len(self.objects), found)
+        return self._budgets[1]
 
     # --- the clock ----------------------------------------------------------------------------
 

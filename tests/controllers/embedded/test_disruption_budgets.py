@@ -5,6 +5,7 @@ subresource the disruption controller writes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from tests.controllers.embedded.hub import hub, kubectl
 pytestmark = pytest.mark.asyncio
 
 
-def _budget(name: str, spec: dict[str, object]) -> str:
+def _budget(name: str, spec: Mapping[str, object]) -> str:
     doc = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
