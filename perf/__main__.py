@@ -1,8 +1,8 @@
 """`python -m perf`: run the scale scenarios and write a report folder.
 
-    python -m perf --quick                  # small sizes, about 17 minutes on 2 quiet cores
-    python -m perf --smoke                  # tiny sizes, about 3 minutes: the harness itself runs
-    python -m perf                          # the full run, about 43 minutes on 2 quiet cores
+    python -m perf --quick                  # small sizes, one repetition (took 29 min at load 5-8)
+    python -m perf --smoke                  # tiny sizes: the harness itself runs (CI)
+    python -m perf                          # the full run, 3 repetitions
     python -m perf --only cycle spread      # some scenarios
     python -m perf --out perf/results       # where report.md, results.json and the plots go
     python -m perf --only pod-engine --merge --out perf/results   # keep the other scenarios' cases
@@ -17,13 +17,13 @@ API server process), pod-memory (peak RSS of the engine with every node and pod)
 fresh process. kube scheduler_perf's workloads by their names (issue 29): pod-SchedulingBasic,
 pod-SchedulingPodAntiAffinity, pod-TopologySpreading, pod-PreemptionBasic and pod-gangs, each
 through the engine and end to end, with a pods/s curve per workload. pod-vs-kube: ours beside
-kube-scheduler on a real kube-apiserver (needs $KUBEBUILDER_ASSETS), about 12 of the quick
-run's minutes and 18 of the full run's.
+kube-scheduler on a real kube-apiserver (needs $KUBEBUILDER_ASSETS), the longest step: 23 of
+the 29 minutes of the quick run measured at load 5-8 on 2026-12-02.
 
-The run says at its start how long it should take (the sum of its steps' costs on 2 quiet
-cores; a machine busy with other work takes up to twice as long: the quick run took 29 minutes
-at load 5-8) and, as it goes, which step of how many it is on and the time elapsed: a progress
-bar on a terminal, one line per step otherwise.
+`--help` and the run's first line say how long it should take (the sum of its steps' costs on
+2 quiet cores; a machine busy with other work takes up to twice as long) and, as it goes, which
+step of how many it is on and the time elapsed: a progress bar on a terminal, one line per step
+otherwise.
 """
 
 from __future__ import annotations
@@ -53,20 +53,29 @@ def missing_extra() -> list[str]:
     return [name for name in PERF_EXTRA if importlib.util.find_spec(name) is None]
 
 
+def _planned(mode: str) -> str:
+    """The estimate of a whole run in `mode` (every scenario), for --help."""
+    return estimate(plan(Settings(mode, 0, 1.0, 3 if mode == "full" else 1, None), SCENARIOS))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m perf",
         description=__doc__,
+        epilog=f"The full run: {_planned('full')} here on 2 quiet cores (the side-by-sides on a "
+        "real apiserver run with $KUBEBUILDER_ASSETS only).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument(
         "--quick",
         action="store_true",
-        help="small sizes, one repetition: about 17 minutes on 2 quiet cores",
+        help=f"small sizes, one repetition: {_planned('quick')} here on 2 quiet cores",
     )
     size.add_argument(
-        "--smoke", action="store_true", help="tiny sizes: checks the harness runs (CI)"
+        "--smoke",
+        action="store_true",
+        help=f"tiny sizes, {_planned('smoke')}: checks the harness runs (CI)",
     )
     parser.add_argument(
         "--only",
