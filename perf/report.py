@@ -32,6 +32,7 @@ from perf.targets import (
     Target,
 )
 from perf.vs_kube_report import harness_section
+from perf.vs_ocm_report import harness_section as ocm_section
 
 __all__ = ["Fit", "fits", "fmt", "ratio", "verdicts", "write_report"]
 
@@ -352,6 +353,7 @@ def write_report(
     lines += _sections(cases, images, POD_TITLES)
     lines += kube_section(cases, images)
     lines += harness_section(cases)
+    lines += ocm_section(cases)
     failed = [c for c in cases if c.error]
     if failed:
         lines += ["", "## Errors", ""]

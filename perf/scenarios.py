@@ -18,6 +18,8 @@
 Steps 7-10, the local cluster's pod scheduler, are `perf.pod_scenarios`, and 11, kube
 scheduler_perf's workloads by their names (`pod-SchedulingBasic` ...), `perf.kube_scenarios`;
 12, `pod-vs-kube`, our scheduler beside kube-scheduler on a real kube-apiserver (`perf.vs_kube`);
+13, `hub-vs-ocm`, the hub controller beside OCM's placement controller on a real kube-apiserver
+(`perf.vs_ocm`);
 the scenario names, DESIGN §9's targets and the sizes of each run mode are `perf.targets`.
 `plan` lists the steps of a run.
 """
@@ -38,6 +40,7 @@ from perf.targets import (
     CYCLE,
     FANOUT,
     FULL,
+    HUB_VS_OCM,
     MEMORY,
     OCM_SHAPE,
     POD_E2E,
@@ -324,4 +327,8 @@ def plan(settings: Settings, only: Sequence[str] = SCENARIOS) -> list[Step]:
         add(POD_MEMORY, "engine", n, p, partial(pod_memory, n, p, settings), 3 + p / 5_000)
     if POD_VS_KUBE in only:
         steps.append(vs_kube_step(settings))
+    if HUB_VS_OCM in only:
+        from perf.vs_ocm import harness_step
+
+        steps.append(harness_step(settings))
     return steps + kube_steps(settings, list(only))

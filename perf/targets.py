@@ -15,6 +15,7 @@ __all__ = [
     "ENGINE",
     "FANOUT",
     "FULL",
+    "HUB_VS_OCM",
     "KUBE_ANTI",
     "KUBE_BASIC",
     "KUBE_FULL",
@@ -62,7 +63,12 @@ KUBE_SCENARIOS = (KUBE_BASIC, KUBE_ANTI, KUBE_SPREAD, KUBE_PREEMPTION, KUBE_GANG
 ENGINE, E2E = "engine", "end to end"
 POD_VS_KUBE = "pod-vs-kube"
 """Our pod scheduler beside kube-scheduler on one real kube-apiserver (`perf.vs_kube`)."""
-SCENARIOS = (CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS, *KUBE_SCENARIOS, POD_VS_KUBE)
+HUB_VS_OCM = "hub-vs-ocm"
+"""The hub controller beside OCM's placement controller on one real kube-apiserver
+(`perf.vs_ocm`)."""
+SCENARIOS = (
+    CYCLE, SPREAD, COLD, FANOUT, MEMORY, *POD_SCENARIOS, *KUBE_SCENARIOS, POD_VS_KUBE, HUB_VS_OCM
+)  # fmt: skip
 OCM_SHAPE = "OCM shape"  # the cold start's case on OCM's benchmark hub (`controller_run.py`)
 WIDE_SHARE = 0.2
 """Issue 20's realistic mix: a fifth of the placements select hundreds to all clusters."""

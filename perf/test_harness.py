@@ -18,6 +18,7 @@ from perf.targets import (
     E2E,
     ENGINE,
     FANOUT,
+    HUB_VS_OCM,
     KUBE_BASIC,
     KUBE_GANGS,
     KUBE_PREEMPTION,
@@ -222,7 +223,9 @@ def test_smoke_run_measures_every_scenario_and_writes_the_report(
     saved = json.loads((tmp_path / "results.json").read_text())
     measured = {c["scenario"] for c in saved["cases"] if c["values"] and not c["error"]}
     assets = missing_assets("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-    assert measured == set(SCENARIOS) - ({POD_VS_KUBE} if assets else set())
+    ocm = missing_assets("etcd", "kube-apiserver", "ocm-placement")
+    unmeasured = ({POD_VS_KUBE} if assets else set()) | ({HUB_VS_OCM} if ocm else set())
+    assert measured == set(SCENARIOS) - unmeasured
     # Beside kube-scheduler on a real apiserver (when the e2e tier's binaries are there): both
     # bound every pod (a problem is the case's error), and the verdicts went to the report.
     (beside,) = [c for c in saved["cases"] if c["scenario"] == POD_VS_KUBE]
@@ -231,6 +234,15 @@ def test_smoke_run_measures_every_scenario_and_writes_the_report(
         assert (tmp_path / "vs-kube.md").exists() and (tmp_path / "vs-kube-ratios.png").exists()
     else:
         assert beside["error"] == f"not run: {assets}"
+    # Beside OCM's placement controller (when its binary is there): both decided every
+    # placement, the decisions were compared with no unexplained difference (else an error).
+    (hub,) = [c for c in saved["cases"] if c["scenario"] == HUB_VS_OCM]
+    if ocm is None:
+        assert hub["values"][0] > 0 and hub["details"]["verdicts"]
+        assert hub["details"]["unexplained_differences"] == 0
+        assert (tmp_path / "vs-ocm.md").exists() and (tmp_path / "vs-ocm-ratios.png").exists()
+    else:
+        assert hub["error"] == f"not run: {ocm}"
     # The wide cold start ran with the server in its own process and counted its requests.
     (wide,) = [c for c in saved["cases"] if c["label"] == WIDE]
     details = {k: v[0] if isinstance(v, list) else v for k, v in wide["details"].items()}

@@ -24,9 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import ssl
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -37,6 +35,7 @@ from perf.child_kube import BindWatch
 from perf.child_pods import _cpu_seconds
 from perf.kube_creator import Request, post_all
 from perf.kube_throughput import per_second, summary
+from perf.measured_process import MeasuredProcess
 from perf.vs_kube_shapes import BEFORE_NS, MEASURED_NS, SCHEDULER, World
 from tests.e2e.controlplane import TOKEN, ControlPlane, free_port
 from tests.e2e.pod_helpers import placement_argv
@@ -81,24 +80,8 @@ def scheduler_config(kubeconfig: Path) -> dict[str, Any]:
     }
 
 
-def _rss_mib(pid: int) -> float | None:
-    """Peak resident memory of `pid` (VmHWM), MiB."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return None
-
-
-@dataclass
-class Scheduler:
+class Scheduler(MeasuredProcess):
     """A scheduler process: which one, its readiness URL, its log."""
-
-    name: str
-    popen: subprocess.Popen[bytes]
-    ready_url: str
-    log: Path
-    spawned: float
 
     @classmethod
     def start(cls, name: str, plane: ControlPlane, config: Path, log: Path) -> Scheduler:
@@ -118,28 +101,8 @@ class Scheduler:
             ]  # fmt: skip
             ready = f"https://127.0.0.1:{port}/readyz"
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        with log.open("wb") as handle:
-            spawned = time.perf_counter()
-            popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env)
-        return cls(name, popen, ready, log, spawned)
-
-    def cpu(self) -> float:
-        return _cpu_seconds(self.popen.pid) or 0.0
-
-    def stop(self) -> tuple[float, int]:
-        """SIGTERM: seconds until it exited (SIGKILL after 30 s) and its exit code."""
-        began = time.perf_counter()
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            code = self.popen.wait(30)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            code = self.popen.wait()
-        return time.perf_counter() - began, code
-
-    def tail(self, lines: int = 5) -> list[str]:
-        text = self.log.read_text(errors="replace").splitlines()
-        return [line for line in text if line.strip()][-lines:]
+        spawned = cls.spawn(name, argv, ready, log, env)
+        return cls(name, spawned.popen, ready, log, spawned.spawned)
 
 
 @dataclass
@@ -311,7 +274,7 @@ class Bench:
                     await asyncio.wait_for(watch.changed.wait(), 1.0)
             ended = time.perf_counter()
             cpu_total = scheduler.cpu()
-            out["rss_mib"] = _rss_mib(scheduler.popen.pid)
+            out["rss_mib"] = scheduler.rss_mib()
             server_cpu = [
                 round((_cpu_seconds(p) or 0.0) - before, 2) if p else 0.0
                 for p, before in zip(servers, server_cpu, strict=True)

@@ -259,7 +259,8 @@ def _weights(spec: dict[str, Any]) -> dict[str, int]:
 def traits(hub: Hub) -> dict[str, Any]:
     """What the comparison of decisions needs to know of each placement ("ns/name"): spread
     (spreadPolicy or builtIn Spread), Balance or Steady weighted, CEL calling scores(),
-    tolerating the spot taint; and the clusters with a PreferNoSelect taint."""
+    tolerating the spot taint, a numberOfClusters (else every feasible cluster is selected and
+    no score can change which); and the clusters with a PreferNoSelect taint."""
     placements = {}
     for (ns, name), spec in hub.placements.items():
         weights = _weights(spec)
@@ -270,6 +271,7 @@ def traits(hub: Hub) -> dict[str, Any]:
             "steady": bool(weights.get("Steady")),
             "cel_scores": "scores(" in text,
             "tolerates_spot": "spot" in json.dumps(spec.get("tolerations") or []),
+            "numbered": "numberOfClusters" in spec,
         }
     prefer = [
         name

@@ -14,10 +14,13 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PHASES", "aggregate", "differences", "harness_section", "verdicts", "write"]
+__all__ = [
+    "PHASES", "aggregate", "differences", "harness_section", "themselves", "verdicts", "write"
+]  # fmt: skip
 
 OURS, OCM = "ours", "ocm"
 PHASES = ("cold", "labels", "taints", "scores", "placements")
@@ -156,10 +159,14 @@ def _classify(
     mine = traits.get("placements", {}).get(key, {})
     if mine.get("spread"):
         return "spread"
-    if earlier and mine.get("steady"):
-        return "carried"
     if phase == "scores" and mine.get("cel_scores"):
         return "scores"
+    # scores rank clusters only when there are more than numberOfClusters (the placements
+    # step gives one to those that had none)
+    if not mine.get("numbered", True) and phase != "placements":
+        return "unexplained"
+    if earlier and mine.get("steady"):
+        return "carried"
     prefer = set(traits.get("prefer_no_select", ()))
     clusters = [{c for pd in side["decisions"] for c in pd[3]} for side in (ours, ocm)]
     if not mine.get("tolerates_spot") and (clusters[0] ^ clusters[1]) & prefer:
@@ -197,6 +204,23 @@ def differences(
                      "ours": ours, "ocm": ocm}
                 )  # fmt: skip
                 differed.add(key)
+    return out
+
+
+def themselves(runs: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per controller, the placements whose cold-start conditions or decisions differ from its
+    own cold start of the round before (the same objects, scheduled in another order)."""
+    out: dict[str, list[int]] = {}
+    for name in (OURS, OCM):
+        colds = [
+            r["phases"]["cold"]["snapshot"]
+            for r in sorted(runs, key=lambda r: r["round"])
+            if r["controller"] == name and "cold" in r["phases"]
+        ]
+        out[name] = [
+            sum(1 for key in set(a) | set(b) if a.get(key) != b.get(key))
+            for a, b in pairwise(colds)
+        ]
     return out
 
 
@@ -340,6 +364,14 @@ def write(out: Path, result: dict[str, Any], plots: Callable[..., list[str]] = _
     lines += [*_requests_table(medians), ""]
     lines += ["## Decisions compared (ours against OCM, same round and phase)", ""]
     lines += [*_differences(found, result["placements"]), ""]
+    again = themselves(runs)
+    if any(again.values()):
+        lines += [
+            "Each controller's cold start against its own in the round before (the same "
+            "objects; only the order the placements are scheduled in differs): placements "
+            f"differing, ours {again[OURS]}, OCM {again[OCM]}.",
+            "",
+        ]
     images = plots(out, medians, checks)
     lines += [*[f"![{name}]({name})" for name in images], ""]
     report = out / "vs-ocm.md"

@@ -26,7 +26,6 @@ import contextlib
 import json
 import re
 import ssl
-import subprocess
 import tempfile
 import time
 from argparse import Namespace
@@ -248,7 +247,7 @@ class Bench:
     async def run(self, name: str, round_: int, args: Namespace, limit: float) -> dict[str, Any]:
         """One controller: cold start, then every churn step (module docstring)."""
         from perf.hub_start import commands
-        from perf.vs_kube_run import Scheduler, _rss_mib
+        from perf.measured_process import MeasuredProcess
 
         argv, ready = commands(self.plane.kubeconfig, self.plane.assets, args)[name]
         env = {
@@ -258,10 +257,8 @@ class Bench:
         out: dict[str, Any] = {"controller": name, "round": round_, "phases": {}}
         requests = await self.requests()
         changes = self.watch.changes
-        with log.open("wb") as handle:
-            spawned = time.perf_counter()
-            popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=env)
-        process = Scheduler(name, popen, ready, log, spawned)
+        process = MeasuredProcess.spawn(name, argv, ready, log, env)
+        popen = process.popen
         try:
             begun = time.monotonic()
             while not self.watch.decided():
@@ -284,7 +281,7 @@ class Bench:
                 out["phases"][step] = await self._figures(
                     phase, process, cpu, requests, changes, sent
                 )
-            out["rss_mib"] = _rss_mib(popen.pid)
+            out["rss_mib"] = process.rss_mib()
             out["cpu_total_s"] = round(process.cpu(), 2)
         finally:
             out["stop_s"], out["exit_code"] = (round(x, 3) for x in process.stop())
