@@ -15,12 +15,12 @@ only where the pod's volumes are attached already or preemption's overlay applie
 
 kube also counts the node's VolumeAttachments; we do not watch them (an attachment outlives its
 pod only while it detaches). Requeueing as kube registers it: an assigned pod deleted (freed
-room), a CSINode added or a limit raised, a claim added.
+room), a CSINode added or a limit raised, a claim the refused pod uses added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from placement.pods.framework import (
     Reason,
 )
 from placement.pods.nodes import NodeSnapshot
-from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND
+from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND, pod_claims
 from plugins.pods._attach_index import AttachIndex, Column, Volumes
 from plugins.pods._attachable import attachable, may_attach
 from plugins.pods._shared import args_of
@@ -94,20 +94,25 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         self._version = 0  # counts CSINode events: the limit columns are rebuilt after one
         self._known: dict[str, dict[str, int]] = {}  # CSINode name -> its limits, as last seen
         self._index = AttachIndex()
+        self._refused: dict[str, set[str]] = {}  # claim key -> the refused pods using it
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeVolumeLimits:
         args_of(NoArgs, args)
         return cls()
 
-    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool:
-        """True when a CSINode came or raised (or dropped) a limit, or a claim was added."""
+    def on_event(self, event: ClusterEvent, cluster: ClusterView) -> bool | Set[str]:
+        """True when a CSINode came or raised (or dropped) a limit; when a claim was added, the
+        pods this plugin refused that use it (kube's hint: an unrelated claim helps nobody)."""
         if not isinstance(event, ObjectEvent):
             return False
         kind = event.obj.KIND
         if kind in (CLAIM_KIND, VOLUME_KIND, CLASS_KIND):
             self._index.invalidate()  # what the counted pods' volumes resolve to may change
-            return kind == CLAIM_KIND and event.type == "Added"
+            if kind != CLAIM_KIND or event.type != "Added":
+                return False
+            meta = event.obj.metadata
+            return self._refused.pop(f"{meta.namespace or 'default'}/{meta.name}", set())
         if kind != CSINODE_KIND:
             return False
         self._version += 1
@@ -146,6 +151,7 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         if new is None:
             new = cycle.scratch[self.name] = self._volumes(cycle, pod, strict=True)
         if isinstance(new, str):
+            self._remember(pod)
             nothing = np.zeros(nodes.size, dtype=bool)
             return FilterResult(nothing, (Reason(candidates, new, False),))
         if not new:
@@ -177,7 +183,13 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
                 over[row] = self._exceeds(cycle, pod, nodes, row, new, limits)
         if not over.any():
             return FilterResult(candidates)
+        self._remember(pod)
         return FilterResult(candidates & ~over, (Reason(over, ERR_REASON_MAX_VOLUME_COUNT),))
+
+    def _remember(self, pod: PodInfo) -> None:
+        """Note the claims of a pod this plugin refused nodes to (for the claim-added hint)."""
+        for used in pod_claims(pod.pod):
+            self._refused.setdefault(f"{pod.namespace}/{used.name}", set()).add(pod.key)
 
     def _resolved(self, cycle: PodCycle, other: PodInfo) -> Volumes:
         found = self._volumes(cycle, other, strict=False)

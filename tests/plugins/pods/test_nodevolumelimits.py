@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, cast
 
+import numpy as np
+
 from apis.csinode import CSINode
 from apis.meta import KubeObject
 from apis.storage import PersistentVolume
@@ -185,8 +187,20 @@ def test_requeue_hints_follow_kubes_registered_events() -> None:
     dropped = ObjectEvent("Modified", csinode("a", ebs_csi_aws_com=None))
     assert plugin.on_event(dropped, cluster)  # no count: no limit any more
     assert not plugin.on_event(ObjectEvent("Deleted", csinode("a")), cluster)
-    assert plugin.on_event(ObjectEvent("Added", claim("c")), cluster)
     assert not plugin.on_event(ObjectEvent("Modified", claim("c")), cluster)
+    # A claim added moves only the refused pods that use it (kube's isSchedulableAfterPVCAdded).
+    assert not plugin.on_event(ObjectEvent("Added", claim("c")), cluster)
+    full = Cluster(
+        [*LIMITS, *bound("d1", "vol-1"), *bound("d2", "vol-2")], [(user("r", "d1"), "a")]
+    )
+    cycle, waiting = cycle_on(full), user("waiting", "d2", "later")
+    objects = cast(dict[str, KubeObject], full.objects("PersistentVolumeClaim"))
+    objects["default/later"] = claim("later", cls="ebs", volume="pv-d2")
+    only_a = np.array([True, False, False])
+    assert plugin.pre_filter(cycle, waiting, NODES).status.ok
+    assert not plugin.filter(cycle, waiting, NODES, only_a).mask.any()
+    assert not plugin.on_event(ObjectEvent("Added", claim("other")), cluster)
+    assert plugin.on_event(ObjectEvent("Added", claim("later")), cluster) == {waiting.key}
 
 
 def test_the_attached_counts_follow_pods_counted_and_uncounted() -> None:
