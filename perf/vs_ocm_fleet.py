@@ -4,7 +4,11 @@ documents both controllers read from one real kube-apiserver, and the churn appl
 `hub` turns the harness's seeded workload (`perf.workload.generate`: the fleet with status,
 sets, bindings, AddOnPlacementScores, placements of the hub perf's mix) into documents, and
 adds CEL predicates to a share of the placements (`CEL_SHARE`: label, claim, quantity, semver
-and `scores()` expressions, ANDed with what the placement already asks). The mix's spread
+and `scores()` expressions, ANDed with what the placement already asks). Every cluster gets a
+score valid for the run: the workload leaves 8% without one and 5% expired, and OCM retries
+every placement weighing a missing or expired score (a Warning is a sync error there), at its
+queue's 10 per second for as long as the score is missing: at 5,000 x 2,000 its one worker
+never drained its queue in 10 minutes, so no step could settle. The mix's spread
 placements stay: OCM ignores `spreadPolicy` and calls `builtIn: Spread` misconfigured, which
 the comparison classifies as a documented difference.
 
@@ -49,6 +53,7 @@ taints are stamped `TOLERATION - LAPSE` seconds in the past)."""
 UNREACHABLE = f"{GROUP}/unreachable"
 STEPS = ("labels", "taints", "scores", "placements")
 TIERS = ("frontend", "backend", "data", "batch", "edge")
+SCORE = "resource-usage-score"
 
 CEL = (
     'managedCluster.metadata.labels["tier"] in ["frontend", "data"]',
@@ -110,14 +115,34 @@ def _with_cel(spec: dict[str, Any], rng: random.Random) -> None:
 def _timeless(doc: dict[str, Any], now: datetime) -> None:
     """Times that would otherwise change decisions during the run, differently for the two
     controllers: the fleet's taints all a day old (every toleration with seconds lapsed),
-    valid scores valid for a day (expired ones stay expired)."""
+    every score valid for a day."""
     for taint in (doc.get("spec") or {}).get("taints") or []:
         if "timeAdded" in taint:
             taint["timeAdded"] = _stamp(now - timedelta(days=1))
     status = doc.get("status") or {}
-    until = status.get("validUntil")
-    if until and until > _stamp(now):
+    if status.get("validUntil"):
         status["validUntil"] = _stamp(now + timedelta(days=1))
+
+
+def _missing_scores(workload: Any, rng: random.Random) -> list[dict[str, Any]]:
+    """An AddOnPlacementScore for each cluster the workload gave none."""
+    have = {s.namespace for s in workload.scores}
+    return [
+        {
+            "apiVersion": f"{GROUP}/v1alpha1",
+            "kind": "AddOnPlacementScore",
+            "metadata": {"name": SCORE, "namespace": c.name},
+            "status": {
+                "scores": [
+                    {"name": "cpuAvailable", "value": rng.randint(-100, 100)},
+                    {"name": "memAvailable", "value": rng.randint(-100, 100)},
+                ],
+                "validUntil": "",
+            },
+        }
+        for c in workload.clusters
+        if c.name not in have
+    ]
 
 
 def hub(clusters: int, placements: int, seed: int = 1, now: datetime | None = None) -> Hub:
@@ -134,8 +159,10 @@ def hub(clusters: int, placements: int, seed: int = 1, now: datetime | None = No
     statuses: list[Patch] = []
     clusters_by_name: dict[str, dict[str, Any]] = {}
     scores: dict[tuple[str, str], dict[str, Any]] = {}
-    for obj in [*workload.clusters, *workload.cluster_sets, *workload.bindings, *workload.scores]:
-        doc = obj.to_wire()
+    objects = [*workload.clusters, *workload.cluster_sets, *workload.bindings, *workload.scores]
+    for doc in [*(o.to_wire() for o in objects), *_missing_scores(workload, rng)]:
+        if doc["kind"] == "AddOnPlacementScore":
+            doc["status"]["validUntil"] = "set"
         _timeless(doc, now)
         status = doc.pop("status", None)
         meta = doc["metadata"]

@@ -5,8 +5,9 @@ compared (every difference classified: a documented deliberate difference, a con
 one, or unexplained), and two plots: seconds per phase, and the ratios against their targets.
 
 Requests are kube-apiserver's `apiserver_request_total` over the phase, less the harness's own
-churn requests and less what kube-apiserver sends itself (`endpoints`, `leases`); Events
-written are the POST, PUT and PATCH requests on `events`.
+churn requests, less what kube-apiserver sends itself (`endpoints`, `leases`) and the reviews
+OCM asks for each of the harness's reads of its /metrics (`tokenreviews`,
+`subjectaccessreviews`); Events written are the POST, PUT and PATCH requests on `events`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = [
 
 OURS, OCM = "ours", "ocm"
 PHASES = ("cold", "labels", "taints", "scores", "placements")
-_SERVERS_OWN = ("endpoints", "leases")
+_SERVERS_OWN = ("endpoints", "leases", "tokenreviews", "subjectaccessreviews")
 SPEEDUP, CPU_RATIO, REQUEST_RATIO = 3.0, 0.5, 1.0
 
 CLASSES = {

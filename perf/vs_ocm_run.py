@@ -9,9 +9,9 @@ PlacementDecision (the state the snapshots are taken from, and the clock of ever
 `placement run --kubeconfig`; OCM's `ocm-placement controller`); times the cold start until
 every Placement has its PlacementSatisfied condition (or is Misconfigured) and its
 PlacementDecisions written; then each churn step of `perf.vs_ocm_fleet`, timed to settle: the
-step's requests sent, then no Placement status or PlacementDecision change, and the controller
-not busy, for `quiet` seconds (`QUIET` by default; for the taints, not before the added taints'
-tolerations lapsed). Per
+step's requests sent, then no Placement status or PlacementDecision change, and the
+controller's work queue empty (`workqueue_depth` on its /metrics), for `quiet` seconds
+(`QUIET` by default; for the taints, not before the added taints' tolerations lapsed). Per
 phase: seconds, the controller's CPU seconds, kube-apiserver's `apiserver_request_total` by
 verb and resource (the harness's own requests taken out), PlacementDecision changes and a
 snapshot. Then SIGTERM; its peak RSS (VmHWM) is read just before. `Bench.reset` puts the hub
@@ -29,7 +29,7 @@ import ssl
 import tempfile
 import time
 from argparse import Namespace
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,7 @@ __all__ = ["OCM", "OURS", "QUIET", "Bench", "Watch"]
 OURS, OCM = "ours", "ocm"
 QUIET = 2.0
 """Seconds without a change after which a phase is settled (default)."""
-WINDOW, BUSY = 0.5, 0.2
-"""The controller is busy while it used over BUSY of a core in the last WINDOW seconds."""
+_DEPTH = re.compile(r"^workqueue_depth\{[^}]*\} (\S+)$", re.M)
 PLACEMENT_LABEL = f"{GROUP}/placement"
 _METRIC = re.compile(r"^apiserver_request_total\{([^}]*)\} (\S+)$", re.M)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -258,6 +257,7 @@ class Bench:
         requests = await self.requests()
         changes = self.watch.changes
         process = MeasuredProcess.spawn(name, argv, ready, log, env)
+        metrics = ready.rsplit("/", 1)[0] + "/metrics"
         popen = process.popen
         try:
             begun = time.monotonic()
@@ -268,7 +268,7 @@ class Bench:
                     raise RuntimeError(f"{name}: not every placement decided in {limit:g} s")
                 await asyncio.sleep(0.05)
             cold = time.monotonic() - begun
-            phase = await self._settle(process, begun, limit)
+            phase = await self._settle(metrics, begun, limit)
             phase["seconds"] = round(cold, 3)
             out["phases"]["cold"] = await self._figures(phase, process, 0.0, requests, changes, [])
             for step in args.steps:
@@ -277,7 +277,7 @@ class Bench:
                 begun = time.monotonic()
                 await self.send(sent)
                 floor = begun + args.lapse + 0.5 if step == "taints" else 0.0
-                phase = await self._settle(process, begun, limit, floor)
+                phase = await self._settle(metrics, begun, limit, floor)
                 out["phases"][step] = await self._figures(
                     phase, process, cpu, requests, changes, sent
                 )
@@ -288,38 +288,43 @@ class Bench:
             out["log_tail"] = process.tail()
         return out
 
+    async def _depth(self, url: str) -> int | None:
+        """The controller's work queues' depth from its /metrics (None: not answering)."""
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        with contextlib.suppress(Exception):
+            async with self.session.get(url, ssl=insecure, timeout=5) as answer:
+                if answer.status == 200:
+                    return sum(int(float(v)) for v in _DEPTH.findall(await answer.text()))
+        return None
+
     async def _settle(
-        self, process: Any, begun: float, limit: float, floor: float = 0.0
+        self, metrics: str, begun: float, limit: float, floor: float = 0.0
     ) -> dict[str, Any]:
-        """Wait until neither a change was seen nor the controller was busy (over `BUSY` of a
-        core in a `WINDOW`) for `quiet` seconds, and `floor` passed. `settled_s`: from `begun`
-        to the last change (0 when nothing changed); `idle_s`: to the end of the controller's
-        last busy window (a controller working without changing anything is not settled);
-        `seconds`: the later of the two."""
+        """Wait until the controller's work queue was empty and no change was seen for `quiet`
+        seconds, and `floor` passed. `settled_s`: from `begun` to the last change (0 when
+        nothing changed); `drained_s`: to the last time its queue held work; `seconds`: the
+        later of the two."""
         start_last = self.watch.last
-        samples: deque[tuple[float, float]] = deque()
         busy = begun
         while True:
             now = time.monotonic()
-            samples.append((now, process.cpu()))
-            while samples[0][0] < now - WINDOW:
-                samples.popleft()
-            span = samples[-1][0] - samples[0][0]
-            if span >= WINDOW / 2 and samples[-1][1] - samples[0][1] > BUSY * span:
+            depth = await self._depth(metrics)
+            if depth != 0:
                 busy = now
             calm = max(self.watch.last, busy, begun)
             if now - calm >= self.quiet and now >= floor:
                 break
             if now - begun > limit:
                 break
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)
         last = self.watch.last
         settled = max(0.0, last - begun) if last != start_last else 0.0
-        idle = max(0.0, busy - begun)
+        drained = max(0.0, busy - begun)
         return {
             "settled_s": round(settled, 3),
-            "idle_s": round(idle, 3),
-            "seconds": round(max(settled, idle), 3),
+            "drained_s": round(drained, 3),
+            "seconds": round(max(settled, drained), 3),
             "snapshot": self.watch.snapshot(),
         }
 
