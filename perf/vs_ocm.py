@@ -66,7 +66,7 @@ async def side_by_side(
     args.quiet, args.lapse = args.quiet or QUIET, args.lapse or LAPSE
     args.steps = args.steps or list(STEPS)
     bench = Bench.start(the_hub)
-    bench.quiet = args.quiet
+    bench.quiet, bench.say = args.quiet, say
     runs: list[dict[str, Any]] = []
     result: dict[str, Any] = {
         "clusters": clusters,

@@ -148,6 +148,7 @@ class Bench:
     tls: ssl.SSLContext = field(default_factory=ssl.create_default_context)
     watch: Watch = field(default_factory=Watch)
     quiet: float = QUIET
+    say: Any = None  # told each phase's figures as it ends
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @classmethod
@@ -271,6 +272,7 @@ class Bench:
             phase = await self._settle(metrics, begun, limit)
             phase["seconds"] = round(cold, 3)
             out["phases"]["cold"] = await self._figures(phase, process, 0.0, requests, changes, [])
+            self._said(name, "cold", out["phases"]["cold"])
             for step in args.steps:
                 cpu, requests, changes = process.cpu(), await self.requests(), self.watch.changes
                 sent = churn(step, self.hub, round_, lapse=args.lapse)
@@ -281,12 +283,20 @@ class Bench:
                 out["phases"][step] = await self._figures(
                     phase, process, cpu, requests, changes, sent
                 )
+                self._said(name, step, out["phases"][step])
             out["rss_mib"] = process.rss_mib()
             out["cpu_total_s"] = round(process.cpu(), 2)
         finally:
             out["stop_s"], out["exit_code"] = (round(x, 3) for x in process.stop())
             out["log_tail"] = process.tail()
         return out
+
+    def _said(self, name: str, phase: str, figures: dict[str, Any]) -> None:
+        if self.say is not None:
+            self.say(
+                f"  {name} {phase}: {figures['seconds']} s, CPU {figures['cpu_s']} s, "
+                f"{figures['decision_changes']} decision changes"
+            )
 
     async def _depth(self, url: str) -> int | None:
         """The controller's work queues' depth from its /metrics (None: not answering)."""
