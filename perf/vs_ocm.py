@@ -143,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from perf.vs_ocm_report import write
+    from perf.vs_ocm_report import slim, write
 
     args = _parser().parse_args(argv)
     out: Path = args.out
@@ -180,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         result["header"] = {**header, "took": f"{time.perf_counter() - began:.0f} s"}
         with open("/proc/loadavg") as load:
             result["header"]["load average"] = " ".join(load.read().split()[:3])
-        (out / "vs-ocm.json").write_text(json.dumps(result, indent=1))
+        (out / "vs-ocm.json").write_text(json.dumps(slim(result), indent=1))
 
     result = asyncio.run(side_by_side(clusters, placements, rounds, args, say, save))
     save(result)
+    result = slim(result)
     report = write(out, result)
     print(f"report: {report}")
     if args.json:
@@ -197,7 +198,7 @@ def summary(result: dict[str, Any], report: Path) -> dict[str, Any]:
 
     checks = verdicts(result["runs"])
     cold = [c[2] for c in checks if c[1] == "cold" and c[2] is not None]
-    found = differences(result["runs"], result.get("traits"))
+    found = result.get("differences") or differences(result["runs"], result.get("traits"))
     classes: dict[str, int] = {}
     for d in found:
         classes[d["class"]] = classes.get(d["class"], 0) + 1

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "PHASES", "aggregate", "differences", "harness_section", "themselves", "verdicts", "write"
+    "PHASES", "aggregate", "differences", "harness_section", "slim", "themselves", "verdicts",
+    "write",
 ]  # fmt: skip
 
 OURS, OCM = "ours", "ocm"
@@ -216,7 +217,7 @@ def themselves(runs: list[dict[str, Any]]) -> dict[str, list[int]]:
         colds = [
             r["phases"]["cold"]["snapshot"]
             for r in sorted(runs, key=lambda r: r["round"])
-            if r["controller"] == name and "cold" in r["phases"]
+            if r["controller"] == name and (r["phases"].get("cold") or {}).get("snapshot")
         ]
         out[name] = [
             sum(1 for key in set(a) | set(b) if a.get(key) != b.get(key))
@@ -336,12 +337,29 @@ def _plots(
     return ["vs-ocm-phases.png", "vs-ocm-ratios.png"]
 
 
+def slim(result: dict[str, Any]) -> dict[str, Any]:
+    """`result` without the snapshots (megabytes at scale), what the report reads of them kept:
+    the differences (both sides only for the unexplained ones) and each controller against
+    itself."""
+    if "differences" in result:
+        return result
+    found = differences(result["runs"], result.get("traits"))
+    for d in found:
+        if d["class"] != "unexplained":
+            d.pop("ours"), d.pop("ocm")
+    runs = [
+        {**run, "phases": {k: {**v, "snapshot": None} for k, v in run["phases"].items()}}
+        for run in result["runs"]
+    ]
+    return {**result, "runs": runs, "differences": found, "themselves": themselves(result["runs"])}
+
+
 def write(out: Path, result: dict[str, Any], plots: Callable[..., list[str]] = _plots) -> Path:
     """`vs-ocm.md` (and the plots) in `out` from a run's result; its path."""
     runs = result["runs"]
     medians = aggregate(runs)
     checks = verdicts(runs)
-    found = differences(runs, result.get("traits"))
+    found = result.get("differences") or differences(runs, result.get("traits"))
     header = result.get("header", {})
     lines = ["# The hub controller side by side with OCM's placement controller", ""]
     lines += [f"- {k}: {v}" for k, v in header.items() if k != "machine"]
@@ -365,7 +383,7 @@ def write(out: Path, result: dict[str, Any], plots: Callable[..., list[str]] = _
     lines += [*_requests_table(medians), ""]
     lines += ["## Decisions compared (ours against OCM, same round and phase)", ""]
     lines += [*_differences(found, result["placements"]), ""]
-    again = themselves(runs)
+    again = result.get("themselves") or themselves(runs)
     if any(again.values()):
         lines += [
             "Each controller's cold start against its own in the round before (the same "
