@@ -152,7 +152,7 @@ def test_decisions_compared_and_each_difference_classified(tmp_path: Path) -> No
     report = write(tmp_path, result, plots=lambda out, medians, checks: [])
     text = report.read_text()
     assert "| cold | ours | 2.00 |" in text and "`a/bug`" in text
-    assert "| 1 | cold | 3 of 4 | 1 | 0 | 1 | 0 | 0 | 1 |" in text
+    assert "| 1 | cold | 3 of 4 | 1 | 0 | 1 | 0 | 0 | 0 | 1 |" in text
 
 
 def test_traits_weigh_balance_as_ocm_does(small: Any) -> None:

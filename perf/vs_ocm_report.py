@@ -34,12 +34,17 @@ CLASSES = {
     "calls Spread misconfigured)",
     "carried": "consequence: the placement's decisions already differed before the step "
     "(Steady keeps them)",
-    "balance": "consequence: Balance scores a cluster by the other placements' decisions, "
-    "which depend on the order the placements are scheduled in (docs/replacing-ocm.md, "
-    "restart row and hand-over step 3)",
+    "balance": "consequence: Balance scores a cluster by the decisions of the other placements "
+    "at the moment of scheduling, so the order the placements are scheduled in and which "
+    "decisions a controller already sees change it (ours: 4 workers, each decision counted as "
+    "soon as written; OCM: one worker, decisions as its informer has them); and every "
+    "documented difference above moves the counts the other placements see",
     "prefer": "documented: an untolerated `PreferNoSelect` taint (−100 here, ignored by OCM)",
     "scores": "documented: OCM does not re-queue a placement whose CEL calls `scores()` when "
     "a score changes",
+    "midstep": "consequence: a step's requests land over a while; a controller that schedules "
+    "the placement while they land keeps (Steady) what it chose then, one that schedules it "
+    "after the last does not",
     "unexplained": "unexplained: a bug in one of the two",
 }
 
@@ -175,6 +180,8 @@ def _classify(
         return "prefer"
     if mine.get("balance"):
         return "balance"
+    if phase != "cold" and mine.get("steady"):
+        return "midstep"
     return "unexplained"
 
 
