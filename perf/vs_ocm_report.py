@@ -311,6 +311,7 @@ def _plots(
     out: Path, medians: dict[tuple[str, str], dict[str, Any]], checks: list[Any]
 ) -> list[str]:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -330,13 +331,14 @@ def _plots(
     fig.savefig(out / "vs-ocm-phases.png", dpi=90)
     plt.close(fig)
     ratios = [c for c in checks if c[2] is not None]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(ratios) + 1.2))
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(ratios) + 1.2))
     labels = [f"{name}: {phase}" for name, phase, _, _ in ratios]
     colors = ["tab:green" if v == "met" else "tab:red" for *_, v in ratios]
     ax.barh(range(len(ratios)), [c[2] for c in ratios], color=colors)
     ax.set_yticks(range(len(ratios)), labels, fontsize=7)
     ax.axvline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("value (green: target met)", fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "vs-ocm-ratios.png", dpi=90)
