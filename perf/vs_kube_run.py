@@ -184,10 +184,14 @@ class Bench:
             await asyncio.sleep(0.2)
         raise RuntimeError(f"{path}: not {'there' if present else 'empty'} after {limit:g} s")
 
-    async def _delete_all(self, path: str) -> None:
+    async def _delete_all(self, path: str, uid: str | None = None) -> None:
+        """DELETE `path` at once; with `uid`, only the object of that uid (a stale event must
+        not delete the next run's pod of the same name: a 409 then)."""
         url = f"{self.plane.url}{path}?gracePeriodSeconds=0"
-        async with self.session.delete(url) as answer:
-            if answer.status >= 300 and answer.status != 404:
+        # a body's DeleteOptions replace the query's: the grace period goes in it too
+        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}} if uid else None
+        async with self.session.delete(url, json=body) as answer:
+            if answer.status >= 300 and answer.status not in (404, 409):
                 raise RuntimeError(f"DELETE {path}: {answer.status} {await answer.text()}")
 
     async def _finish_deletions(self) -> None:
@@ -204,7 +208,9 @@ class Bench:
                         meta = json.loads(line)["object"]["metadata"]
                         path = f"/api/v1/namespaces/{BEFORE_NS}/pods/{meta['name']}"
                         with contextlib.suppress(Exception):
-                            await self._delete_all(path)
+                            # by uid: the stream may still carry the last run's deletions
+                            # when this run has made pods of the same names
+                            await self._delete_all(path, meta.get("uid"))
             await asyncio.sleep(0.2)
 
     async def reset(self) -> None:
