@@ -306,6 +306,17 @@ class Printer:
 
 
 _NAME = column("Name", format_="name")
+REPLICA_COLUMNS = [
+    _NAME,
+    column("Desired", type_="integer"),
+    column("Current", type_="integer"),
+    column("Ready", type_="integer"),
+    column("Age"),
+    column("Containers", 1),
+    column("Images", 1),
+    column("Selector", 1),
+]
+"""kubectl's columns of a ReplicaSet, and of a ReplicationController."""
 
 # (group, kind) -> printer; the events.k8s.io Event is printed from its core/v1 view.
 PRINTERS: dict[tuple[str, str], Printer] = {
@@ -379,16 +390,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         _deployment,
     ),
     ("apps", "ReplicaSet"): Printer(
-        [
-            _NAME,
-            column("Desired", type_="integer"),
-            column("Current", type_="integer"),
-            column("Ready", type_="integer"),
-            column("Age"),
-            column("Containers", 1),
-            column("Images", 1),
-            column("Selector", 1),
-        ],
+        REPLICA_COLUMNS,
         _replica_set,
     ),
     ("apps", "StatefulSet"): Printer(

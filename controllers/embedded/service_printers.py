@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from controllers.embedded.printers import Printer, column, since
+from controllers.embedded.printers import REPLICA_COLUMNS, Printer, column, since
 
 __all__ = ["SERVICE_PRINTERS", "format_labels"]
 
@@ -118,16 +118,7 @@ SERVICE_PRINTERS: dict[tuple[str, str], Printer] = {
         _service,
     ),
     ("", "ReplicationController"): Printer(
-        [
-            _NAME,
-            column("Desired", type_="integer"),
-            column("Current", type_="integer"),
-            column("Ready", type_="integer"),
-            column("Age"),
-            column("Containers", 1),
-            column("Images", 1),
-            column("Selector", 1),
-        ],
+        REPLICA_COLUMNS,
         _replication_controller,
     ),
 }
