@@ -44,6 +44,7 @@ from apis.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from apis.volumeattachment import VolumeAttachment
 from apis.workloads import Deployment, Job, ReplicaSet, ReplicationController, StatefulSet
 
 __all__ = [
@@ -89,6 +90,7 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     CSIDriver,
     CSIStorageCapacity,
     CSINode,
+    VolumeAttachment,
     Deployment,
     ReplicaSet,
     StatefulSet,

@@ -14,6 +14,7 @@ from apis.core import NodeSelector, ObjectReference
 from apis.csinode import CSINode
 from apis.meta import KubeModel, KubeObject, LabelSelector
 from apis.quantity import QuantityField, ResourceList
+from apis.volumeattachment import VolumeAttachment
 
 __all__ = [
     "BETA_STORAGE_CLASS_ANNOTATION",
@@ -213,5 +214,6 @@ STORAGE_KINDS: tuple[type[KubeObject], ...] = (
     CSIDriver,
     CSIStorageCapacity,
     CSINode,
+    VolumeAttachment,
 )
-"""What volume scheduling watches."""
+"""What volume scheduling watches (VolumeAttachments: the attach slots NodeVolumeLimits counts)."""

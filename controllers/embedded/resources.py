@@ -36,6 +36,7 @@ from apis.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
+from apis.volumeattachment import VolumeAttachment
 from apis.workloads import WORKLOAD_MODELS
 from controllers.cli.crds import CRD_DIR
 
@@ -56,6 +57,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     Service,
     PodDisruptionBudget,
     CSINode,
+    VolumeAttachment,
     MutatingWebhookConfiguration,
 )
 # The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set

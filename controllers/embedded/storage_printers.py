@@ -2,7 +2,8 @@
 StorageClass, CSIDriver, CSIStorageCapacity), as kube-apiserver's printers give them: access
 modes abbreviated (`RWO`, `ROX`, `RWX`, `RWOP`), a volume's claim as `namespace/name`, the
 default class marked `(default)`, a CSIDriver's unset fields as the API server defaults them;
-CSINode's columns: NAME, DRIVERS (how many), AGE.
+CSINode's columns: NAME, DRIVERS (how many), AGE. VolumeAttachment's: NAME, ATTACHER, PV, NODE,
+ATTACHED, AGE.
 """
 
 from __future__ import annotations
@@ -111,6 +112,20 @@ def _csinode(obj: dict[str, Any], now: datetime) -> list[Any]:
     return [obj["metadata"]["name"], len(drivers), _age(obj, now)]
 
 
+def _attachment(obj: dict[str, Any], now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    source = spec.get("source") or {}
+    attached = (obj.get("status") or {}).get("attached")
+    return [
+        obj["metadata"]["name"],
+        spec.get("attacher") or "",
+        source.get("persistentVolumeName") or "",
+        spec.get("nodeName") or "",
+        bool(attached),
+        _age(obj, now),
+    ]
+
+
 _NAME = column("Name", format_="name")
 
 STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
@@ -175,5 +190,16 @@ STORAGE_PRINTERS: dict[tuple[str, str], Printer] = {
     ("storage.k8s.io", "CSINode"): Printer(
         [_NAME, column("Drivers", type_="integer"), column("Age")],
         _csinode,
+    ),
+    ("storage.k8s.io", "VolumeAttachment"): Printer(
+        [
+            _NAME,
+            column("Attacher"),
+            column("PV"),
+            column("Node"),
+            column("Attached", type_="boolean"),
+            column("Age"),
+        ],
+        _attachment,
     ),
 }

@@ -85,6 +85,7 @@ OBJECT_KINDS = (
     "PersistentVolume",
     "PersistentVolumeClaim",
     "CSINode",
+    "VolumeAttachment",
     "CSIDriver",
     "CSIStorageCapacity",
     "PodGroup",
@@ -95,8 +96,8 @@ OBJECT_KINDS = (
 """The other kinds the engine reads, in the order they are fed (Namespaces: inter-pod
 affinity's namespaceSelector reads their labels; Services: the default spreading's selector;
 PodDisruptionBudgets: preemption's, their status computed as kube's disruption controller does;
-storage, CSIDrivers and CSIStorageCapacities: VolumeBinding's; CSINodes: the attach limits
-NodeVolumeLimits reads)."""
+storage, CSIDrivers and CSIStorageCapacities: VolumeBinding's; CSINodes and VolumeAttachments:
+the attach limits and the attached volumes NodeVolumeLimits reads)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 

@@ -28,6 +28,7 @@ __all__ = [
     "IN_TREE_DRIVERS",
     "VolumeKey",
     "attachable",
+    "inline_drivers",
     "may_attach",
 ]
 
@@ -104,6 +105,21 @@ def may_attach(pod: Pod) -> bool:
         if any(field in extra for field in (*_SOURCES, *_MIGRATABLE_UNCOUNTED)):
             return True
     return False
+
+
+_UNCOUNTED_DRIVERS = {"azureFile": "file.csi.azure.com", "vsphereVolume": "csi.vsphere.vmware.com"}
+
+
+def inline_drivers(pod: Pod) -> set[str]:
+    """The CSI drivers the pod's inline in-tree volumes migrate to (counted or not)."""
+    found: set[str] = set()
+    for volume in pod.spec.volumes or ():
+        extra = volume.model_extra or {}
+        for field, plugin in _SOURCES.items():
+            if field in extra:
+                found.add(IN_TREE_DRIVERS[plugin])
+        found.update(d for field, d in _UNCOUNTED_DRIVERS.items() if field in extra)
+    return found
 
 
 def _of_volume(pv: PersistentVolume) -> tuple[str, str] | None:

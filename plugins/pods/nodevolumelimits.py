@@ -13,9 +13,13 @@ kube's message. The counted pods' volumes are kept per node by `plugins.pods._at
 (fed by the pod index's changes): the check is a comparison of numpy columns, exact per row
 only where the pod's volumes are attached already or preemption's overlay applies.
 
-kube also counts the node's VolumeAttachments; we do not watch them (an attachment outlives its
-pod only while it detaches). Requeueing as kube registers it: an assigned pod deleted (freed
-room), a CSINode added or a limit raised, a claim the refused pod uses added.
+The node's VolumeAttachments count too, as kube's: a CSI volume attached there (by the
+attacher and the PV's handle, `plugins.pods._attachments`) holds a slot until its attachment is
+gone, even after its pod left; one also used by a pod there is counted once, and a pod's volume
+attached there already costs nothing more. Requeueing as kube registers it: an assigned pod
+deleted (freed room), a CSINode added or a limit raised, a claim the refused pod uses added, a
+VolumeAttachment deleted (for a refused pod with a claim, or with an inline volume migrating to
+the driver of the attachment's inline spec).
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from placement.pods.framework import (
 from placement.pods.nodes import NodeSnapshot
 from placement.pods.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND, pod_claims
 from plugins.pods._attach_index import AttachIndex, Column, Volumes
-from plugins.pods._attachable import attachable, may_attach
+from plugins.pods._attachable import attachable, inline_drivers, may_attach
+from plugins.pods._attachments import ATTACHMENT_KIND, Attachments
 from plugins.pods._shared import args_of
 from plugins.pods._volumes import claims_of, storage_class, volume
 
@@ -95,6 +100,10 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         self._known: dict[str, dict[str, int]] = {}  # CSINode name -> its limits, as last seen
         self._index = AttachIndex()
         self._refused: dict[str, set[str]] = {}  # claim key -> the refused pods using it
+        self._attachments = Attachments()
+        self._attachment_events = False  # whether VolumeAttachment events reach the plugin
+        # refused pod key -> (it has a claim, the drivers its inline volumes migrate to)
+        self._waiting: dict[str, tuple[bool, frozenset[str]]] = {}
 
     @classmethod
     def from_args(cls, args: NoArgs | Mapping[str, Any] | None = None) -> NodeVolumeLimits:
@@ -107,7 +116,12 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         if not isinstance(event, ObjectEvent):
             return False
         kind = event.obj.KIND
+        if kind == ATTACHMENT_KIND:
+            self._attachment_events = True
+            self._attachments.invalidate()
+            return self._detached(event.obj) if event.type == "Deleted" else False
         if kind in (CLAIM_KIND, VOLUME_KIND, CLASS_KIND):
+            self._attachments.invalidate()  # an attachment's volume may have changed
             self._index.invalidate()  # what the counted pods' volumes resolve to may change
             if kind != CLAIM_KIND or event.type != "Added":
                 return False
@@ -124,6 +138,22 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         if before is None:
             return True
         return any(after.get(d, 2**62) > limit for d, limit in before.items())
+
+    def _detached(self, obj: Any) -> set[str]:
+        """The refused pods a deleted attachment may help (kube's hint): those with a claim, or
+        with an inline volume migrating to the driver of the attachment's inline spec."""
+        spec = getattr(obj, "spec", None)
+        inline = (spec.source.inline_volume_spec or {}) if spec and spec.source else {}
+        csi = inline.get("csi")
+        driver = str(csi.get("driver") or "") if isinstance(csi, Mapping) else ""
+        found = {
+            key
+            for key, (claims, drivers) in self._waiting.items()
+            if claims or (driver and driver in drivers)
+        }
+        for key in found:
+            del self._waiting[key]
+        return found
 
     def _volumes(self, cycle: PodCycle, pod: PodInfo, strict: bool) -> Volumes | str:
         cluster = cycle.cluster
@@ -163,19 +193,30 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         limited = candidates & np.any(np.stack(list(limits.values())) >= 0, axis=0)
         if not limited.any():
             return FilterResult(candidates)
-        index = self._index
+        index, attachments = self._index, self._attachments
         index.sync(cycle.cluster.counted, lambda other: self._resolved(cycle, other))
+        attachments.sync(
+            cycle.cluster.objects(ATTACHMENT_KIND),
+            lambda name: volume(cycle.cluster, name),
+            self._attachment_events,
+        )
         over = np.zeros(nodes.size, dtype=bool)
         for driver, count in wanted.items():
-            limit = limits[driver]
-            over |= (limit >= 0) & (index.attached(driver, nodes) + count > limit)
+            limit, held = limits[driver], index.attached(driver, nodes)
+            extra = attachments.extra(driver, nodes, index.refs)
+            if extra is not None:
+                held = held + extra
+            over |= (limit >= 0) & (held + count > limit)
         over &= limited
-        # Rows where the count above is not exact: one of the pod's volumes is there already,
-        # or preemption's overlay changes the node's pods (then every limited row).
+        # Rows where the count above is not exact: one of the pod's volumes is there already
+        # (used by a pod, or attached), or preemption's overlay changes the node's pods (then
+        # every limited row).
         if nodes.overlay.empty:
-            exact = {
-                r for k in new for n in index.where.get(k, ()) if (r := nodes.row_of(n)) is not None
-            }
+            where = [
+                *(index.where.get(k, ()) for k in new),
+                *(attachments.where.get(k, ()) for k in new),
+            ]
+            exact = {r for found in where for n in found if (r := nodes.row_of(n)) is not None}
         else:
             exact = {int(r) for r in np.flatnonzero(limited)}
         for row in exact:
@@ -187,9 +228,13 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         return FilterResult(candidates & ~over, (Reason(over, ERR_REASON_MAX_VOLUME_COUNT),))
 
     def _remember(self, pod: PodInfo) -> None:
-        """Note the claims of a pod this plugin refused nodes to (for the claim-added hint)."""
+        """Note the claims of a pod this plugin refused nodes to (for the claim-added hint) and
+        what a detached volume must match to help it."""
+        claims = False
         for used in pod_claims(pod.pod):
             self._refused.setdefault(f"{pod.namespace}/{used.name}", set()).add(pod.key)
+            claims = claims or not used.ephemeral  # kube's detach hint: a claim, not ephemeral
+        self._waiting[pod.key] = (claims, frozenset(inline_drivers(pod.pod)))
 
     def _resolved(self, cycle: PodCycle, other: PodInfo) -> Volumes:
         found = self._volumes(cycle, other, strict=False)
@@ -217,6 +262,7 @@ class NodeVolumeLimits(PreFilter, Filter, EventHandler, RequeueHints):
         for added_row, added in overlay.added:
             if added_row == row and added.key != pod.key and _uses_volumes(added):
                 there.update(self._resolved(cycle, added))
+        there.update(self._attachments.on(nodes.names[row]))  # detached with no pod
         attached: dict[str, int] = {}
         for driver in there.values():
             attached[driver] = attached.get(driver, 0) + 1
