@@ -132,6 +132,8 @@ class Container(KubeModel):
     ports: list[ContainerPort] | None = None
     # "Always" on an init container makes it a sidecar, which changes the pod's requests.
     restart_policy: str | None = None
+    # A rule whose action is RestartAllContainers needs a node declaring that feature.
+    restart_policy_rules: list[dict[str, Any]] | None = None
 
 
 class NodeSelectorRequirement(KubeModel):
@@ -221,11 +223,11 @@ class PodSpec(KubeModel):
         {
             *("ephemeralContainers", "restartPolicy"),
             *("activeDeadlineSeconds", "dnsPolicy", "serviceAccountName", "serviceAccount"),
-            *("automountServiceAccountToken", "hostNetwork", "hostPID", "hostIPC"),
+            *("automountServiceAccountToken", "hostPID", "hostIPC"),
             *("shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname"),
             *("subdomain", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName"),
             *("enableServiceLinks",),
-            *("setHostnameAsFQDN", "os", "hostUsers", "resourceClaims"),
+            *("setHostnameAsFQDN", "os", "resourceClaims"),
             *("resources", "hostnameOverride"),
         }
     )
@@ -245,6 +247,10 @@ class PodSpec(KubeModel):
     termination_grace_period_seconds: Int64 | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     volumes: list[Volume] | None = None
+    # Both set (hostNetwork true, hostUsers false): the pod needs a node declaring
+    # UserNamespacesHostNetworkSupport (NodeDeclaredFeatures).
+    host_network: bool | None = None
+    host_users: bool | None = None
 
 
 class PodStatus(KubeModel):
@@ -307,6 +313,8 @@ class NodeStatus(KubeModel):
     allocatable: ResourceList | None = None
     conditions: list[dict[str, Any]] | None = None
     images: list[ContainerImage] | None = None
+    declared_features: list[str] | None = None
+    """The features the node's kubelet declares (NodeDeclaredFeatures), sorted."""
 
 
 class Node(KubeObject):

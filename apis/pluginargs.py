@@ -369,6 +369,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PodTopologySpread": PodTopologySpreadArgs,
     "VolumeRestrictions": NoArgs,
     "NodeVolumeLimits": NoArgs,
+    "NodeDeclaredFeatures": NoArgs,
     "VolumeBinding": VolumeBindingArgs,
     "VolumeZone": NoArgs,
     "InterPodAffinity": InterPodAffinityArgs,

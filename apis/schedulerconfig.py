@@ -72,6 +72,7 @@ KUBE_DEFAULT_PLUGINS = frozenset(
         "ImageLocality",
         "DefaultBinder",
         "DynamicResources",
+        "NodeDeclaredFeatures",
     }
 )
 """kube-scheduler's default plugins: a profile may disable one we do not have (nothing to do),

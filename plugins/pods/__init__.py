@@ -20,6 +20,7 @@ from plugins.pods.defaultpreemption import DefaultPreemption
 from plugins.pods.imagelocality import ImageLocality
 from plugins.pods.interpodaffinity import InterPodAffinity
 from plugins.pods.nodeaffinity import NodeAffinity
+from plugins.pods.nodedeclaredfeatures import NodeDeclaredFeatures
 from plugins.pods.nodename import NodeName
 from plugins.pods.nodeports import NodePorts
 from plugins.pods.noderesourcesfit import NodeResourcesFit
@@ -42,6 +43,7 @@ __all__ = [
     "ImageLocality",
     "InterPodAffinity",
     "NodeAffinity",
+    "NodeDeclaredFeatures",
     "NodeName",
     "NodePorts",
     "NodeResourcesBalancedAllocation",
@@ -81,6 +83,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "VolumeBinding": VolumeBinding.from_args,
     "VolumeZone": VolumeZone.from_args,
     "InterPodAffinity": InterPodAffinity.from_args,
+    "NodeDeclaredFeatures": NodeDeclaredFeatures.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)
@@ -106,6 +109,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
+        # Last of kube's defaults: a pod needing a feature only goes to nodes declaring it.
+        "NodeDeclaredFeatures",
         # PodGroup gangs (its queue order replaces PrioritySort's, its PostFilter runs before
         # DefaultPreemption: gang preemption); idle without PodGroups.
         "Coscheduling",

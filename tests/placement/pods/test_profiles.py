@@ -99,6 +99,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
         "Coscheduling",
         "CapacityScheduling",
     ]
@@ -115,6 +116,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
@@ -139,6 +141,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "PodTopologySpread",
         "InterPodAffinity",
         "ImageLocality",
+        "NodeDeclaredFeatures",
         "Coscheduling",
         "CapacityScheduling",
     ]
