@@ -72,7 +72,7 @@ def host_ports(pod: Pod) -> tuple[HostPort, ...]:
     found: list[HostPort] = []
     # The API server defaults a host-network pod's hostPort to its containerPort; a manifest
     # given to `scheduler simulate` has not been through it.
-    host_network = bool(spec.model_extra and spec.model_extra.get("hostNetwork") is True)
+    host_network = spec.host_network is True
     sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
     for container in (*sidecars, *spec.containers):
         for port in container.ports or ():
