@@ -14,13 +14,13 @@ from apis.fielderrors import label_key_problems
 from apis.fieldrules import as_dict, as_int, as_list, duplicate, invalid, required
 from apis.names import dns1123_subdomain_problems
 
-__all__ = ["csinode_problems"]
+__all__ = ["csinode_problems", "driver_name_problems"]
 
 _DRIVER_NAME_MAX = 63
 _NODE_ID_MAX = 256
 
 
-def _driver_name_problems(name: str, at: str) -> list[FieldProblem]:
+def driver_name_problems(name: str, at: str) -> list[FieldProblem]:
     if not name:
         return [required(at)]
     problems = []
@@ -44,7 +44,7 @@ def csinode_problems(spec: dict[str, Any]) -> list[FieldProblem]:
         at = f"spec.drivers[{i}]"
         driver = as_dict(raw)
         name = _text(driver.get("name"))
-        problems += _driver_name_problems(name, f"{at}.name")
+        problems += driver_name_problems(name, f"{at}.name")
         node_id = _text(driver.get("nodeID"))
         if not node_id:
             problems.append(required(f"{at}.nodeID"))

@@ -20,6 +20,7 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * ConfigMap: the keys of `data` and `binaryData` (`data[a b]: Invalid value: "a b": a valid
   config key must consist of ...`), a key in both;
 * CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys);
+* CSIDriver, CSIStorageCapacity, VolumeAttachment: `apis.csiobjectsvalidation`;
 * Service and ReplicationController: `apis.services` (ports, selectors);
 * PodDisruptionBudget: `apis.policyvalidation` (minAvailable / maxUnavailable, selector).
 
@@ -36,6 +37,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from apis.csiobjectsvalidation import (
+    capacity_problems,
+    csidriver_problems,
+    volume_attachment_problems,
+)
 from apis.csivalidation import csinode_problems
 from apis.errors import FieldProblem
 from apis.fielderrors import label_key_problems, label_value_problems
@@ -128,6 +134,12 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += storage_class_problems(doc)
     elif api_version == "storage.k8s.io/v1" and kind == "CSINode":
         problems += csinode_problems(_dict(doc.get("spec")))
+    elif api_version == "storage.k8s.io/v1" and kind == "CSIDriver":
+        problems += csidriver_problems(_dict(doc.get("spec")))
+    elif api_version == "storage.k8s.io/v1" and kind == "CSIStorageCapacity":
+        problems += capacity_problems(doc)
+    elif api_version == "storage.k8s.io/v1" and kind == "VolumeAttachment":
+        problems += volume_attachment_problems(_dict(doc.get("spec")))
     elif api_version == "policy/v1" and kind == "PodDisruptionBudget":
         problems += budget_problems(doc)
     elif api_version == "v1" and kind == "Service":

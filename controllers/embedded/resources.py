@@ -72,6 +72,8 @@ _NO_GENERATION = frozenset(
         ("storage.k8s.io", "StorageClass"),
         ("storage.k8s.io", "CSIStorageCapacity"),
         ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "VolumeAttachment"),
     }
 )
 # The built-in kinds whose DELETE answers the deleted object (kube's ReturnDeletedObject);

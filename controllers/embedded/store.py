@@ -257,6 +257,8 @@ class Store:
             obj.pop("status", None)
         if res.kind == "Namespace":
             obj["status"] = {"phase": "Active"}
+        if res.kind == "VolumeAttachment":
+            obj["status"] = {"attached": False}  # kube resets it: the attacher reports it
         if dry_run:
             return admit(res, obj, self.max_object_bytes)
         validate(res, obj)

@@ -1,10 +1,10 @@
 """kube-apiserver v1.36 still answers the corpus of tests/data/kube-validation as recorded in
 kube-answers.yaml, the record the fast tests hold `placement validate`, `scheduler simulate` and the
 embedded server to (container ports, pod affinity, topology spread, node affinity,
-PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, PodDisruptionBudget): each object
-goes to the real apiserver as a dry-run create, and its 422's causes (`field: message`, in order)
-are compared with the record — and with `apis.kubevalidation`, the one function the three entry
-points share."""
+PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver, CSIStorageCapacity,
+VolumeAttachment, PodDisruptionBudget): each object goes to the real apiserver as a dry-run create,
+and its 422's causes (`field: message`, in order) are compared with the record — and with
+`apis.kubevalidation`, the one function the three entry points share."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ PLURALS = {
     "PersistentVolume": "/api/v1/persistentvolumes",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "CSIDriver": "/apis/storage.k8s.io/v1/csidrivers",
+    "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
+    "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
 }
 
