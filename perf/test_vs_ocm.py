@@ -152,7 +152,21 @@ def test_decisions_compared_and_each_difference_classified(tmp_path: Path) -> No
     report = write(tmp_path, result, plots=lambda out, medians, checks: [])
     text = report.read_text()
     assert "| cold | ours | 2.00 |" in text and "`a/bug`" in text
-    assert "| 1 | cold | 3 of 4 | 1 | 0 | 1 | 0 | 0 | 0 | 1 |" in text
+    assert "| 1 | cold | 3 of 4 | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 1 |" in text
+
+
+def test_a_toleration_lapsing_in_the_slower_controllers_step_is_timing() -> None:
+    marks = {"numbered": True, "unreachable_s": 300}
+    traits_ = {"placements": {"a/p": marks}}
+    ours, ocm = {"a/p": _side("tainted", "c1")}, {"a/p": _side("c2", "c1")}
+    runs = []
+    for name, snap in (("ours", ours), ("ocm", ocm)):
+        run = _run(name, 0, snap, 1.0)
+        run["phases"] = {"taints": run["phases"]["cold"]}
+        runs.append(run)
+    found = differences(runs, traits_, {"0": ["tainted"]})
+    assert [d["class"] for d in found] == ["lapsed"]
+    assert [d["class"] for d in differences(runs, traits_, {"0": []})] == ["unexplained"]
 
 
 def test_traits_weigh_balance_as_ocm_does(small: Any) -> None:

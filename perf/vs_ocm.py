@@ -55,7 +55,7 @@ async def side_by_side(
 ) -> dict[str, Any]:
     """Every run (module docstring); `progress(text)` is told what runs next, `save(result)`
     gets the result so far after each run."""
-    from perf.vs_ocm_fleet import LAPSE, STEPS, hub, traits
+    from perf.vs_ocm_fleet import LAPSE, STEPS, churn, hub, traits
     from perf.vs_ocm_run import QUIET, Bench
 
     say = progress or (lambda text: None)
@@ -81,6 +81,10 @@ async def side_by_side(
         "lapse_s": args.lapse,
         "steps": args.steps,
         "traits": traits(the_hub),
+        "tainted": {  # per round, the clusters the taints step taints
+            str(r): [p.path.rsplit("/", 1)[1] for p in churn("taints", the_hub, r)]
+            for r in range(rounds)
+        },
         "runs": runs,
     }
     try:
@@ -198,7 +202,9 @@ def summary(result: dict[str, Any], report: Path) -> dict[str, Any]:
 
     checks = verdicts(result["runs"])
     cold = [c[2] for c in checks if c[1] == "cold" and c[2] is not None]
-    found = result.get("differences") or differences(result["runs"], result.get("traits"))
+    found = result.get("differences") or differences(
+        result["runs"], result.get("traits"), result.get("tainted")
+    )
     classes: dict[str, int] = {}
     for d in found:
         classes[d["class"]] = classes.get(d["class"], 0) + 1

@@ -311,6 +311,14 @@ def traits(hub: Hub) -> dict[str, Any]:
             "cel_scores": "scores(" in text,
             "tolerates_spot": "spot" in json.dumps(spec.get("tolerations") or []),
             "numbered": "numberOfClusters" in spec,
+            "unreachable_s": max(
+                (
+                    t.get("tolerationSeconds", 0)
+                    for t in spec.get("tolerations") or []
+                    if t.get("key") in (UNREACHABLE, None)
+                ),
+                default=None,
+            ),
         }
     prefer = [
         name

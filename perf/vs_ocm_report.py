@@ -25,6 +25,7 @@ __all__ = [
 ]  # fmt: skip
 
 OURS, OCM = "ours", "ocm"
+TOLERATION = 60  # the taints step's taints lapse for 60 s tolerations within the step
 PHASES = ("cold", "labels", "taints", "scores", "placements")
 _SERVERS_OWN = ("endpoints", "leases", "tokenreviews", "subjectaccessreviews")
 SPEEDUP, CPU_RATIO, REQUEST_RATIO = 3.0, 0.5, 1.0
@@ -41,7 +42,9 @@ CLASSES = {
     "documented difference above moves the counts the other placements see",
     "prefer": "documented: an untolerated `PreferNoSelect` taint (−100 here, ignored by OCM)",
     "scores": "documented: OCM does not re-queue a placement whose CEL calls `scores()` when "
-    "a score changes",
+    "a score changes (from the scores step on)",
+    "lapsed": "timing: a toleration of the taints step's taint (longer than the step's 60 s) "
+    "lapsed while the slower controller was still settling a step, not while the faster was",
     "midstep": "consequence: a step's requests land over a while; a controller that schedules "
     "the placement while they land keeps (Steady) what it chose then, one that schedules it "
     "after the last does not",
@@ -161,13 +164,28 @@ def _check(
 
 
 def _classify(
-    key: str, ours: Any, ocm: Any, phase: str, earlier: bool, traits: dict[str, Any]
+    key: str,
+    ours: Any,
+    ocm: Any,
+    phase: str,
+    earlier: bool,
+    traits: dict[str, Any],
+    tainted: frozenset[str] | set[str] = frozenset(),
 ) -> str:
     mine = traits.get("placements", {}).get(key, {})
+    after = PHASES.index(phase)
+    clusters = [{c for pd in side["decisions"] for c in pd[3]} for side in (ours, ocm)]
     if mine.get("spread"):
         return "spread"
-    if phase == "scores" and mine.get("cel_scores"):
+    if after >= PHASES.index("scores") and mine.get("cel_scores"):
         return "scores"
+    lasts = mine.get("unreachable_s") or 0
+    if (
+        after >= PHASES.index("taints")
+        and lasts > TOLERATION
+        and (clusters[0] ^ clusters[1]) & tainted
+    ):
+        return "lapsed"
     # scores rank clusters only when there are more than numberOfClusters (the placements
     # step gives one to those that had none)
     if not mine.get("numbered", True) and phase != "placements":
@@ -175,7 +193,6 @@ def _classify(
     if earlier and mine.get("steady"):
         return "carried"
     prefer = set(traits.get("prefer_no_select", ()))
-    clusters = [{c for pd in side["decisions"] for c in pd[3]} for side in (ours, ocm)]
     if not mine.get("tolerates_spot") and (clusters[0] ^ clusters[1]) & prefer:
         return "prefer"
     if mine.get("balance"):
@@ -186,7 +203,9 @@ def _classify(
 
 
 def differences(
-    runs: list[dict[str, Any]], traits: dict[str, Any] | None = None
+    runs: list[dict[str, Any]],
+    traits: dict[str, Any] | None = None,
+    result_tainted: dict[str, list[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every placement whose conditions or decisions differ between ours and OCM in the same
     round and phase, with its class."""
@@ -198,6 +217,7 @@ def differences(
         if OURS not in pair or OCM not in pair:
             continue
         differed: set[str] = set()
+        tainted = set((result_tainted or {}).get(str(round_), ()))
         for phase in PHASES:
             a = pair[OURS]["phases"].get(phase, {}).get("snapshot")
             b = pair[OCM]["phases"].get(phase, {}).get("snapshot")
@@ -207,7 +227,7 @@ def differences(
                 if a.get(key) == b.get(key):
                     continue
                 ours, ocm = a.get(key) or {"decisions": []}, b.get(key) or {"decisions": []}
-                kind = _classify(key, ours, ocm, phase, key in differed, traits)
+                kind = _classify(key, ours, ocm, phase, key in differed, traits, tainted)
                 out.append(
                     {"round": round_, "phase": phase, "placement": key, "class": kind,
                      "ours": ours, "ocm": ocm}
@@ -352,7 +372,7 @@ def slim(result: dict[str, Any]) -> dict[str, Any]:
     itself."""
     if "differences" in result:
         return result
-    found = differences(result["runs"], result.get("traits"))
+    found = differences(result["runs"], result.get("traits"), result.get("tainted"))
     for d in found:
         if d["class"] != "unexplained":
             d.pop("ours"), d.pop("ocm")
@@ -368,7 +388,9 @@ def write(out: Path, result: dict[str, Any], plots: Callable[..., list[str]] = _
     runs = result["runs"]
     medians = aggregate(runs)
     checks = verdicts(runs)
-    found = result.get("differences") or differences(runs, result.get("traits"))
+    found = result.get("differences") or differences(
+        runs, result.get("traits"), result.get("tainted")
+    )
     header = result.get("header", {})
     lines = ["# The hub controller side by side with OCM's placement controller", ""]
     lines += [f"- {k}: {v}" for k, v in header.items() if k != "machine"]
