@@ -140,7 +140,9 @@ def verdicts(runs: list[dict[str, Any]]) -> list[tuple[str, str, float | None, s
         ours, ocm = medians.get((OURS, phase)), medians.get((OCM, phase))
         if ours is None or ocm is None:
             continue
+        # nothing to settle on either side (0 s): no ratio
         speedup = _ratio(ocm["seconds"], ours["seconds"]) if ours["seconds"] else None
+        speedup = speedup or None
         target = "cold start" if phase == "cold" else "churn step"
         out.append(_check(f"{target} (x faster)", phase, speedup, SPEEDUP, True))
     ours, ocm = medians.get((OURS, "all")), medians.get((OCM, "all"))
