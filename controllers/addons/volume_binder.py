@@ -155,7 +155,8 @@ class VolumeBinder:
             if done:
                 return None
             if loop.time() >= deadline:
-                return "binding volumes: timed out waiting for the PV controller to bind the claims"
+                # kube's words: its wait's context ends at bindTimeoutSeconds
+                return "binding volumes: context deadline exceeded"
             await asyncio.sleep(self.poll)
 
     async def _check(self, action: BindVolumes, written: dict[str, str]) -> tuple[str | None, bool]:

@@ -96,12 +96,15 @@ async def test_a_timed_out_provisioning_is_retried_and_bound_once_a_provisioner_
         async def timed_out() -> str:
             found = await gw.get(Pod, "db", "default")
             for c in (found.status.conditions if found.status else None) or []:
-                if c["type"] == "PodScheduled" and "timed out" in c.get("message", ""):
+                if c["type"] == "PodScheduled" and "deadline exceeded" in c.get("message", ""):
                     return str(c["message"])
             return ""
 
         message = await eventually(timed_out, timeout=10)
-        assert message.startswith('running PreBind plugin "VolumeBinding": binding volumes:')
+        # kube's words for a wait that ran out
+        assert message == (
+            'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+        )
         claim = await gw.get(PersistentVolumeClaim, "data", "default")
         assert (claim.metadata.annotations or {})[SELECTED_NODE_ANNOTATION] == "n2"
         assert not (claim.spec and claim.spec.volume_name)
