@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from perf.side_by_side import add_report_options, missing_binaries, render
 from perf.vs_kube_shapes import SHAPES, SIZES, World, world
 
 __all__ = ["main", "side_by_side"]
@@ -174,11 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-interrupted", action="store_true", help="skip the SIGTERM-mid-run check"
     )
-    parser.add_argument("--out", type=Path, default=Path("perf/reports/vs-kube"))
-    parser.add_argument("--render", action="store_true", help="redo the report from --out")
-    parser.add_argument(
-        "--json", action="store_true", help="print a JSON summary last; exit 0 unless it broke"
-    )
+    add_report_options(parser, "perf/reports/vs-kube")
     return parser
 
 
@@ -188,14 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out: Path = args.out
     if args.render:
-        saved = json.loads((out / "vs-kube.json").read_text())
-        print(f"report: {write(out, saved)}")
-        return 0
-    from tests.e2e.controlplane import missing_assets
-
-    missing = missing_assets("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-    if missing is not None:
-        print(f"python -m perf.vs_kube: {missing}", file=sys.stderr)
+        return render(out, "vs-kube.json", write)
+    if missing_binaries(
+        "perf.vs_kube", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"
+    ):
         return 1
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     rounds = args.rounds or (1 if mode == "smoke" else 2)

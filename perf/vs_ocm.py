@@ -31,6 +31,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perf.side_by_side import add_report_options, missing_binaries, render
+
 if TYPE_CHECKING:
     from perf.harness import Case, Settings, Step
 
@@ -138,11 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="seconds after the taints step at which their tolerations lapse (default 8)",
     )
-    parser.add_argument("--out", type=Path, default=Path("perf/reports/vs-ocm"))
-    parser.add_argument("--render", action="store_true", help="redo the report from --out")
-    parser.add_argument(
-        "--json", action="store_true", help="print a JSON summary last; exit 0 unless it broke"
-    )
+    add_report_options(parser, "perf/reports/vs-ocm")
     return parser
 
 
@@ -152,14 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out: Path = args.out
     if args.render:
-        saved = json.loads((out / "vs-ocm.json").read_text())
-        print(f"report: {write(out, saved)}")
-        return 0
-    from tests.e2e.controlplane import missing_assets
-
-    missing = missing_assets("etcd", "kube-apiserver", "ocm-placement")
-    if missing is not None:
-        print(f"python -m perf.vs_ocm: {missing}", file=sys.stderr)
+        return render(out, "vs-ocm.json", write)
+    if missing_binaries("perf.vs_ocm", "etcd", "kube-apiserver", "ocm-placement"):
         return 1
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     clusters, placements = SIZES[mode]
