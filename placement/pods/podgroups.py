@@ -114,7 +114,8 @@ def _occupied_by(pods: list[Pod]) -> str | None:
 
 
 def _step(phase: str, quorum: int, counts: PodGroupCounts) -> str:
-    """The anchor's one step from `phase` (§1.6); `phase` unchanged when no rule applies."""
+    """scheduler-plugins' one step from `phase` (docs/gangs-and-quotas.md); `phase` unchanged
+    when no rule applies."""
     if phase in _FINAL:
         return phase
     if phase == "":

@@ -1,5 +1,5 @@
 """The offline shell of the pod scheduler: an in-memory cluster driving the Engine on a virtual
-clock (`placement scheduler simulate`, DESIGN §8: one engine, two shells).
+clock (`placement scheduler simulate`; one engine, two shells: docs/architecture.md).
 
 The world holds nodes, pods, Namespaces, PodGroups, ElasticQuotas and PriorityClasses, and plays
 of the API server, the workload controllers and the kubelet that the real shell gets from a
@@ -16,7 +16,7 @@ of grace). The run stops when nothing can move any more (no pod in the active or
 none held at Permit, no victim terminating) or at a time limit. The input is sorted before it
 is fed, so the same objects in any order give the same result.
 
-The world also plays the spot webhook (`placement.pods.mutation`, DESIGN §8): each pod a
+The world also plays the spot webhook (`placement.pods.mutation`; docs/spot-webhook.md): each pod a
 Deployment or StatefulSet annotated `distributed-scheduling/min-available` creates is mutated as
 the webhook would at its CREATE, with the on-demand count the world knows at that moment (its
 pods alive and labelled on-demand), so a Deployment of 10 with min-available 3 gets 3 pods

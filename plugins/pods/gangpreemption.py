@@ -1,5 +1,6 @@
-"""Gang preemption (beyond the anchor, DESIGN §8): the fewest lower-priority pods whose deletion
-lets every pending member of a gang fit, over several nodes, or nothing.
+"""Gang preemption (beyond scheduler-plugins' Coscheduling; docs/gangs-and-quotas.md): the
+fewest lower-priority pods whose deletion lets every pending member of a gang fit, over several
+nodes, or nothing.
 
 kube's `selectVictimsOnNode` for one pod, done for the whole gang over the whole cluster:
 
