@@ -13,6 +13,7 @@ from pydantic import Field
 from apis.meta import Int32, Int64, KubeModel, KubeObject, MicroTime, Time
 from apis.names import NameRule
 from apis.podaffinity import PodAffinity, PodAntiAffinity
+from apis.podclaims import PodResourceClaim, PodResourceClaimStatus, ResourceClaimRef
 from apis.quantity import ResourceList
 from apis.topologyspread import TopologySpreadConstraint
 
@@ -41,11 +42,14 @@ __all__ = [
     "ObjectReference",
     "PersistentVolumeClaimVolumeSource",
     "Pod",
+    "PodResourceClaim",
+    "PodResourceClaimStatus",
     "PodSchedulingGate",
     "PodSpec",
     "PodStatus",
     "PodToleration",
     "PreferredSchedulingTerm",
+    "ResourceClaimRef",
     "ResourceRequirements",
     "Volume",
 ]
@@ -94,12 +98,11 @@ class ConfigMap(KubeObject):
 
 
 class ResourceRequirements(KubeModel):
-    """A container's resource requests and limits."""
-
-    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"claims"})
+    """A container's resource requests and limits, and the pod's resource claims it uses."""
 
     requests: ResourceList | None = None
     limits: ResourceList | None = None
+    claims: list[ResourceClaimRef] | None = None
 
 
 class ContainerPort(KubeModel):
@@ -227,7 +230,7 @@ class PodSpec(KubeModel):
             *("shareProcessNamespace", "securityContext", "imagePullSecrets", "hostname"),
             *("subdomain", "hostAliases", "dnsConfig", "readinessGates", "runtimeClassName"),
             *("enableServiceLinks",),
-            *("setHostnameAsFQDN", "os", "resourceClaims"),
+            *("setHostnameAsFQDN", "os"),
             *("resources", "hostnameOverride"),
         }
     )
@@ -251,6 +254,8 @@ class PodSpec(KubeModel):
     # UserNamespacesHostNetworkSupport (NodeDeclaredFeatures).
     host_network: bool | None = None
     host_users: bool | None = None
+    # Devices the pod needs (DynamicResources): claims by name or made from templates.
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodStatus(KubeModel):
@@ -262,6 +267,8 @@ class PodStatus(KubeModel):
     phase: str | None = None
     conditions: list[dict[str, Any]] | None = None
     nominated_node_name: str | None = None
+    # The claims kube-controller-manager made from the pod's templates (name -> claim name).
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(KubeObject):

@@ -35,6 +35,7 @@ from apis.fields import UnknownField, unknown_fields_of
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
 from apis.policy import PodDisruptionBudget
+from apis.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from apis.scheduling import ElasticQuota, PodGroup, PriorityClass
 from apis.services import Service
 from apis.storage import (
@@ -98,6 +99,10 @@ _BUILTIN_KINDS: tuple[type[KubeObject], ...] = (
     Service,
     ReplicationController,
     PodDisruptionBudget,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
 )
 # OCM's add-on objects: read and checked (`placement validate`), served by neither server.
 _ADDON_KINDS: tuple[type[KubeObject], ...] = (AddOnTemplate, ClusterManagementAddOn)

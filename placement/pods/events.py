@@ -27,9 +27,11 @@ __all__ = [
     "NODE_ADD_OR_UPDATE",
     "PREEMPTION_BY_SCHEDULER",
     "Action",
+    "AllocateClaims",
     "BindPod",
     "BindResult",
     "BindVolumes",
+    "ClaimAllocation",
     "ClusterEvent",
     "DeletePod",
     "EmitEvent",
@@ -159,6 +161,33 @@ class BindVolumes:
 
 
 @dataclass(frozen=True)
+class ClaimAllocation:
+    """One ResourceClaim PreBind writes for a pod: `namespace/name` and uid (the write's
+    precondition), and the `status.allocation` to write in the API's spelling, or None when the
+    claim was already allocated and only the pod is added to its `status.reservedFor`."""
+
+    key: str
+    uid: str
+    allocation: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AllocateClaims:
+    """Before the pod `key` (uid, chosen `node`) is bound: record each claim's allocation and
+    reserve it for the pod, as kube-scheduler's DynamicResources PreBind does (on a cluster:
+    the claim's `resource.kubernetes.io/delete-protection` finalizer, then one status update
+    with `allocation` and the pod appended to `reservedFor`, each claim in turn). The simulation
+    applies them at once. When a write fails the shell sends a failed `BindResult` for the pod
+    instead of binding it; a claim written before the failure keeps what was written (kube's
+    Unreserve then clears it, as the claim's next event tells the engine)."""
+
+    key: str
+    uid: str
+    node: str
+    claims: tuple[ClaimAllocation, ...]
+
+
+@dataclass(frozen=True)
 class PodCondition:
     """A pod condition as the engine decides it: what the shell writes into
     `status.conditions`, replacing the condition of the same `type`. Its `lastTransitionTime`
@@ -236,7 +265,16 @@ class WakeAt:
     at: datetime
 
 
-Action = BindPod | BindVolumes | DeletePod | PatchPodStatus | PatchObjectStatus | EmitEvent | WakeAt
+Action = (
+    BindPod
+    | BindVolumes
+    | AllocateClaims
+    | DeletePod
+    | PatchPodStatus
+    | PatchObjectStatus
+    | EmitEvent
+    | WakeAt
+)
 
 
 @dataclass

@@ -30,8 +30,7 @@ def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
     spec = pod.spec
     found: list[str] = []
-    extra = spec.model_extra or {}
-    if extra.get("resourceClaims"):
+    if spec.resource_claims:
         found.append("dynamic resource allocation (spec.resourceClaims)")
     return found
 
