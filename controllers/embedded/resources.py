@@ -5,10 +5,9 @@ subresource); the built-in ones (Namespace, Pod, Node, ConfigMap, Event, Lease, 
 PriorityClass, PersistentVolume, PersistentVolumeClaim, storage.k8s.io StorageClass, CSIDriver,
 CSIStorageCapacity, apps/v1
 Deployment, ReplicaSet, StatefulSet, batch/v1 Job, v1 Service, ReplicationController, policy/v1
-PodDisruptionBudget) from the
-models' class
-data. The workloads are stored only: no controller creates their pods. Each resource is paired
-with the `apis` model that validates its objects.
+PodDisruptionBudget, resource.k8s.io/v1 DeviceClass, ResourceClaim, ResourceClaimTemplate,
+ResourceSlice) from the models' class data. The workloads are stored only: no controller
+creates their pods. Each resource is paired with the `apis` model that validates its objects.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from apis.fielderrors import aggregate
 from apis.meta import KubeObject
 from apis.policy import PodDisruptionBudget
 from apis.registry import KINDS
+from apis.resource import RESOURCE_KINDS
 from apis.scheduling import PriorityClass
 from apis.services import Service
 from apis.storage import (
@@ -59,6 +59,7 @@ CORE_KINDS: tuple[type[KubeObject], ...] = (
     CSINode,
     VolumeAttachment,
     MutatingWebhookConfiguration,
+    *RESOURCE_KINDS,
 )
 # The built-in kinds kube-apiserver keeps no metadata.generation for (their strategies never set
 # it); every other kind, custom ones included, starts at 1 and counts changes of its spec.
@@ -74,6 +75,9 @@ _NO_GENERATION = frozenset(
         ("storage.k8s.io", "CSINode"),
         ("storage.k8s.io", "CSIDriver"),
         ("storage.k8s.io", "VolumeAttachment"),
+        # a claim's spec is immutable and a template's copied as it is: neither counts changes
+        ("resource.k8s.io", "ResourceClaim"),
+        ("resource.k8s.io", "ResourceClaimTemplate"),
     }
 )
 # The built-in kinds whose DELETE answers the deleted object (kube's ReturnDeletedObject);

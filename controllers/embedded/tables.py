@@ -23,6 +23,7 @@ from controllers.embedded.eventviews import to_core
 from controllers.embedded.jsonpath import cell
 from controllers.embedded.policy_printers import POLICY_PRINTERS
 from controllers.embedded.printers import PRINTERS, column
+from controllers.embedded.resource_printers import RESOURCE_PRINTERS
 from controllers.embedded.resources import Resource
 from controllers.embedded.service_printers import SERVICE_PRINTERS
 from controllers.embedded.status import StatusError
@@ -86,6 +87,7 @@ class TableView:
             or STORAGE_PRINTERS.get(kind)
             or SERVICE_PRINTERS.get(kind)
             or POLICY_PRINTERS.get(kind)
+            or RESOURCE_PRINTERS.get(kind)
         )
         if printer is not None:
             return printer.columns, printer.row
