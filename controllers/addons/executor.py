@@ -11,6 +11,10 @@ The engine decides; this module only writes. Each action becomes one request:
   controller has bound the claims (`controllers.addons.volume_binder`), queued behind the pod's
   earlier writes and ahead of its binding. A failed write or wait fails the pod's binding
   instead (a failed `BindResult`; the `BindPod` that follows is not sent).
+* `AllocateClaims` -> as kube-scheduler's DynamicResources PreBind: each claim's finalizer, then
+  its allocation and the pod in its `reservedFor` (`controllers.addons.claim_writer`), queued
+  ahead of the binding; a failure fails the binding as for volumes, and a binding that fails
+  takes the pod out of its claims' `reservedFor` again (kube's Unreserve).
 * `DeletePod` -> first, as kube-scheduler does, a status patch giving the victim the condition
   the engine decided (`DisruptionTarget`, reason `PreemptionByScheduler`; kube does not delete a
   victim it could not mark, and neither do we; nothing is sent when the victim carries that
@@ -53,6 +57,7 @@ from datetime import UTC, datetime
 from apis.core import Pod
 from apis.meta import KubeObject
 from apis.registry import KINDS
+from controllers.addons.claim_writer import ClaimWriter
 from controllers.addons.emitter import EventEmitter
 from controllers.addons.gateway import PodGateway
 from controllers.addons.pod_patches import disruption_patch, pod_status_patch
@@ -65,6 +70,7 @@ from controllers.kube.errors import (
 from controllers.runtime.leader import NotLeaderError
 from placement.pods.events import (
     Action,
+    AllocateClaims,
     BindPod,
     BindResult,
     BindVolumes,
@@ -147,6 +153,7 @@ class ActionExecutor:
         self.counts = ExecutorCounts()
         self._volumes_failed: set[tuple[str, str]] = set()  # pods whose BindVolumes failed
         self.volumes = VolumeBinder(gateway, lookup)
+        self.claims = ClaimWriter(gateway, lookup, self._wall)
 
     @property
     def pending(self) -> int:
@@ -224,7 +231,7 @@ class ActionExecutor:
     def _target(action: Action) -> str:
         if isinstance(action, PatchObjectStatus):
             return f"{action.kind}:{action.key}"
-        assert isinstance(action, BindPod | BindVolumes | DeletePod | PatchPodStatus)
+        assert not isinstance(action, WakeAt | EmitEvent)
         return f"Pod:{action.key}"
 
     def _spawn(self, target: str, action: Action) -> None:
@@ -256,6 +263,10 @@ class ActionExecutor:
                     await self._bind(action)
                 elif isinstance(action, BindVolumes):
                     prebound = await self._bind_volumes(action)
+                elif isinstance(action, AllocateClaims):
+                    if (problem := await self.claims.prebind(action)) is not None:
+                        self.counts.bind_failures += 1
+                        self._fail_binding(action, problem)
                 elif isinstance(action, DeletePod):
                     await self._delete(action)
                 elif isinstance(action, PatchPodStatus):
@@ -265,7 +276,7 @@ class ActionExecutor:
             except NotLeaderError as exc:
                 self.counts.fenced += 1
                 log.info("%s %s: %s", type(action).__name__, self._target(action), exc)
-                if isinstance(action, BindPod | BindVolumes):
+                if isinstance(action, BindPod | BindVolumes | AllocateClaims):
                     self._fail_binding(action, str(exc))
             finally:
                 self._sending -= 1
@@ -276,11 +287,11 @@ class ActionExecutor:
                 log.warning("volumes of %s not bound: %s", action.key, problem)
                 self._fail_binding(action, problem)
 
-    def _fail_binding(self, action: BindPod | BindVolumes, message: str) -> None:
-        """The pod's binding failed (once: after failed volume writes, its bind is dropped)."""
-        if isinstance(action, BindVolumes):
+    def _fail_binding(self, action: BindPod | BindVolumes | AllocateClaims, message: str) -> None:
+        """The pod's binding failed (once: after failed PreBind writes, its bind is dropped)."""
+        volumes = not isinstance(action, BindPod)  # the failure of a PreBind's writes
+        if volumes:
             self._volumes_failed.add((action.key, action.uid))
-        volumes = isinstance(action, BindVolumes)
         self._deliver(
             BindResult(action.key, action.uid, action.node, False, False, message, volumes)
         )
@@ -314,6 +325,8 @@ class ActionExecutor:
             self.counts.bound += 1
             log.info("bound %s to %s", action.key, action.node)  # kube-scheduler's -v=2 line
             result = BindResult(action.key, action.uid, action.node, True)
+        if self.claims.reserved:  # only pods with claims are there: the common path skips it
+            await self.claims.bound(action.key, action.uid, result.ok)
         self._deliver(result)
 
     def _deliver(self, result: BindResult) -> None:
