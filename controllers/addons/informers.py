@@ -20,8 +20,8 @@ A pod deleted and created again under the same name has another uid: the engine 
 one is gone before it hears of the new one.
 
 `object_events` makes the callbacks of the other informers (nodes, PriorityClasses, PodGroups,
-ElasticQuotas, storage, Services and workload controllers, PodDisruptionBudgets): one engine
-event per watch event.
+ElasticQuotas, storage, Services and workload controllers, PodDisruptionBudgets, the
+resource.k8s.io kinds of dynamic resource allocation): one engine event per watch event.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.policy import PodDisruptionBudget
+from apis.resource import RESOURCE_KINDS
 from apis.scheduling import ElasticQuota, PodGroup
 from apis.services import SELECTING_MODELS
 from apis.storage import STORAGE_KINDS
@@ -59,11 +60,14 @@ OPTIONAL_KINDS: tuple[type[KubeObject], ...] = (
     *STORAGE_KINDS,
     *SELECTING_MODELS,
     PodDisruptionBudget,
+    *RESOURCE_KINDS,
 )
 """The kinds watched when the server serves them: PodGroups and ElasticQuotas (when their CRDs
 are installed), the storage objects, the Services, ReplicationControllers, ReplicaSets and
-StatefulSets whose selectors the default topology spreading uses, and the PodDisruptionBudgets
-preemption reads (their `status.disruptionsAllowed` as kube's disruption controller wrote it)."""
+StatefulSets whose selectors the default topology spreading uses, the PodDisruptionBudgets
+preemption reads (their `status.disruptionsAllowed` as kube's disruption controller wrote it),
+and DynamicResources' DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices
+(resource.k8s.io/v1, served by kube-apiserver v1.36 by default)."""
 
 
 def pending_selector(scheduler_name: str) -> str:
