@@ -190,6 +190,17 @@ def _builtin_prioritizers() -> tuple[str, ...]:
     return tuple(default_registry().prioritizers)
 
 
+def _kube_problems(doc: Any) -> list[FieldProblem]:
+    """kube-apiserver's validation, with the CEL device selectors of the DRA kinds compiled
+    (the CEL engine loads only for those)."""
+    problems = kube_problems(doc)
+    if isinstance(doc, dict) and str(doc.get("apiVersion", "")).startswith("resource.k8s.io/"):
+        from placement.cel import selector_problems
+
+        problems = [*problems, *(p for p in selector_problems(doc) if p not in problems)]
+    return problems
+
+
 def _missing_name(doc: Any) -> list[FieldProblem]:
     # The API server's rule for a create; objects read back from it always have a name.
     meta = doc.get("metadata", {}) if isinstance(doc, dict) else None
@@ -231,14 +242,14 @@ def _load_document(
         object_id = exc.object_id
         # kube's words first (CRD schema, kube-apiserver's validation), then the model's
         # about the other fields
-        kube = merge_problems(crd, kube_problems(doc))
+        kube = merge_problems(crd, _kube_problems(doc))
         problems = [*merge_problems(kube, exc.problems), *_missing_name(doc)]
     except ModelError as exc:
         result.errors.append(LoadError(source, index, str(exc)))
         return
     else:
         object_id = describe(doc, obj.KIND, obj.NAMESPACED)
-        problems = [*crd, *_missing_name(doc), *kube_problems(doc)]
+        problems = [*crd, *_missing_name(doc), *_kube_problems(doc)]
     unknown = [u.problem() for u in unknown_fields(doc)] if validation != "ignore" else []
     if validation == "strict":
         # First: an unknown field is often the cause of the other problems (a misspelt key

@@ -64,7 +64,7 @@ def validate(res: Resource, obj: dict[str, Any], *, status: bool = False) -> Non
     except ObjectValidationError as exc:
         # kube's validation words a problem as kube-apiserver does: the model's problems
         # about the same fields are left out (`volumeMode: X` is kube's Unsupported value)
-        kube = kube_problems({**obj, "apiVersion": res.api_version, "kind": res.kind})
+        kube = _kube_problems({**obj, "apiVersion": res.api_version, "kind": res.kind})
         if kube:
             _refuse(res, obj, merge_problems(kube, exc.problems))
         name = obj["metadata"].get("name", "")
@@ -112,7 +112,18 @@ def _refuse_kube(res: Resource, obj: dict[str, Any]) -> None:
     kube's message: `Pod "p" is invalid:
     spec.containers: Required value`, several problems as `[a, b]`, one cause each."""
     doc = {**obj, "apiVersion": res.api_version, "kind": res.kind}
-    _refuse(res, obj, kube_problems(doc))
+    _refuse(res, obj, _kube_problems(doc))
+
+
+def _kube_problems(doc: dict[str, Any]) -> list[FieldProblem]:
+    """kube-apiserver's validation, with the CEL device selectors of the DRA kinds compiled
+    (the CEL engine loads only for those)."""
+    problems = kube_problems(doc)
+    if str(doc.get("apiVersion", "")).startswith("resource.k8s.io/"):
+        from placement.cel import selector_problems
+
+        problems = [*problems, *(p for p in selector_problems(doc) if p not in problems)]
+    return problems
 
 
 def _refuse(res: Resource, obj: dict[str, Any], problems: list[FieldProblem]) -> None:
