@@ -32,6 +32,7 @@ from controllers.embedded.history import DROP, END, Watcher
 from controllers.embedded.kubelet import Kubelet, KubeletOptions
 from controllers.embedded.patch import copy_json
 from controllers.embedded.pods import SYSTEM_PRIORITY_CLASSES
+from controllers.embedded.resourceclaims import ResourceClaims
 from controllers.embedded.resources import load_resources
 from controllers.embedded.store import Store
 from controllers.embedded.volumes import VolumePhases
@@ -85,6 +86,7 @@ class EmbeddedApiServer:
         self.kubelet = Kubelet(self.store, kubelet)
         self._handlers.pod_grace_from_spec = kubelet is not None
         self.volume_phases = VolumePhases(self.store)  # the PV controller's phases
+        self.resource_claims = ResourceClaims(self.store)  # the resourceclaim controller's part
 
     @property
     def url(self) -> str:
@@ -103,6 +105,7 @@ class EmbeddedApiServer:
             self.load(self.snapshot)
         self.kubelet.attach()
         self.volume_phases.attach()
+        self.resource_claims.attach()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handlers.dispatch)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -119,6 +122,7 @@ class EmbeddedApiServer:
         self.drop_watches(abrupt=False)
         self.kubelet.close()
         self.volume_phases.close()
+        self.resource_claims.close()
         await self._handlers.webhooks.close()
         if self._runner is not None:
             await self._runner.cleanup()
