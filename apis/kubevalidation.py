@@ -22,7 +22,9 @@ pkg/apis/scheduling/validation, apimachinery's ValidateAnnotations):
 * CSINode: `apis.csivalidation` (driver names, node IDs, attach counts, topology keys);
 * CSIDriver, CSIStorageCapacity, VolumeAttachment: `apis.csiobjectsvalidation`;
 * Service and ReplicationController: `apis.services` (ports, selectors);
-* PodDisruptionBudget: `apis.policyvalidation` (minAvailable / maxUnavailable, selector).
+* PodDisruptionBudget: `apis.policyvalidation` (minAvailable / maxUnavailable, selector);
+* DeviceClass, ResourceClaim, ResourceClaimTemplate: `apis.resourcevalidation`; ResourceSlice:
+  `apis.resourceslicevalidation`.
 
 As kube, a Gt/Lt value that is not an integer is not refused: such a requirement matches no
 node. PodGroup and ElasticQuota are checked against their CRDs (`apis.crdvalidation`).
@@ -51,6 +53,7 @@ from apis.fieldrules import forbidden as _forbidden
 from apis.fieldrules import invalid as _invalid
 from apis.fieldrules import not_supported as _not_supported
 from apis.fieldrules import required as _required
+from apis.podclaimvalidation import container_claim_problems, pod_claim_names, pod_claim_problems
 from apis.podspecvalidation import (
     host_port_problems,
     labels_problems,
@@ -61,6 +64,8 @@ from apis.podspecvalidation import (
 )
 from apis.policyvalidation import budget_problems
 from apis.quantity import Quantity, QuantityError
+from apis.resourceslicevalidation import slice_problems
+from apis.resourcevalidation import resource_problems
 from apis.services import replication_controller_problems, service_problems
 from apis.storagevalidation import claim_problems, storage_class_problems, volume_problems
 
@@ -146,6 +151,10 @@ def kube_problems(doc: Any) -> list[FieldProblem]:
         problems += service_problems(_dict(doc.get("spec")))
     elif api_version == "v1" and kind == "ReplicationController":
         problems += replication_controller_problems(_dict(doc.get("spec")))
+    elif api_version == "resource.k8s.io/v1" and kind == "ResourceSlice":
+        problems += slice_problems(_dict(doc.get("spec")))
+    elif api_version == "resource.k8s.io/v1":
+        problems += resource_problems(doc)
     return problems
 
 
@@ -245,15 +254,17 @@ def overcommit_allowed(name: str) -> bool:
 
 
 def _pod_problems(spec: dict[str, Any]) -> list[FieldProblem]:
-    problems: list[FieldProblem] = []
+    claims = _list(spec.get("resourceClaims"))
+    problems = pod_claim_problems(claims)  # kube checks them before the containers
+    names = pod_claim_names(claims)
     containers = _list(spec.get("containers"))
     if not containers:
         problems.append(_required("spec.containers"))
     for i, container in enumerate(containers):
-        problems += _container_problems(_dict(container), f"spec.containers[{i}]")
+        problems += _container_problems(_dict(container), f"spec.containers[{i}]", names)
     problems += host_port_problems(containers, "spec.containers")
     for i, container in enumerate(_list(spec.get("initContainers"))):
-        problems += _container_problems(_dict(container), f"spec.initContainers[{i}]")
+        problems += _container_problems(_dict(container), f"spec.initContainers[{i}]", names)
         # each init container on its own (they run one at a time), at kube's index 0
         problems += host_port_problems([container], "spec.initContainers")
     problems += labels_problems(_dict(spec.get("nodeSelector")), "spec.nodeSelector")
@@ -269,9 +280,14 @@ def _pod_problems(spec: dict[str, Any]) -> list[FieldProblem]:
     return problems
 
 
-def _container_problems(container: dict[str, Any], path: str) -> list[FieldProblem]:
+def _container_problems(
+    container: dict[str, Any], path: str, claims: set[str]
+) -> list[FieldProblem]:
     problems = port_problems(_list(container.get("ports")), f"{path}.ports")
-    return problems + _resource_problems(_dict(container.get("resources")), f"{path}.resources")
+    resources = _dict(container.get("resources"))
+    problems += _resource_problems(resources, f"{path}.resources")
+    at = f"{path}.resources.claims"
+    return problems + container_claim_problems(_list(resources.get("claims")), claims, at)
 
 
 def _toleration_problems(toleration: dict[str, Any], path: str) -> list[FieldProblem]:
