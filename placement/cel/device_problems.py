@@ -1,7 +1,9 @@
 """kube-apiserver's checks of the CEL device selectors in DeviceClasses, ResourceClaims and
 ResourceClaimTemplates: each expression at most 10 KiB (`Too long: may not be more than 10240
-bytes`, not compiled then) and compiling in the DRA environment (`Invalid value: "<expr>":
-compilation failed: ...`), under kube's field paths. The entry points that validate objects
+bytes`, not compiled then), compiling in the DRA environment (`Invalid value: "<expr>":
+compilation failed: ...`) and not "too complex" (kube's cost estimate over its runtime limit;
+ours is a floor of it: nested comprehensions over the attribute maps), under kube's field
+paths. The entry points that validate objects
 (`placement validate`, `scheduler simulate`, the embedded API server) add these problems to
 kube's other validation of the kinds."""
 
@@ -11,10 +13,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from apis.errors import FieldProblem
-from apis.fieldrules import as_dict, as_list, invalid
+from apis.fieldrules import as_dict, as_list, forbidden, invalid
 from apis.meta import KubeObject
 from apis.resource import RESOURCE_GROUP
+from placement.cel.device_text import estimated_cost
 from placement.cel.devices import (
+    MAX_COST,
     MAX_EXPRESSION_BYTES,
     DeviceSelectorError,
     DeviceSelectors,
@@ -78,4 +82,6 @@ def _check(path: str, expression: str) -> FieldProblem | None:
         _SELECTORS.program(expression)
     except DeviceSelectorError as exc:
         return invalid(path, expression, str(exc))
+    if estimated_cost(expression) > MAX_COST:
+        return forbidden(path, "too complex, exceeds cost limit")
     return None

@@ -5,6 +5,12 @@ checker's differ because `device` is declared as one variable per field.
 * `device.foo`: the C++ checker finds no variable `device.foo` ("undeclared reference to
   'device.foo'" at the chain's last dot); cel-go selects the undeclared field of
   `kubernetes.DRADevice` ("undefined field 'foo'" at the dot after `device`).
+* `has(device.driver)`: the C++ checker types the macro on a variable as the variable itself;
+  a field of `kubernetes.DRADevice` is always present, so the test reads as `true`.
+* A field selected on a scalar: C++ "expression of type 'string' cannot be the operand of a
+  select operation", cel-go "type 'string' does not support field selection".
+* `estimated_cost`: a floor of cel-go's cost estimate, enough to refuse the selectors whose
+  nested comprehensions over the attribute maps kube-apiserver finds "too complex".
 * A result of the wrong type: the engine's type name (`MAP<STRING, DYN>`) in cel-go's spelling,
   with kube's declared types (`google.protobuf.Any` for an attribute value, `kubernetes.Quantity`
   for a capacity).
@@ -14,9 +20,23 @@ from __future__ import annotations
 
 import re
 
-from placement.cel.source import Token, string_value, tokenize
+from placement.cel.source import (
+    COMPREHENSIONS,
+    Token,
+    chain_start,
+    closing,
+    node_count,
+    string_value,
+    tokenize,
+)
 
-__all__ = ["literal_domains", "result_type_name", "undefined_fields"]
+__all__ = [
+    "estimated_cost",
+    "kube_words",
+    "literal_domains",
+    "presence_tests",
+    "result_type_name",
+]
 
 _HEADER = re.compile(r"^ERROR: <input>:(\d+):(\d+): undeclared reference to 'device\.([^']*)'")
 _MAPS = ("attributes", "capacity")
@@ -51,9 +71,30 @@ def literal_domains(source: str) -> frozenset[str]:
     return frozenset(read - tested)
 
 
-def undefined_fields(source: str, message: str, fields: frozenset[str]) -> str:
+def presence_tests(source: str, fields: frozenset[str]) -> str:
+    """`source` with each `has(device.<field>)` as `(true ...)`, blank-padded to the same
+    length so that every error's column stays where it was."""
+    tokens = tokenize(source)
+    out = source
+    for i in range(len(tokens) - 5):
+        run = tokens[i : i + 6]
+        if not (_is(run[0], "has") and _is(run[1], "(") and _is(run[2], "device")):
+            continue
+        if _is(run[3], ".") and run[4].text in fields and _is(run[5], ")"):
+            start, end = run[0].start, run[5].start + 1
+            out = out[:start] + "(true" + " " * (end - start - 6) + ")" + out[end:]
+    return out
+
+
+_SELECT_OPERAND = re.compile(
+    r"expression of type '([^']*)' cannot be the operand of a select operation"
+)
+
+
+def kube_words(source: str, message: str, fields: frozenset[str]) -> str:
     """`message` (the C++ checker's) with an undeclared `device.<field>` chain as cel-go's
-    "undefined field" at the dot after `device`."""
+    "undefined field" at the dot after `device`, and cel-go's words for a select on a scalar."""
+    message = _SELECT_OPERAND.sub(r"type '\1' does not support field selection", message)
     tokens = tokenize(source)
     lines = source.split("\n")
     out: list[str] = []
@@ -123,3 +164,52 @@ def _name(engine: str, dyn: str) -> str:
     parts.append(inner[start:].strip())
     args = ", ".join(_name(p, dyn) for p in parts)
     return f"{head.lower()}({args})"
+
+
+_MAP_ELEMENTS = 32  # kube: at most 32 attributes and capacities per device, so per map level
+
+
+def estimated_cost(source: str) -> int:
+    """A floor of cel-go's worst-case cost estimate for the comprehensions of `source`: each
+    runs its body once per element of its range (32 for a map of `device.attributes` or
+    `device.capacity` at any level, the element count of a list literal, 1 when unknown),
+    nested ones multiplied; the estimate is the largest such product times the body's size."""
+    tokens = tokenize(source)
+    spans: list[tuple[int, int, int, int]] = []  # (open, close, range size, body nodes)
+    for i in range(1, len(tokens) - 2):
+        dot, name, paren = tokens[i], tokens[i + 1], tokens[i + 2]
+        if not (_is(dot, ".") and name.text in COMPREHENSIONS and _is(paren, "(")):
+            continue
+        close = closing(tokens, i + 2)
+        begin = chain_start(tokens, i)
+        if begin is None:
+            continue
+        spans.append(
+            (i + 2, close, _range_size(tokens, begin, i), node_count(tokens[i + 3 : close]))
+        )
+    worst = 0
+    for open_at, close, size, body in spans:
+        outer = 1
+        for other_open, other_close, other_size, _ in spans:
+            if other_open < open_at and close <= other_close:
+                outer *= other_size
+        worst = max(worst, outer * size * (body + 1))
+    return worst
+
+
+def _range_size(tokens: list[Token], begin: int, end: int) -> int:
+    head = [t.text for t in tokens[begin : begin + 3]]
+    if head[:2] == ["device", "."] and len(head) == 3 and head[2] in _MAPS:
+        return _MAP_ELEMENTS
+    if _is(tokens[begin], "[") and closing(tokens, begin) == end - 1:
+        inner = tokens[begin + 1 : end - 1]
+        depth, count = 0, 1 if inner else 0
+        for token in inner:
+            if token.kind == "punct" and token.text in ("(", "[", "{", "[?"):
+                depth += 1
+            elif token.kind == "punct" and token.text in (")", "]", "}"):
+                depth -= 1
+            elif _is(token, ",") and depth == 0:
+                count += 1
+        return max(count, 1)
+    return 1

@@ -36,10 +36,12 @@ from cel_expr_python.ext import (  # type: ignore[import-untyped]
 from apis.resource import DeviceAttribute, DeviceCapacity
 from placement.arrays import BoolMask
 from placement.cel import k8s, quantity
+from placement.cel.device_library import extras
 from placement.cel.device_text import (
+    kube_words,
     literal_domains,
+    presence_tests,
     result_type_name,
-    undefined_fields,
 )
 from placement.cel.k8s_values import SEMVER
 from placement.cel.messages import celgo
@@ -116,6 +118,7 @@ class _Environment:
     def __init__(self) -> None:
         self.meter = Meter()
         functions = [f for f in k8s.build(self.meter) if f.name not in _OMITTED]
+        functions += extras(functions, self.meter)
         functions.append(Function(METER, "dra_cost_meter", ("int",), "bool", self._tick))
         by_name: dict[str, list[Any]] = {}
         for f in functions:
@@ -278,15 +281,16 @@ def _attribute_value(name: str, attribute: DeviceAttribute) -> Any:
 def compile_device_selector(expression: str) -> DeviceProgram:
     """The compiled selector; raises `DeviceSelectorError` with kube-apiserver's message."""
     env = _environment()
+    source = presence_tests(expression, FIELDS)
     try:
-        checked = env.env.compile(expression)
+        checked = env.env.compile(source)
     except (RuntimeError, ValueError, TypeError) as exc:
         if [t.text for t in tokenize(expression)] == ["device"]:
             # kube's `device` is an object: it compiles, to the wrong type
             raise DeviceSelectorError(
                 "must evaluate to bool or the unknown type, not kubernetes.DRADevice"
             ) from None
-        text = undefined_fields(expression, _engine_text(exc), FIELDS)
+        text = kube_words(expression, _engine_text(exc), FIELDS)
         raise DeviceSelectorError(
             "compilation failed: " + celgo(expression, text, env.function_names)
         ) from None
@@ -295,7 +299,7 @@ def compile_device_selector(expression: str) -> DeviceProgram:
         name = result_type_name(expression, kind.name())
         raise DeviceSelectorError(f"must evaluate to bool or the unknown type, not {name}")
     try:
-        program = env.env.compile(instrument(expression))
+        program = env.env.compile(instrument(source))
     except (RuntimeError, ValueError, TypeError) as exc:  # pragma: no cover - a bug here
         raise DeviceSelectorError("program instantiation failed: " + _engine_text(exc)) from None
     return DeviceProgram(

@@ -93,6 +93,13 @@ def _matches(expression: str, **overrides: Any) -> bool:
         ("!device.allowMultipleAllocations", True),
         ('device.attributes["dra.example.com"].model.matches("^A[0-9]+$")', True),
         ('isSemver("1.2.3") && semver("2.0.0").isGreaterThan(semver("1.9.9"))', True),
+        # kube's base environment: semver's normalizing form, the sets extension
+        ('semver("v1.02", true) == semver("1.2.0") && isSemver("v1", true)', True),
+        ('isSemver("v1.0")', False),
+        ("sets.contains([1, 2, 3], [1, 2.0]) && sets.intersects([1], [3, 1])", True),
+        ("sets.contains([1], [true]) || sets.equivalent([1, 2], [1])", False),
+        # has() of a field of the device: always there
+        ("has(device.driver) && has(device.allowMultipleAllocations)", True),
     ],
 )
 def test_documented_selectors(expression: str, expected: bool) -> None:
