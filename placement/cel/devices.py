@@ -307,6 +307,9 @@ def compile_device_selector(expression: str) -> DeviceProgram:
     )
 
 
+_CACHE_SIZE = 4096
+
+
 class DeviceSelectors:
     """Compiled selectors by expression (one compile each, errors remembered too) and their
     evaluation over many devices."""
@@ -323,6 +326,8 @@ class DeviceSelectors:
             except DeviceSelectorError as exc:
                 found = exc
             self._programs[expression] = found
+            if len(self._programs) > _CACHE_SIZE:  # the oldest goes: expressions come and go
+                del self._programs[next(iter(self._programs))]
         if isinstance(found, DeviceSelectorError):
             raise found
         return found
@@ -351,16 +356,24 @@ class DeviceSelectors:
 
 
 def _content(values: Mapping[str, DeviceAttribute | DeviceCapacity] | None) -> tuple[Any, ...]:
-    """A hashable form of attributes or capacity that tells apart what a selector can."""
+    """A hashable form of attributes or capacity that tells apart what a selector can (each
+    kind of attribute value in a place of its own: `true` is not `1`)."""
     if not values:
         return ()
-    items: list[tuple[str, Any, Any]] = []
+    items: list[tuple[Any, ...]] = []
     for name, value in values.items():
         if isinstance(value, DeviceAttribute):
-            found = value.value()
-            items.append((name, type(found).__name__, found))
+            items.append(
+                (
+                    name,
+                    value.int_value,
+                    value.bool_value,
+                    value.string_value,
+                    value.version_value,
+                )
+            )
         else:
             amount = value.value.amount
-            items.append((name, "q", (amount.unscaled, amount.scale, amount.big)))
-    items.sort()
+            items.append((name, amount.unscaled, amount.scale, amount.big))
+    items.sort(key=lambda item: item[0])
     return tuple(items)
