@@ -38,6 +38,7 @@ class ClaimAllocator:
     def __init__(self, inventory: DeviceInventory, selectors: SelectorSource) -> None:
         self.inventory = inventory
         self.selectors = selectors
+        self._last_busy: tuple[frozenset[DeviceKey], int, BoolMask] | None = None
 
     def prepare(self, claims: Sequence[ResourceClaim]) -> PreparedClaims:
         """The claims (the pod's, not yet allocated) checked and resolved; raises
@@ -73,11 +74,7 @@ class ClaimAllocator:
             return candidates.copy()
         catalog = self.inventory.catalog()
         reach = catalog.reach(nodes)
-        busy = np.zeros(len(catalog.devices), dtype=bool)
-        for key in in_use:
-            index = catalog.index_of.get(key)
-            if index is not None:
-                busy[index] = True
+        busy = self._busy(catalog, in_use)
         passing = candidates.copy()
         union = np.zeros(len(catalog.devices), dtype=bool)
         least = 0
@@ -103,6 +100,20 @@ class ClaimAllocator:
         for row in np.flatnonzero(exact).tolist():
             out[row] = self._row(prepared, catalog, nodes, row, in_use, reasons)
         return out
+
+    def _busy(self, catalog: Catalog, in_use: Set[DeviceKey]) -> BoolMask:
+        """The devices in use as a mask over the catalog; remembered for a frozenset (it
+        cannot change), so pods filtered against the same one share it."""
+        cached = self._last_busy
+        if cached is not None and cached[0] is in_use and cached[1] == catalog.version:
+            return cached[2]
+        busy = np.zeros(len(catalog.devices), dtype=bool)
+        index_of = catalog.index_of
+        found = [i for key in in_use if (i := index_of.get(key)) is not None]
+        busy[found] = True
+        if isinstance(in_use, frozenset):
+            self._last_busy = (in_use, catalog.version, busy)
+        return busy
 
     def _usable(
         self,
