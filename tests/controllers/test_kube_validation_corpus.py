@@ -1,8 +1,9 @@
 """The corpus of tests/data/kube-validation (container ports, pod affinity, topology spread, node
 affinity, PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
-CSIStorageCapacity, VolumeAttachment, PodDisruptionBudget) refused at the three entry points with
-kube-apiserver v1.36's own words, as recorded in kube-answers.yaml (the e2e tier checks that record
-against kube-apiserver): `placement validate` and `placement scheduler simulate` print each cause as
+CSIStorageCapacity, VolumeAttachment, PodDisruptionBudget, the resource.k8s.io kinds, a pod's
+resourceClaims) refused at the three entry points with kube-apiserver v1.36's own words, as
+recorded in kube-answers.yaml (the e2e tier checks that record against kube-apiserver):
+`placement validate` and `placement scheduler simulate` print each cause as
 `file: document N: Kind ns/name: field: message`, in kube's order and nothing else about the object;
 the embedded API server answers 422 with the same causes; an object kube accepts is accepted by all
 three."""
@@ -34,6 +35,10 @@ PATHS = {
     "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
     "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 

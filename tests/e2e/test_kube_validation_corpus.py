@@ -2,9 +2,10 @@
 kube-answers.yaml, the record the fast tests hold `placement validate`, `scheduler simulate` and the
 embedded server to (container ports, pod affinity, topology spread, node affinity,
 PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver, CSIStorageCapacity,
-VolumeAttachment, PodDisruptionBudget): each object goes to the real apiserver as a dry-run create,
-and its 422's causes (`field: message`, in order) are compared with the record — and with
-`apis.kubevalidation`, the one function the three entry points share."""
+VolumeAttachment, PodDisruptionBudget, the resource.k8s.io kinds, a pod's resourceClaims): each
+object goes to the real apiserver as a dry-run create, and its 422's causes (`field: message`, in
+order) are compared with the record — and with `apis.kubevalidation`, the one function the three
+entry points share."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ PLURALS = {
     "CSIStorageCapacity": "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
     "VolumeAttachment": "/apis/storage.k8s.io/v1/volumeattachments",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceClaim": "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+    "ResourceClaimTemplate": "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
 
 
