@@ -85,6 +85,7 @@ _NO_GENERATION = frozenset(
 _DELETE_ANSWERS_OBJECT = frozenset(
     {("", "Pod"), ("", "Namespace"), ("", "PersistentVolume"), ("", "PersistentVolumeClaim")}
     | {("storage.k8s.io", "StorageClass")}
+    | {("resource.k8s.io", cls.KIND) for cls in RESOURCE_KINDS}
 )
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 SERVER_VERSION = {

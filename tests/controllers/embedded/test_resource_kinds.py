@@ -1,7 +1,8 @@
 """The embedded server serves dynamic resource allocation's kinds (resource.k8s.io/v1) as
 kube-apiserver v1.36 does: discovery, create and get through the project's kubernetes_asyncio
-gateway, a ResourceClaim's status subresource, metadata.generation kept for DeviceClass and
-ResourceSlice only, and `kubectl get`'s columns (a claim's STATE)."""
+gateway, a ResourceClaim's status subresource, metadata.generation kept (and counted) for
+DeviceClass and ResourceSlice only, a DELETE answered with the deleted object, kube's validation
+(422), and `kubectl get`'s columns (a claim's STATE)."""
 
 from __future__ import annotations
 
@@ -150,3 +151,36 @@ async def test_a_deleted_claims_state_says_so_before_its_allocation() -> None:
     assert claim_state({**deleted, "status": {"allocation": ALLOCATION}}) == "deleted,allocated"
     reserved = {"status": {"allocation": ALLOCATION, "reservedFor": [POD]}}
     assert claim_state({"metadata": {"name": "c"}, **reserved}) == "allocated,reserved"
+
+
+async def test_generation_counts_spec_changes_of_classes_and_slices() -> None:
+    async with hub() as (_, gw):
+        await gw.create(parse_object(CLASS))
+        await gw.create(parse_object(SLICE))
+        await gw.merge_patch(DeviceClass, "gpu", {"spec": {"selectors": []}})
+        await gw.merge_patch(ResourceSlice, "node-1-gpu", {"metadata": {"labels": {"a": "b"}}})
+        cls = await gw.get(DeviceClass, "gpu")
+        found = await gw.get(ResourceSlice, "node-1-gpu")
+    assert cls.metadata.generation == 2
+    assert found.metadata.generation == 1  # a label is no spec change
+
+
+async def test_a_delete_answers_the_deleted_object() -> None:
+    async with hub() as (server, gw), aiohttp.ClientSession() as http:
+        await gw.create(parse_object(CLAIM))
+        url = f"{server.url}/apis/{GROUP}/v1/namespaces/default/resourceclaims/claim-1"
+        async with http.delete(url) as response:
+            body = await response.json()
+    assert response.status == 200
+    assert (body["kind"], body["metadata"]["name"]) == ("ResourceClaim", "claim-1")
+
+
+async def test_kubes_validation_refuses_an_invalid_slice() -> None:
+    bad = {**SLICE, "spec": {**SLICE["spec"], "allNodes": True}}
+    async with hub() as (server, _), aiohttp.ClientSession() as http:
+        url = f"{server.url}/apis/{GROUP}/v1/resourceslices"
+        async with http.post(url, json=bad) as response:
+            body = await response.json()
+    assert response.status == 422
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec"]
+    assert "exactly one of `nodeName`, `nodeSelector`" in body["message"]
