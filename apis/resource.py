@@ -10,8 +10,9 @@ with more selectors and constraints between its requests; the scheduler allocate
 claims in `spec.resourceClaims`, directly or through a ResourceClaimTemplate from which
 kube-controller-manager creates one claim per pod (`status.resourceClaimStatuses` says which).
 
-What scheduling reads is typed; the drivers' opaque configuration, the alpha fields of
-consumable capacity and counters are kept as they came.
+What scheduling reads is typed (shared counters and the devices' consumption of them
+included); the drivers' opaque configuration, binding conditions and the alpha fields of
+consumable capacity are kept as they came.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = [
     "RESOURCE_KINDS",
     "AllocationResult",
     "CELDeviceSelector",
+    "Counter",
+    "CounterSet",
     "Device",
     "DeviceAllocationResult",
     "DeviceAttribute",
@@ -40,6 +43,7 @@ __all__ = [
     "DeviceClass",
     "DeviceClassSpec",
     "DeviceConstraint",
+    "DeviceCounterConsumption",
     "DeviceRequest",
     "DeviceRequestAllocationResult",
     "DeviceSelector",
@@ -272,12 +276,31 @@ class DeviceCapacity(KubeModel):
     value: QuantityField
 
 
+class Counter(KubeModel):
+    value: QuantityField
+
+
+class CounterSet(KubeModel):
+    """Named counters a pool shares (partitionable devices): what its devices consume."""
+
+    name: str = ""
+    counters: dict[str, Counter] | None = None
+
+
+class DeviceCounterConsumption(KubeModel):
+    """The amounts of the counters of one of its pool's counter sets a device uses while
+    allocated."""
+
+    counter_set: str = ""
+    counters: dict[str, Counter] | None = None
+
+
 class Device(KubeModel):
     """One device of a pool: its name, attributes and capacities, keyed by qualified name
     (`domain/id`, or a bare id meaning the driver's own domain)."""
 
     UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"consumesCounters", "bindingConditions", "bindingFailureConditions"}
+        {"bindingConditions", "bindingFailureConditions"}
     )
 
     name: str
@@ -289,6 +312,7 @@ class Device(KubeModel):
     taints: list[DeviceTaint] | None = None
     binds_to_node: bool | None = None
     allow_multiple_allocations: bool | None = None
+    consumes_counters: list[DeviceCounterConsumption] | None = None
 
 
 class ResourcePool(KubeModel):
@@ -301,7 +325,7 @@ class ResourcePool(KubeModel):
 
 
 class ResourceSliceSpec(KubeModel):
-    UNTYPED_FIELDS: ClassVar[frozenset[str]] = frozenset({"sharedCounters"})
+    """One slice of a pool: devices, or (never both) the counter sets its devices share."""
 
     driver: str = ""  # required by kube's validation (apis.resourcevalidation), as the pool
     pool: ResourcePool = Field(default_factory=ResourcePool)
@@ -310,6 +334,7 @@ class ResourceSliceSpec(KubeModel):
     all_nodes: bool | None = None
     per_device_node_selection: bool | None = None
     devices: list[Device] | None = None
+    shared_counters: list[CounterSet] | None = None
 
 
 class ResourceSlice(KubeObject):

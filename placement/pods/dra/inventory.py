@@ -328,7 +328,7 @@ def _view(driver: str, pool: str, device: Device) -> DeviceView:
         device.capacity or {},
         tuple(Taint(t.key, t.value or "", t.effect) for t in device.taints or ()),
         bool(extra.get("bindingConditions")),
-        bool(extra.get("consumesCounters")),
+        bool(device.consumes_counters),
         bool(device.allow_multiple_allocations),
     )
 
