@@ -26,6 +26,7 @@ from apis.configchecks import (
 from apis.configmodel import (
     ConfigModel,
     field_problems,
+    go_duration_seconds,
     located,
     shown,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "CapacitySchedulingArgs",
     "CoschedulingArgs",
     "DefaultPreemptionArgs",
+    "DynamicResourcesArgs",
     "InterPodAffinityArgs",
     "NoArgs",
     "NodeAffinityArgs",
@@ -352,6 +354,46 @@ class InterPodAffinityArgs(ArgsModel):
     ignore_preferred_terms_of_existing_pods: bool = False
 
 
+def _duration_field(value: Any) -> Any:
+    """A metav1.Duration written as Go spells it (`10s`, `1m30s`) -> seconds; numbers pass."""
+    if isinstance(value, str):
+        try:
+            return go_duration_seconds(value)
+        except ValueError as exc:
+            raise_all([invalid((), value, str(exc))])
+    return value
+
+
+class DynamicResourcesArgs(ArgsModel):
+    """kube's DynamicResourcesArgs (seconds here, Go durations in a file: `filterTimeout: 10s`).
+    `filterTimeout` bounds kube's per-node device search (0: none); the search here is
+    vectorised and bounded by the claims' sizes, so it is accepted and checked but not needed.
+    `bindingTimeout` is the wait of PreBind for device binding conditions, which are not
+    implemented (kube's default, 10 minutes, is kept for the configuration's round trip)."""
+
+    filter_timeout: float = 10.0
+    binding_timeout: float = 600.0
+
+    @field_validator("filter_timeout", "binding_timeout", mode="before")
+    @classmethod
+    def _durations(cls, value: Any) -> Any:
+        return _duration_field(value)
+
+    @field_validator("filter_timeout")
+    @classmethod
+    def _filter_timeout(cls, value: float) -> float:
+        if value < 0:
+            raise_all([invalid((), value, "must be zero or positive")])
+        return value
+
+    @field_validator("binding_timeout")
+    @classmethod
+    def _binding_timeout(cls, value: float) -> float:
+        if value < 1:
+            raise_all([invalid((), value, "must be greater than or equal to 1 second")])
+        return value
+
+
 PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "PrioritySort": NoArgs,
     "UnsupportedFeatures": NoArgs,
@@ -373,6 +415,7 @@ PLUGIN_ARGS: Mapping[str, type[ArgsModel]] = {
     "VolumeBinding": VolumeBindingArgs,
     "VolumeZone": NoArgs,
     "InterPodAffinity": InterPodAffinityArgs,
+    "DynamicResources": DynamicResourcesArgs,
 }
 """The args model of each built-in pod plugin."""
 

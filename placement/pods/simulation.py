@@ -88,6 +88,10 @@ OBJECT_KINDS = (
     "VolumeAttachment",
     "CSIDriver",
     "CSIStorageCapacity",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
     "PodGroup",
     "ElasticQuota",
     "PodDisruptionBudget",
@@ -97,7 +101,9 @@ OBJECT_KINDS = (
 affinity's namespaceSelector reads their labels; Services: the default spreading's selector;
 PodDisruptionBudgets: preemption's, their status computed as kube's disruption controller does;
 storage, CSIDrivers and CSIStorageCapacities: VolumeBinding's; CSINodes and VolumeAttachments:
-the attach limits and the attached volumes NodeVolumeLimits reads)."""
+the attach limits and the attached volumes NodeVolumeLimits reads; DeviceClasses, ResourceSlices
+and ResourceClaims: DynamicResources', the templates: the resourceclaim controller the world
+plays, `world_claims`)."""
 # Rounds of the engine at one instant before the simulation calls it a livelock.
 _ROUNDS_PER_POD = 20
 

@@ -25,6 +25,7 @@ from placement.pods.disruption_status import DisruptionBudgetStatusRule
 from placement.pods.events import (
     DISRUPTION_TARGET,
     Action,
+    AllocateClaims,
     BindPod,
     BindResult,
     BindVolumes,
@@ -50,6 +51,7 @@ from placement.pods.status import StatusRule
 from placement.pods.status_rules import status_rules
 from placement.pods.volumes import ephemeral_claims, initial_phase
 from placement.pods.workloads import Expansion
+from placement.pods.world_claims import allocate_claims, make_claims, release_claims
 from placement.pods.world_status import apply_status_rules
 
 __all__ = [
@@ -164,6 +166,8 @@ class World:
         self.feed(PodEvent("Added", pod, queued_at=pod.metadata.creation_timestamp))
         for claim in ephemeral_claims(pod, self.objects_of("StorageClass").values()):
             self.add_object(claim)  # as the ephemeral volume controller creates it
+        if pod.spec.resource_claims:
+            make_claims(self, pod)  # kube-controller-manager's resourceclaim controller
 
     def _admitted(self, pod: Pod) -> Pod:
         """`pod` as the spot webhook leaves it at its CREATE (unchanged when its workload is
@@ -206,6 +210,8 @@ class World:
                 self._bind(action)
             elif isinstance(action, BindVolumes):
                 self._bind_volumes(action)
+            elif isinstance(action, AllocateClaims):
+                allocate_claims(self, action)
             elif isinstance(action, DeletePod):
                 self._delete(action)
             elif isinstance(action, PatchPodStatus):
@@ -281,6 +287,8 @@ class World:
             del self.pods[key]
             self.evicted.append(pod)
             self.feed(PodEvent("Deleted", pod))
+            if pod.spec.resource_claims:
+                release_claims(self, pod)
             self._replace(pod)
 
     def _controller_uid(self, pod: Pod) -> str | None:

@@ -17,6 +17,7 @@ from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
 from plugins.pods.capacity import CapacityScheduling
 from plugins.pods.coscheduling import Coscheduling
 from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.dynamicresources import DynamicResources
 from plugins.pods.imagelocality import ImageLocality
 from plugins.pods.interpodaffinity import InterPodAffinity
 from plugins.pods.nodeaffinity import NodeAffinity
@@ -40,6 +41,7 @@ __all__ = [
     "POD_PLUGINS",
     "CapacityScheduling",
     "Coscheduling",
+    "DynamicResources",
     "ImageLocality",
     "InterPodAffinity",
     "NodeAffinity",
@@ -84,6 +86,7 @@ _FACTORIES: dict[str, PluginFactory] = {
     "VolumeZone": VolumeZone.from_args,
     "InterPodAffinity": InterPodAffinity.from_args,
     "NodeDeclaredFeatures": NodeDeclaredFeatures.from_args,
+    "DynamicResources": DynamicResources.from_args,
 }
 
 POD_PLUGINS: Mapping[str, PluginFactory] = MappingProxyType(_FACTORIES)

@@ -33,8 +33,8 @@ from tests.placement.pods.test_profiles import HEAD, profile_with, profiles
             id="not-a-permit",
         ),
         pytest.param(
-            profile_with("    filter:\n      enabled: [{name: DynamicResources}]\n"),
-            'profiles[0].plugins.filter.enabled[0].name: plugin "DynamicResources" is a '
+            profile_with("    filter:\n      enabled: [{name: DefaultBinder}]\n"),
+            'profiles[0].plugins.filter.enabled[0].name: plugin "DefaultBinder" is a '
             "kube-scheduler plugin this scheduler does not implement",
             id="kube-plugin-missing",
         ),

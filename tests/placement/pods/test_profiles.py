@@ -347,13 +347,16 @@ def test_the_queue_order_compared_across_profiles_is_the_one_the_engine_follows(
     assert (first.queue_sort.name, second.queue_sort.name) == ("Coscheduling", "PrioritySort")
 
 
-def test_args_of_a_kube_default_we_lack_are_accepted_only_when_it_is_disabled() -> None:
-    args = "  pluginConfig:\n  - name: DynamicResources\n    args: {filterTimeout: 10s}\n"
-    disabled = "    multiPoint:\n      disabled: [{name: DynamicResources}]\n"
-    (profile,) = profiles(profile_with(disabled) + args)
-    assert profile.scheduler_name == "a"
-    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.name: plugin \"DynamicResources\""):
-        profiles(HEAD + "profiles:\n- schedulerName: a\n" + args)
+def test_dynamic_resources_args_reach_the_plugin_enabled_by_a_configuration() -> None:
+    # DynamicResources is implemented (issue 45): its kube args are read, its own checks apply.
+    args = "  pluginConfig:\n  - name: DynamicResources\n    args: {filterTimeout: 20s}\n"
+    enabled = "    multiPoint:\n      enabled: [{name: DynamicResources}]\n"
+    (profile,) = profiles(profile_with(enabled) + args)
+    (plugin,) = [p for p in profile.filters if p.name == "DynamicResources"]
+    assert plugin.args.filter_timeout == 20.0  # type: ignore[attr-defined]
+    negative = args.replace("20s", "-1s")
+    with pytest.raises(ConfigError, match=r"filterTimeout: Invalid value: -1\.0: must be zero"):
+        profiles(profile_with(enabled) + negative)
 
 
 def test_disabling_a_kube_default_we_lack_is_accepted() -> None:
