@@ -11,7 +11,10 @@ kube v1.36 words and orders it (pkg/apis/resource/validation):
 * per device: at most 32 attributes and capacities together; attribute and capacity names
   qualified names (`apis.resourcevalidation.qualified_name_problems`, reported on the map);
   exactly one value per attribute, strings and versions at most 64 bytes, versions semver;
-  taints (key, value, effect); binding conditions and binding failure conditions together.
+  taints (key, value, effect); the counter sets it consumes (at most 2, named, with 1 to 32
+  counters, each set once);
+  binding conditions and binding failure conditions together;
+* `spec.sharedCounters`: at most 8, named by DNS labels, with 1 to 32 counters, each name once.
 
 Attributes and capacities are Go maps in kube, checked in no fixed order: here their values in
 the document's order, then their names.
@@ -38,6 +41,9 @@ MAX_DEVICES_WITH_ADVANCED_FEATURES = 64
 _MAX_POOL_NAME = 253
 _MAX_ATTRIBUTES_AND_CAPACITIES = 32
 _MAX_VALUE = 64
+_MAX_COUNTER_SETS = 8
+_MAX_CONSUMED_SETS = 2
+_MAX_COUNTERS = 32
 _MAX_KEY_SHOWN = 63 + 1 + 32  # a domain, a slash and an identifier
 _NODE_CHOICES = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`"
 _DEVICE_CHOICES = (
@@ -294,8 +300,43 @@ def _device_problems(device: dict[str, Any], path: str, per_device: bool) -> lis
             problems.append(forbidden(at, "allowMultipleAllocations must be true"))
     for i, taint in enumerate(as_list(device.get("taints"))):
         problems += _taint_problems(as_dict(taint), f"{path}.taints[{i}]")
+    consumed = as_list(device.get("consumesCounters"))
+    at = f"{path}.consumesCounters"
+    problems += _counters_problems(consumed, at, "counterSet", _MAX_CONSUMED_SETS)
     problems += _device_nodes_problems(device, path, per_device)
     return problems + _binding_problems(device, path)
+
+
+def _counters_problems(sets: list[Any], path: str, field: str, limit: int) -> list[FieldProblem]:
+    """A slice's `sharedCounters` (each named by `name`) or a device's `consumesCounters`
+    (each naming a `counterSet`): at most `limit`, the name a DNS label, 1 to 32 counters
+    named by DNS labels, no name twice."""
+    if len(sets) > limit:
+        return [too_many(path, len(sets), limit)]
+    problems: list[FieldProblem] = []
+    for i, raw in enumerate(sets):
+        entry, at = as_dict(raw), f"{path}[{i}]"
+        name = _text(entry.get(field))
+        if not name:
+            problems.append(required(f"{at}.{field}"))
+        else:
+            problems += [invalid(f"{at}.{field}", name, m) for m in dns1123_label_problems(name)]
+        counters = as_dict(entry.get("counters"))
+        if not counters:
+            problems.append(required(f"{at}.counters"))
+        elif len(counters) > _MAX_COUNTERS:
+            problems.append(too_many(f"{at}.counters", len(counters), _MAX_COUNTERS))
+            continue
+        for key in counters:
+            messages = dns1123_label_problems(str(key))
+            problems += [invalid(f"{at}.counters", key, m) for m in messages]
+    seen: set[str] = set()
+    for i, raw in enumerate(sets):
+        name = _text(as_dict(raw).get(field))
+        if name in seen:
+            problems.append(duplicate(f"{path}[{i}]", name))
+        seen.add(name)
+    return problems
 
 
 def _advanced(devices: list[Any]) -> bool:
@@ -331,4 +372,5 @@ def slice_problems(spec: dict[str, Any]) -> list[FieldProblem]:
         if name in seen:
             problems.append(duplicate(f"spec.devices[{i}]", name))
         seen.add(name)
-    return problems
+    shared = as_list(spec.get("sharedCounters"))
+    return problems + _counters_problems(shared, "spec.sharedCounters", "name", _MAX_COUNTER_SETS)

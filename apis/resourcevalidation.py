@@ -7,15 +7,18 @@ ExactCount and its count 1 when not given; a toleration's operator is Equal):
   an `opaque` with a driver and JSON object parameters, `extendedResourceName` an extended
   resource name; at most 32 selectors and 32 configs;
 * ResourceClaim (and the claim of a ResourceClaimTemplate, under `spec.spec`, after the
-  template's labels and annotations): at most 32 requests, each named by a DNS label, unique,
-  with exactly one of `exactly` or `firstAvailable` (at most 8 subrequests, unique names); a
-  device class name (required, a DNS subdomain); allocationMode ExactCount (count above zero) or
-  All (no count); tolerations; constraints naming requests of the claim (`req` or `req/sub`)
+  template's `spec.metadata`: labels, annotations' keys, no other field): at most 32 requests,
+  each named by a DNS label, unique, with exactly one of `exactly` or `firstAvailable` (at most
+  8 subrequests, unique names); a device class name (required, a DNS subdomain);
+  allocationMode ExactCount (count above zero) or All (no count); tolerations; constraints
+  naming requests of the claim (`req` or `req/sub`)
   and a fully qualified `matchAttribute` (`domain/name`); configs naming requests;
 * ResourceSlice: `apis.resourceslicevalidation`.
 
 CEL compile errors of the selectors are not checked here (they need the CEL environment of
-`placement.cel.devices`). Each problem is a FieldProblem as `apis.fieldrules` builds them.
+`placement.cel.devices`), nor `adminAccess`, which kube-apiserver allows only in a namespace
+labelled `resource.kubernetes.io/admin-access: "true"` (no namespace is at hand here). Each
+problem is a FieldProblem as `apis.fieldrules` builds them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,16 @@ from typing import Any
 from apis.csivalidation import driver_name_problems
 from apis.errors import FieldProblem
 from apis.fielderrors import label_key_problems, label_value_problems
-from apis.fieldrules import as_dict, as_int, as_list, duplicate, invalid, not_supported, required
+from apis.fieldrules import (
+    as_dict,
+    as_int,
+    as_list,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+)
 from apis.names import dns1123_label_problems, dns1123_subdomain_problems
 
 __all__ = [
@@ -327,14 +339,27 @@ def device_class_problems(spec: dict[str, Any]) -> list[FieldProblem]:
     return problems
 
 
+_TEMPLATE_META_FORBIDDEN = (
+    *("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion"),
+    *("generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"),
+    *("ownerReferences", "finalizers", "managedFields"),
+)
+
+
 def _template_meta_problems(meta: dict[str, Any], path: str) -> list[FieldProblem]:
-    """The labels of the claims a template makes (kube's ValidateTemplateObjectMeta)."""
+    """The metadata of the claims a template makes (kube's ValidateTemplateObjectMeta): its
+    annotations' keys, its labels, and no other field (`Forbidden: cannot be set`)."""
     problems = []
+    for key in as_dict(meta.get("annotations")):
+        messages = label_key_problems(str(key).lower())
+        problems += [invalid(f"{path}.annotations", key, m) for m in messages]
     for key, value in as_dict(meta.get("labels")).items():
         problems += [invalid(f"{path}.labels", key, m) for m in label_key_problems(str(key))]
-        problems += [
-            invalid(f"{path}.labels", value, m) for m in label_value_problems(_text(value))
-        ]
+        messages = label_value_problems(_text(value))
+        problems += [invalid(f"{path}.labels", value, m) for m in messages]
+    for field in _TEMPLATE_META_FORBIDDEN:
+        if meta.get(field) not in (None, "", [], {}, 0):
+            problems.append(forbidden(f"{path}.{field}", "cannot be set"))
     return problems
 
 

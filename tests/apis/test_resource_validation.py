@@ -181,3 +181,38 @@ def test_no_shape_of_a_pods_claims_crashes_the_validation(spec: Any) -> None:
         "resourceClaims": spec,
     }
     kube_problems({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod_spec})
+
+
+def test_the_counter_limits_of_a_slice() -> None:
+    def sets(count: int, counters: int = 1) -> list[dict[str, Any]]:
+        per_set = {f"c{i}": {"value": "1"} for i in range(counters)}
+        return [{"name": f"s{i}", "counters": per_set} for i in range(count)]
+
+    assert lines(slice_of(nodeName="n", sharedCounters=sets(8, 32))) == []
+    assert lines(slice_of(nodeName="n", sharedCounters=sets(9))) == [
+        "spec.sharedCounters: Too many: 9: must have at most 8 items"
+    ]
+    assert lines(slice_of(nodeName="n", sharedCounters=sets(1, 33))) == [
+        "spec.sharedCounters[0].counters: Too many: 33: must have at most 32 items"
+    ]
+    consumes = [{"counterSet": "s", "counters": {f"c{i}": {"value": "1"} for i in range(33)}}]
+    device = {"name": "d", "consumesCounters": consumes}
+    assert lines(slice_of(nodeName="n", devices=[device])) == [
+        "spec.devices[0].consumesCounters[0].counters: Too many: 33: must have at most 32 items"
+    ]
+
+
+def test_a_template_sets_only_labels_and_annotations_of_its_claims() -> None:
+    meta = {
+        "name": "x",
+        "namespace": "y",
+        "generateName": "z-",
+        "finalizers": ["a/b"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "1"}],
+        "labels": {"app": "web"},
+        "annotations": {"example.com/ok": "v"},
+    }
+    assert lines(doc("ResourceClaimTemplate", {"metadata": meta, "spec": {}})) == [
+        f"spec.metadata.{field}: Forbidden: cannot be set"
+        for field in ("name", "generateName", "namespace", "ownerReferences", "finalizers")
+    ]
