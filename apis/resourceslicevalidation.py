@@ -34,7 +34,13 @@ from apis.names import dns1123_label_problems, dns1123_subdomain_problems
 from apis.podspecvalidation import node_selector_problems
 from apis.resourcevalidation import TAINT_EFFECTS, qualified_name_problems, too_many
 
-__all__ = ["MAX_DEVICES", "MAX_DEVICES_WITH_ADVANCED_FEATURES", "slice_problems"]
+__all__ = [
+    "MAX_DEVICES",
+    "MAX_DEVICES_WITH_ADVANCED_FEATURES",
+    "pool_name_problems",
+    "selector_problems",
+    "slice_problems",
+]
 
 MAX_DEVICES = 128
 MAX_DEVICES_WITH_ADVANCED_FEATURES = 64
@@ -73,17 +79,20 @@ def _too_long(path: str, limit: int) -> FieldProblem:
     return FieldProblem(path, f"Too long: may not be more than {limit} bytes")
 
 
-def _pool_problems(pool: dict[str, Any]) -> list[FieldProblem]:
-    name, problems = _text(pool.get("name")), []
+def pool_name_problems(name: str, path: str) -> list[FieldProblem]:
+    """A pool's name: set, at most 253 bytes, DNS subdomains separated by slashes."""
     if not name:
-        problems.append(required("spec.pool.name"))
-    else:
-        if len(name) > _MAX_POOL_NAME:
-            problems.append(_too_long("spec.pool.name", _MAX_POOL_NAME))
-        for part in name.split("/"):
-            problems += [
-                invalid("spec.pool.name", part, m) for m in dns1123_subdomain_problems(part)
-            ]
+        return [required(path)]
+    problems = []
+    if len(name) > _MAX_POOL_NAME:
+        problems.append(_too_long(path, _MAX_POOL_NAME))
+    for part in name.split("/"):
+        problems += [invalid(path, part, m) for m in dns1123_subdomain_problems(part)]
+    return problems
+
+
+def _pool_problems(pool: dict[str, Any]) -> list[FieldProblem]:
+    problems = pool_name_problems(_text(pool.get("name")), "spec.pool.name")
     count = as_int(pool.get("resourceSliceCount")) or 0
     if count <= 0:
         problems.append(invalid("spec.pool.resourceSliceCount", count, "must be greater than zero"))
@@ -132,7 +141,8 @@ def _field_requirement_problems(rq: dict[str, Any], path: str) -> list[FieldProb
     return problems
 
 
-def _selector_problems(selector: dict[str, Any], path: str) -> list[FieldProblem]:
+def selector_problems(selector: dict[str, Any], path: str) -> list[FieldProblem]:
+    """A node selector (kube's ValidateNodeSelector): its terms' expressions and fields."""
     problems = node_selector_problems(selector, path)
     for i, term in enumerate(as_list(selector.get("nodeSelectorTerms"))):
         for j, rq in enumerate(as_list(as_dict(term).get("matchFields"))):
@@ -170,7 +180,7 @@ def _node_choice_problems(spec: dict[str, Any]) -> list[FieldProblem]:
     selector = spec.get("nodeSelector")
     if isinstance(selector, dict):
         chosen.append("`nodeSelector`")
-        problems += _selector_problems(selector, "spec.nodeSelector")
+        problems += selector_problems(selector, "spec.nodeSelector")
         terms = selector.get("nodeSelectorTerms")
         if len(as_list(terms)) != 1:
             detail = "must have exactly one node selector term"
@@ -270,7 +280,7 @@ def _device_nodes_problems(
     selector = device.get("nodeSelector")
     if isinstance(selector, dict):
         chosen.append("`nodeSelector`")
-        problems += _selector_problems(selector, f"{path}.nodeSelector")
+        problems += selector_problems(selector, f"{path}.nodeSelector")
     problems += _flag(device, "allNodes", path, chosen)
     if not chosen:
         problems.append(required(path, _DEVICE_CHOICES))

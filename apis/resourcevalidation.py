@@ -48,6 +48,8 @@ __all__ = [
     "claim_spec_problems",
     "device_class_problems",
     "qualified_name_problems",
+    "reference_problems",
+    "request_names",
     "resource_problems",
     "toleration_problems",
     "too_many",
@@ -218,7 +220,8 @@ def _request_problems(request: dict[str, Any], path: str) -> list[FieldProblem]:
     return problems
 
 
-def _request_names(requests: list[Any]) -> dict[str, set[str]]:
+def request_names(requests: list[Any]) -> dict[str, set[str]]:
+    """A claim's request names, each with the names of its subrequests."""
     names: dict[str, set[str]] = {}
     for raw in requests:
         request = as_dict(raw)
@@ -227,25 +230,29 @@ def _request_names(requests: list[Any]) -> dict[str, set[str]]:
     return names
 
 
-def _reference_problems(
+def reference_problems(ref: str, path: str, names: dict[str, set[str]]) -> list[FieldProblem]:
+    """One request name a constraint, config or allocation result gives: `request` or
+    `request/subrequest` of the claim (`names`: `request_names`)."""
+    segments = ref.split("/")
+    if len(segments) > 2:
+        return [invalid(path, ref, _REQUEST_REF)]
+    problems = []
+    for segment in segments:
+        problems += _label(segment, path)
+    request, _, sub = ref.partition("/")
+    if request not in names or (sub and sub not in names[request]):
+        problems.append(invalid(path, ref, _REQUEST_REF))
+    return problems
+
+
+def _references_problems(
     refs: list[Any], path: str, names: dict[str, set[str]]
 ) -> list[FieldProblem]:
-    """The request names a constraint or config lists: `request` or `request/subrequest`."""
     if len(refs) > MAX_REQUESTS:
         return [too_many(path, len(refs), MAX_REQUESTS)]
     problems = []
     for i, raw in enumerate(refs):
-        ref, at = _text(raw), f"{path}[{i}]"
-        segments = ref.split("/")
-        if len(segments) > 2:
-            problems.append(invalid(at, ref, _REQUEST_REF))
-            continue
-        for segment in segments:
-            problems += _label(segment, at)
-        request, _, sub = ref.partition("/")
-        known = request in names and (not sub or sub in names[request])
-        if not known:
-            problems.append(invalid(at, ref, _REQUEST_REF))
+        problems += reference_problems(_text(raw), f"{path}[{i}]", names)
     return problems + _duplicates([_text(r) for r in refs], path)
 
 
@@ -277,7 +284,7 @@ def _configs_problems(
     for i, raw in enumerate(configs):
         config, at = as_dict(raw), f"{path}[{i}]"
         if names is not None:
-            problems += _reference_problems(
+            problems += _references_problems(
                 as_list(config.get("requests")), f"{at}.requests", names
             )
         problems += _config_problems(config, at)
@@ -287,7 +294,7 @@ def _configs_problems(
 def _constraint_problems(
     constraint: dict[str, Any], path: str, names: dict[str, set[str]]
 ) -> list[FieldProblem]:
-    problems = _reference_problems(as_list(constraint.get("requests")), f"{path}.requests", names)
+    problems = _references_problems(as_list(constraint.get("requests")), f"{path}.requests", names)
     for field in ("matchAttribute", "distinctAttribute"):
         if isinstance(constraint.get(field), str):
             return problems + _fully_qualified_problems(constraint[field], f"{path}.{field}")
@@ -303,15 +310,15 @@ def claim_spec_problems(spec: dict[str, Any], path: str) -> list[FieldProblem]:
     devices = as_dict(spec.get("devices"))
     at = f"{path}.devices"
     requests = as_list(devices.get("requests"))
-    names = _request_names(requests)
+    names = request_names(requests)
     problems: list[FieldProblem] = []
     if len(requests) > MAX_REQUESTS:
         problems.append(too_many(f"{at}.requests", len(requests), MAX_REQUESTS))
     else:
         for i, request in enumerate(requests):
             problems += _request_problems(as_dict(request), f"{at}.requests[{i}]")
-        request_names = [_text(as_dict(r).get("name")) for r in requests]
-        problems += _duplicates(request_names, f"{at}.requests")
+        listed = [_text(as_dict(r).get("name")) for r in requests]
+        problems += _duplicates(listed, f"{at}.requests")
     constraints = as_list(devices.get("constraints"))
     if len(constraints) > _MAX_CONSTRAINTS:
         problems.append(too_many(f"{at}.constraints", len(constraints), _MAX_CONSTRAINTS))

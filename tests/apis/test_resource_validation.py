@@ -1,7 +1,8 @@
 """`apis.resourcevalidation`, `apis.resourceslicevalidation` and `apis.podclaimvalidation`
-through `kube_problems`: the rules beyond the entry-point corpus (tests/data/kube-validation),
-each answer as kube-apiserver v1.36.2 gave it to the same object (a dry-run create), what kube
-lets through after its defaults, the limits, and no crash on any shape."""
+through `kube_problems`, and `apis.claimstatusvalidation` (a status write): the rules beyond
+the entry-point corpus (tests/data/kube-validation), each answer as kube-apiserver v1.36.2 gave
+it to the same object (a dry-run create or status write), what kube lets through after its
+defaults, the limits, and no crash on any shape."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apis.claimstatusvalidation import claim_status_problems
 from apis.kubevalidation import kube_problems
 
 GROUP = "resource.k8s.io/v1"
@@ -215,4 +217,72 @@ def test_a_template_sets_only_labels_and_annotations_of_its_claims() -> None:
     assert lines(doc("ResourceClaimTemplate", {"metadata": meta, "spec": {}})) == [
         f"spec.metadata.{field}: Forbidden: cannot be set"
         for field in ("name", "generateName", "namespace", "ownerReferences", "finalizers")
+    ]
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    requests = [
+        exactly(),
+        {"name": "nic", "firstAvailable": [{"name": "fast", "deviceClassName": "n"}]},
+    ]
+    obj = {**claim(*requests), "status": status}
+    return [str(p) for p in claim_status_problems(obj)]
+
+
+RESULT = {"request": "gpu", "driver": "d.example.com", "pool": "p", "device": "dev-0"}
+
+
+def test_a_claims_status_as_kube_checks_a_status_write() -> None:
+    consumer = {"resource": "pods", "name": "p", "uid": "1"}
+    assert status_lines({"reservedFor": [consumer]}) == [
+        "status.reservedFor: Forbidden: may not be specified when `allocated` is not set"
+    ]
+    reserved = [{"name": "p"}, {**consumer, "uid": "2"}, {**consumer, "name": "r", "uid": "2"}]
+    allocation = {"devices": {"results": [RESULT]}}
+    assert status_lines({"allocation": allocation, "reservedFor": reserved}) == [
+        "status.reservedFor[0].resource: Required value",
+        "status.reservedFor[0].uid: Required value",
+        'status.reservedFor[2]: Duplicate value: "2"',
+    ]
+    assert status_lines({"allocation": {}}) == []
+    fast = {**RESULT, "request": "nic/fast", "device": "dev-1"}
+    assert status_lines({"allocation": {"devices": {"results": [RESULT, fast]}}}) == []
+
+
+def test_an_allocation_names_requests_and_devices_as_kube_does() -> None:
+    results = [
+        {"request": "tpu", "driver": "D_Bad", "pool": "P/x", "device": "Dev_0"},
+        {**RESULT, "request": "nic/slow"},
+        {"request": "nic/fast", "driver": "", "pool": "", "device": ""},
+    ]
+    one_node = {"key": "metadata.name", "operator": "In", "values": ["a", "b"]}
+    selector = {"nodeSelectorTerms": [{"matchFields": [one_node]}]}
+    at = "status.allocation.devices.results"
+    ref = (
+        "must be the name of a request in the claim or the name of a request and a subrequest "
+        "separated by '/'"
+    )
+    label = (
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+        "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    )
+    subdomain = (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+        "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+        "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+    assert status_lines(
+        {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}
+    ) == [
+        f'{at}[0].request: Invalid value: "tpu": {ref}',
+        f'{at}[0].driver: Invalid value: "D_Bad": {subdomain}',
+        f'{at}[0].pool: Invalid value: "P": {subdomain}',
+        f'{at}[0].device: Invalid value: "Dev_0": {label}',
+        f'{at}[1].request: Invalid value: "nic/slow": {ref}',
+        f"{at}[2].driver: Required value",
+        f"{at}[2].pool: Required value",
+        f'{at}[2].device: Invalid value: "": {label}',
+        "status.allocation.nodeSelector.nodeSelectorTerms[0].matchFields[0].values: Required "
+        "value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
     ]
