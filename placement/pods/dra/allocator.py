@@ -7,7 +7,8 @@ search for one node and returns each claim's `status.allocation` in wire form;
 request, the devices the row reaches that the request may take (numpy over the whole
 inventory), which is a necessary condition; a pod asking one claim for N devices of one
 request with no constraint, on rows no pool being updated touches, is decided by that count
-alone (the common shape: one GPU per pod). Only the other rows that pass the count get the
+alone (the common shape: one GPU per pod), unless the row reaches devices that consume shared
+counters (partitionable devices). Only the other rows that pass the count get the
 exact search, so `feasible` agrees with `allocate` on every row.
 """
 
@@ -88,15 +89,18 @@ class ClaimAllocator:
                     need = 1 if option.all_devices else option.count
                     fewest = need if fewest is None else min(fewest, need)
                     slot_ok |= reach.counts(usable, nodes.size) >= need
-                    if option.all_devices:
-                        slot_ok |= reach.uncertain  # the search reports a pool being updated
-                passing &= slot_ok
+                # Rows a pool being updated or invalid touches are searched: the search
+                # raises for `All`, and tells the node its invalid pools when nothing fits.
+                passing &= slot_ok | reach.uncertain
                 least += fewest or 0
         passing &= (reach.counts(union, nodes.size) >= least) | reach.uncertain
         exact = passing
         if self._decided_by_counts(prepared, catalog):
-            out |= passing & ~reach.uncertain
-            exact = passing & reach.uncertain
+            # Rows reaching devices that consume shared counters are searched: a count does
+            # not say whether the counters allow them.
+            sure = passing & ~(reach.uncertain | reach.counters)
+            out |= sure
+            exact = passing & ~sure
         for row in np.flatnonzero(exact).tolist():
             out[row] = self._row(prepared, catalog, nodes, row, in_use, reasons)
         return out

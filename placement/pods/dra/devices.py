@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Literal, NamedTuple
 
 from apis.core import NodeSelector, NodeSelectorRequirement
@@ -84,8 +85,10 @@ class DeviceView:
     capacity: Mapping[str, DeviceCapacity]
     taints: tuple[Taint, ...] = ()
     binding_conditions: bool = False  # the device has bindingConditions (not supported)
-    consumes_counters: bool = False  # the device consumes shared counters (not supported)
+    consumes_counters: bool = False  # the device consumes its pool's shared counters
     allow_multiple_allocations: bool = False  # read by selectors only
+    # (counter set, counter, amount) per counter consumed: `counters.Consumption`.
+    consumption: tuple[tuple[str, str, Fraction], ...] = ()
     key: DeviceKey = field(init=False)
 
     def __post_init__(self) -> None:

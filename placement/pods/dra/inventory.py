@@ -13,9 +13,12 @@ only the newest generation of a pool the node sees; a pool whose slices of that 
 not all published (`resourceSliceCount`) is incomplete — none of its devices are used, and a
 request for `All` devices fails — unless the node's own slices make up the count; a pool that
 a newer generation (reaching other nodes only) replaces is ignored; a pool with two devices of
-one name is invalid (not used). `Catalog.reach(nodes)` is the same over a whole `NodeSnapshot`
-as arrays, for the vectorised first cut: it counts every device of a targeting slice (a
-superset), and marks the rows where a pool being updated or invalid makes that inexact.
+one name is invalid (not used). A slice of counter sets (partitionable devices: see
+`counters`) reaches every node that sees its pool; a pool whose counter sets repeat a name, or
+with a device consuming a counter it does not declare, is invalid. `Catalog.reach(nodes)` is
+the same over a whole `NodeSnapshot` as arrays, for the vectorised first cut: it counts every
+device of a targeting slice (a superset), and marks the rows where a pool being updated or
+invalid, or devices consuming shared counters, make that inexact.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -32,6 +36,12 @@ from apis.core import NodeSelector
 from apis.resource import Device, DeviceClass, ResourceSlice
 from placement.arrays import BoolMask
 from placement.pods.affinity import selector_terms_mask
+from placement.pods.dra.counters import (
+    CounterSets,
+    consumption_of,
+    counter_sets_of,
+    valid_counter_sets,
+)
 from placement.pods.dra.devices import DeviceKey, DeviceView, Taint, node_matches
 from placement.pods.nodes import NodeSnapshot
 from placement.selectors import SelectorError
@@ -66,6 +76,7 @@ class _Slice:
     per_device: bool
     first: int  # its devices in the catalog: [first, stop)
     stop: int
+    counter_sets: tuple[tuple[str, dict[str, Fraction]], ...] = ()  # a slice of counter sets
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,8 @@ class PoolView:
     incomplete: bool
     invalid: bool
     devices: tuple[int, ...]
+    counter_sets: CounterSets = field(default_factory=dict, compare=False)
+    accounted: tuple[int, ...] = ()  # devices of its generation that consume counters
 
     def __str__(self) -> str:
         return f"{self.driver}/{self.pool}"
@@ -91,6 +104,7 @@ class NodeReach:
     local_row: npt.NDArray[np.int64]
     groups: tuple[tuple[npt.NDArray[np.int64], BoolMask], ...]
     uncertain: BoolMask
+    counters: BoolMask  # rows reaching a device that consumes counters: counts are not exact
 
     def counts(self, usable: BoolMask, size: int) -> npt.NDArray[np.int64]:
         """Per row, how many of the `usable` devices it reaches."""
@@ -114,6 +128,10 @@ class Catalog:
     pools: dict[PoolId, list[int]] = field(default_factory=dict)  # slice indices, name order
     by_node: dict[str, list[int]] = field(default_factory=dict)  # node-local slices
     shared: list[int] = field(default_factory=list)  # allNodes, nodeSelector, per device
+    counter_slices: list[int] = field(default_factory=list)  # reach every node of the pool
+    counter_by_pool: dict[PoolId, list[int]] = field(default_factory=dict)
+    unclean_counters: list[int] = field(default_factory=list)  # of pools not clean
+    counter_devices: list[int] = field(default_factory=list)  # devices consuming counters
     unclean: set[PoolId] = field(default_factory=set)
     label_dependent: bool = False  # some slice or device reaches nodes by a selector
     slice_of: list[int] = field(default_factory=list)  # device index -> slice index
@@ -136,17 +154,43 @@ class Catalog:
             catalog.slice_of.extend([index] * (entry.stop - entry.first))
         for d, view in enumerate(catalog.devices):
             catalog.index_of.setdefault(view.key, d)
-            if view.taints or view.binding_conditions or view.consumes_counters:
+            if view.taints or view.binding_conditions:
                 catalog.special.append(d)
+            if view.consumes_counters:
+                catalog.counter_devices.append(d)
         for pool, members in catalog.pools.items():
             if not _clean([catalog.slices[i] for i in members], catalog.devices):
                 catalog.unclean.add(pool)
+        catalog.unclean_counters = [
+            i for i in catalog.counter_slices if catalog.slices[i].pool in catalog.unclean
+        ]
         return catalog
 
     def _add(self, item: ResourceSlice) -> None:
         spec = item.spec
         pool = (spec.driver, spec.pool.name)
         first = len(self.devices)
+        counter_sets = counter_sets_of(spec)
+        if counter_sets:
+            # Counter sets and devices never share a slice (kube-apiserver refuses it; kube's
+            # allocator would not use such devices): reaches every node seeing the pool.
+            index = len(self.slices)
+            entry = _Slice(
+                item.name,
+                pool,
+                spec.pool.generation,
+                spec.pool.resource_slice_count,
+                None,
+                False,
+                first,
+                first,
+                counter_sets,
+            )
+            self.slices.append(entry)
+            self.pools.setdefault(pool, []).append(index)
+            self.counter_slices.append(index)
+            self.counter_by_pool.setdefault(pool, []).append(index)
+            return
         for device in spec.devices or ():
             self.devices.append(_view(spec.driver, spec.pool.name, device))
         per_device = bool(spec.per_device_node_selection)
@@ -207,6 +251,13 @@ class Catalog:
         targeting += [i for i in self.shared if self._targets(i, node, labels)]
         for index in targeting:
             seen.setdefault(self.slices[index].pool, []).append(index)
+        # Counter sets reach every node (kube gathers them whatever their node selection).
+        # A whole, valid pool that only they bring adds no device: left out, which is exact.
+        alone = [i for i in self.unclean_counters if self.slices[i].pool not in seen]
+        for pool, members in seen.items():
+            members += self.counter_by_pool.get(pool, ())
+        for index in alone:
+            seen.setdefault(self.slices[index].pool, []).append(index)
         out: list[PoolView] = []
         for pool in sorted(seen):
             view = self._pool_view(pool, sorted(seen[pool]), node, labels)
@@ -220,12 +271,13 @@ class Catalog:
         newest = max(self.slices[i].generation for i in targeting)
         mine = [i for i in targeting if self.slices[i].generation == newest]
         wanted = self.slices[mine[0]].count
+        generation = mine
         if len(mine) != wanted:
             members = self.pools[pool]
             if any(self.slices[i].generation > newest for i in members):
                 return None  # a newer generation is being published: ignore this one
-            published = sum(1 for i in members if self.slices[i].generation == newest)
-            if published != wanted:
+            generation = [i for i in members if self.slices[i].generation == newest]
+            if len(generation) != wanted:
                 return PoolView(pool[0], pool[1], True, False, ())
         names: set[str] = set()
         devices: list[int] = []
@@ -240,7 +292,21 @@ class Catalog:
                     devices.append(d)
         if invalid:
             return PoolView(pool[0], pool[1], False, True, ())
-        return PoolView(pool[0], pool[1], False, False, tuple(devices))
+        if not self.counter_slices and not self.counter_devices:
+            return PoolView(pool[0], pool[1], False, False, tuple(devices))
+        # Consumption is checked, and counted, over every slice of the generation (kube's
+        # slices not targeting the node included): a device allocated on another node of
+        # the pool uses the same counters.
+        accounted = tuple(d for i in generation for d in self._consuming(i))
+        declared = (self.slices[i].counter_sets for i in mine)
+        sets = valid_counter_sets(declared, (self.devices[d] for d in accounted))
+        if sets is None:
+            return PoolView(pool[0], pool[1], False, True, ())
+        return PoolView(pool[0], pool[1], False, False, tuple(devices), sets, accounted)
+
+    def _consuming(self, index: int) -> list[int]:
+        entry = self.slices[index]
+        return [d for d in range(entry.first, entry.stop) if self.devices[d].consumes_counters]
 
     # --- a whole snapshot ----------------------------------------------------------------
 
@@ -291,7 +357,14 @@ class Catalog:
                 groups.append((index_array.astype(np.int64), mask))
                 if entry.pool in self.unclean:
                     uncertain |= mask
-        return NodeReach(local, tuple(groups), uncertain)
+        if self.unclean_counters:
+            uncertain[:] = True  # its counter sets bring the pool to every node
+        built = NodeReach(local, tuple(groups), uncertain, np.zeros(size, dtype=bool))
+        if self.counter_devices:
+            consuming = np.zeros(len(self.devices), dtype=bool)
+            consuming[self.counter_devices] = True
+            built.counters[:] = built.counts(consuming, size) > 0
+        return built
 
 
 def _rows(reach: _Reach, nodes: NodeSnapshot, rows: Mapping[str, int]) -> BoolMask:
@@ -310,12 +383,15 @@ def _rows(reach: _Reach, nodes: NodeSnapshot, rows: Mapping[str, int]) -> BoolMa
 
 
 def _clean(members: list[_Slice], devices: list[DeviceView]) -> bool:
-    """One generation, every slice of it published, device names unique: then each node
-    sees the devices of the slices reaching it, no more, no fewer."""
+    """One generation, every slice of it published, device names unique, counters valid:
+    then each node sees the devices of the slices reaching it, no more, no fewer."""
     if len({m.generation for m in members}) != 1 or any(m.count != len(members) for m in members):
         return False
     names = [devices[d].name for m in members for d in range(m.first, m.stop)]
-    return len(names) == len(set(names))
+    every = (devices[d] for m in members for d in range(m.first, m.stop))
+    return len(names) == len(set(names)) and (
+        valid_counter_sets((m.counter_sets for m in members), every) is not None
+    )
 
 
 def _view(driver: str, pool: str, device: Device) -> DeviceView:
@@ -330,6 +406,7 @@ def _view(driver: str, pool: str, device: Device) -> DeviceView:
         bool(extra.get("bindingConditions")),
         bool(device.consumes_counters),
         bool(device.allow_multiple_allocations),
+        consumption_of(device),
     )
 
 

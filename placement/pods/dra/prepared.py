@@ -311,12 +311,13 @@ def _select(
         rejected = active[~hits]
         state[rejected] = NO_MATCH
     # Devices with binding conditions are never selectable (that beta feature is not
-    # followed); tainted ones or ones consuming counters are selectable but not allocatable.
+    # followed); tainted ones are selectable but not allocatable. Devices consuming counters
+    # count here: the search accounts for their counters.
     allocatable = np.ones(len(devices), dtype=bool)
     for d in catalog.special:
         view = devices[d]
         if view.binding_conditions:
             state[d] = NO_MATCH
-        if view.consumes_counters or blocking_taint(view, option.tolerations):
+        if blocking_taint(view, option.tolerations):
             allocatable[d] = False
     return Selection(state, errors, (state != NO_MATCH) & allocatable)

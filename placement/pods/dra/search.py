@@ -4,7 +4,8 @@ Claims in order, each claim's requests in order, each request's devices one afte
 for each wanted device the node's devices are tried in walk order (pools, slices, devices),
 skipping devices in use (allocated to other claims, assumed in flight, or taken earlier in
 this search), not selected by the class and request selectors, tainted without a toleration,
-or breaking a `matchAttribute` constraint; on a dead end the search backs up to the previous
+or breaking a `matchAttribute` constraint, or that would take more of its pool's shared
+counters than are left (`counters.CounterLedger`); on a dead end the search backs up to the previous
 choice (exhaustive, first solution wins). `firstAvailable` tries its subrequests in order;
 `All` takes every selected device of the node or fails. An `adminAccess` request may take
 devices in use, but not one this claim takes for another request. One claim's allocation
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.resource import DeviceAttribute
+from placement.pods.dra.counters import CounterLedger
 from placement.pods.dra.devices import MAX_RESULTS, NAME_FIELD, AllocationError, DeviceKey
 from placement.pods.dra.inventory import Catalog, PoolView
 from placement.pods.dra.prepared import (
@@ -81,6 +83,7 @@ class _Search:
     selections: dict[int, Selection]  # id(option) -> its selection
     node_devices: list[int]
     in_use: Set[DeviceKey]
+    ledger: CounterLedger | None
     wanted: dict[tuple[int, int, int], tuple[int, list[int]]] = field(default_factory=dict)
     taking: dict[DeviceKey, set[int]] = field(default_factory=dict)
     results: list[list[tuple[RequestOption, int]]] = field(default_factory=list)
@@ -165,8 +168,13 @@ class _Search:
                 return None
         elif self.busy(key):
             return None
-        if view.consumes_counters:
-            return None
+        counted = view.consumes_counters
+        if counted:
+            assert self.ledger is not None
+            if not self.ledger.take(view):
+                return None
+        # kube-scheduler checks counters first and keeps the consumption of a device it
+        # then refuses for a taint or a constraint until this node's search ends: so do we.
         selection = self.selections[id(option)]
         if not selection.usable[d]:
             return None  # a taint no toleration covers
@@ -189,6 +197,9 @@ class _Search:
                 constraint.remove(option)
             self.taking[key].discard(c)
             self.results[c].pop()
+            if counted:
+                assert self.ledger is not None
+                self.ledger.give_back(view)
 
         return undo
 
@@ -208,7 +219,11 @@ def search_node(
     selections = {id(o): prepared.selection(o, catalog, selectors) for o in options}
     usable_pools = [p for p in pools if not (p.incomplete or p.invalid)]
     node_devices = [d for pool in usable_pools for d in pool.devices]
-    search = _Search(plans, catalog, selections, node_devices, in_use)
+    ledger = None
+    if catalog.counter_devices:
+        counted = [((p.driver, p.pool), p.counter_sets, p.accounted) for p in usable_pools]
+        ledger = CounterLedger(catalog.devices, counted, in_use)
+    search = _Search(plans, catalog, selections, node_devices, in_use, ledger)
     for c, plan in enumerate(plans):
         least = 0
         for r, slot in enumerate(plan.slots):
