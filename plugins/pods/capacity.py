@@ -13,8 +13,10 @@ hooks, delegating to two pure helpers,
 Semantics (docs/gangs-and-quotas.md): a quota *governs* the resources named in its min or
 max; a resource missing from `max` is unbounded, a governed resource missing from `min` has
 min 0; resources no quota names are not limited; `pods` is never enforced. Only what the pod
-asks for is checked, and equality fits. `Σused + request > Σmin` is checked per resource over
-the quotas that govern it. One ElasticQuota per namespace: the oldest is in force.
+asks for is checked, and equality fits. The devices of a pod's own DRA claims count as
+`<deviceclass>.deviceclass.resource.k8s.io/devices` (`plugins.pods._quota_devices`).
+`Σused + request > Σmin` is checked per resource over the quotas that govern it. One
+ElasticQuota per namespace: the oldest is in force.
 
 PreFilter rejects with the anchor's messages ("... is more than Max", "... total ElasticQuota
 used is more than min"), counting the pods nominated by earlier preemptions as the anchor
@@ -119,6 +121,7 @@ class CapacityScheduling(
         if self.book.quota(pod.namespace) is None:
             return PreFilterResult()  # no quota applies (and no nomination to look at)
         self.book.sync_nominations(cycle.cluster)
+        self.book.devices.learn(pod, cycle.cluster)  # its DRA devices, once
         verdict = self.book.admit(pod)
         if verdict is None:
             return PreFilterResult()
@@ -131,6 +134,8 @@ class CapacityScheduling(
         return PreFilterResult(PodStatus.unschedulable(NAME, message))
 
     def reserve(self, cycle: PodCycle, pod: PodInfo, node: str) -> PodStatus:
+        if self.book.quota(pod.namespace) is not None:
+            self.book.devices.learn(pod, cycle.cluster)
         self.book.reserve(pod)
         return POD_SUCCESS
 

@@ -13,6 +13,8 @@ No framework calls here: the plugin feeds the book events and asks it questions.
 * **Nominations.** Pods that a preemption nominated to a node and that are not bound yet hold
   the room they are owed: PreFilter and later preemptors add their requests (`with_nominated`,
   the anchor's two sums).
+* **Devices (DRA).** A pod is charged its requests plus its own claims' devices
+  (`plugins.pods._quota_devices`); removing it takes back what it added (`charge`).
 * **Pods leaving.** Bound pods seen terminating, and the victims of our own preemptions, are
   remembered until they go, so that preemption can count them as gone without scanning every
   pod (`in_flight`). `used` keeps them until they are gone, as the anchor's does: PreFilter
@@ -32,6 +34,7 @@ from placement.pods.events import ObjectEvent, PodEvent
 from placement.pods.framework import ClusterView, PodInfo
 from placement.pods.quotas import quota_in_force
 from placement.pods.requests import PODS, Requests, amount
+from plugins.pods._quota_devices import DeviceCharges
 
 __all__ = [
     "KIND",
@@ -57,11 +60,8 @@ def uid_of(pod: PodInfo) -> str:
 
 
 def _amounts(resources: ResourceList | None) -> dict[str, int]:
-    return {
-        name: amount(name, quantity, capacity=True)
-        for name, quantity in (resources or {}).items()
-        if name != PODS
-    }
+    items = (resources or {}).items()
+    return {name: amount(name, q, capacity=True) for name, q in items if name != PODS}
 
 
 def add_requests(into: dict[str, int], requests: Mapping[str, int], sign: int = 1) -> None:
@@ -81,6 +81,7 @@ class QuotaInfo:
     max: dict[str, int]
     used: dict[str, int] = field(default_factory=dict)
     pods: dict[str, PodInfo] = field(default_factory=dict)  # uid (or key) -> pod
+    charged: dict[str, Mapping[str, int]] = field(default_factory=dict)  # what each added
     index: dict[str, QuotaInfo] | None = None
     """The book's pod uid -> quota map, kept with `pods` (preemption reads it per pod)."""
     governed: frozenset[str] = field(init=False)
@@ -94,12 +95,14 @@ class QuotaInfo:
         self.name, self.min, self.max = name, mins, maxs
         self.governed = frozenset(mins) | frozenset(maxs)
 
-    def add(self, pod: PodInfo) -> bool:
+    def add(self, pod: PodInfo, charge: Mapping[str, int] | None = None) -> bool:
         uid = uid_of(pod)
         if uid in self.pods:
             return False
+        charged = pod.requests if charge is None else charge
         self.pods[uid] = pod
-        add_requests(self.used, pod.requests)
+        self.charged[uid] = charged
+        add_requests(self.used, charged)
         if self.index is not None:
             self.index[uid] = self
         return True
@@ -108,7 +111,7 @@ class QuotaInfo:
         pod = self.pods.pop(uid, None)
         if pod is None:
             return False
-        add_requests(self.used, pod.requests, -1)
+        add_requests(self.used, self.charged.pop(uid, pod.requests), -1)
         if self.index is not None and self.index.get(uid) is self:
             del self.index[uid]
         return True
@@ -194,6 +197,7 @@ class QuotaBook:
         # preemptor uid -> its victims (key, uid) not seen gone yet
         self._victims_of: dict[str, frozenset[tuple[str, str]]] = {}
         self._aggregate: tuple[dict[str, int], dict[str, int]] | None = None
+        self.devices = DeviceCharges()
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -206,6 +210,16 @@ class QuotaBook:
     def owner(self, pod: PodInfo) -> QuotaInfo | None:
         """The quota the pod is counted against (None: not counted, or no quota)."""
         return self._owner.get(uid_of(pod))
+
+    def charge(self, pod: PodInfo) -> Mapping[str, int]:
+        """What the pod counts against a quota: its requests plus its devices."""
+        uid = uid_of(pod)
+        quota = self._owner.get(uid)
+        if quota is not None:
+            charged = quota.charged.get(uid)
+            if charged is not None:
+                return charged
+        return self.devices.charge(pod)
 
     def aggregate(self) -> tuple[dict[str, int], dict[str, int]]:
         """(Σused, Σmin) per resource over the quotas that govern it."""
@@ -224,7 +238,7 @@ class QuotaBook:
         those of its namespace at its priority or above; `all_` those too, plus those of
         other quotas that are not over their min."""
         in_eq: Requests = {}
-        add_requests(in_eq, pod.requests)
+        add_requests(in_eq, self.charge(pod))
         all_ = dict(in_eq)
         for other in self._nominated.values():
             if other.key == pod.key:
@@ -232,12 +246,12 @@ class QuotaBook:
             ns = other.namespace
             if ns == pod.namespace:
                 if other.priority >= pod.priority:
-                    add_requests(in_eq, other.requests)
-                    add_requests(all_, other.requests)
+                    add_requests(in_eq, self.charge(other))
+                    add_requests(all_, self.charge(other))
                 continue
             theirs = self._quotas.get(ns)
             if theirs is not None and not theirs.over_min():
-                add_requests(all_, other.requests)
+                add_requests(all_, self.charge(other))
         return in_eq, all_
 
     def aggregate_over_with(self, quota: QuotaInfo, requests: Mapping[str, int]) -> bool:
@@ -278,7 +292,7 @@ class QuotaBook:
             if pod is None:
                 continue
             pods[uid] = pod
-            add_requests(held.setdefault(quota.namespace, {}), pod.requests)
+            add_requests(held.setdefault(quota.namespace, {}), self.charge(pod))
         return InFlight(pods, held)
 
     def victims_pending(self, pod: PodInfo, going: Callable[[str, str], bool]) -> bool:
@@ -303,7 +317,7 @@ class QuotaBook:
     def reserve(self, pod: PodInfo) -> None:
         self._drop_nomination(uid_of(pod))
         quota = self._quotas.get(pod.namespace)
-        if quota is not None and quota.add(pod):
+        if quota is not None and quota.add(pod, self.devices.charge(pod)):
             self._changed()
 
     def unreserve(self, pod: PodInfo) -> None:
@@ -358,10 +372,11 @@ class QuotaBook:
             self._drop_nomination(uid)
             self._victims_of.pop(uid, None)
             self._leaving.pop(uid, None)
-            if quota is not None and quota.remove(uid):
+            removed = quota is not None and quota.remove(uid)
+            self.devices.forget(uid)
+            if removed:
                 self._changed()
-                return True
-            return False
+            return removed
         if pod.spec.node_name:
             self._drop_nomination(uid)
             self._victims_of.pop(uid, None)
@@ -370,7 +385,9 @@ class QuotaBook:
             if uid not in quota.pods:
                 info = cluster.pod(key)
                 same = info is not None and info.uid == (meta.uid or "")
-                quota.add(info if same and info is not None else PodInfo.of(pod))
+                counted = info if same and info is not None else PodInfo.of(pod)
+                self.devices.learn(counted, cluster)
+                quota.add(counted, self.devices.charge(counted))
                 self._changed()
             if meta.deletion_timestamp is not None:
                 self._leaving[uid] = key
@@ -378,7 +395,9 @@ class QuotaBook:
         nominated = pod.status.nominated_node_name if pod.status else None
         if nominated:
             info = cluster.pod(key)
-            self._nominated[uid] = info if info is not None else PodInfo.of(pod)
+            held = info if info is not None else PodInfo.of(pod)
+            self.devices.learn(held, cluster)
+            self._nominated[uid] = held
             self._nominated_node[uid] = nominated
         # Without one the nomination stays: this update may be older than our nomination's
         # patch; `sync_nominations` drops it once the engine's nominator no longer holds it.
@@ -416,7 +435,8 @@ class QuotaBook:
             )
             for info in cluster.pods_in(namespace):
                 if info.node_name and not info.finished:
-                    current.add(info)
+                    self.devices.learn(info, cluster)
+                    current.add(info, self.devices.charge(info))
                     if info.terminating:
                         self._leaving[uid_of(info)] = info.key
             self._quotas[namespace] = current

@@ -107,7 +107,7 @@ class QuotaPreemption:
         quota = quotas.get(pod.namespace)
         if quota is None:
             in_eq: Requests = {}
-            add_requests(in_eq, pod.requests)
+            add_requests(in_eq, book.charge(pod))
             return cls(book, pod, None, RULE_NO_QUOTA, leaving, in_eq, in_eq, used, over)
         in_eq, all_ = book.with_nominated(pod, quota)
         own = used[quota.namespace]
@@ -189,7 +189,7 @@ class QuotaPreemption:
             owner = self.book.owner(victim)
             if owner is None or victim in self.leaving:
                 continue
-            requests = victim.requests
+            requests = self.book.charge(victim)
             if owner is self.quota:
                 for r in own_keys:
                     freed_own[r] += requests.get(r, 0)
@@ -238,7 +238,7 @@ class QuotaPreemption:
         for victim in on_node:
             theirs = self.book.owner(victim)
             if theirs is not None and victim not in self.leaving:
-                add_requests(self._left(left, theirs), victim.requests, -1)
+                add_requests(self._left(left, theirs), self.book.charge(victim), -1)
         return left
 
     def _keeps_mins(self, on_node: Sequence[PodInfo], taken: Sequence[PodInfo]) -> bool:
@@ -247,13 +247,13 @@ class QuotaPreemption:
         for victim in taken:
             owner = self.book.owner(victim)
             if owner is not None:
-                add_requests(self._left(left, owner), victim.requests, -1)
+                add_requests(self._left(left, owner), self.book.charge(victim), -1)
                 owners.append((victim, owner))
         # Each quota taken from keeps its min of every resource its victims held.
         return all(
             left[owner.namespace].get(r, 0) >= owner.min.get(r, 0)
             for victim, owner in owners
-            for r, v in victim.requests.items()
+            for r, v in self.book.charge(victim).items()
             if v > 0 and r in owner.governed and r != PODS
         )
 
@@ -271,7 +271,7 @@ class QuotaPreemption:
         def change(victim: PodInfo, owner: QuotaInfo, sign: int) -> bool:
             """Apply (sign 1) or undo (-1) a victim; True if it helped some shortage."""
             helped = False
-            requests = victim.requests
+            requests = self.book.charge(victim)
             if owner is quota:
                 for r in over_max:
                     value = requests.get(r, 0)
@@ -297,7 +297,7 @@ class QuotaPreemption:
             if reclaim:
                 keeps = self._left(left, owner)
                 if not (
-                    owner.keeps_min_without(victim.requests, keeps)
+                    owner.keeps_min_without(self.book.charge(victim), keeps)
                     if strict
                     else owner.over_min(keeps)
                 ):
@@ -306,7 +306,7 @@ class QuotaPreemption:
                 change(victim, owner, -1)
                 continue
             if reclaim:
-                add_requests(left[owner.namespace], victim.requests, -1)
+                add_requests(left[owner.namespace], self.book.charge(victim), -1)
             taken.append((victim, owner))
             if met():
                 break
@@ -364,7 +364,7 @@ class QuotaPreemption:
         for victim in self.leaving.pods.values():
             owner = self.book.owner(victim)
             if owner is not None and any(
-                victim.requests.get(r, 0) > 0 and r in owner.governed for r in lacking
+                self.book.charge(victim).get(r, 0) > 0 and r in owner.governed for r in lacking
             ):
                 out.append(victim)
         return out
