@@ -25,6 +25,7 @@ from apis.core import Pod
 from apis.meta import KubeObject
 from apis.resource import POD_CLAIM_NAME_ANNOTATION, ResourceClaim, ResourceClaimTemplate
 from placement.pods.events import AllocateClaims, BindResult, ClusterEvent, ObjectEvent
+from placement.pods.workloads import object_uid
 
 __all__ = [
     "DELETE_PROTECTION",
@@ -91,6 +92,8 @@ def claims_for(pod: Pod, lookup: Lookup) -> tuple[list[ResourceClaim], list[dict
             "metadata": {
                 "name": name,
                 "namespace": namespace,
+                # The API server gives every object a uid; the plugin tells claims apart by it.
+                "uid": object_uid(CLAIM, namespace, name),
                 "annotations": annotations,
                 "ownerReferences": [owner],
                 **({"labels": meta["labels"]} if meta.get("labels") else {}),
