@@ -27,6 +27,7 @@ from apis.resource import Device, ResourceSliceSpec
 from placement.pods.dra.devices import DeviceKey, DeviceView
 
 __all__ = [
+    "Amount",
     "Consumption",
     "CounterLedger",
     "CounterSets",
@@ -35,30 +36,37 @@ __all__ = [
     "valid_counter_sets",
 ]
 
-Consumption = tuple[tuple[str, str, Fraction], ...]
+Amount = int | Fraction
+"""A counter's value or a device's use of it, exact: an int when whole (most are: bytes,
+slices), as Fraction arithmetic is several times slower and the search does a lot of it."""
+Consumption = tuple[tuple[str, str, Amount], ...]
 """(counter set, counter, amount) for every counter a device consumes, as listed."""
-CounterSets = dict[str, dict[str, Fraction]]
+CounterSets = dict[str, dict[str, Amount]]
 """Counter set name -> counter name -> value."""
 
 
-def counter_sets_of(spec: ResourceSliceSpec) -> tuple[tuple[str, dict[str, Fraction]], ...]:
+def _amount(value: Fraction) -> Amount:
+    return value.numerator if value.denominator == 1 else value
+
+
+def counter_sets_of(spec: ResourceSliceSpec) -> tuple[tuple[str, dict[str, Amount]], ...]:
     """The counter sets a slice declares, in order (names may repeat: validated per pool)."""
     return tuple(
-        (s.name, {name: c.value.value for name, c in (s.counters or {}).items()})
+        (s.name, {name: _amount(c.value.value) for name, c in (s.counters or {}).items()})
         for s in spec.shared_counters or ()
     )
 
 
 def consumption_of(device: Device) -> Consumption:
     return tuple(
-        (entry.counter_set, name, c.value.value)
+        (entry.counter_set, name, _amount(c.value.value))
         for entry in device.consumes_counters or ()
         for name, c in (entry.counters or {}).items()
     )
 
 
 def valid_counter_sets(
-    declared: Iterable[tuple[tuple[str, dict[str, Fraction]], ...]],
+    declared: Iterable[tuple[tuple[str, dict[str, Amount]], ...]],
     devices: Iterable[DeviceView],
 ) -> CounterSets | None:
     """A pool's counter sets from its counter slices, or None when the pool is invalid as
@@ -89,7 +97,7 @@ class _PoolCounters:
         # Devices in use may already consume more than a counter holds (the driver shrank
         # the pool): kube then refuses every device of the pool that consumes counters.
         self.overdrawn = any(v < 0 for counters in left.values() for v in counters.values())
-        self.consumed: dict[tuple[str, str], Fraction] = {}
+        self.consumed: dict[tuple[str, str], Amount] = {}
 
 
 class CounterLedger:
@@ -133,7 +141,7 @@ class CounterLedger:
             return False
         consumed = pool.consumed
         for set_name, counter, amount in view.consumption:
-            consumed[set_name, counter] = consumed.get((set_name, counter), Fraction(0)) + amount
+            consumed[set_name, counter] = consumed.get((set_name, counter), 0) + amount
         for set_name, counter, _ in view.consumption:
             counters = pool.left.get(set_name)
             if counters is None or counter not in counters:

@@ -88,7 +88,7 @@ class DeviceView:
     consumes_counters: bool = False  # the device consumes its pool's shared counters
     allow_multiple_allocations: bool = False  # read by selectors only
     # (counter set, counter, amount) per counter consumed: `counters.Consumption`.
-    consumption: tuple[tuple[str, str, Fraction], ...] = ()
+    consumption: tuple[tuple[str, str, int | Fraction], ...] = ()
     key: DeviceKey = field(init=False)
 
     def __post_init__(self) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -37,6 +36,7 @@ from apis.resource import Device, DeviceClass, ResourceSlice
 from placement.arrays import BoolMask
 from placement.pods.affinity import selector_terms_mask
 from placement.pods.dra.counters import (
+    Amount,
     CounterSets,
     consumption_of,
     counter_sets_of,
@@ -76,7 +76,7 @@ class _Slice:
     per_device: bool
     first: int  # its devices in the catalog: [first, stop)
     stop: int
-    counter_sets: tuple[tuple[str, dict[str, Fraction]], ...] = ()  # a slice of counter sets
+    counter_sets: tuple[tuple[str, dict[str, Amount]], ...] = ()  # a slice of counter sets
 
 
 @dataclass(frozen=True)
