@@ -96,11 +96,15 @@ class ClaimAllocator:
         passing &= (reach.counts(union, nodes.size) >= least) | reach.uncertain
         exact = passing
         if self._decided_by_counts(prepared, catalog):
-            # Rows reaching devices that consume shared counters are searched: a count does
-            # not say whether the counters allow them.
-            sure = passing & ~(reach.uncertain | reach.counters)
-            out |= sure
-            exact = passing & ~sure
+            doubtful = reach.uncertain
+            if catalog.consuming is not None:
+                # Rows reaching devices the request may take that consume shared counters
+                # are searched: a count does not say whether the counters allow them.
+                option = prepared.claims[0].slots[0].options[0]
+                usable = self._usable(prepared, catalog, option, busy) & catalog.consuming
+                doubtful = doubtful | (reach.counts(usable, nodes.size) > 0)
+            out |= passing & ~doubtful
+            exact = passing & doubtful
         for row in np.flatnonzero(exact).tolist():
             out[row] = self._row(prepared, catalog, nodes, row, in_use, reasons)
         return out

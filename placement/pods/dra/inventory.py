@@ -18,7 +18,7 @@ one name is invalid (not used). A slice of counter sets (partitionable devices: 
 with a device consuming a counter it does not declare, is invalid. `Catalog.reach(nodes)` is
 the same over a whole `NodeSnapshot` as arrays, for the vectorised first cut: it counts every
 device of a targeting slice (a superset), and marks the rows where a pool being updated or
-invalid, or devices consuming shared counters, make that inexact.
+invalid makes that inexact.
 """
 
 from __future__ import annotations
@@ -104,7 +104,6 @@ class NodeReach:
     local_row: npt.NDArray[np.int64]
     groups: tuple[tuple[npt.NDArray[np.int64], BoolMask], ...]
     uncertain: BoolMask
-    counters: BoolMask  # rows reaching a device that consumes counters: counts are not exact
 
     def counts(self, usable: BoolMask, size: int) -> npt.NDArray[np.int64]:
         """Per row, how many of the `usable` devices it reaches."""
@@ -132,11 +131,12 @@ class Catalog:
     counter_by_pool: dict[PoolId, list[int]] = field(default_factory=dict)
     unclean_counters: list[int] = field(default_factory=list)  # of pools not clean
     counter_devices: list[int] = field(default_factory=list)  # devices consuming counters
+    consuming: BoolMask | None = None  # the same as a mask, when there are some
     unclean: set[PoolId] = field(default_factory=set)
     label_dependent: bool = False  # some slice or device reaches nodes by a selector
     slice_of: list[int] = field(default_factory=list)  # device index -> slice index
     index_of: dict[DeviceKey, int] = field(default_factory=dict)
-    special: list[int] = field(default_factory=list)  # tainted, binding conditions, counters
+    special: list[int] = field(default_factory=list)  # tainted, or with binding conditions
     selections: dict[object, Any] = field(default_factory=dict)  # prepared.Selection by request
     _gathered: dict[object, tuple[PoolView, ...]] = field(default_factory=dict)
     _reach: tuple[object, object, NodeReach] | None = None
@@ -161,6 +161,9 @@ class Catalog:
         for pool, members in catalog.pools.items():
             if not _clean([catalog.slices[i] for i in members], catalog.devices):
                 catalog.unclean.add(pool)
+        if catalog.counter_devices:
+            catalog.consuming = np.zeros(len(catalog.devices), dtype=bool)
+            catalog.consuming[catalog.counter_devices] = True
         catalog.unclean_counters = [
             i for i in catalog.counter_slices if catalog.slices[i].pool in catalog.unclean
         ]
@@ -359,12 +362,7 @@ class Catalog:
                     uncertain |= mask
         if self.unclean_counters:
             uncertain[:] = True  # its counter sets bring the pool to every node
-        built = NodeReach(local, tuple(groups), uncertain, np.zeros(size, dtype=bool))
-        if self.counter_devices:
-            consuming = np.zeros(len(self.devices), dtype=bool)
-            consuming[self.counter_devices] = True
-            built.counters[:] = built.counts(consuming, size) > 0
-        return built
+        return NodeReach(local, tuple(groups), uncertain)
 
 
 def _rows(reach: _Reach, nodes: NodeSnapshot, rows: Mapping[str, int]) -> BoolMask:

@@ -1,7 +1,8 @@
 """Properties of partitionable devices in the DRA allocator over generated worlds: after any
 sequence of allocations no counter set is ever over its value, `feasible` agrees with
 `allocate` on every node at every step, and the allocator finds an allocation exactly when one
-exists (a brute force over every choice of devices says so)."""
+exists (a brute force over every choice of devices says so), with devices that consume no
+counters beside them."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.placement.pods.dra.world import allocator, claim, device_class, exact
 
 DRIVER = "gpu.example.com"
 NODES = ("n0", "n1", "n2")
-KINDS = ("small", "big", "port")
+KINDS = ("small", "big", "port", "plain")
 CLASSES = [device_class(k, f'device.attributes["{DRIVER}"].kind == "{k}"') for k in KINDS]
 
 partition = st.fixed_dictionaries(
@@ -36,6 +37,7 @@ world = st.fixed_dictionaries(
         "memory": st.integers(2, 8),
         "links": st.integers(1, 3),
         "ports": st.lists(st.lists(st.integers(1, 2), max_size=2), min_size=3, max_size=3),
+        "plain": st.lists(st.integers(0, 2), min_size=3, max_size=3),
         "steps": st.lists(
             st.tuples(
                 st.integers(0, 2),
@@ -110,6 +112,16 @@ def build(
             use = {("fabric", "links", "link"): Fraction(amount)}
             devices[DeviceKey(DRIVER, "fabric", f"{name}-port-{i}")] = (name, "port", use)
         slices.append(_slice(f"fabric-{name}", "fabric", count, {"nodeName": name}, devices=listed))
+    # Devices without counters next to them, in a pool of their own per node.
+    for name, plain in zip(NODES, w["plain"], strict=True):
+        listed = [
+            {"name": f"g{i}", "attributes": {"kind": {"string": "plain"}}} for i in range(plain)
+        ]
+        slices.append(
+            _slice(f"{name}-plain", f"{name}-plain", 1, {"nodeName": name}, devices=listed)
+        )
+        for i in range(plain):
+            devices[DeviceKey(DRIVER, f"{name}-plain", f"g{i}")] = (name, "plain", {})
     return slices, devices, values
 
 
