@@ -3,7 +3,8 @@
 * Each `$ placement scheduler simulate ...` of a README under config/samples/pods/ runs as
   written (the shell expands it, as a reader's would) and prints every line the README shows,
   in order.
-* Each scenario (the top folder's files together, each file of a subfolder alone) is
+* Each scenario (the top folder's files together, each file of a subfolder alone, the
+  numbered files of a subfolder such as `dra/` together) is
   self-contained: its namespaces, its nodes; run alone it binds pods and warns of nothing.
 * A scenario keeps its outcome when the whole tree is read at once (`-f config/samples/pods/`),
   but for those whose story is the whole cluster's capacity (quotas, a gang's minResources).
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PODS = ROOT / "config" / "samples" / "pods"
 SPOT = PODS / "spot" / "min-available.yaml"
 NOW = "2026-11-23T00:00:00Z"
+NUMBERED = re.compile(r"^\d\d-[\w.-]+\.yaml$")
 CONSOLE = re.compile(r"^( *)```console\n(.*?)^\1```$", re.DOTALL | re.MULTILINE)
 # Scenarios whose outcome is about the whole cluster's capacity: read with every other
 # sample, their sums change (the READMEs say so).
@@ -85,11 +87,22 @@ def simulate(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def numbered(folder: Path) -> bool:
+    """A subfolder whose files are numbered (`00-namespaces.yaml`, ...) is one scenario, its
+    files applied in the order of their numbers (`dra/`)."""
+    files = list(folder.glob("*.yaml"))
+    return bool(files) and all(NUMBERED.match(f.name) for f in files)
+
+
 def scenarios() -> dict[str, list[Path]]:
-    """Scenario -> its files: the top folder's together, each subfolder's file alone."""
+    """Scenario -> its files: the top folder's together, each subfolder's file alone but those
+    of a numbered subfolder, together."""
     found = {"top": sorted(PODS.glob("*.yaml"))}
     for path in sorted(PODS.glob("*/*.yaml")):
-        found[str(path.relative_to(PODS))] = [path]
+        if numbered(path.parent):
+            found.setdefault(f"{path.parent.name}/", []).append(path)
+        else:
+            found[str(path.relative_to(PODS))] = [path]
     return found
 
 
@@ -122,7 +135,9 @@ def test_the_readmes_show_commands() -> None:
 def test_a_readme_command_runs_one_scenario_and_prints_what_it_shows(block: Shown) -> None:
     argv = argv_of(block.command)
     paths = [argv[i + 1] for i, word in enumerate(argv) if word == "-f"]
-    assert paths and all((ROOT / p).is_file() for p in paths), f"{block.where}: {paths}"
+    # files, or a folder of numbered files (one scenario, such as dra/)
+    one = [(ROOT / p).is_file() or ((ROOT / p).is_dir() and numbered(ROOT / p)) for p in paths]
+    assert paths and all(one), f"{block.where}: {paths}"
     code, out, err = simulate(argv)
     assert (code, err) == (EXIT_OK, ""), f"{block.where}: {err}"
     printed = [line.rstrip() for line in out.splitlines()]
@@ -181,3 +196,44 @@ def test_the_top_folder_alone_tells_the_readmes_story() -> None:
     assert {where(pods[f"shop/db-{i}"])[0] for i in range(3)} <= {"od-1", "od-2", "od-3"}
     assert where(pods["shop/cache-warmer"]) == (None, False)
     assert sum(1 for p in pods.values() if where(p)[0] and not where(p)[1]) == 12
+
+
+def test_the_dra_sample_alone_gives_each_pod_its_own_gpu_on_its_node() -> None:
+    """dra/: every pod bound; each claim allocated one device of the pool of its pod's node (the
+    driver's pools are named after the nodes), reserved for that pod; no GPU twice; the claim
+    `h100` an H100 of 80Gi, as its selectors ask."""
+    files = scenarios()["dra/"]
+    argv = ["scheduler", "simulate", "-o", "json", "--now", NOW]
+    argv += [arg for path in files for arg in ("-f", str(path))]
+    code, out, err = simulate(argv)
+    assert (code, err) == (EXIT_OK, ""), err
+    items = json.loads(out)["items"]
+    pods = {i["metadata"]["name"]: i for i in items if i["kind"] == "Pod"}
+    claims = {i["metadata"]["name"]: i for i in items if i["kind"] == "ResourceClaim"}
+    devices = {
+        (s["spec"]["pool"]["name"], d["name"]): d
+        for s in items
+        if s["kind"] == "ResourceSlice"
+        for d in s["spec"]["devices"]
+    }
+    assert sorted(pods) == ["inference", *(f"trainer-{i}" for i in range(4))]
+    given = []
+    for name, pod in pods.items():
+        node = pod["spec"].get("nodeName")
+        assert node and not pod["metadata"].get("deletionTimestamp"), name
+        made = {
+            s["name"]: s["resourceClaimName"]
+            for s in pod["status"].get("resourceClaimStatuses", [])
+        }
+        claim = claims["h100" if name == "inference" else made["gpu"]]
+        assert claim["status"]["reservedFor"] == [
+            {"resource": "pods", "name": name, "uid": pod["metadata"]["uid"]}
+        ]
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        assert (result["driver"], result["pool"]) == ("gpu.example.com", node)
+        given.append((result["pool"], result["device"]))
+    assert len(set(given)) == len(given) == 5
+    inference = claims["h100"]["status"]["allocation"]["devices"]["results"][0]
+    gpu = devices[(inference["pool"], inference["device"])]
+    assert gpu["attributes"]["model"] == {"string": "H100"}
+    assert gpu["capacity"]["memory"] == {"value": "80Gi"}

@@ -114,6 +114,12 @@ DISTURBING = {
     "Placement",
     "PodGroup",
     "ElasticQuota",
+    # DRA (dra/): a driver's devices and the claims on them, which the schedulers and
+    # kube-controller-manager's resourceclaim controller of other tests would see
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
 }
 
 

@@ -1,6 +1,7 @@
 """`placement scheduler simulate -o wide` over every pod sample (the top folder's files together,
-each file of a subfolder alone) equals the output recorded in `tests/data/simulate_pods/`: the
-scheduler's speed work (issue 29) must leave every placement, status and message as it was.
+each file of a subfolder alone, the numbered files of `dra/` together) equals the output
+recorded in `tests/data/simulate_pods/`: the scheduler's speed work (issue 29) must leave every
+placement, status and message as it was.
 
 After a deliberate change of behaviour, record again with
 `python -m tests.controllers.cli.test_pod_samples_recorded` and review the diff."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -19,13 +21,19 @@ ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "config" / "samples" / "pods"
 RECORDED = ROOT / "tests" / "data" / "simulate_pods"
 NOW = "2026-11-23T00:00:00Z"
+NUMBERED = re.compile(r"^\d\d-[\w.-]+\.yaml$")
 
 
 def scenarios() -> dict[str, list[Path]]:
-    """Scenario name -> the files simulated together."""
+    """Scenario name -> the files simulated together (a subfolder of numbered files, such as
+    `dra/`, is one scenario named after it)."""
     found = {"top": sorted(SAMPLES.glob("*.yaml"))}
     for path in sorted(SAMPLES.glob("*/*.yaml")):
-        found[f"{path.parent.name}-{path.stem}"] = [path]
+        siblings = list(path.parent.glob("*.yaml"))
+        if all(NUMBERED.match(p.name) for p in siblings):
+            found.setdefault(path.parent.name, []).append(path)
+        else:
+            found[f"{path.parent.name}-{path.stem}"] = [path]
     return found
 
 
