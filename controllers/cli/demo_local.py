@@ -4,10 +4,13 @@ An embedded API server with its kubelet simulation (bound pods go Running) gets 
 pool, three on-demand nodes and three tainted spot nodes, and the pods of a few workloads: a web
 Deployment, an API StatefulSet of four replicas anti-affine on the hostname (one per node: three
 bind, the fourth is reported waiting for a node), batch Job pods that tolerate spot, spot
-workers that select it, and one pod asking for a GPU no node has. The scheduler runs
-(`controllers.addons.scheduler`, as `placement scheduler run` runs it) until every pod is bound
-or reported Unschedulable; then a table of the pods: node, capacity type, phase, and the
-scheduler's condition.
+workers that select it, and one pod asking for a GPU no node has as an extended resource
+(`nvidia.com/gpu`). Beside them, two GPU nodes whose GPUs a DRA driver publishes in
+ResourceSlices, and a training gang whose four members each claim one
+(`controllers.cli.demo_dra`). The scheduler runs (`controllers.addons.scheduler`, as
+`placement scheduler run` runs it) until every pod is bound or reported Unschedulable; then a
+table of the pods: node, capacity type, phase, and the scheduler's condition, and a table of
+the GPUs allocated to the gang's claims: which pod got which GPU on which node.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any, TextIO
 
 from apis.core import Node, Pod
 from apis.registry import parse_as
+from apis.resource import ResourceClaim
+from controllers.cli.demo_dra import gang_pods, gpu_nodes, gpu_objects, gpu_rows
 from controllers.cli.tables import TABLE_WIDTH, table
 from placement.pods.config import DEFAULT_SCHEDULER_NAME
 
@@ -159,13 +164,14 @@ async def run_local_demo(out: TextIO = sys.stdout, *, timeout: float = 20.0) -> 
     gateway = PodGateway(await new_api_client(ClusterAccess(url=url)))
     scheduler: PodScheduler | None = None
     try:
-        nodes = demo_nodes()
-        pods = demo_pods()
-        for obj in [*nodes, *pods]:
+        nodes = [*demo_nodes(), *gpu_nodes()]
+        pods = [*demo_pods(), *gang_pods()]
+        for obj in [*nodes, *gpu_objects(), *pods]:
             await gateway.create(obj)
         print(
             f"embedded API server on {url}{' with simulated kubelets' if kubelets else ''}: "
-            f"{len(nodes)} nodes (3 on-demand, 3 spot), {len(pods)} pending pods",
+            f"{len(nodes)} nodes (3 on-demand, 3 spot, 2 with GPUs of a DRA driver), "
+            f"{len(pods)} pending pods",
             file=out,
         )
         began = time.perf_counter()
@@ -194,6 +200,9 @@ async def run_local_demo(out: TextIO = sys.stdout, *, timeout: float = 20.0) -> 
         for pod in sorted(final, key=lambda p: p.name):
             if not pod.spec.node_name:
                 print(f"{pod.name}: {_condition(pod)}", file=out)
+        claims = (await gateway.list(ResourceClaim, "default")).items
+        gpus = gpu_rows([p for p in final if p.spec.resource_claims], claims)
+        print(table(["POD", "NODE", "CLAIM", "GPU"], gpus, width=TABLE_WIDTH), end="", file=out)
         bound = sum(1 for p in final if p.spec.node_name)
         running = sum(1 for p in final if p.status and p.status.phase == "Running")
         print(

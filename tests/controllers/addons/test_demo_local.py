@@ -31,22 +31,27 @@ async def test_local_demo_binds_every_pod_that_fits_and_explains_the_one_that_do
     # The API StatefulSet's replicas are anti-affine on the hostname: one per on-demand node.
     api_nodes = [row[1] for name, row in rows.items() if name.startswith("api-") and row[1] != "-"]
     assert sorted(api_nodes) == ["ondemand-0", "ondemand-1", "ondemand-2"]
-    # The GPU pod needs more than any node has: preemption cannot help (kube's PostFilter text).
+    # The GPU pod asks nvidia.com/gpu, an extended resource no node has (the GPU nodes' GPUs
+    # are DRA devices, and tainted for their gang): preemption cannot help (kube's PostFilter
+    # texts, DynamicResources' first).
     assert (
-        "trainer-0: Unschedulable: 0/6 nodes are available: 3 Insufficient nvidia.com/gpu, "
-        "3 node(s) had untolerated taint {spot: true}. preemption: 0/6 nodes are available: "
-        "6 Preemption is not helpful for scheduling." in lines
+        "trainer-0: Unschedulable: 0/8 nodes are available: 2 node(s) had untolerated taint "
+        "{gpu.example.com/gpu: present}, 3 Insufficient nvidia.com/gpu, 3 node(s) had "
+        "untolerated taint {spot: true}. no new claims to deallocate, preemption: 0/8 nodes are "
+        "available: 8 Preemption is not helpful for scheduling." in lines
     )
     # The fourth API replica finds no node without one (kube's reasons, preemption cannot help:
     # the replicas in the way have its priority).
     assert (
-        "api-3: Unschedulable: 0/6 nodes are available: 3 node(s) didn't match pod anti-affinity "
-        "rules, 3 node(s) had untolerated taint {spot: true}. preemption: 0/6 nodes are "
-        "available: 3 No preemption victims found for incoming pod, 3 Preemption is not helpful "
-        "for scheduling." in lines
+        "api-3: Unschedulable: 0/8 nodes are available: 2 node(s) had untolerated taint "
+        "{gpu.example.com/gpu: present}, 3 node(s) didn't match pod anti-affinity rules, 3 "
+        "node(s) had untolerated taint {spot: true}. no new claims to deallocate, preemption: "
+        "0/8 nodes are available: 3 No preemption victims found for incoming pod, 5 Preemption "
+        "is not helpful for scheduling." in lines
     )
-    assert lines[-1].startswith("14/16 pods bound by ocm-pod-scheduler in ")
-    assert lines[-1].endswith(", 14 running, 2 unschedulable")  # the kubelets started them
+    # 16 pods and the GPU gang's 4 (tests/controllers/cli/test_demo_dra.py)
+    assert lines[-1].startswith("18/20 pods bound by ocm-pod-scheduler in ")
+    assert lines[-1].endswith(", 18 running, 2 unschedulable")  # the kubelets started them
 
 
 def test_demo_has_the_local_flag() -> None:
