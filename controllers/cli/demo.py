@@ -339,7 +339,8 @@ def add_parser(subparsers: Subparsers) -> None:
         "--local",
         action="store_true",
         help="instead: the pod scheduler binding a few workloads' pods on a local embedded "
-        "cluster (mixed on-demand/spot nodes), then a table of the pods",
+        "cluster (mixed on-demand/spot nodes, GPU nodes of a DRA driver and a GPU gang), then "
+        "a table of the pods and one of the GPUs each gang member was allocated",
     )
     demo.set_defaults(func=_cmd_demo)
 
