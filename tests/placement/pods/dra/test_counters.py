@@ -242,7 +242,8 @@ def test_all_takes_every_small_slice_only_when_their_counters_allow() -> None:
 def test_a_device_refused_for_a_taint_keeps_its_counters_for_the_rest_of_the_search() -> None:
     # kube-scheduler checks a device's counters before its taints and does not give the
     # counters of a device a taint refuses back: the untainted half behind it then finds
-    # the counters of the tainted whole device in use, on this node, for this search.
+    # the counters of the tainted whole device in use, on this node, for this search
+    # (the real kube-scheduler v1.36.2 leaves such a pod pending: cannot allocate all claims).
     whole = partition("gpu-0", "8g", range(8))
     whole["taints"] = [{"key": "maintenance", "effect": "NoSchedule"}]
     devices = [whole, partition("gpu-0-4g-0", "4g", range(4))]
@@ -385,3 +386,25 @@ def test_an_incomplete_counter_pool_fails_all_requests_on_every_node() -> None:
     nodes = snapshot([node("worker-2")])
     with pytest.raises(AllocationError, match="is currently being updated"):
         alloc.feasible(every, nodes, everywhere(nodes), set())
+
+
+def test_pools_of_two_drivers_with_one_name_keep_their_own_counters() -> None:
+    # kube-scheduler v1.36.2 keys a search's counters by pool name alone: with a GPU pool and
+    # a NIC pool both named after the node, it gave one claim a0, b0 and b1 although b0 and b1
+    # each use the NIC's only link (checked on the real binary). We keep each driver's pool
+    # apart and refuse that claim: the driver could not prepare such an allocation.
+    slices = []
+    for driver, counter_set in (("gpu.example.com", "a"), ("nic.example.com", "b")):
+        sets = {counter_set: {"c": "1"}}
+        devices = [consuming(f"{counter_set}{i}", counter_set, c=1) for i in range(2)]
+        slices.append(counter_slice(f"{driver}-c", sets, driver=driver, pool="x", nodeName="x"))
+        slices.append(device_slice(f"{driver}-d", devices, driver=driver, pool="x", nodeName="x"))
+    classes = [
+        device_class("gpu", 'device.driver == "gpu.example.com"'),
+        device_class("nic", 'device.driver == "nic.example.com"'),
+    ]
+    alloc = allocator(slices, classes)
+    mixed = alloc.prepare([claim("m", exactly("r0", "gpu"), exactly("r1", "nic", count=2))])
+    assert alloc.allocate(mixed, "x", {}, set()) is None
+    one_each = alloc.prepare([claim("m", exactly("r0", "gpu"), exactly("r1", "nic"))])
+    assert results(first(alloc.allocate(one_each, "x", {}, set()))) == [("r0", "a0"), ("r1", "b0")]
