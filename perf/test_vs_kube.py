@@ -42,6 +42,11 @@ def test_checks_name_the_broken_rule() -> None:
     assert any("evictions" in p for p in preemption.check({"high-0": "n", "high-1": "n"}, 3))
     basic = world("SchedulingBasic", 2, 0, 3)
     assert basic.check({"m-0": "node-00000"}, 0) == ["1 of 3 measured pods bound"]
+    dra = world("SchedulingWithResourceClaimTemplate", 2, 0, 11)
+    assert len([d for d in dra.setup if d["kind"] == "ResourceSlice"]) == 2
+    assert dra.check({f"m-{i}": "node-00000" for i in range(10)} | {"m-10": "node-00001"}, 0) == []
+    crowded = {f"m-{i}": "node-00000" for i in range(11)}
+    assert dra.check(crowded, 0) == ["1 nodes hold more pods than devices"]
     with pytest.raises(ValueError, match="unknown shape"):
         world("Nope", 1, 1, 1)
 

@@ -61,12 +61,12 @@ def _order(round_: int) -> tuple[str, str]:
 async def _interrupted(bench: Any, name: str, shape: World, limit: float) -> dict[str, Any]:
     """SIGTERM mid-run, then a second instance finishes (module docstring)."""
     from perf.child_kube import BindWatch
-    from perf.vs_kube_run import Scheduler
+    from perf.vs_kube_run import Scheduler, per_run
     from perf.vs_kube_shapes import MEASURED_NS
 
     await bench.reset()
     await bench.prepare(shape)
-    for docs in (shape.nodes, [d for d in shape.setup if d["kind"] == "PersistentVolume"]):
+    for docs in (shape.nodes, per_run(shape)):
         await bench.create(docs)
     await bench.create(shape.claims)
     await bench.create(shape.measured)

@@ -40,7 +40,7 @@ from perf.vs_kube_shapes import BEFORE_NS, MEASURED_NS, SCHEDULER, World
 from tests.e2e.controlplane import TOKEN, ControlPlane, free_port
 from tests.e2e.pod_helpers import placement_argv
 
-__all__ = ["KUBE", "OURS", "Bench", "Scheduler", "scheduler_config"]
+__all__ = ["KUBE", "OURS", "Bench", "Scheduler", "per_run", "scheduler_config"]
 
 OURS, KUBE = "ours", "kube-scheduler"
 QPS = 5000
@@ -52,7 +52,13 @@ _PATHS = {
     "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
     "PersistentVolume": "/api/v1/persistentvolumes",
+    "DeviceClass": "/apis/resource.k8s.io/v1/deviceclasses",
+    "ResourceSlice": "/apis/resource.k8s.io/v1/resourceslices",
 }
+_KEPT = ("PriorityClass", "StorageClass", "DeviceClass", "ResourceClaimTemplate")
+"""Setup kinds made once and kept across runs; the others (volumes, slices) are made per run."""
+_CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{MEASURED_NS}/resourceclaims"
+_SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
 
 def _path(doc: dict[str, Any]) -> str:
@@ -60,8 +66,15 @@ def _path(doc: dict[str, Any]) -> str:
     if kind in _PATHS:
         return _PATHS[kind]
     ns = doc["metadata"]["namespace"]
+    if kind == "ResourceClaimTemplate":
+        return f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates"
     plural = {"Pod": "pods", "PersistentVolumeClaim": "persistentvolumeclaims"}[kind]
     return f"/api/v1/namespaces/{ns}/{plural}"
+
+
+def per_run(world: World) -> list[dict[str, Any]]:
+    """The setup objects made for each run (volumes, device slices): the others are kept."""
+    return [d for d in world.setup if d["kind"] not in _KEPT]
 
 
 def requests(docs: list[dict[str, Any]]) -> list[Request]:
@@ -214,13 +227,18 @@ class Bench:
             await asyncio.sleep(0.2)
 
     async def reset(self) -> None:
-        """Remove every object a run made: pods and claims (at once), volumes, nodes."""
+        """Remove every object a run made: pods and claims (at once), volumes, device slices,
+        nodes. Resource claims made from templates go with their pods (kube-controller-manager
+        deallocates and deletes them): waited for, as a claim left allocated holds a device."""
         for ns in (BEFORE_NS, MEASURED_NS):
             await self._delete_all(f"/api/v1/namespaces/{ns}/pods")
         await self._delete_all(f"/api/v1/namespaces/{MEASURED_NS}/persistentvolumeclaims")
         await self._delete_all("/api/v1/persistentvolumes")
+        await self._delete_all(_SLICES)
         await self._delete_all("/api/v1/nodes")
         for path in (
+            _CLAIMS,
+            _SLICES,
             f"/api/v1/namespaces/{BEFORE_NS}/pods",
             f"/api/v1/namespaces/{MEASURED_NS}/pods",
             f"/api/v1/namespaces/{MEASURED_NS}/persistentvolumeclaims",
@@ -236,8 +254,8 @@ class Bench:
     async def prepare(self, world: World) -> None:
         """Every class the shapes use, once (kept across runs)."""
         for doc in world.setup:
-            if doc["kind"] in ("PriorityClass", "StorageClass"):
-                await self._post(_PATHS[doc["kind"]], doc, exists_ok=True)
+            if doc["kind"] in _KEPT:
+                await self._post(_path(doc), doc, exists_ok=True)
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -246,7 +264,7 @@ class Bench:
         await self.reset()
         await self.prepare(world)
         await self.create(world.nodes)
-        await self.create([d for d in world.setup if d["kind"] == "PersistentVolume"])
+        await self.create(per_run(world))
         await self.create(world.before)
         await self.create(world.claims)
         measured = requests(world.measured)

@@ -16,6 +16,12 @@ name) in `sched-0`.
   local PVs, 2 per node, bound by hostname affinity; each measured pod mounts its own claim.
   kube-controller-manager's PV controller completes the bindings the scheduler makes.
 * `MixedPriorities`: `SchedulingBasic`'s pods in three PriorityClasses, interleaved; all fit.
+* `SchedulingWithResourceClaimTemplate`: scheduler_perf's DRA shape. Each node publishes a
+  ResourceSlice of 10 devices of driver `test-driver.cdi.k8s.io` (scheduler_perf's
+  `maxClaimsPerNode` 10); DeviceClass `test-class` selects the driver by CEL; each measured pod
+  claims one device through ResourceClaimTemplate `test-claim-template`, whose claims
+  kube-controller-manager's resourceclaim controller creates. No device goes to two pods, so no
+  node takes more than 10.
 
 `World.check` names the bindings that break the workload's own rule, and `compare` sets two
 runs' placements side by side.
@@ -44,7 +50,10 @@ SHAPES = (
     "PreemptionBasic",
     "SchedulingWithPVs",
     "MixedPriorities",
+    "SchedulingWithResourceClaimTemplate",
 )
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DEVICES_PER_NODE = 10
 
 SIZES: dict[str, dict[str, tuple[int, int, int]]] = {  # nodes, running before, measured
     "full": {
@@ -54,6 +63,7 @@ SIZES: dict[str, dict[str, tuple[int, int, int]]] = {  # nodes, running before, 
         "PreemptionBasic": (300, 4, 300),  # before: per node
         "SchedulingWithPVs": (300, 0, 300),
         "MixedPriorities": (500, 250, 1_500),
+        "SchedulingWithResourceClaimTemplate": (500, 0, 2_500),
     },
     "quick": {
         "SchedulingBasic": (200, 200, 800),
@@ -62,6 +72,7 @@ SIZES: dict[str, dict[str, tuple[int, int, int]]] = {  # nodes, running before, 
         "PreemptionBasic": (100, 4, 100),
         "SchedulingWithPVs": (200, 0, 300),
         "MixedPriorities": (200, 200, 800),
+        "SchedulingWithResourceClaimTemplate": (100, 0, 500),
     },
     "smoke": {
         "SchedulingBasic": (10, 5, 30),
@@ -70,6 +81,7 @@ SIZES: dict[str, dict[str, tuple[int, int, int]]] = {  # nodes, running before, 
         "PreemptionBasic": (5, 4, 5),
         "SchedulingWithPVs": (8, 0, 10),
         "MixedPriorities": (10, 5, 30),
+        "SchedulingWithResourceClaimTemplate": (3, 0, 20),
     },
 }
 
@@ -166,6 +178,10 @@ class World:
             wrong = sum(1 for pod, node in where.items() if volumes.get(pod) != node)
             if wrong:
                 problems.append(f"{wrong} pods away from their volume's node")
+        if self.shape == "SchedulingWithResourceClaimTemplate":
+            crowded = sum(1 for k in per_node.values() if k > DEVICES_PER_NODE)
+            if crowded:
+                problems.append(f"{crowded} nodes hold more pods than devices")
         over = [n for n, k in per_node.items() if k > 110]
         if over:
             problems.append(f"{len(over)} nodes over their pod count")
@@ -273,7 +289,51 @@ def world(shape: str, nodes: int, before: int, measured: int) -> World:
             for i in range(measured)
         ]
         return w
+    if shape == "SchedulingWithResourceClaimTemplate":
+        w = World(shape, [_node(i) for i in range(nodes)])
+        w.setup = [_device_class(), _claim_template()]
+        w.setup += [_slice(f"node-{i:05d}") for i in range(nodes)]
+        entry = {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
+        w.measured = [_pod(f"m-{i}", MEASURED_NS, resourceClaims=[entry]) for i in range(measured)]
+        for pod in w.measured:
+            pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "resource"}]
+        return w
     raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+
+
+def _device_class() -> dict[str, Any]:
+    selector = {"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "test-class"},
+        "spec": {"selectors": [selector]},
+    }
+
+
+def _claim_template() -> dict[str, Any]:
+    request = {"name": "req-0", "exactly": {"deviceClassName": "test-class"}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "test-claim-template", "namespace": MEASURED_NS},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def _slice(node: str) -> dict[str, Any]:
+    """The node's devices as scheduler_perf's test driver publishes them: one pool per node."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{DRA_DRIVER}"},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"instance-{j}"} for j in range(DEVICES_PER_NODE)],
+        },
+    }
 
 
 def _storage_class() -> dict[str, Any]:
