@@ -95,8 +95,6 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
     name
     for name in (
         "PrioritySort",
-        # Checks on the pod alone first: a pod that cannot run here fails before any node work.
-        "UnsupportedFeatures",
         "NodeUnschedulable",
         "NodeName",
         "TaintToleration",
@@ -110,6 +108,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = tuple(
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        # Devices of resource claims (DRA); its PostFilter runs before the preemptions, as kube's.
+        "DynamicResources",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
         # Last of kube's defaults: a pod needing a feature only goes to nodes declaring it.

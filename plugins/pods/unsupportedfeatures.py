@@ -1,12 +1,12 @@
-"""`UnsupportedFeatures`: a pod that needs what this scheduler does not implement is
-refused with a message naming the feature, never placed as if the constraint were not there.
+"""`UnsupportedFeatures`: a pod that needs what this scheduler does not implement would be
+refused here with a message naming the feature, never placed as if the constraint were not there.
 
-Dynamic resource allocation (`spec.resourceClaims`, kube's DynamicResources plugin): a pod
-that claims a device must not land on a node without it. Everything else kube-scheduler's
-default profile places is implemented by a plugin of the same name; what those do not do (a
-volume needing dynamic provisioning) they refuse with their own message. The check is on the
-pod alone, so it runs at PreFilter and the pod is unresolvable: no node event or preemption
-helps.
+Since DynamicResources joined the default profile (issue 45) nothing is refused: every feature
+kube-scheduler v1.36's default profile places is implemented by a plugin of the same name, and
+what those do not do they refuse with their own message (a device our allocator cannot use is
+"cannot allocate all claims"). The plugin is out of the default profile and stays registered, so
+that a configuration naming it (enabling or disabling it) still loads. Its check is on the pod
+alone: a refusal would be at PreFilter and unresolvable.
 """
 
 from __future__ import annotations
@@ -28,11 +28,8 @@ SCHEDULER = "ocm-pod-scheduler"
 
 def unsupported(pod: Pod) -> list[str]:
     """The features the pod uses that the scheduler does not implement, with their fields."""
-    spec = pod.spec
-    found: list[str] = []
-    if spec.resource_claims:
-        found.append("dynamic resource allocation (spec.resourceClaims)")
-    return found
+    del pod  # every feature of kube's default profile is implemented (module docstring)
+    return []
 
 
 class UnsupportedFeatures(PreFilter, RequeueHints):

@@ -46,12 +46,6 @@ DEVICES_PER_NODE = 2
 PODS = 5
 Doc = dict[str, Any]
 RESOURCE = "resource.k8s.io/v1"
-MULTI_POINT = {
-    "enabled": [{"name": "DynamicResources"}],
-    "disabled": [{"name": "UnsupportedFeatures"}],
-}
-"""Our profile's plugins: DynamicResources on, and UnsupportedFeatures (which refuses a pod
-with claims while DynamicResources is not among our default plugins) off."""
 
 
 def _class(name: str) -> Doc:
@@ -197,7 +191,7 @@ def _our_config(folder: Path) -> Path:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": OURS, "plugins": {"multiPoint": MULTI_POINT}}],
+        "profiles": [{"schedulerName": OURS}],  # the default plugins, DynamicResources among them
     }
     path = folder / "ours.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -53,6 +53,7 @@ async def test_a_binding_and_an_unschedulable_pod_are_each_one_info_line(
     said = [line for line in lines if line.startswith("default/too-big unschedulable: ")]
     assert said and said[0] == (
         "default/too-big unschedulable: 0/1 nodes are available: 1 Insufficient cpu. "
+        "no new claims to deallocate, "
         "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     ), lines
     assert all(r.levelno == logging.INFO for r in caplog.records if r.name == EXECUTOR)

@@ -19,6 +19,7 @@ HOST = "kubernetes.io/hostname"
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 FOURTH = (
     "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+    "no new claims to deallocate, "
     "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
 )
 

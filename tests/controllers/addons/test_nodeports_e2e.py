@@ -44,6 +44,7 @@ async def test_pods_sharing_a_host_port_land_one_per_node() -> None:
             assert (got["reason"], got["message"]) == (
                 "Unschedulable",
                 "0/4 nodes are available: 4 node(s) didn't have free ports for the requested pod "
-                "ports. preemption: 0/4 nodes are available: 4 No preemption victims found for "
+                "ports. no new claims to deallocate, "
+                "preemption: 0/4 nodes are available: 4 No preemption victims found for "
                 "incoming pod.",
             )

@@ -145,7 +145,10 @@ def pool() -> list[Node]:
 
 # No node could ever hold these pods (more cpu than any node has; no node with the label), so
 # DefaultPreemption adds kube-scheduler's verdict that preemption cannot help.
-NOT_HELPFUL = " preemption: 0/10 nodes are available: 10 Preemption is not helpful for scheduling."
+NOT_HELPFUL = (
+    " no new claims to deallocate, "
+    "preemption: 0/10 nodes are available: 10 Preemption is not helpful for scheduling."
+)
 HUGE = (
     "0/10 nodes are available: 4 node(s) had untolerated taint {spot: true}, 6 Insufficient cpu."
     + NOT_HELPFUL

@@ -13,7 +13,8 @@ from tests.controllers.cli.samples import run
 
 NOW = ["--now", "2026-01-01T00:00:00Z"]
 FULL = (
-    "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+    "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+    "preemption: 0/1 nodes are available: "
     "1 Preemption is not helpful for scheduling."
 )
 

@@ -74,5 +74,6 @@ def test_simulate_places_pods_by_the_features_their_nodes_declare(
     assert scheduled["reason"] == "Unschedulable"
     assert scheduled["message"] == (
         "0/2 nodes are available: 2 node(s) didn't match Pod's required features. "
+        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )

@@ -68,5 +68,6 @@ def test_without_room_in_any_allowed_zone_the_members_wait_with_kubes_reasons(
     assert scheduled["message"] == (
         "0/4 nodes are available: 1 node(s) didn't find available persistent volumes to bind,"
         " 3 node(s) did not have enough free storage."
-        " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+        " no new claims to deallocate, "
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )

@@ -27,12 +27,6 @@ from tests.controllers.addons.cluster import SCHEDULER, node, pod
 from tests.controllers.embedded.hub import eventually
 
 DRIVER = "gpu.example.com"
-PLUGINS = {
-    "multiPoint": {
-        "enabled": [{"name": "DynamicResources"}],
-        "disabled": [{"name": "UnsupportedFeatures"}],
-    }
-}
 MESSAGE = (
     "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
     "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
@@ -111,7 +105,7 @@ async def test_scheduler_run_allocates_template_claims_the_stand_in_makes() -> N
             {
                 "apiVersion": "kubescheduler.config.k8s.io/v1",
                 "kind": "KubeSchedulerConfiguration",
-                "profiles": [{"schedulerName": SCHEDULER, "plugins": PLUGINS}],
+                "profiles": [{"schedulerName": SCHEDULER}],  # the defaults: DynamicResources
             },
             POD_PLUGINS,
         )

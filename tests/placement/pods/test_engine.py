@@ -260,7 +260,8 @@ def test_pods_of_other_schedulers_are_not_queued_but_bound_ones_count() -> None:
     assert not binds(actions)
     failed = [a for a in of(actions, EmitEvent) if a.reason == "FailedScheduling"]
     assert [a.message for a in failed] == [
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     ]
     assert [p.key for p in world.engine.cluster.pods_on("a")] == ["default/running"]
@@ -278,7 +279,8 @@ def test_unschedulable_message_patch_and_event_follow_kube_format() -> None:
     actions = world.engine.schedule(world.now)
     message = (
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint "
-        "{spot: true}, 1 node(s) were unschedulable. preemption: 0/3 nodes are available: "
+        "{spot: true}, 1 node(s) were unschedulable. no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: "
         "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for "
         "scheduling."
     )

@@ -294,10 +294,11 @@ def _kube_profile(plugins: dict[str, Any]) -> Profile:
 
 
 def test_coscheduling_sits_at_pre_enqueue_by_default_and_a_configuration_can_take_it_off() -> None:
-    assert [p.name for p in default_profile().pre_enqueues] == ["Coscheduling"]
-    assert [p.name for p in _kube_profile({}).pre_enqueues] == ["Coscheduling"]
+    # DynamicResources' PreEnqueue (a pod's claims exist) first, as kube orders its defaults.
+    assert [p.name for p in default_profile().pre_enqueues] == ["DynamicResources", "Coscheduling"]
+    assert [p.name for p in _kube_profile({}).pre_enqueues] == ["DynamicResources", "Coscheduling"]
     off = _kube_profile({"preEnqueue": {"disabled": [{"name": "Coscheduling"}]}})
-    assert off.pre_enqueues == ()
+    assert [p.name for p in off.pre_enqueues] == ["DynamicResources"]
     assert [p.name for p in off.pre_filters if p.name == "Coscheduling"] == ["Coscheduling"]
 
 

@@ -168,6 +168,7 @@ def test_equal_or_higher_priority_pods_are_never_victims() -> None:
     assert deleted(actions) == []
     [event] = of(actions, EmitEvent)
     assert event.message.endswith(
+        "no new claims to deallocate, "
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
 
@@ -183,7 +184,8 @@ def test_a_node_that_stays_too_small_reports_the_filter_reason() -> None:
     assert deleted(actions) == []
     [event] = of(actions, EmitEvent)
     assert event.message == (
-        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: "
         "1 Insufficient cpu."
     )
 
@@ -195,7 +197,8 @@ def test_preemption_policy_never_is_respected() -> None:
     assert deleted(actions) == []
     [event] = of(actions, EmitEvent)
     assert event.message == (
-        f"0/1 nodes are available: 1 Insufficient cpu. preemption: {NOT_ELIGIBLE_NEVER}"
+        f"0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        f"preemption: {NOT_ELIGIBLE_NEVER}"
     )
 
 
@@ -255,7 +258,9 @@ def test_no_second_preemption_while_victims_terminate_on_the_nominated_node() ->
     again = world.engine.schedule(T0 + timedelta(minutes=1))
     assert deleted(again) == []
     [event] = of(again, EmitEvent)
-    assert event.message.endswith(f"preemption: {NOT_ELIGIBLE_TERMINATING}")
+    assert event.message.endswith(
+        f"no new claims to deallocate, preemption: {NOT_ELIGIBLE_TERMINATING}"
+    )
 
 
 def test_no_second_preemption_before_the_nomination_comes_back_through_the_watch() -> None:
@@ -276,7 +281,9 @@ def test_no_second_preemption_before_the_nomination_comes_back_through_the_watch
     again = world.engine.schedule(T0 + timedelta(minutes=1))
     assert deleted(again) == []
     [event] = of(again, EmitEvent)
-    assert event.message.endswith(f"preemption: {NOT_ELIGIBLE_TERMINATING}")
+    assert event.message.endswith(
+        f"no new claims to deallocate, preemption: {NOT_ELIGIBLE_TERMINATING}"
+    )
 
 
 def test_lower_priority_nominations_on_the_chosen_node_are_cleared() -> None:
@@ -340,7 +347,9 @@ def test_hooks_restrict_eligibility() -> None:
     world.add_pods(running("low", "a", 2, priority=1), make_pod("vip", cpu=2, priority=10))
     actions = world.engine.schedule(T0)
     assert deleted(actions) == []
-    assert of(actions, EmitEvent)[0].message.endswith("preemption: quota says no")
+    assert of(actions, EmitEvent)[0].message.endswith(
+        "no new claims to deallocate, preemption: quota says no"
+    )
 
 
 def test_hooks_restrict_victims() -> None:

@@ -88,7 +88,6 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
     # PrioritySort disabled: Coscheduling's order is the queue's.
     assert profile.queue_sort.name == "Coscheduling"
     assert names(profile.pre_filters) == [
-        "UnsupportedFeatures",
         "NodeName",
         "NodeAffinity",
         "NodePorts",
@@ -99,6 +98,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
         "Coscheduling",
         "CapacityScheduling",
@@ -116,14 +116,20 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "NodeDeclaredFeatures",
     ]
     # CapacityScheduling's PostFilter is DefaultPreemption with its quota hooks; `*` removed
     # Coscheduling's gang preemption from postFilter.
     assert names(profile.post_filters) == ["DefaultPreemption"]
-    assert names(profile.reserves) == ["VolumeBinding", "Coscheduling", "CapacityScheduling"]
+    assert names(profile.reserves) == [
+        "VolumeBinding",
+        "DynamicResources",
+        "Coscheduling",
+        "CapacityScheduling",
+    ]
     assert names(profile.permits) == ["Coscheduling"]
-    assert names(profile.pre_binds) == ["VolumeBinding"]
+    assert names(profile.pre_binds) == ["VolumeBinding", "DynamicResources"]
     # An explicit score entry comes first (it re-configures a multiPoint plugin) and its
     # weight wins over the default.
     assert [(p.name, w) for p, w in profile.scores] == [
@@ -140,6 +146,7 @@ def test_a_scheduler_plugins_file_gives_the_profile_its_user_expects() -> None:
         *("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"),
         "PodTopologySpread",
         "InterPodAffinity",
+        "DynamicResources",
         "ImageLocality",
         "NodeDeclaredFeatures",
         "Coscheduling",

@@ -91,11 +91,9 @@ def _objects(*docs: str) -> list[KubeObject]:
 
 
 def _engine() -> Engine:
-    # DynamicResources enabled by a configuration; UnsupportedFeatures (which refuses claims
-    # while the plugin is not among the defaults) off.
-    plugins = {"enabled": ["DynamicResources"], "disabled": ["UnsupportedFeatures"]}
+    # The default profile: DynamicResources is one of its plugins, as in kube's.
     profile = build_profile(
-        load_config({"schedulerName": SCHEDULER, "plugins": plugins}),
+        load_config({"schedulerName": SCHEDULER}),
         REGISTRY,
         defaults=DEFAULTS,
     )
@@ -153,11 +151,11 @@ def test_each_pod_gets_its_own_gpu_and_the_one_too_many_waits_with_kubes_message
             pod.metadata.uid,
         )
     assert len(devices) == 4  # no GPU twice
-    # Enabled by configuration, the plugin's PostFilter runs after DefaultPreemption's (kube's
-    # default profile has it first): both answers follow the node counts, in profile order.
+    # The plugin's PostFilter runs before DefaultPreemption's, as in kube's default profile:
+    # both answers follow the node counts, in profile order.
     assert _waiting(result, "job-4") == (
-        "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are "
-        "available: 2 Preemption is not helpful for scheduling., still not schedulable"
+        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 

@@ -42,5 +42,5 @@ def test_the_spread_sample_fills_zones_within_max_skew(capsys: pytest.CaptureFix
     [condition] = [c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled"]
     assert condition["message"].startswith(
         "0/5 nodes are available: 1 Insufficient cpu, 4 node(s) didn't match pod topology "
-        "spread constraints. preemption: "
+        "spread constraints. no new claims to deallocate, preemption: "
     )

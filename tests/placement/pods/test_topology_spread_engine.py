@@ -135,7 +135,8 @@ def test_a_pod_spread_beyond_its_skew_waits_and_says_why() -> None:
     assert patch.condition["message"] == (
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology "
         "spread constraints, 1 node(s) didn't match pod topology spread constraints (missing "
-        "required label). preemption: 0/3 nodes are available: 1 Preemption is not helpful "
+        "required label). no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful "
         "for scheduling, 2 No preemption victims found for incoming pod."
     )
 

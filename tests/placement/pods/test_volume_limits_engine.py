@@ -45,7 +45,8 @@ def test_the_attach_limits_sample_fills_each_node_to_its_count() -> None:
         "attach/backup": "attach-1",  # app-0's volume is attached there already
     }
     assert message(result, "attach/app-3").startswith(
-        "0/2 nodes are available: 2 node(s) exceed max volume count. preemption: "
+        "0/2 nodes are available: 2 node(s) exceed max volume count. no new claims to deallocate, "
+        "preemption: "
     )
 
 

@@ -108,7 +108,8 @@ def test_pods_with_prebound_claims_go_to_the_volumes_node_and_the_rest_wait() ->
     condition = pods_by_key(result)[loser].status.conditions[0]  # type: ignore[union-attr,index]
     assert condition["message"] == (
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
-        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 

@@ -100,12 +100,9 @@ def objects(*docs: str) -> list[KubeObject]:
 
 
 def dra_profile(**overrides: Any) -> Profile:
-    """The default profile with DynamicResources on and UnsupportedFeatures (which refuses
-    claims while DynamicResources is not a default) off."""
-    plugins: dict[str, Any] = {"disabled": ["UnsupportedFeatures"]}
-    if "DynamicResources" not in DEFAULT_PLUGINS:
-        plugins["enabled"] = ["DynamicResources"]
-    doc = {"schedulerName": SCHEDULER, "plugins": plugins, **overrides}
+    """The default profile (DynamicResources is one of its plugins, as in kube's)."""
+    assert "DynamicResources" in DEFAULT_PLUGINS
+    doc = {"schedulerName": SCHEDULER, **overrides}
     return build_profile(load_config(doc), REGISTRY, defaults=DEFAULTS)
 
 

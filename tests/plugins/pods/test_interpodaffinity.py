@@ -70,6 +70,7 @@ def test_a_fourth_anti_affine_replica_stays_pending_with_kubes_message() -> None
     [cond] = [c for c in pending.status.conditions or [] if c["type"] == "PodScheduled"]
     assert cond["message"] == (
         "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
 

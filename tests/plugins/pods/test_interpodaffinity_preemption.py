@@ -70,6 +70,7 @@ def test_missing_affinity_is_unresolvable_and_preemption_does_not_try() -> None:
     assert of(actions, DeletePod) == []
     assert message_of(w, "default/web") == (
         "0/2 nodes are available: 2 node(s) didn't match pod affinity rules. "
+        "no new claims to deallocate, "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 

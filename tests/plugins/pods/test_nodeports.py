@@ -258,7 +258,8 @@ def test_the_engine_reports_kubes_reason_when_no_victim_helps() -> None:
     world.add_pods(port_pod("p", 8080, priority=10))
     [event] = of(world.engine.schedule(T0), EmitEvent)
     assert event.message == (
-        f"0/1 nodes are available: 1 {ERR_REASON}. preemption: 0/1 nodes are available: "
+        f"0/1 nodes are available: 1 {ERR_REASON}. no new claims to deallocate, "
+        f"preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
 

@@ -80,23 +80,15 @@ def test_node_name_narrows_to_its_node_and_filters_the_rest_unresolvably() -> No
 TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
 
 
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        pytest.param(
-            {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]},
-            "pod uses dynamic resource allocation (spec.resourceClaims)"
-            ", which ocm-pod-scheduler does not implement",
-            id="dra",
-        ),
-    ],
-)
-def test_unsupported_features_are_unresolvable_naming_the_feature(
-    spec: dict[str, Any], message: str
-) -> None:
-    status = UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status
-    assert status.code == PodCode.UNRESOLVABLE
-    assert status.message == message
+def test_unsupported_features_no_longer_refuses_resource_claims_and_is_out_of_the_default() -> None:
+    spec: dict[str, Any] = {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    }
+    assert UnsupportedFeatures().pre_filter(cycle(), pod(**spec), snapshot([node("a")])).status.ok
+    assert "UnsupportedFeatures" not in DEFAULT_PLUGINS
+    assert (
+        DEFAULT_PLUGINS.index("DynamicResources") == DEFAULT_PLUGINS.index("InterPodAffinity") + 1
+    )
 
 
 def test_supported_pods_pass_unsupported_features() -> None:

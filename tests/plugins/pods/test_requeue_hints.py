@@ -80,7 +80,6 @@ def test_the_default_plugins_listen_as_kube_registers_them() -> None:
         "NodeUnschedulable",
         "TaintToleration",
         "VolumeZone",
-        "UnsupportedFeatures",
         "Coscheduling",
     }
     assert deaf[ASSIGNED_POD_DELETE].isdisjoint(
@@ -89,7 +88,6 @@ def test_the_default_plugins_listen_as_kube_registers_them() -> None:
     assert deaf[NODE_ADD_OR_UPDATE] >= {
         "VolumeRestrictions",
         "CapacityScheduling",
-        "UnsupportedFeatures",
         "Coscheduling",
     }
     assert deaf[NODE_ADD_OR_UPDATE].isdisjoint(
