@@ -402,9 +402,12 @@ class DynamicResources(
         if allocated and not gone:
             self._allocated[key] = frozenset(self.backend.allocated_devices(claim))
         flight = self._flights.get(claim.metadata.uid or "")
+        before = was or frozenset()
         if flight is not None and (gone or allocated):
             del self._flights[claim.metadata.uid or ""]  # the API shows it (or it left)
-        self._in_use = None
+            before = before | flight.devices
+        if before != self._allocated.get(key, frozenset()):
+            self._in_use = None  # the claim's share of the devices in use changed
         old = self._statuses.pop(key, None)
         status = claim.to_wire().get("status") or {}
         if gone:
