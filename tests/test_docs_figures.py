@@ -179,6 +179,18 @@ class Quoted:
     quotes: tuple[tuple[str, str], ...]  # (file, pattern whose group 1 is the figure)
 
 
+VS_KUBE_DRA = "perf/results-vs-kube-dra/vs-kube.md"
+
+
+def dra(column: int) -> Figure:
+    """A cell of the first `*ours / kube*` row (pods pending at start) of the DRA side-by-side:
+    2 pods/s, 4 CPU per pod."""
+    lines = (ROOT / VS_KUBE_DRA).read_text(encoding="utf-8").splitlines()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    first = next(r for r in rows if len(r) > 2 and r[1] == "*ours / kube*")
+    return (float(first[column].strip("*x")),)
+
+
 def figures() -> list[Quoted]:
     n = NUMBER
     return [
@@ -374,6 +386,22 @@ def figures() -> list[Quoted]:
             (
                 (README, rf"to the first bind against its ({RANGE}) s"),
                 (PERFORMANCE, rf"against kube's ({RANGE}) s"),
+            ),
+        ),
+        Quoted(
+            "DRA throughput beside kube-scheduler",
+            lambda: dra(2),
+            (
+                (PERFORMANCE, rf"kube-scheduler's {n}, \*\*({n})x\*\*"),
+                ("docs/dra.md", rf"2,500 pods: ({n})x its throughput"),
+            ),
+        ),
+        Quoted(
+            "DRA CPU per pod beside kube-scheduler",
+            lambda: dra(4),
+            (
+                (PERFORMANCE, rf"at ({n})x its CPU per pod \(met\)"),
+                ("docs/dra.md", rf"pending at start, ({n})x its CPU per pod"),
             ),
         ),
         Quoted(
