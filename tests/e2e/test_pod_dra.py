@@ -11,9 +11,8 @@ allocation's fields, its allocationTimestamp); the fifth pending with the same m
 bound pod is deleted, its claim goes with it (garbage collection, the claim controller's
 deallocation) and the fifth pod gets the freed device.
 
-Our scheduler runs with the control plane's admin credentials here: the shipped RBAC grants
-exactly what tests/controllers/addons/test_pod_scheduler_rbac.py measures, whose scenario has no
-pod with claims yet.
+Our scheduler runs as a ServiceAccount holding the shipped ClusterRole's rules, as a user
+deploys it: the claim writes of PreBind are what that role grants.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import yaml
 from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane, assets_dir
 from tests.e2e.kubelet import Kubelet, NodeSpec
+from tests.e2e.pod_fixtures import _service_account
 from tests.e2e.pod_helpers import (
     POOL,
     JsonGateway,
@@ -212,7 +212,9 @@ async def test_claims_from_templates_give_kube_schedulers_verdict(
     kube = _kube_scheduler(controller_manager, folder)
     try:
         await gateway.namespace(namespace)
-        with scheduler_process(controller_manager, f"--config={_our_config(folder)}") as ours:
+        account = _service_account(controller_manager, unique_name("e2e-dra-sched"), folder)
+        config = f"--config={_our_config(folder)}"
+        with scheduler_process(controller_manager, config, kubeconfig=account) as ours:
             async with Kubelet(gateway, specs, drain=[namespace]):
                 kubectl_apply(controller_manager, _class(device_class))
                 kubectl_apply(controller_manager, *(_slice(n) for ns in pools.values() for n in ns))
