@@ -36,6 +36,7 @@ from cel_expr_python.ext import (  # type: ignore[import-untyped]
 from apis.resource import DeviceAttribute, DeviceCapacity
 from placement.arrays import BoolMask
 from placement.cel import k8s, quantity
+from placement.cel.declarations import KINDS, declare
 from placement.cel.device_library import extras
 from placement.cel.device_text import (
     kube_words,
@@ -65,16 +66,6 @@ MAX_EXPRESSION_BYTES = 10 * 1024
 
 _OMITTED = frozenset({"parseJSON"})  # OCM's, not in kube's DRA environment
 _MAP = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
-_KINDS = {
-    "string": cel.Type.STRING,
-    "int": cel.Type.INT,
-    "bool": cel.Type.BOOL,
-    "double": cel.Type.DOUBLE,
-    "dyn": cel.Type.DYN,
-    "list": cel.Type.List(cel.Type.DYN),
-    "map": _MAP,
-    "opaque": _MAP,  # a Kubernetes-typed value travels as a tagged map (placement.cel.overloads)
-}
 _FIELDS = {
     "driver": cel.Type.STRING,
     "allowMultipleAllocations": cel.Type.BOOL,
@@ -120,25 +111,14 @@ class _Environment:
         functions = [f for f in k8s.build(self.meter) if f.name not in _OMITTED]
         functions += extras(functions, self.meter)
         functions.append(Function(METER, "dra_cost_meter", ("int",), "bool", self._tick))
-        by_name: dict[str, list[Any]] = {}
-        for f in functions:
-            by_name.setdefault(f.name, []).append(
-                cel.Overload(
-                    f.overload,
-                    _KINDS[f.result],
-                    [_KINDS[p] for p in f.params],
-                    is_member=f.member,
-                    impl=f.impl,
-                )
-            )
-        declarations = [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
-        self.function_names = frozenset(by_name) - {METER}
+        declarations = declare(functions)
+        self.function_names = frozenset(f.name for f in functions) - {METER}
         self.env = cel.NewEnv(
             variables={f"device.{name}": kind for name, kind in _FIELDS.items()},
             functions=[
                 cel.FunctionDecl(
                     "unwrapOpt",
-                    [cel.Overload("list_unwrapOpt", _KINDS["list"], [_KINDS["list"]], True)],
+                    [cel.Overload("list_unwrapOpt", KINDS["list"], [KINDS["list"]], True)],
                 ),
             ],
             extensions=[

@@ -28,6 +28,7 @@ from cel_expr_python.ext import ext_optional, ext_strings  # type: ignore[import
 
 from placement.cel import k8s
 from placement.cel.columns import ColumnNode, column_plan
+from placement.cel.declarations import KINDS, declare
 from placement.cel.messages import celgo
 from placement.cel.overloads import Function, Meter
 from placement.cel.reads import LabelReads, label_reads
@@ -51,25 +52,13 @@ TOTAL_BUDGET = 10_000_000
 ScoreLookup = Callable[[str, str], Sequence[Mapping[str, Any]] | None]
 """(cluster name, AddOnPlacementScore name) -> the score's `[{name, value}]`, None if absent."""
 
-_KINDS = {
-    "string": cel.Type.STRING,
-    "int": cel.Type.INT,
-    "bool": cel.Type.BOOL,
-    "double": cel.Type.DOUBLE,
-    "dyn": cel.Type.DYN,
-    "list": cel.Type.List(cel.Type.DYN),
-    "map": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
-    # A Kubernetes-typed value (Quantity, Semver, IP...): a tagged map (placement.cel.overloads)
-    "opaque": cel.Type.Map(cel.Type.STRING, cel.Type.DYN),
-}
-
 
 _NATIVE_UNDECLARED = [
     cel.FunctionDecl(
-        "unwrapOpt", [cel.Overload("list_unwrapOpt", _KINDS["list"], [_KINDS["list"]], True)]
+        "unwrapOpt", [cel.Overload("list_unwrapOpt", KINDS["list"], [KINDS["list"]], True)]
     ),
     cel.FunctionDecl(
-        "optional.unwrap", [cel.Overload("optional_unwrap", _KINDS["list"], [_KINDS["list"]])]
+        "optional.unwrap", [cel.Overload("optional_unwrap", KINDS["list"], [KINDS["list"]])]
     ),
 ]
 """cel-go's optional library v2 functions that the engine runs but its checker lacks:
@@ -95,21 +84,10 @@ class _Runtime:
             Function("scores", "cluster_scores", ("dyn", "string"), "list", self._scores, True)
         )
         functions.append(Function(METER, "ocm_cost_meter", ("int",), "bool", self._tick))
-        by_name: dict[str, list[cel.Overload]] = {}
-        for f in functions:
-            by_name.setdefault(f.name, []).append(
-                cel.Overload(
-                    f.overload,
-                    _KINDS[f.result],
-                    [_KINDS[p] for p in f.params],
-                    is_member=f.member,
-                    impl=f.impl,
-                )
-            )
-        declarations = [cel.FunctionDecl(name, overloads) for name, overloads in by_name.items()]
-        self.function_names = frozenset(by_name) - {METER}
+        declarations = declare(functions)
+        self.function_names = frozenset(f.name for f in functions) - {METER}
         self.env = cel.NewEnv(
-            variables={"managedCluster": _KINDS["map"]},
+            variables={"managedCluster": KINDS["map"]},
             functions=_NATIVE_UNDECLARED,
             extensions=[
                 ext_strings.ExtStrings(),
