@@ -99,3 +99,22 @@ def test_verdicts_are_ratios_to_kube_in_the_same_run(tmp_path: Path) -> None:
     text = report.read_text()
     assert "| SchedulingBasic | ours | 200.0 |" in text
     assert "| throughput | SchedulingBasic | before | 2.00x | met |" in text
+
+
+def test_steady_state_claims_fill_nodes_in_order_and_the_table_gives_the_ratio() -> None:
+    from perf.vs_kube_steady import _allocated_claim, _table
+
+    claim, status = _allocated_claim(13, nodes=4)
+    (result,) = status["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == ("node-00001", "instance-3")
+    term = status["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]
+    assert term["matchFields"][0]["values"] == ["node-00001"]
+    assert claim["metadata"]["name"] == "init-13"
+    runs = [
+        {"scheduler": "ours", "pods_per_s": 30.0, "cpu_ms_per_pod": 2.0, "rss_mib": 100.0},
+        {"scheduler": "kube-scheduler", "pods_per_s": 20.0, "cpu_ms_per_pod": 3.0, "rss_mib": 90},
+        {"scheduler": "ours", "pods_per_s": 40.0, "cpu_ms_per_pod": 2.0, "rss_mib": 100.0},
+    ]
+    table = _table(runs)
+    assert "| ours | 35.0 | 30.0, 40.0 | 2.00 | 100 |" in table
+    assert table[-1].startswith("| *ours / kube* | *1.75x*")

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SHAPES", "SIZES", "World", "compare", "world"]
+__all__ = ["SHAPES", "SIZES", "World", "claim_pods", "compare", "world"]
 
 SCHEDULER = "perf-scheduler"
 """The profile name both schedulers serve: the measured pods name it."""
@@ -293,12 +293,19 @@ def world(shape: str, nodes: int, before: int, measured: int) -> World:
         w = World(shape, [_node(i) for i in range(nodes)])
         w.setup = [_device_class(), _claim_template()]
         w.setup += [_slice(f"node-{i:05d}") for i in range(nodes)]
-        entry = {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
-        w.measured = [_pod(f"m-{i}", MEASURED_NS, resourceClaims=[entry]) for i in range(measured)]
-        for pod in w.measured:
-            pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "resource"}]
+        w.measured = claim_pods([f"m-{i}" for i in range(measured)])
         return w
     raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+
+
+def claim_pods(names: list[str], labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Measured pods each claiming one device through `test-claim-template` (scheduler_perf's
+    pod-with-claim-template)."""
+    entry = {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
+    pods = [_pod(n, MEASURED_NS, labels=labels, resourceClaims=[entry]) for n in names]
+    for pod in pods:
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "resource"}]
+    return pods
 
 
 def _device_class() -> dict[str, Any]:

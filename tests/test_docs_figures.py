@@ -191,6 +191,18 @@ def dra(column: int) -> Figure:
     return (float(first[column].strip("*x")),)
 
 
+def steady(variant: str) -> Figure:
+    """The ours / kube ratio of a steady-state run (`perf.vs_kube_steady`)."""
+    report = ROOT / "perf/results-vs-kube-dra" / f"steady-{variant}" / "vs-kube-steady.md"
+    return figure(one_in(r"\| \*ours / kube\* \| \*([\d.]+)x\*", report))
+
+
+def one_in(pattern: str, path: Path) -> str:
+    found = re.search(pattern, path.read_text(encoding="utf-8"))
+    assert found is not None, f"{path} no longer says {pattern!r}"
+    return found[1]
+
+
 def figures() -> list[Quoted]:
     n = NUMBER
     return [
@@ -402,6 +414,22 @@ def figures() -> list[Quoted]:
             (
                 (PERFORMANCE, rf"at ({n})x its CPU per pod \(met\)"),
                 ("docs/dra.md", rf"pending at start, ({n})x its CPU per pod"),
+            ),
+        ),
+        Quoted(
+            "DRA steady state, no device in use",
+            lambda: steady("empty"),
+            (
+                (PERFORMANCE, rf"29.5 \(({n})x\)"),
+                ("docs/dra.md", rf"time\) ({n})x with no device in use"),
+            ),
+        ),
+        Quoted(
+            "DRA steady state, half the devices allocated",
+            lambda: steady("half"),
+            (
+                (PERFORMANCE, rf"24.9 \(({n})x\)"),
+                ("docs/dra.md", rf"and ({n})x with half of them allocated"),
             ),
         ),
         Quoted(
