@@ -405,6 +405,7 @@ def figures() -> list[Quoted]:
             lambda: dra(2),
             (
                 (PERFORMANCE, rf"kube-scheduler's {n}, \*\*({n})x\*\*"),
+                (README, rf"500 nodes × 2,500 pods\): ({n})× its throughput"),
                 ("docs/dra.md", rf"2,500 pods: ({n})x its throughput"),
             ),
         ),
