@@ -19,26 +19,9 @@ from placement.pods.events import PodEvent
 from placement.pods.simulation import SimulationResult, pods_by_key, simulate
 from placement.pods.world import World
 from tests.placement.pods.test_engine import DEFAULTS, REGISTRY, SCHEDULER, T0
+from tests.plugins.pods.dra_world import CLASS_AND_TEMPLATE, DRIVER
 
-DRIVER = "gpu.example.com"
-WORLD = f"""
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {{name: gpu}}
-spec:
-  selectors:
-  - cel: {{expression: 'device.driver == "{DRIVER}"'}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: one-gpu, namespace: default}}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {{deviceClassName: gpu}}
-"""
+WORLD = CLASS_AND_TEMPLATE
 
 
 def _slice(node: str, gpus: int) -> str:
