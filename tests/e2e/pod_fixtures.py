@@ -8,60 +8,18 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.e2e.conftest import unique_name
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.pod_helpers import SchedulerProcess, scheduler_config, scheduler_process
-
-RBAC = Path(__file__).resolve().parents[2] / "config" / "addons" / "pod-scheduler" / "rbac.yaml"
-
-
-def _shipped_rules() -> list[dict[str, Any]]:
-    """The rules of the add-on's ClusterRole, as shipped."""
-    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
-    role = next(d for d in docs if d["kind"] == "ClusterRole")
-    rules: list[dict[str, Any]] = role["rules"]
-    return rules
-
-
-def _service_account(plane: ControlPlane, name: str, workdir: Path) -> Path:
-    """A ServiceAccount `name` (in its own namespace) bound to a copy of the shipped
-    ClusterRole under its own name (other tests apply and delete the add-on's own objects);
-    a kubeconfig with a token for it."""
-    binding = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
-    subject = {"kind": "ServiceAccount", "name": name, "namespace": name}
-    docs = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": name},
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": _shipped_rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": binding,
-            "subjects": [subject],
-        },
-    ]
-    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-    token = plane.kubectl("create", "token", name, "-n", name, "--duration=2h").stdout.strip()
-    kubeconfig = yaml.safe_load(plane.kubeconfig.read_text())
-    kubeconfig["users"] = [{"name": "admin", "user": {"token": token}}]
-    path = workdir / "scheduler.kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
-    return path
+from tests.e2e.pod_helpers import (
+    SchedulerProcess,
+    scheduler_config,
+    scheduler_process,
+    service_account,
+)
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +32,7 @@ def pod_scheduler(controller_manager: ControlPlane) -> Iterator[SchedulerProcess
         workdir = Path(folder)
         config = workdir / "config.yaml"
         config.write_text(yaml.safe_dump(scheduler_config()))
-        kubeconfig = _service_account(controller_manager, name, workdir)
+        kubeconfig = service_account(controller_manager, name, workdir)
         try:
             with scheduler_process(
                 controller_manager, f"--config={config}", kubeconfig=kubeconfig

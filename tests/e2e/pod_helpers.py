@@ -28,7 +28,7 @@ from controllers.kube.config import ClusterAccess
 from controllers.kube.errors import AlreadyExistsError, ConflictError, NotFoundError
 from controllers.kube.gateway import MERGE_PATCH, Gateway
 from tests.e2e.conftest import unique_name
-from tests.e2e.controlplane import ControlPlane, free_port
+from tests.e2e.controlplane import ControlPlane, assets_dir, free_port
 
 __all__ = [
     "POOL",
@@ -257,3 +257,69 @@ def scheduler_process(
 
 def dump(doc: Any) -> str:
     return json.dumps(doc, indent=1, default=str)[:4000]
+
+
+def kube_scheduler(plane: ControlPlane, folder: Path, name: str) -> subprocess.Popen[bytes]:
+    """kube-scheduler v1.36 from the assets with one profile, `name`, of kube's defaults, as
+    the cluster's admin; its config and log in `folder`. The caller terminates it."""
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(plane.kubeconfig)},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": name}],
+    }
+    path = folder / "kube-scheduler.yaml"
+    path.write_text(yaml.safe_dump(config))
+    binary = assets_dir()
+    assert binary is not None
+    log = (folder / "kube-scheduler.log").open("wb")
+    argv = [str(binary / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+
+
+RBAC = Path(__file__).resolve().parents[2] / "config" / "addons" / "pod-scheduler" / "rbac.yaml"
+
+
+def _shipped_rules() -> list[dict[str, Any]]:
+    """The rules of the add-on's ClusterRole, as shipped."""
+    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    role = next(d for d in docs if d["kind"] == "ClusterRole")
+    rules: list[dict[str, Any]] = role["rules"]
+    return rules
+
+
+def service_account(plane: ControlPlane, name: str, workdir: Path) -> Path:
+    """A ServiceAccount `name` (in its own namespace) bound to a copy of the shipped
+    ClusterRole under its own name (other tests apply and delete the add-on's own objects);
+    a kubeconfig with a token for it."""
+    binding = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": name}
+    docs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": name},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": _shipped_rules(),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": binding,
+            "subjects": [subject],
+        },
+    ]
+    plane.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+    token = plane.kubectl("create", "token", name, "-n", name, "--duration=2h").stdout.strip()
+    kubeconfig = yaml.safe_load(plane.kubeconfig.read_text())
+    kubeconfig["users"] = [{"name": "admin", "user": {"token": token}}]
+    path = workdir / "scheduler.kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    return path

@@ -27,15 +27,16 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import unique_name
-from tests.e2e.controlplane import ControlPlane, assets_dir
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
-from tests.e2e.pod_fixtures import _service_account
 from tests.e2e.pod_helpers import (
     POOL,
     JsonGateway,
     container,
+    kube_scheduler,
     kubectl_apply,
     scheduler_process,
+    service_account,
     wait_until,
 )
 
@@ -169,23 +170,6 @@ def _shape(claim: Doc) -> Doc:
     }
 
 
-def _kube_scheduler(plane: ControlPlane, folder: Path) -> subprocess.Popen[bytes]:
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(plane.kubeconfig)},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": KUBE}],
-    }
-    path = folder / "kube-scheduler.yaml"
-    path.write_text(yaml.safe_dump(config))
-    binary = assets_dir()
-    assert binary is not None
-    log = (folder / "kube-scheduler.log").open("wb")
-    argv = [str(binary / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-
-
 def _our_config(folder: Path) -> Path:
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -209,10 +193,10 @@ async def test_claims_from_templates_give_kube_schedulers_verdict(
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     kubectl = controller_manager.kubectl
     folder = Path(tempfile.mkdtemp(prefix="e2e-dra-"))
-    kube = _kube_scheduler(controller_manager, folder)
+    kube = kube_scheduler(controller_manager, folder, KUBE)
     try:
         await gateway.namespace(namespace)
-        account = _service_account(controller_manager, unique_name("e2e-dra-sched"), folder)
+        account = service_account(controller_manager, unique_name("e2e-dra-sched"), folder)
         config = f"--config={_our_config(folder)}"
         with scheduler_process(controller_manager, config, kubeconfig=account) as ours:
             async with Kubelet(gateway, specs, drain=[namespace]):

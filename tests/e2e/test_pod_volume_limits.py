@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.e2e.conftest import unique_name
-from tests.e2e.controlplane import ControlPlane, assets_dir
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubelet import Kubelet, NodeSpec
 from tests.e2e.pod_helpers import (
     POOL,
     PROFILES,
     JsonGateway,
     container,
+    kube_scheduler,
     kubectl_apply,
     wait_until,
 )
@@ -113,23 +113,6 @@ async def _verdict(gateway: JsonGateway, namespace: str, scheduler: str) -> dict
     return found
 
 
-def _kube_scheduler(plane: ControlPlane, folder: Path) -> subprocess.Popen[bytes]:
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(plane.kubeconfig)},
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": KUBE}],
-    }
-    path = folder / "kube-scheduler.yaml"
-    path.write_text(yaml.safe_dump(config))
-    binary = assets_dir()
-    assert binary is not None
-    log = (folder / "kube-scheduler.log").open("wb")
-    argv = [str(binary / "kube-scheduler"), f"--config={path}", "--secure-port=0"]
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-
-
 @pytest.mark.asyncio
 async def test_attach_limits_give_kube_schedulers_verdict(controller_manager: ControlPlane) -> None:
     namespace = unique_name("e2e-limits")
@@ -144,7 +127,7 @@ async def test_attach_limits_give_kube_schedulers_verdict(controller_manager: Co
     gateway = await JsonGateway.open(controller_manager.kubeconfig)
     kubectl = controller_manager.kubectl
     folder = Path(tempfile.mkdtemp(prefix="e2e-kube-limits-"))
-    kube = _kube_scheduler(controller_manager, folder)
+    kube = kube_scheduler(controller_manager, folder, KUBE)
     try:
         await gateway.namespace(namespace)
         async with Kubelet(gateway, specs, drain=[namespace]):

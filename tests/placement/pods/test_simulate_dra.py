@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import yaml
-
 from apis.meta import KubeObject
-from apis.registry import parse_object
 from apis.resource import POD_CLAIM_NAME_ANNOTATION, ResourceClaim
 from placement.pods.config import build_profile, load_config
 from placement.pods.engine import Engine
@@ -19,7 +16,7 @@ from placement.pods.events import PodEvent
 from placement.pods.simulation import SimulationResult, pods_by_key, simulate
 from placement.pods.world import World
 from tests.placement.pods.test_engine import DEFAULTS, REGISTRY, SCHEDULER, T0
-from tests.plugins.pods.dra_world import CLASS_AND_TEMPLATE, DRIVER
+from tests.plugins.pods.dra_world import CLASS_AND_TEMPLATE, DRIVER, objects
 
 WORLD = CLASS_AND_TEMPLATE
 
@@ -69,10 +66,6 @@ spec:
 """
 
 
-def _objects(*docs: str) -> list[KubeObject]:
-    return [parse_object(d) for d in yaml.safe_load_all("---".join(docs)) if d]
-
-
 def _engine() -> Engine:
     # The default profile: DynamicResources is one of its plugins, as in kube's.
     profile = build_profile(
@@ -104,9 +97,7 @@ def test_each_pod_gets_its_own_gpu_and_the_one_too_many_waits_with_kubes_message
         _pod(f"job-{i}", {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}, i)
         for i in range(5)
     ]
-    result = _run(
-        _objects(WORLD, _node("n1"), _node("n2"), _slice("n1", 2), _slice("n2", 2), *pods)
-    )
+    result = _run(objects(WORLD, _node("n1"), _node("n2"), _slice("n1", 2), _slice("n2", 2), *pods))
     placed = {str(p.metadata.name): p.spec.node_name for p in result.pods if p.spec.node_name}
     assert sorted(placed) == ["job-0", "job-1", "job-2", "job-3"]
     assert sorted(str(n) for n in placed.values()) == ["n1", "n1", "n2", "n2"]
@@ -158,7 +149,7 @@ def test_a_shared_claim_serves_two_pods_on_the_node_of_its_device() -> None:
     pods = [
         _pod(f"sharer-{i}", {"name": "gpu", "resourceClaimName": "shared-gpu"}, i) for i in range(2)
     ]
-    result = _run(_objects(WORLD, SHARED, _node("n1"), _node("n2"), _slice("n2", 1), *pods))
+    result = _run(objects(WORLD, SHARED, _node("n1"), _node("n2"), _slice("n2", 1), *pods))
     nodes = {p.metadata.name: p.spec.node_name for p in result.pods}
     assert nodes == {"sharer-0": "n2", "sharer-1": "n2"}
     claim = _claims(result)["default/shared-gpu"]
@@ -170,14 +161,14 @@ def test_the_last_consumer_going_deallocates_its_claim_and_lets_a_waiting_pod_in
     first = _pod("first", {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}, 0)
     second = _pod("second", {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}, 1)
     world = World(_engine(), T0, SCHEDULER)
-    result = _run(_objects(WORLD, _node("n1"), _slice("n1", 1), first, second))
+    result = _run(objects(WORLD, _node("n1"), _slice("n1", 1), first, second))
     placed = [p.metadata.name for p in result.pods if p.spec.node_name]
     assert placed == ["first"]
     assert "cannot allocate all claims" in _waiting(result, "second")
     # Now play it on a world we drive: the first pod goes, the second takes its GPU.
     from placement.pods.simulation import _load
 
-    _load(world, _objects(WORLD, _node("n1"), _slice("n1", 1), first, second), T0)
+    _load(world, objects(WORLD, _node("n1"), _slice("n1", 1), first, second), T0)
     world.perform(world.engine.schedule(world.now))
     bound = {k: p.spec.node_name for k, p in world.pods.items()}
     assert bound == {"default/first": "n1", "default/second": None}
