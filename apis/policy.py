@@ -2,9 +2,8 @@
 
 The pod scheduler reads budgets in preemption (kube-scheduler prefers victims whose eviction
 violates none); `status.disruptionsAllowed` is what kube's disruption controller computed
-(`scheduler simulate` computes it itself, `placement.pods.disruption`). The spec is typed whole;
-the status as the disruption controller writes it.
-"""
+(`scheduler simulate` computes it itself, `placement.pods.preemption.disruption`). The spec is typed
+whole; the status as the disruption controller writes it."""
 
 from __future__ import annotations
 

@@ -6,9 +6,8 @@ A scheduler-plugins user starts our pod scheduler with the file they already hav
 queue's backoff, `leaderElection`, `percentageOfNodesToScore`. The models check what kube's
 strict decoding and validation check (the args themselves: `apis.pluginargs`); the merge with
 the default plugins and the placement of each plugin at its points need the plugin registry and
-live in `placement.pods.profiles`. Every problem is a `path: problem` line naming the field as
-written (`apis.configmodel.field_problems`).
-"""
+live in `placement.pods.config.profiles`. Every problem is a `path: problem` line naming the field
+as written (`apis.configmodel.field_problems`)."""
 
 from __future__ import annotations
 

@@ -109,8 +109,9 @@ class ElasticQuotaSpec(KubeModel):
 class ElasticQuotaStatus(KubeModel):
     """Resources used by the bound, unfinished pods of the namespace, and conditions."""
 
-    # Conditions (placement.pods.quotas): `Active` (the quota in force, or an ignored duplicate)
-    # and `MinWithinCapacity` (whether the quotas' min adds up within the nodes' allocatable).
+    # Conditions (placement.pods.status.elasticquotas): `Active` (the quota in force, or an ignored
+    # duplicate) and `MinWithinCapacity` (whether the quotas' min adds up within the nodes'
+    # allocatable).
 
     used: ResourceList | None = None
     conditions: list[Condition] | None = None

@@ -34,7 +34,7 @@ from perf._controller_hub import (
 )
 from perf.controller_run import ControllerRun, fan_out
 from perf.harness import memory_mib
-from placement.index import FleetIndex, cluster_row, score_row
+from placement.index.fleet_index import FleetIndex, cluster_row, score_row
 from placement.outcome import outcome
 from placement.testing import NOW  # the generated workload's scores are valid around it
 from plugins import default_scheduler

@@ -31,8 +31,8 @@ __all__ = ["overcommitted", "pod_e2e", "pod_engine", "pod_memory", "pod_preempti
 def _pod_engine() -> Any:
     """An engine with the default profile over the built-in pod plugins, as the scheduler
     builds it (`controllers.addons.scheduler.scheduler_profile`)."""
-    from placement.pods.config import build_profile, load_config
-    from placement.pods.engine import Engine
+    from placement.pods.config.scheduler_config import build_profile, load_config
+    from placement.pods.scheduler.engine import Engine
     from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
     config = load_config({"schedulerName": pods_workload.SCHEDULER}, POD_PLUGINS)
@@ -58,7 +58,7 @@ def overcommitted(
     """Bindings that break a node's rules: nodes whose pods request more than it has (cpu,
     memory, pod count), pods bound to a cordoned node or on a spot node without tolerating it.
     `where` maps a pod's key to its node; `pods` the key to the pod."""
-    from placement.pods.requests import amount, pod_requests
+    from placement.pods.cluster.requests import amount, pod_requests
 
     used: dict[str, Counter[str]] = {}
     wrong_node = 0
@@ -85,7 +85,13 @@ def pod_engine(
     node_count: int, pending: int, per_node: int, seed: int, batch: int
 ) -> dict[str, Any]:
     """Schedule `pending` pods on `node_count` nodes already running `per_node` pods each."""
-    from placement.pods.events import BindPod, BindResult, NodeEvent, ObjectEvent, PodEvent
+    from placement.pods.framework.events import (
+        BindPod,
+        BindResult,
+        NodeEvent,
+        ObjectEvent,
+        PodEvent,
+    )
 
     began = time.perf_counter()
     engine = _pod_engine()
@@ -137,7 +143,7 @@ def pod_engine(
 
 def pod_preemption(node_count: int, per_node: int, rounds: int) -> dict[str, Any]:
     """Milliseconds of `schedule()` for one preemptor at a time on a full cluster."""
-    from placement.pods.events import DeletePod, NodeEvent, PodEvent
+    from placement.pods.framework.events import DeletePod, NodeEvent, PodEvent
 
     engine = _pod_engine()
     now = NOW
@@ -188,7 +194,13 @@ def pod_preemption(node_count: int, per_node: int, rounds: int) -> dict[str, Any
 def pod_memory(node_count: int, total_pods: int, per_node: int, seed: int) -> dict[str, Any]:
     """This process's memory once the engine holds `node_count` nodes and `total_pods` pods
     (`per_node` running on each, the rest pending), and its peak after scheduling them."""
-    from placement.pods.events import BindPod, BindResult, NodeEvent, ObjectEvent, PodEvent
+    from placement.pods.framework.events import (
+        BindPod,
+        BindResult,
+        NodeEvent,
+        ObjectEvent,
+        PodEvent,
+    )
 
     engine = _pod_engine()  # imports everything the engine and the plugins need
     floor_mib = memory_mib("VmRSS")

@@ -51,8 +51,15 @@ from perf.test_pod_antiaffinity_bench import _pod as anti_pod
 from perf.test_pod_antiaffinity_bench import _template as anti_template
 from perf.test_pod_engine_bench import SCHEDULER, T0, _profile
 from perf.test_pod_spread_bench import _events as spread_events
-from placement.pods.engine import Engine
-from placement.pods.events import BindPod, BindResult, ClusterEvent, DeletePod, NodeEvent, PodEvent
+from placement.pods.framework.events import (
+    BindPod,
+    BindResult,
+    ClusterEvent,
+    DeletePod,
+    NodeEvent,
+    PodEvent,
+)
+from placement.pods.scheduler.engine import Engine
 
 __all__ = [
     "GANG_SIZES",
@@ -272,8 +279,8 @@ def gangs(groups: int, members: int, nodes: int) -> dict[str, Any]:
     """The gang row through the engine: seconds of `schedule()` until every gang is placed whole
     or rejected (as many members bound as whole gangs fit, every member tried at least once).
     A virtual clock steps past the group backoff (1 s) whenever the active queue is empty."""
-    from placement.pods.config import build_profile, load_config
-    from placement.pods.events import ObjectEvent
+    from placement.pods.config.scheduler_config import build_profile, load_config
+    from placement.pods.framework.events import ObjectEvent
     from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
     began = time.perf_counter()

@@ -30,10 +30,10 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.cluster import ClusterClaim
 from apis.placements import Placement
 from placement.cel import compile_selector
-from placement.index import FleetIndex, cluster_row
+from placement.index.fleet_index import FleetIndex, cluster_row
 from placement.scheduler import ScheduleResult
 from placement.selectors import cel_mask
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import NOW, placement, predicate, synthetic_fleet
 from plugins import default_scheduler
 

@@ -21,8 +21,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.core import Node
 from apis.resource import DeviceClass, ResourceClaim, ResourceSlice
 from placement.cel.devices import DeviceSelectors
+from placement.pods.cluster.nodes import NodeTable
 from placement.pods.dra import ClaimAllocator, DeviceInventory, DeviceKey
-from placement.pods.nodes import NodeTable
 
 DRIVER = "gpu.example.com"
 GPUS = 8

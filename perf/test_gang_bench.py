@@ -29,7 +29,7 @@ from apis.registry import parse_as
 from apis.scheduling import POD_GROUP_LABEL, PodGroup
 from controllers.addons.scheduler import PodScheduler
 from perf.test_pod_scheduler_e2e_bench import _cpu_seconds, _process_cpu_seconds
-from placement.pods.config import load_config
+from placement.pods.config.scheduler_config import load_config
 from tests.controllers.addons.cluster import create_all, node, pod, server_process
 
 CPU_PER_NODE = 4

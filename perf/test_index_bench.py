@@ -21,8 +21,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.cluster import ManagedCluster
 from apis.meta import KubeObject
 from apis.placements import PlacementDecision
-from placement.index import FleetIndex
-from placement.snapshot import FleetSnapshot
+from placement.index.fleet_index import FleetIndex
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import SyntheticFleet, cluster, decision, synthetic_fleet
 
 SEED = 20261122

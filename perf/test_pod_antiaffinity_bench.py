@@ -25,8 +25,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.core import Node, Pod
 from apis.meta import ObjectMeta
 from perf.test_pod_engine_bench import SCHEDULER, T0, _profile
-from placement.pods.engine import Engine
-from placement.pods.events import BindPod, ClusterEvent, NodeEvent, PodEvent
+from placement.pods.framework.events import BindPod, ClusterEvent, NodeEvent, PodEvent
+from placement.pods.scheduler.engine import Engine
 
 HOST = "kubernetes.io/hostname"
 LABELS = {"color": "green", "name": "test"}

@@ -27,11 +27,11 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.core import Node, Pod
 from apis.meta import ObjectMeta
 from perf.test_pod_plugins_bench import _nodes
-from placement.pods.config import build_profile, load_config
-from placement.pods.engine import Engine
-from placement.pods.events import BindPod, ClusterEvent, DeletePod, NodeEvent, PodEvent
+from placement.pods.config.scheduler_config import build_profile, load_config
+from placement.pods.framework.events import BindPod, ClusterEvent, DeletePod, NodeEvent, PodEvent
+from placement.pods.scheduler.engine import Engine
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
-from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.defaultpreemption.default_preemption import DefaultPreemption
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEDULER = "ocm-pod-scheduler"

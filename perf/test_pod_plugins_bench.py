@@ -21,9 +21,9 @@ import numpy as np
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from apis.core import Node, Pod
-from placement.pods.framework import ClusterView, PodCycle, PodInfo, WaitingPods
-from placement.pods.nodes import NodeSnapshot, NodeTable
-from placement.pods.pod_index import PodIndex
+from placement.pods.cluster.nodes import NodeSnapshot, NodeTable
+from placement.pods.cluster.pod_index import PodIndex
+from placement.pods.framework.interface import ClusterView, PodCycle, PodInfo, WaitingPods
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 from tests.plugins.pods.builders import NOW
 

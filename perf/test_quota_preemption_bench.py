@@ -28,11 +28,17 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from apis.core import Node, Pod
 from apis.meta import ObjectMeta
 from apis.scheduling import ElasticQuota
-from placement.pods.config import build_profile, load_config
-from placement.pods.engine import Engine
-from placement.pods.events import ClusterEvent, DeletePod, NodeEvent, ObjectEvent, PodEvent
+from placement.pods.config.scheduler_config import build_profile, load_config
+from placement.pods.framework.events import (
+    ClusterEvent,
+    DeletePod,
+    NodeEvent,
+    ObjectEvent,
+    PodEvent,
+)
+from placement.pods.scheduler.engine import Engine
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
-from plugins.pods.capacity import CapacityScheduling
+from plugins.pods.capacityscheduling.capacity_scheduling import CapacityScheduling
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEDULER = "ocm-pod-scheduler"

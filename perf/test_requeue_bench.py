@@ -22,8 +22,13 @@ from typing import Any
 
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from placement.pods.engine import Engine
-from placement.pods.events import ASSIGNED_POD_DELETE, NODE_ADD_OR_UPDATE, NodeEvent, PodEvent
+from placement.pods.framework.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD_OR_UPDATE,
+    NodeEvent,
+    PodEvent,
+)
+from placement.pods.scheduler.engine import Engine
 from tests.placement.pods.test_engine import T0, default_profile, make_node, make_pod
 
 FLUSH = timedelta(minutes=5)

@@ -21,7 +21,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from apis.placements import Placement, Toleration
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import (
     MAINTENANCE,
     NOW,

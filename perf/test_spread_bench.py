@@ -17,8 +17,8 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from apis import ManagedCluster, Placement, parse_as
 from placement.framework import Cycle
-from placement.snapshot import FleetSnapshot
-from plugins.evenspread import EvenSpread
+from placement.snapshot.fleet_snapshot import FleetSnapshot
+from plugins.evenspread.evenspread import EvenSpread
 from tests.plugins.spread_oracle import Candidate, Term, oracle_select
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)

@@ -29,7 +29,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import ReloadingContext, mint, write_bundle
 from controllers.addons.webhook_server import WebhookServer
-from placement.pods.ledger import Ledger
+from placement.spot.ledger import Ledger
 from tests.controllers.addons.test_webhook import (
     M,
     StaticWorkloads,

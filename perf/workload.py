@@ -53,7 +53,7 @@ from apis.meta import KubeObject, parse_time
 from apis.placements import Placement
 from perf import _workload_fleet as fleet
 from perf._workload_placements import placements as make_placements
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import NOW
 
 try:

@@ -13,7 +13,7 @@ from apis.fielderrors import go_quote
 from apis.placements import Placement
 from placement.arrays import BoolMask
 from placement.selectors import SelectorError, labels_match, selector_error, selector_mask
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["Availability", "availability", "set_contains", "set_members", "set_selector_error"]
 

@@ -30,7 +30,7 @@ from placement.arrays import RowIndex
 from placement.framework import Code, Status
 from placement.rows import DecisionRow, decision_labels
 from placement.selectors import SelectorError, cluster_mask
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "MAX_DECISIONS_PER_OBJECT",

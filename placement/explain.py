@@ -20,7 +20,7 @@ import numpy as np
 
 from placement.outcome import truncate_message
 from placement.scheduler import ScheduleResult
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["ExplainRow", "SpreadScore", "explain_json", "explain_rows", "spread_weight"]
 

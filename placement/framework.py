@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from apis.placements import Placement
 from placement.arrays import BoolMask, RowIndex, ScoreVector
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "SUCCESS",

@@ -22,7 +22,7 @@ from apis.placements import (
 from placement.decisions import Paged, cluster_decision_groups, paginate
 from placement.framework import Code, Status
 from placement.scheduler import ScheduleResult
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "MAX_CONDITION_MESSAGE",

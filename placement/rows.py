@@ -28,7 +28,7 @@ from apis.placements import (
 )
 from apis.quantity import Quantity
 from placement.cel.document import claims_text, kept_annotations
-from placement.snapshot import RESOURCES
+from placement.snapshot.fleet_snapshot import RESOURCES
 
 __all__ = [
     "ClaimMap",

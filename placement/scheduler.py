@@ -27,7 +27,7 @@ from placement.framework import (
 )
 from placement.registry import Profile, Registry
 from placement.scoring import own_positions, rows_mask, scatter
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "KEEP_BONUS",

@@ -13,7 +13,7 @@ import numpy as np
 from apis.placements import Placement
 from placement.arrays import BoolMask, RowIndex, ScoreVector
 from placement.framework import Cycle
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["own_positions", "positions", "rows_mask", "scatter"]
 

@@ -20,11 +20,11 @@ import numpy.typing as npt
 from apis.fielderrors import aggregate, go_quote, invalid, label_key_problems, label_value_problems
 from apis.meta import LabelSelector, LabelSelectorRequirement
 from apis.placements import ClaimSelector
-from placement._cel_columns import column_verdicts
-from placement._cel_groups import groupable, grouped_rows, grouped_verdicts
 from placement.arrays import BoolMask, RowIndex
 from placement.cel import CelSelector, Verdict
-from placement.snapshot import CelInputs, Column, FleetSnapshot
+from placement.cel.groups import groupable, grouped_rows, grouped_verdicts
+from placement.cel.snapshot_columns import column_verdicts
+from placement.snapshot.fleet_snapshot import CelInputs, Column, FleetSnapshot
 
 __all__ = [
     "CelTimer",
@@ -256,8 +256,8 @@ def cel_mask(
     A cluster is evaluated only if no result is cached for its stamp (its object and score
     objects unchanged since): the warm path is numpy over the stamps. A selector of column
     tests (labels, name, resources, with `&&`, `||`, `!`) is answered from the snapshot's
-    columns instead (`placement._cel_columns`), the interpreter deciding only the clusters the
-    columns cannot be sure of. With `why`, each rejected row gets the expression that rejected
+    columns instead (`placement.cel.snapshot_columns`), the interpreter deciding only the clusters
+    the columns cannot be sure of. With `why`, each rejected row gets the expression that rejected
     it and why (explain)."""
     inputs = fleet.cel
     if inputs is None:

@@ -17,7 +17,7 @@ from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision, is_disabled
 from placement.outcome import Outcome, outcome
 from placement.scheduler import Scheduler
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["SCHEDULING_KINDS", "Simulated", "fleet_of", "simulate"]
 

@@ -33,7 +33,7 @@ from apis.placements import (
     PrioritizerConfig,
     Toleration,
 )
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "MAINTENANCE",

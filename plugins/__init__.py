@@ -6,7 +6,7 @@ from placement.registry import Profile, Registry
 from placement.scheduler import Scheduler
 from plugins.addon import AddOn
 from plugins.balance import Balance
-from plugins.evenspread import SPREAD, EvenSpread
+from plugins.evenspread.evenspread import SPREAD, EvenSpread
 from plugins.predicate import Predicate
 from plugins.resource import (
     RATIO_PRIORITIZERS,

@@ -7,7 +7,7 @@ import numpy as np
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Code, Cycle, Prioritizer, RowIndex, ScoreResult, Status
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["AddOn"]
 

@@ -9,7 +9,7 @@ import numpy as np
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult, ScoreVector
 from placement.scoring import own_positions
-from placement.snapshot import DecisionTable, FleetSnapshot
+from placement.snapshot.fleet_snapshot import DecisionTable, FleetSnapshot
 
 __all__ = ["Balance", "balance_scores"]
 

@@ -22,7 +22,7 @@ from placement.selectors import (
     cluster_mask,
     requirements_mask,
 )
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["Predicate", "cel_score_names", "cel_selectors", "uses_cel"]
 

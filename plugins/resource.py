@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult, ScoreVector
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["RATIO_PRIORITIZERS", "RESOURCE_PRIORITIZERS", "ResourceAllocatable", "ResourceRatio"]
 

@@ -7,7 +7,7 @@ import numpy as np
 from apis.placements import Placement, ScoreCoordinate
 from placement.framework import Cycle, Prioritizer, RowIndex, ScoreResult
 from placement.scoring import own_positions
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["Steady"]
 

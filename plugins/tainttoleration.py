@@ -24,7 +24,7 @@ from placement.framework import (
     Status,
 )
 from placement.scoring import positions
-from placement.snapshot import FleetSnapshot, TaintRow, TaintTable
+from placement.snapshot.fleet_snapshot import FleetSnapshot, TaintRow, TaintTable
 
 __all__ = [
     "PREFER_NO_SELECT_PENALTY",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from apis.placements import Placement
 from placement.framework import Cycle, RowIndex, ScoreVector, Selection, Selector
 from placement.scheduler import rank_rows
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["TopN"]
 

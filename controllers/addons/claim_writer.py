@@ -40,7 +40,7 @@ from apis.resource import ResourceClaim
 from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import ApiError, ConflictError, InvalidError, NotFoundError
 from controllers.runtime.leader import NotLeaderError
-from placement.pods.events import AllocateClaims, ClaimAllocation
+from placement.pods.framework.events import AllocateClaims, ClaimAllocation
 
 log = logging.getLogger(__name__)
 

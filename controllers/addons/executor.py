@@ -68,7 +68,7 @@ from controllers.kube.errors import (
     NotFoundError,
 )
 from controllers.runtime.leader import NotLeaderError
-from placement.pods.events import (
+from placement.pods.framework.events import (
     Action,
     AllocateClaims,
     BindPod,

@@ -37,7 +37,13 @@ from apis.resource import RESOURCE_KINDS
 from apis.scheduling import ElasticQuota, PodGroup
 from apis.services import SELECTING_MODELS
 from apis.storage import STORAGE_KINDS
-from placement.pods.events import BindResult, ClusterEvent, NodeEvent, ObjectEvent, PodEvent
+from placement.pods.framework.events import (
+    BindResult,
+    ClusterEvent,
+    NodeEvent,
+    ObjectEvent,
+    PodEvent,
+)
 
 __all__ = [
     "ASSIGNED_SELECTOR",

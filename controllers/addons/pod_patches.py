@@ -9,7 +9,7 @@ from typing import Any
 
 from apis.core import Pod
 from apis.meta import format_time
-from placement.pods.events import PatchPodStatus, PodCondition
+from placement.pods.framework.events import PatchPodStatus, PodCondition
 
 __all__ = ["POD_SCHEDULED", "disruption_patch", "pod_status_patch"]
 

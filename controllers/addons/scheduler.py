@@ -1,26 +1,21 @@
 """`placement scheduler run`: the pod scheduler as a real secondary Kubernetes scheduler, the I/O
 shell around the sans-I/O `Engine` (one engine, two shells: docs/architecture.md).
 
-Informers (`controllers.addons.informers`) feed the engine every change: the pending pods that name
-one of its profiles (a KubeSchedulerConfiguration may have several: one engine each behind
-`placement.pods.engines.EngineSet`), every assigned pod (they take room on their nodes), Nodes,
-Namespaces (inter-pod affinity's namespaceSelector), PriorityClasses, and `OPTIONAL_KINDS` (storage,
-the Services and controllers of default spreading, PodGroups and ElasticQuotas,
-PodDisruptionBudgets) when served. One worker runs scheduling passes: one cycle per ready pod, the
-actions decided handed at once to the executor (`controllers.addons.executor`), whose binding cycles
-run concurrently with the next pods' scheduling; a bind's outcome comes back to the engine as a
-`BindResult`. A pass yields to the event loop every `batch_seconds` so watch events and bind results
-are not held up by a long queue, and waits when `8 x bind_concurrency` writes are queued (the pace
-the API server binds at). When the engine has nothing ready, the next pass is at its `next_wake` (a
-backoff expiry, a Permit timeout) or at the next event.
-
-The runtime's `Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`),
-leader election over a Lease (a standby's engine follows the cluster, only the leader schedules
-and writes), the ordered stop; the events are the `EventEmitter`'s (executor).
-
-A restart loses nothing: the first lists count every bound pod on its node, and a pod assumed
-before a crash but never bound is still pending, so it is scheduled again. A pod is never bound
-twice: the API server refuses a second binding (409), and the engine then forgets the pod.
+Informers (`controllers.addons.informers`) feed the engine every change: pending pods naming one of
+its profiles (one engine per profile behind `placement.pods.scheduler.engines.EngineSet`), assigned
+pods, Nodes, Namespaces, PriorityClasses, and `OPTIONAL_KINDS` when served. One worker runs
+scheduling passes: one cycle per ready pod, the actions decided handed at once to the executor
+(`controllers.addons.executor`), whose binding cycles run concurrently with the next pods'
+scheduling; a bind's outcome comes back to the engine as a `BindResult`. A pass yields to the event
+loop every `batch_seconds` so watch events and bind results are not held up by a long queue, and
+waits when `8 x bind_concurrency` writes are queued. When the engine has nothing ready, the next
+pass is at its `next_wake` (a backoff expiry, a Permit timeout) or at the next event. The runtime's
+`Controller` gives the rest: the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`), leader election
+over a Lease (a standby's engine follows the cluster, only the leader schedules and writes), the
+ordered stop; the events are the `EventEmitter`'s (executor). A restart loses nothing: the first
+lists count every bound pod on its node, and a pod assumed before a crash but never bound is still
+pending, so it is scheduled again. A pod is never bound twice: the API server refuses a second
+binding (409), and the engine then forgets the pod.
 """
 
 from __future__ import annotations
@@ -70,10 +65,15 @@ from controllers.runtime.discovery import served_kinds
 from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.process import run_until_signal, tune_gc
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.config import DEFAULT_SCHEDULER_NAME, ConfigError, RunOptions, SchedulerConfig
-from placement.pods.engines import EngineSet, engine_for
-from placement.pods.events import Action, BindPod, ClusterEvent, DeletePod
-from placement.pods.framework import Profile
+from placement.pods.config.scheduler_config import (
+    DEFAULT_SCHEDULER_NAME,
+    ConfigError,
+    RunOptions,
+    SchedulerConfig,
+)
+from placement.pods.framework.events import Action, BindPod, ClusterEvent, DeletePod
+from placement.pods.framework.interface import Profile
+from placement.pods.scheduler.engines import EngineSet, engine_for
 
 __all__ = [
     "DEFAULT_HTTP_ADDR",

@@ -13,7 +13,7 @@ from pathlib import Path
 from controllers.kube.config import DEFAULT_KUBECONFIG, ClusterAccess
 from controllers.kube.yamlfiles import YamlFileError, read_single_document
 from controllers.runtime.leader import LeaderConfig
-from placement.pods.config import (
+from placement.pods.config.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
     ConfigError,
     RunOptions,
@@ -22,7 +22,7 @@ from placement.pods.config import (
     load_config,
     renamed,
 )
-from placement.pods.framework import Profile
+from placement.pods.framework.interface import Profile
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
 __all__ = [

@@ -1,5 +1,6 @@
 """The PodGroup and ElasticQuota status controllers: one controller running status rules
-(`placement.pods.status`; the rules are `placement.pods.podgroups` and `placement.pods.quotas`).
+(`placement.pods.status.rule`; the rules are `placement.pods.status.podgroups` and
+`placement.pods.status.elasticquotas`).
 
 Informers keep every pod, the nodes (when a rule reads them) and the objects of each rule's
 kind. A pod change queues the objects the rule says it concerns (its old and new labels both);
@@ -50,8 +51,8 @@ from controllers.runtime.leader import LeaderConfig
 from controllers.runtime.metrics import MetricsRegistry
 from controllers.runtime.patches import merge_patch_between, without_nulls
 from controllers.runtime.queue import Clock, Handler
-from placement.pods.status import StatusEvent, StatusOutcome, StatusRule
-from placement.pods.status_rules import status_rules
+from placement.pods.status.rule import StatusEvent, StatusOutcome, StatusRule
+from placement.pods.status.rules import status_rules
 
 __all__ = ["DEFAULT_RULES", "STATUS_CONTROLLER", "StatusController", "key_of", "notice_name"]
 

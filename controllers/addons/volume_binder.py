@@ -43,7 +43,7 @@ from apis.storage import (
 )
 from controllers.addons.gateway import PodGateway
 from controllers.kube.errors import ApiError
-from placement.pods.events import BindVolumes
+from placement.pods.framework.events import BindVolumes
 from placement.selectors import SelectorError, labels_match
 
 __all__ = ["VolumeBindError", "VolumeBinder"]

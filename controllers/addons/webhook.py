@@ -1,5 +1,5 @@
 """The spot/on-demand mutating webhook server: AdmissionReview v1 over
-HTTPS, the rules of `placement.pods.mutation`, the exact count of `placement.pods.ledger`.
+HTTPS, the rules of `placement.spot.mutation`, the exact count of `placement.spot.ledger`.
 
 `SpotWebhook.review` answers one AdmissionReview: the response echoes the request's uid and
 apiVersion, is always `allowed` (this webhook places pods, it never refuses one), carries a
@@ -43,8 +43,8 @@ from controllers.addons.webhook_input import (
 from controllers.addons.webhook_metrics import WebhookMetrics
 from controllers.addons.webhook_state import LeaseReservations, WorkloadSource
 from controllers.kube.errors import ApiError
-from placement.pods.ledger import Ledger, Settlement
-from placement.pods.mutation import (
+from placement.spot.ledger import Ledger, Settlement
+from placement.spot.mutation import (
     Capacity,
     MutationConfig,
     Verdict,

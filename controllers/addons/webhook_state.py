@@ -30,8 +30,8 @@ from apis.workloads import Deployment, ReplicaSet, StatefulSet
 from controllers.kube.errors import ConflictError, NotFoundError
 from controllers.kube.gateway import Gateway
 from controllers.runtime.cache import Informer, Keep
-from placement.pods.ledger import Ledger, decode, encode
-from placement.pods.mutation import (
+from placement.spot.ledger import Ledger, decode, encode
+from placement.spot.mutation import (
     RESERVATION,
     Capacity,
     MutationConfig,

@@ -20,7 +20,7 @@ from apis.meta import KubeObject
 from apis.registry import parse_as
 from apis.resource import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from apis.scheduling import POD_GROUP_LABEL, PodGroup
-from placement.pods.config import DEFAULT_SCHEDULER_NAME
+from placement.pods.config.scheduler_config import DEFAULT_SCHEDULER_NAME
 
 __all__ = [
     "DRIVER",

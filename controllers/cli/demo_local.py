@@ -26,7 +26,7 @@ from apis.registry import parse_as
 from apis.resource import ResourceClaim
 from controllers.cli.demo_dra import gang_pods, gpu_nodes, gpu_objects, gpu_rows
 from controllers.cli.tables import TABLE_WIDTH, table
-from placement.pods.config import DEFAULT_SCHEDULER_NAME
+from placement.pods.config.scheduler_config import DEFAULT_SCHEDULER_NAME
 
 __all__ = ["demo_nodes", "demo_pods", "run_local_demo"]
 

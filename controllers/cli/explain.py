@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
     from placement.explain import ExplainRow
     from placement.scheduler import ScheduleResult
-    from placement.snapshot import FleetSnapshot
+    from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = ["add_parser", "explain_table"]
 

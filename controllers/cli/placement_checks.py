@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from apis.placements import Placement
 from placement.outcome import decision_name_problem
 from plugins import DEFAULT_PROFILE, default_registry
-from plugins.evenspread import validate_terms
+from plugins.evenspread.evenspread import validate_terms
 from plugins.tainttoleration import validate_tolerations
 
 __all__ = ["builtin_prioritizers", "placement_spec_problems"]

@@ -36,7 +36,7 @@ from controllers.cli.common import (
     add_manifest_options,
 )
 from controllers.cli.lease_flags import add_lease_flags, lease_timing
-from placement.pods.config import (
+from placement.pods.config.scheduler_config import (
     ConfigError,
     RunOptions,
     SchedulerConfig,
@@ -47,7 +47,7 @@ from placement.pods.config import (
 
 if TYPE_CHECKING:
     from controllers.cli.common import Subparsers
-    from placement.pods.framework import Profile
+    from placement.pods.framework.interface import Profile
 
 __all__ = ["add_parser", "read_config", "scheduler_profiles"]
 

@@ -10,7 +10,11 @@ from typing import Any
 
 from apis.core import Pod
 from controllers.cli.tables import TABLE_WIDTH, Cell, column_widths, table
-from placement.pods.simulation import DEFAULT_SCHEDULER, DISRUPTION_TARGET, SimulationResult
+from placement.pods.simulator.simulation import (
+    DEFAULT_SCHEDULER,
+    DISRUPTION_TARGET,
+    SimulationResult,
+)
 
 __all__ = ["foreign_pods_line", "simulation_list", "simulation_table"]
 

@@ -15,16 +15,16 @@ from controllers.cli.common import EXIT_OK, CliError, emit, parse_now, print_war
 from controllers.cli.manifests import load_paths
 from controllers.cli.scheduler_output import foreign_pods_line, simulation_list, simulation_table
 from controllers.cli.strictness import Validation
-from placement.pods.config import SchedulerConfig
-from placement.pods.framework import Profile
-from placement.pods.simulation import (
+from placement.pods.config.scheduler_config import SchedulerConfig
+from placement.pods.framework.interface import Profile
+from placement.pods.simulator.simulation import (
     DEFAULT_MAX_TIME,
     OBJECT_KINDS,
     SimulationError,
     SimulationResult,
     simulate,
 )
-from placement.pods.workloads import WORKLOAD_KINDS
+from placement.pods.simulator.workloads import WORKLOAD_KINDS
 
 __all__ = ["cmd_simulate", "simulate_objects"]
 
@@ -61,8 +61,8 @@ def simulate_objects(
 ) -> SimulationResult:
     """Run the objects through a fresh engine with this configuration and its profiles
     (`controllers.cli.scheduler.scheduler_profiles`; one engine each,
-    `placement.pods.engines`)."""
-    from placement.pods.engines import engine_for
+    `placement.pods.scheduler.engines`)."""
+    from placement.pods.scheduler.engines import engine_for
 
     engine = engine_for(profiles, **config.engine_options())
     try:

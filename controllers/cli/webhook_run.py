@@ -75,8 +75,8 @@ async def _run(args: argparse.Namespace) -> int:
     from controllers.kube.gateway import Gateway
     from controllers.runtime.controller import StartError
     from controllers.runtime.http import HttpServer
-    from placement.pods.ledger import Ledger
-    from placement.pods.mutation import MutationConfig
+    from placement.spot.ledger import Ledger
+    from placement.spot.mutation import MutationConfig
 
     config = MutationConfig(
         capacity_label=args.capacity_label,

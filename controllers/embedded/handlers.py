@@ -46,7 +46,7 @@ from controllers.embedded.tables import table_view
 from controllers.embedded.watches import Watches
 from controllers.embedded.webhooks import MutatingWebhooks
 from controllers.embedded.writes import checked_fields, require_field_manager, write_options
-from placement.pods.volumes import with_default_class
+from placement.pods.cluster.volumes import with_default_class
 
 __all__ = ["Handlers", "Target"]
 

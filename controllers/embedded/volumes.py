@@ -34,7 +34,7 @@ from controllers.embedded.patch import copy_json
 from controllers.embedded.resources import Resource
 from controllers.embedded.status import StatusError
 from controllers.embedded.store import Store
-from placement.pods.volumes import ephemeral_claims
+from placement.pods.cluster.volumes import ephemeral_claims
 
 __all__ = ["VolumePhases"]
 

@@ -42,7 +42,7 @@ from controllers.runtime.echoes import GONE, EchoedGateway, Echoes
 from controllers.runtime.http import HttpServer
 from controllers.runtime.queue import Clock, Handler
 from controllers.runtime.views import Latest
-from placement.index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
+from placement.index.fleet_index import ClusterRow, FleetIndex, ScoreRow, cluster_row, score_row
 from placement.rows import DecisionRow
 from placement.scheduler import Scheduler
 from plugins import default_scheduler

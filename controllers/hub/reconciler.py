@@ -34,11 +34,11 @@ from controllers.runtime.views import Latest
 from placement.arrays import RowIndex
 from placement.explain import explain_json
 from placement.framework import Code
-from placement.index import FleetIndex
+from placement.index.fleet_index import FleetIndex
 from placement.outcome import outcome, score_note
 from placement.rows import DecisionRow
 from placement.scheduler import Scheduler, ScheduleResult
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 
 __all__ = [
     "LOG_SUBJECT",

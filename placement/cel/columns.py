@@ -4,7 +4,8 @@ operations.
 A selector's first evaluation on a fleet used to inflate every candidate cluster's object and
 run the interpreter on it. The commonest expressions read a label, the name or a resource and
 compare it with literals, which the snapshot's columns answer for all clusters at once
-(`placement._cel_columns`). `column_plan(expressions)` recognises, token by token, `&&`, `||`,
+(`placement.cel.snapshot_columns`). `column_plan(expressions)` recognises, token by token, `&&`,
+`||`,
 `!` and parentheses over these tests:
 
     managedCluster.metadata.labels["K"] == "V"       (also != , and .labels.K)

@@ -1,6 +1,6 @@
 """What of `managedCluster` an expression reads, when it reads only labels by literal keys,
 the name and the claims list: then its verdict on a cluster depends on those values alone, and
-clusters sharing them share the verdict (`placement._cel_groups` runs the interpreter once per
+clusters sharing them share the verdict (`placement.cel.groups` runs the interpreter once per
 distinct set of values, on a document holding just them, instead of once per cluster on its
 whole object).
 

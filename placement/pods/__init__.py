@@ -3,7 +3,7 @@ kube-scheduler computes them, the nodes as numpy columns kept up to date per eve
 selectors compiled to masks. No I/O: the controllers feed it events.
 
 The names below are imported from their module on first use, so that importing one module of
-the package (`placement.pods.requests`) does not import the engine and numpy.
+the package (`placement.pods.cluster.requests`) does not import the engine and numpy.
 """
 
 from __future__ import annotations
@@ -13,28 +13,28 @@ from typing import TYPE_CHECKING
 from apis.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from placement.pods.affinity import node_selector_mask, selector_terms_mask, term_mask
-    from placement.pods.engine import Engine, EngineStats
-    from placement.pods.nodes import BASE_RESOURCES, NodeSnapshot, NodeTable, Taint
-    from placement.pods.preemption import Preemptor
-    from placement.pods.queue import SchedulingQueue
-    from placement.pods.requests import non_zero_requests, pod_requests
+    from placement.pods.backend.queue import SchedulingQueue
+    from placement.pods.cluster.affinity import node_selector_mask, selector_terms_mask, term_mask
+    from placement.pods.cluster.nodes import BASE_RESOURCES, NodeSnapshot, NodeTable, Taint
+    from placement.pods.cluster.requests import non_zero_requests, pod_requests
+    from placement.pods.preemption.preemption import Preemptor
+    from placement.pods.scheduler.engine import Engine, EngineStats
 
 # Each exported name and its module in this package.
 _SOURCES = {
-    "BASE_RESOURCES": "nodes",
-    "Engine": "engine",
-    "EngineStats": "engine",
-    "NodeSnapshot": "nodes",
-    "NodeTable": "nodes",
-    "Preemptor": "preemption",
-    "SchedulingQueue": "queue",
-    "Taint": "nodes",
-    "node_selector_mask": "affinity",
-    "non_zero_requests": "requests",
-    "pod_requests": "requests",
-    "selector_terms_mask": "affinity",
-    "term_mask": "affinity",
+    "BASE_RESOURCES": "cluster.nodes",
+    "Engine": "scheduler.engine",
+    "EngineStats": "scheduler.engine",
+    "NodeSnapshot": "cluster.nodes",
+    "NodeTable": "cluster.nodes",
+    "Preemptor": "preemption.preemption",
+    "SchedulingQueue": "backend.queue",
+    "Taint": "cluster.nodes",
+    "node_selector_mask": "cluster.affinity",
+    "non_zero_requests": "cluster.requests",
+    "pod_requests": "cluster.requests",
+    "selector_terms_mask": "cluster.affinity",
+    "term_mask": "cluster.affinity",
 }
 
 __all__ = [

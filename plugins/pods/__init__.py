@@ -13,27 +13,27 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from plugins.pods.balancedallocation import NodeResourcesBalancedAllocation
-from plugins.pods.capacity import CapacityScheduling
-from plugins.pods.coscheduling import Coscheduling
-from plugins.pods.defaultpreemption import DefaultPreemption
-from plugins.pods.dynamicresources import DynamicResources
-from plugins.pods.imagelocality import ImageLocality
-from plugins.pods.interpodaffinity import InterPodAffinity
-from plugins.pods.nodeaffinity import NodeAffinity
-from plugins.pods.nodedeclaredfeatures import NodeDeclaredFeatures
-from plugins.pods.nodename import NodeName
-from plugins.pods.nodeports import NodePorts
-from plugins.pods.noderesourcesfit import NodeResourcesFit
-from plugins.pods.nodeunschedulable import NodeUnschedulable
-from plugins.pods.nodevolumelimits import NodeVolumeLimits
-from plugins.pods.podtopologyspread import PodTopologySpread
-from plugins.pods.prioritysort import PrioritySort
-from plugins.pods.tainttoleration import TaintToleration
-from plugins.pods.unsupportedfeatures import UnsupportedFeatures
-from plugins.pods.volumebinding import VolumeBinding
-from plugins.pods.volumerestrictions import VolumeRestrictions
-from plugins.pods.volumezone import VolumeZone
+from plugins.pods.capacityscheduling.capacity_scheduling import CapacityScheduling
+from plugins.pods.coscheduling.coscheduling import Coscheduling
+from plugins.pods.defaultpreemption.default_preemption import DefaultPreemption
+from plugins.pods.dynamicresources.dynamicresources import DynamicResources
+from plugins.pods.imagelocality.image_locality import ImageLocality
+from plugins.pods.interpodaffinity.plugin import InterPodAffinity
+from plugins.pods.nodeaffinity.node_affinity import NodeAffinity
+from plugins.pods.nodedeclaredfeatures.node_declared_features import NodeDeclaredFeatures
+from plugins.pods.nodename.node_name import NodeName
+from plugins.pods.nodeports.node_ports import NodePorts
+from plugins.pods.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
+from plugins.pods.noderesources.fit import NodeResourcesFit
+from plugins.pods.nodeunschedulable.node_unschedulable import NodeUnschedulable
+from plugins.pods.nodevolumelimits.node_volume_limits import NodeVolumeLimits
+from plugins.pods.podtopologyspread.plugin import PodTopologySpread
+from plugins.pods.queuesort.priority_sort import PrioritySort
+from plugins.pods.tainttoleration.taint_toleration import TaintToleration
+from plugins.pods.unsupportedfeatures.unsupported_features import UnsupportedFeatures
+from plugins.pods.volumebinding.volume_binding import VolumeBinding
+from plugins.pods.volumerestrictions.volume_restrictions import VolumeRestrictions
+from plugins.pods.volumezone.volume_zone import VolumeZone
 
 __all__ = [
     "DEFAULT_PLUGINS",

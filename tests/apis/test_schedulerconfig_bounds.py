@@ -21,7 +21,7 @@ from apis.configmodel import MAX_DURATION_SECONDS, go_duration_seconds
 from apis.pluginargs import NodeAffinityArgs, validate_args
 from apis.schedulerconfig import MAX_LEASE_DURATION_SECONDS, parse_configuration
 from controllers.cli.lease_flags import LeaseTiming, _duration
-from placement.pods.config import ConfigError, load_config
+from placement.pods.config.scheduler_config import ConfigError, load_config
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 OURS = {"apiVersion": "placement.ocm.io/v1alpha1", "kind": "PodSchedulerConfiguration"}

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from controllers.addons.scheduler_options import load_scheduler_config
-from placement.pods.profiles import ConfigError
+from placement.pods.config.profiles import ConfigError
 from tests.controllers.cli.test_schedulerconfig_rules import CASES, HEAD
 from tests.e2e.controlplane import assets_dir, missing_assets
 

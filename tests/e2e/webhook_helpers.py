@@ -27,7 +27,7 @@ from apis.core import Pod
 from controllers.addons.webhook import MUTATE_PATH
 from controllers.kube.config import ClusterAccess
 from controllers.kube.gateway import Gateway
-from placement.pods.mutation import DELETION_COST, DESIRED_CAPACITY
+from placement.spot.mutation import DELETION_COST, DESIRED_CAPACITY
 from tests.controllers.addons.cluster import shipped_webhook_configuration
 from tests.e2e.controlplane import ControlPlane, free_port
 

@@ -11,7 +11,7 @@ import pytest
 
 from placement.cel import PER_CALL_LIMIT, CelCompileError, compile_selector
 from placement.cel.source import instrument, score_names
-from placement.snapshot import unstructured
+from placement.snapshot.fleet_snapshot import unstructured
 from placement.testing import NOW, cluster, score, snapshot
 
 CLUSTER = unstructured(

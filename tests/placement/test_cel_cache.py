@@ -10,8 +10,8 @@ import numpy as np
 from apis.cluster import ManagedCluster
 from apis.placements import Placement
 from placement.framework import Cycle
-from placement.index import FleetIndex, cluster_row
-from placement.snapshot import FleetSnapshot, unstructured
+from placement.index.fleet_index import FleetIndex, cluster_row
+from placement.snapshot.fleet_snapshot import FleetSnapshot, unstructured
 from placement.testing import NOW, cluster, placement, predicate, score
 from plugins.predicate import Predicate
 

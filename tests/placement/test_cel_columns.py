@@ -1,6 +1,7 @@
-"""Selectors the snapshot's columns answer (`placement.cel.columns`, `placement._cel_columns`)
-decide as the interpreter does: which expressions are recognised, and on random fleets and
-random expressions of every recognised shape (label, name and resource tests under `&&`, `||`,
+"""Selectors the snapshot's columns answer (`placement.cel.columns`,
+`placement.cel.snapshot_columns`) decide as the interpreter does: which expressions are recognised,
+and on random fleets and random expressions of every recognised shape (label, name and resource
+tests under `&&`, `||`,
 `!`) the same failing expression and the same error for every cluster, in simulate's snapshot
 and in the controller's index, the clusters the columns cannot be sure of included."""
 
@@ -14,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement._cel_columns import column_verdicts
 from placement.cel import compile_selector
 from placement.cel.columns import (
     Both,
@@ -26,9 +26,10 @@ from placement.cel.columns import (
     column_plan,
     label_tests,
 )
-from placement.index import FleetIndex, cluster_row
+from placement.cel.snapshot_columns import column_verdicts
+from placement.index.fleet_index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
-from placement.snapshot import FleetSnapshot, unstructured
+from placement.snapshot.fleet_snapshot import FleetSnapshot, unstructured
 
 FAST = settings(max_examples=120, deadline=None)
 ENV = LabelTest("env", "==", ("prod",))

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from apis.cluster import ManagedCluster
-from placement._index_documents import document_row, unpack
 from placement.cel import compile_selector
-from placement.snapshot import unstructured
+from placement.index.documents import document_row, unpack
+from placement.snapshot.fleet_snapshot import unstructured
 
 
 def _document(wire: dict[str, Any]) -> dict[str, Any]:

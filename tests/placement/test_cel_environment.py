@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from placement.cel import CelCompileError, compile_selector
-from placement.snapshot import unstructured
+from placement.snapshot.fleet_snapshot import unstructured
 from placement.testing import cluster
 
 CLUSTER = unstructured(cluster("c1", labels={"v": "1.30.2"}, cpu="4", memory="8Gi"))

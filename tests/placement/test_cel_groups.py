@@ -1,5 +1,5 @@
 """Selectors that read only label values, the name and the claims list (`placement.cel.reads`)
-are evaluated once per distinct set of the values they read (`placement._cel_groups`), and
+are evaluated once per distinct set of the values they read (`placement.cel.groups`), and
 decide as the interpreter does on each cluster's whole object: same verdict, same failing
 expression, same error, on random fleets, in simulate's snapshot and in the controller's index
 (claims lists with duplicate names, empty names or values, empty or absent lists included)."""
@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import AddOnPlacementScore, ManagedCluster
-from placement._cel_groups import _groups, groupable, grouped_rows, grouped_verdicts
 from placement.cel import CelSelector, compile_selector
 from placement.cel.claim_reads import ClaimNames
 from placement.cel.document import ANNOTATION_LIMIT, claim_projector, claims_text
+from placement.cel.groups import _groups, groupable, grouped_rows, grouped_verdicts
 from placement.cel.reads import LabelReads, label_reads
-from placement.index import FleetIndex, cluster_row
+from placement.index.fleet_index import FleetIndex, cluster_row
 from placement.selectors import cel_mask
-from placement.snapshot import FleetSnapshot, unstructured
+from placement.snapshot.fleet_snapshot import FleetSnapshot, unstructured
 
 FAST = settings(max_examples=100, deadline=None)
 LABELS = "managedCluster.metadata.labels"

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.cluster import ManagedCluster
-from placement.index import FleetIndex, cluster_row
-from placement.snapshot import FleetSnapshot
+from placement.index.fleet_index import FleetIndex, cluster_row
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import NOW, binding, cluster_set, placement, predicate
 from plugins import default_scheduler
 

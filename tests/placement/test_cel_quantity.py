@@ -10,7 +10,7 @@ import pytest
 
 from apis.cluster import ManagedCluster
 from placement.cel import CelCompileError, compile_selector
-from placement.snapshot import unstructured
+from placement.snapshot.fleet_snapshot import unstructured
 
 
 def _cluster(name: str, cpu: Any, memory: Any = "8Gi") -> dict[str, Any]:

@@ -21,7 +21,7 @@ from placement.decisions import (
 )
 from placement.framework import Code
 from placement.rows import decision_row
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import cluster, placement, snapshot
 
 

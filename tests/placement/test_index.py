@@ -23,8 +23,8 @@ from apis.cluster import (
 )
 from apis.meta import KubeObject
 from apis.placements import Placement, PlacementDecision
-from placement.index import FleetIndex, cluster_row, score_row
-from placement.snapshot import Column, FleetSnapshot
+from placement.index.fleet_index import FleetIndex, cluster_row, score_row
+from placement.snapshot.fleet_snapshot import Column, FleetSnapshot
 from placement.testing import (
     NOW,
     SCORE_RESOURCE,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from placement._index_buckets import CowBuckets
-from placement._index_columns import Epoch
+from placement.index.buckets import CowBuckets
+from placement.index.columns import Epoch
 
 
 def _filled(epoch: Epoch, n: int) -> CowBuckets[tuple[str, str], int]:

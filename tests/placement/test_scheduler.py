@@ -23,7 +23,7 @@ from placement.framework import (
 )
 from placement.registry import Registry, RegistryError
 from placement.scheduler import Scheduler, ScheduleResult, weighted_coordinates
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import (
     NOW,
     addon,

@@ -8,7 +8,7 @@ import numpy as np
 
 from apis.placements import ScoreCoordinate
 from placement.framework import Code, Cycle, ScoreResult
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import NOW, cluster, placement, score, snapshot
 from plugins.addon import AddOn
 

@@ -7,7 +7,7 @@ import pytest
 
 from apis.meta import KubeObject
 from placement.framework import Cycle
-from placement.snapshot import FleetSnapshot
+from placement.snapshot.fleet_snapshot import FleetSnapshot
 from placement.testing import NOW, cluster, decision, placement, snapshot
 from plugins.balance import Balance
 

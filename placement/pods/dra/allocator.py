@@ -21,6 +21,7 @@ import numpy as np
 
 from apis.resource import ResourceClaim
 from placement.arrays import BoolMask
+from placement.pods.cluster.nodes import NodeSnapshot
 from placement.pods.dra.devices import AllocationError, DeviceKey
 from placement.pods.dra.inventory import Catalog, DeviceInventory
 from placement.pods.dra.prepared import (
@@ -30,7 +31,6 @@ from placement.pods.dra.prepared import (
     prepare_claims,
 )
 from placement.pods.dra.search import search_node
-from placement.pods.nodes import NodeSnapshot
 
 __all__ = ["ClaimAllocator"]
 

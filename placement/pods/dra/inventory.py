@@ -34,7 +34,8 @@ import numpy.typing as npt
 from apis.core import NodeSelector
 from apis.resource import Device, DeviceClass, ResourceSlice
 from placement.arrays import BoolMask
-from placement.pods.affinity import selector_terms_mask
+from placement.pods.cluster.affinity import selector_terms_mask
+from placement.pods.cluster.nodes import NodeSnapshot
 from placement.pods.dra.counters import (
     Amount,
     CounterSets,
@@ -43,7 +44,6 @@ from placement.pods.dra.counters import (
     valid_counter_sets,
 )
 from placement.pods.dra.devices import DeviceKey, DeviceView, Taint, node_matches
-from placement.pods.nodes import NodeSnapshot
 from placement.selectors import SelectorError
 
 __all__ = ["Catalog", "DeviceInventory", "NodeReach", "PoolView"]

@@ -16,7 +16,7 @@ from apis.core import Node, Pod
 from apis.registry import parse_as
 from controllers.addons.gateway import PodGateway
 from controllers.kube.config import ClusterAccess, new_api_client
-from placement.pods.requests import pod_requests
+from placement.pods.cluster.requests import pod_requests
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEDULER = "ocm-pod-scheduler"

@@ -16,7 +16,7 @@ from apis.core import Pod
 from apis.registry import parse_as
 from apis.resource import ResourceClaim
 from controllers.addons.claim_writer import DELETE_PROTECTION
-from placement.pods.events import Action, AllocateClaims, BindPod, ClaimAllocation
+from placement.pods.framework.events import Action, AllocateClaims, BindPod, ClaimAllocation
 from tests.controllers.addons.test_executor import Rig, rig
 
 GPU = "gpu.example.com"

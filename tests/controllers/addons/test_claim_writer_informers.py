@@ -24,7 +24,7 @@ from controllers.addons.informers import OPTIONAL_KINDS
 from controllers.addons.scheduler import PodScheduler, SchedulerOptions, _start
 from controllers.embedded.apiserver import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
-from placement.pods.engine import Engine
+from placement.pods.scheduler.engine import Engine
 from tests.controllers.embedded.hub import ensure_namespaces, eventually
 
 DRIVER = "gpu.example.com"

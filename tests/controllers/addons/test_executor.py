@@ -24,7 +24,7 @@ from controllers.addons.gateway import PodGateway
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import ApiError
-from placement.pods.events import (
+from placement.pods.framework.events import (
     BindPod,
     BindResult,
     DeletePod,

@@ -14,7 +14,7 @@ from apis.core import Node, Pod
 from apis.registry import parse_as
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.config import ClusterAccess, new_api_client
-from placement.pods.events import BindPod, BindResult
+from placement.pods.framework.events import BindPod, BindResult
 from tests.controllers.addons.test_executor import Rig, SlowPatches
 from tests.controllers.embedded.hub import ensure_namespaces
 

@@ -13,7 +13,7 @@ import pytest
 
 from apis.core import Pod
 from apis.storage import PersistentVolume, PersistentVolumeClaim
-from placement.pods.events import BindPod, BindVolumes
+from placement.pods.framework.events import BindPod, BindVolumes
 from tests.controllers.addons.test_executor import Rig, rig
 from tests.controllers.embedded.hub import eventually
 from tests.plugins.pods.volume_builders import claim, local_pv

@@ -23,7 +23,7 @@ from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler
 from controllers.addons.status import StatusController
 from controllers.kube.config import ClusterAccess, new_api_client
-from placement.pods.config import load_config
+from placement.pods.config.scheduler_config import load_config
 from tests.controllers.addons.cluster import create_all, node, pod, server_process
 from tests.controllers.embedded.hub import eventually
 

@@ -8,7 +8,7 @@ from typing import Any
 from apis.core import Pod
 from apis.registry import parse_as
 from controllers.addons.informers import ASSIGNED_SELECTOR, PodFeed, pending_selector
-from placement.pods.events import BindResult, ClusterEvent, PodEvent
+from placement.pods.framework.events import BindResult, ClusterEvent, PodEvent
 
 
 def pod(name: str = "web", uid: str = "u1", node: str | None = None) -> Pod:

@@ -26,7 +26,7 @@ from controllers.addons.gateway import PodGateway
 from controllers.addons.scheduler import PodScheduler, load_scheduler_config
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.runtime.leader import LeaderConfig
-from placement.pods.requests import pod_requests
+from placement.pods.cluster.requests import pod_requests
 from tests.controllers.addons.cluster import (
     ROOT,
     create_all,

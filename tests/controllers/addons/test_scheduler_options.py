@@ -16,7 +16,7 @@ from controllers.addons.scheduler_options import (
     scheduler_profiles,
 )
 from controllers.kube.config import ClusterAccess
-from placement.pods.config import ConfigError
+from placement.pods.config.scheduler_config import ConfigError
 
 KUBE = """\
 apiVersion: kubescheduler.config.k8s.io/v1

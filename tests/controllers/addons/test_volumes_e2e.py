@@ -22,7 +22,7 @@ from controllers.addons.gateway import PodGateway
 from controllers.cli.crds import SAMPLES_DIR
 from controllers.cli.manifests import load_paths
 from controllers.kube.config import ClusterAccess, new_api_client
-from placement.pods.workloads import expand
+from placement.pods.simulator.workloads import expand
 from tests.controllers.cli.test_scheduler_run import ROOT, _env
 from tests.controllers.embedded.hub import eventually, kubectl
 

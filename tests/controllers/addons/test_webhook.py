@@ -29,8 +29,8 @@ from controllers.addons.webhook import MUTATE_PATH, SpotWebhook
 from controllers.addons.webhook_certs import ReloadingContext, mint, write_bundle
 from controllers.addons.webhook_server import WebhookServer
 from controllers.addons.webhook_state import ClusterView, LeaseReservations
-from placement.pods.ledger import Ledger
-from placement.pods.mutation import (
+from placement.spot.ledger import Ledger
+from placement.spot.mutation import (
     DELETION_COST,
     DESIRED_CAPACITY,
     RESERVATION,

@@ -27,8 +27,8 @@ from controllers.addons.webhook_server import WebhookServer
 from controllers.addons.webhook_state import LeaseReservations
 from controllers.cli import webhook as cli_webhook
 from controllers.cli.main import build_parser
-from placement.pods.ledger import Ledger
-from placement.pods.mutation import DESIRED_CAPACITY, Workload, WorkloadRef
+from placement.spot.ledger import Ledger
+from placement.spot.mutation import DESIRED_CAPACITY, Workload, WorkloadRef
 from tests.controllers.addons.test_webhook import (
     M,
     StaticWorkloads,

@@ -36,8 +36,8 @@ from controllers.addons.webhook_state import ClusterView, LeaseReservations
 from controllers.embedded import EmbeddedApiServer
 from controllers.kube.errors import ServerError
 from controllers.kube.gateway import Gateway
-from placement.pods.ledger import Ledger
-from placement.pods.mutation import DELETION_COST, DESIRED_CAPACITY, MutationConfig, WorkloadRef
+from placement.spot.ledger import Ledger
+from placement.spot.mutation import DELETION_COST, DESIRED_CAPACITY, MutationConfig, WorkloadRef
 from tests.controllers.addons.cluster import shipped_webhook_configuration
 from tests.controllers.embedded.hub import eventually, hub
 

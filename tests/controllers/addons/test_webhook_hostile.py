@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from controllers.addons.webhook import SpotWebhook
 from controllers.addons.webhook_input import MAX_DEPTH, _shallow, parse_review
-from placement.pods.ledger import Ledger
+from placement.spot.ledger import Ledger
 from tests.controllers.addons.test_webhook import (
     Served,
     StaticWorkloads,

@@ -23,7 +23,7 @@ from controllers.cli.addon_templates import (
     render_all,
 )
 from controllers.cli.crds import SOURCE_CONFIG
-from placement.pods.config import load_config
+from placement.pods.config.scheduler_config import load_config
 from plugins.pods import POD_PLUGINS
 
 ADDON_DIR = SOURCE_CONFIG / "addons"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from controllers.addons.scheduler_options import load_scheduler_config
-from placement.pods.profiles import ConfigError
+from placement.pods.config.profiles import ConfigError
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 ARGS = "profiles[0].pluginConfig[0].args"

@@ -95,9 +95,9 @@ def tops(modules: set[str], *names: str) -> set[str]:
 
 
 # What each verb's `--help` may not import: the engines and models it only needs to work. The
-# pod engine (numpy, `placement.pods.engine`), the hub scheduler (`placement.scheduler`), the
-# models (pydantic, `apis.*` but the plain-Python name rules) and the client.
-ENGINES = ("numpy", "placement.pods.engine", "placement.scheduler", "placement.framework")
+# pod engine (numpy, `placement.pods.scheduler.engine`), the hub scheduler (`placement.scheduler`),
+# the models (pydantic, `apis.*` but the plain-Python name rules) and the client.
+ENGINES = ("numpy", "placement.pods.scheduler.engine", "placement.scheduler", "placement.framework")
 MODELS = ("pydantic", "apis.meta", "apis.registry", "apis.cluster", "apis.placements")
 CLIENT = ("kubernetes_asyncio", "aiohttp", "controllers.kube.gateway")
 CHEAP_HELP: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -108,7 +108,7 @@ CHEAP_HELP: dict[tuple[str, ...], tuple[str, ...]] = {
     ("webhook", "run"): ENGINES + MODELS + CLIENT,
     ("webhook", "certs"): ENGINES + MODELS + CLIENT,
     ("demo",): ENGINES + MODELS + CLIENT,
-    # the scheduler's parser shows its configuration's defaults (placement.pods.settings,
+    # the scheduler's parser shows its configuration's defaults (placement.pods.config.settings,
     # which brings the pod framework and numpy): only the client is out of reach here
     ("scheduler", "run"): CLIENT,
     ("scheduler", "simulate"): CLIENT,
@@ -140,7 +140,7 @@ def test_one_model_module_does_not_import_every_kind() -> None:
         "import apis.names\n"
         "first = sorted(sys.modules)\n"
         "from apis import ManagedCluster, parse_object\n"
-        "import placement.pods.requests\n"
+        "import placement.pods.cluster.requests\n"
         "print(json.dumps([first, sorted(sys.modules), ManagedCluster.KIND]))\n"
     )
     done = subprocess.run(
@@ -150,7 +150,7 @@ def test_one_model_module_does_not_import_every_kind() -> None:
     assert kind == "ManagedCluster"
     assert tops(set(first), "pydantic") == set()
     assert "apis.placements" not in first and "apis.cluster" in after
-    assert "numpy" not in after and "placement.pods.engine" not in after
+    assert "numpy" not in after and "placement.pods.scheduler.engine" not in after
 
 
 def test_the_lazy_packages_list_what_they_export() -> None:

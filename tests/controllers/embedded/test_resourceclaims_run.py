@@ -21,7 +21,7 @@ from controllers.embedded.apiserver import EmbeddedApiServer
 from controllers.embedded.kubelet import KubeletOptions
 from controllers.kube.config import ClusterAccess, new_api_client
 from controllers.kube.errors import NotFoundError
-from placement.pods.config import load_config
+from placement.pods.config.scheduler_config import load_config
 from plugins.pods import POD_PLUGINS
 from tests.controllers.addons.cluster import SCHEDULER, node, pod
 from tests.controllers.embedded.hub import eventually

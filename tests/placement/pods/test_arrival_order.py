@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from placement.pods.engine import Engine
-from placement.pods.simulation import pods_by_key, simulate
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import pods_by_key, simulate
 from tests.placement.pods.test_engine import SCHEDULER, T0, default_profile, make_node, make_pod
 from tests.placement.pods.test_queue import drain, info, queue
 

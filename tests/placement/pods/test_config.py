@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from placement.pods.config import (
+from placement.pods.config.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
     ConfigError,
     SchedulerConfig,
@@ -17,7 +17,7 @@ from placement.pods.config import (
     enabled_plugins,
     load_config,
 )
-from placement.pods.framework import (
+from placement.pods.framework.interface import (
     EventHandler,
     Filter,
     Permit,

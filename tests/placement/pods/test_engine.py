@@ -14,9 +14,9 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.scheduling import PriorityClass
 from placement.arrays import BoolMask
-from placement.pods.config import build_profile, load_config
-from placement.pods.engine import Engine, go_duration
-from placement.pods.events import (
+from placement.pods.cluster.nodes import NodeSnapshot
+from placement.pods.config.scheduler_config import build_profile, load_config
+from placement.pods.framework.events import (
     Action,
     BindPod,
     BindResult,
@@ -29,7 +29,7 @@ from placement.pods.events import (
     PodEvent,
     WakeAt,
 )
-from placement.pods.framework import (
+from placement.pods.framework.interface import (
     FilterResult,
     PermitResult,
     PodCode,
@@ -39,9 +39,9 @@ from placement.pods.framework import (
     Profile,
     Reason,
 )
-from placement.pods.nodes import NodeSnapshot
+from placement.pods.scheduler.engine import Engine, go_duration
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
-from plugins.pods.defaultpreemption import DefaultPreemption
+from plugins.pods.defaultpreemption.default_preemption import DefaultPreemption
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCHEDULER = "ocm-pod-scheduler"
@@ -389,7 +389,7 @@ def test_a_stale_bind_result_for_another_uid_is_ignored() -> None:
 
 
 def test_backoff_doubles_per_attempt_up_to_the_maximum() -> None:
-    from placement.pods.queue import backoff_duration
+    from placement.pods.backend.queue import backoff_duration
 
     got = [backoff_duration(n, seconds(1), seconds(10)).total_seconds() for n in range(1, 7)]
     assert got == [1, 2, 4, 8, 10, 10]
@@ -730,7 +730,7 @@ def test_diagnosis_counts_reasons_from_the_first_filter_and_marks_resolvable_row
         name: str = "Spy"
 
         def post_filter(self, cycle: PodCycle, pod: PodInfo, nodes: NodeSnapshot, diag: Any) -> Any:
-            from placement.pods.framework import PostFilterResult
+            from placement.pods.framework.interface import PostFilterResult
 
             seen.append(diag)
             return PostFilterResult(PodStatus.unschedulable(self.name, "spy says no"))

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Node
-from placement.pods.engine import Engine
-from placement.pods.events import Action, ClusterEvent, NodeEvent, PodEvent
-from placement.pods.nodes import NodeSnapshot, NodeTable
-from placement.pods.requests import non_zero_requests, pod_requests
+from placement.pods.cluster.nodes import NodeSnapshot, NodeTable
+from placement.pods.cluster.requests import non_zero_requests, pod_requests
+from placement.pods.framework.events import Action, ClusterEvent, NodeEvent, PodEvent
+from placement.pods.scheduler.engine import Engine
 from tests.placement.pods.test_engine import T0, default_profile, make_node, make_pod
 from tests.placement.pods.test_queue import info, queue
 

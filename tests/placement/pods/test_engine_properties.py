@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Node, Pod
-from placement.pods.events import Action, BindPod
-from placement.pods.requests import pod_requests
+from placement.pods.cluster.requests import pod_requests
+from placement.pods.framework.events import Action, BindPod
 from tests.placement.pods.test_engine import T0, World, make_node, make_pod
 
 FAST = settings(max_examples=60, deadline=None)

@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from placement.pods.config import build_profiles, load_config
-from placement.pods.engine import Engine
-from placement.pods.engines import EngineSet, engine_for
-from placement.pods.events import Action, BindPod, BindResult, NodeEvent, PodEvent, WakeAt
+from placement.pods.config.scheduler_config import build_profiles, load_config
+from placement.pods.framework.events import Action, BindPod, BindResult, NodeEvent, PodEvent, WakeAt
+from placement.pods.scheduler.engine import Engine
+from placement.pods.scheduler.engines import EngineSet, engine_for
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 from tests.placement.pods.test_engine import T0, make_node, make_pod, seconds
 

@@ -11,8 +11,7 @@ from typing import Any
 
 from apis.core import Pod
 from apis.scheduling import PodGroup
-from placement.pods.engine import Engine
-from placement.pods.events import (
+from placement.pods.framework.events import (
     Action,
     BindPod,
     DeletePod,
@@ -22,7 +21,8 @@ from placement.pods.events import (
     PatchPodStatus,
     PodEvent,
 )
-from plugins.pods.coscheduling import POD_GROUP_LABEL
+from placement.pods.scheduler.engine import Engine
+from plugins.pods.coscheduling.coscheduling import POD_GROUP_LABEL
 from tests.placement.pods.test_engine import (
     T0,
     World,

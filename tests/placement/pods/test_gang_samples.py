@@ -13,9 +13,9 @@ import pytest
 
 from controllers.cli.common import EXIT_OK
 from controllers.cli.manifests import load_paths
-from placement.pods.engine import Engine
-from placement.pods.simulation import simulate
-from plugins.pods.coscheduling import Coscheduling
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import simulate
+from plugins.pods.coscheduling.coscheduling import Coscheduling
 from tests.controllers.cli.samples import run
 from tests.placement.pods.test_engine import SCHEDULER, default_profile
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from placement.pods.config import build_profiles, load_config
-from placement.pods.events import Action, BindPod, EmitEvent, ObjectEvent, PatchPodStatus
-from placement.pods.framework import ClusterView, PodInfo, PreEnqueue, Profile
-from placement.pods.gating import NOT_READY_FOR_SCHEDULING, REPORT_DELAY, Gatekeeper
-from placement.pods.profiles import ConfigError
-from placement.pods.reporting import scheduled_condition
+from placement.pods.backend.gating import NOT_READY_FOR_SCHEDULING, REPORT_DELAY, Gatekeeper
+from placement.pods.config.profiles import ConfigError
+from placement.pods.config.scheduler_config import build_profiles, load_config
+from placement.pods.framework.events import Action, BindPod, EmitEvent, ObjectEvent, PatchPodStatus
+from placement.pods.framework.interface import ClusterView, PodInfo, PreEnqueue, Profile
+from placement.pods.scheduler.reporting import scheduled_condition
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 from tests.placement.pods.test_engine import (
     T0,
@@ -209,8 +209,8 @@ def test_without_coscheduling_at_pre_enqueue_a_lone_member_is_tried_and_refused(
 
 
 def test_a_simulation_runs_until_held_members_are_reported() -> None:
-    from placement.pods.engine import Engine
-    from placement.pods.simulation import simulate
+    from placement.pods.scheduler.engine import Engine
+    from placement.pods.simulator.simulation import simulate
     from tests.placement.pods.test_engine import SCHEDULER
 
     objects = [make_node("n1", cpu=8), pod_group("train", 3), *gang("train", 2)]

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from apis.core import Pod
 from apis.quantity import Quantity
-from placement.pods.events import BindPod
-from placement.pods.requests import CPU, LIMIT, MEMORY, amount
+from placement.pods.cluster.requests import CPU, LIMIT, MEMORY, amount
+from placement.pods.framework.events import BindPod
 from tests.placement.pods.test_engine import World, make_node, make_pod
 
 HUGE = ["99999999999Ei", "1e400", "9223372036854775807", "9Ei", "8Ei", "1E", "123456789P"]

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.arrays import BoolMask
-from placement.pods.events import (
+from placement.pods.cluster.nodes import NodeSnapshot
+from placement.pods.framework.events import (
     Action,
     BindPod,
     BindResult,
@@ -19,7 +20,7 @@ from placement.pods.events import (
     EmitEvent,
     PatchPodStatus,
 )
-from placement.pods.framework import (
+from placement.pods.framework.interface import (
     Diagnosis,
     FilterResult,
     PermitResult,
@@ -32,7 +33,6 @@ from placement.pods.framework import (
     PreFilterResult,
     Profile,
 )
-from placement.pods.nodes import NodeSnapshot
 from tests.placement.pods.test_engine import (
     T0,
     World,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from placement.pods.ledger import Ledger, Settlement, decode, encode
+from placement.spot.ledger import Ledger, Settlement, decode, encode
 
 W = "Deployment/ns/web"
 M = 5

@@ -11,7 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from placement.pods.mutation import (
+from placement.spot.mutation import (
     DELETION_COST,
     DESIRED_CAPACITY,
     RESERVATION,

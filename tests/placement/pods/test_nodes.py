@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Node, NodeSelector, Pod
-from placement.pods.affinity import node_selector_mask, selector_terms_mask
-from placement.pods.nodes import BASE_RESOURCES, NodeSnapshot, NodeTable, Taint
-from placement.pods.requests import non_zero_requests, pod_requests
+from placement.pods.cluster.affinity import node_selector_mask, selector_terms_mask
+from placement.pods.cluster.nodes import BASE_RESOURCES, NodeSnapshot, NodeTable, Taint
+from placement.pods.cluster.requests import non_zero_requests, pod_requests
 from placement.selectors import SelectorError
 
 FAST = settings(max_examples=150, deadline=None)

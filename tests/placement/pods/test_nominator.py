@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from placement.pods.framework import PodInfo
-from placement.pods.nodes import NodeSnapshot
-from placement.pods.nominator import Nominator
+from placement.pods.backend.nominator import Nominator
+from placement.pods.cluster.nodes import NodeSnapshot
+from placement.pods.framework.interface import PodInfo
 from tests.placement.pods.test_engine import World, make_node, make_pod
 
 NODES = ("a", "b", "c", "d", "gone")  # "gone" is in no snapshot

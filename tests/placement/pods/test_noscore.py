@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from placement.pods.noscore import adds_nothing, no_scores
-from plugins.pods.nodeaffinity import NodeAffinity
+from placement.pods.framework.noscore import adds_nothing, no_scores
+from plugins.pods.nodeaffinity.node_affinity import NodeAffinity
 from tests.plugins.pods.builders import all_rows, cycle, node, pod, snapshot
-from tests.plugins.pods.test_imagelocality import BIG, SMALL, fed, image_pod
+from tests.plugins.pods.imagelocality.test_imagelocality import BIG, SMALL, fed, image_pod
 
 PREFERS_SPOT = {
     "nodeAffinity": {

@@ -6,9 +6,9 @@ import numpy as np
 
 from apis.core import Pod
 from apis.meta import LabelSelector, LabelSelectorRequirement
-from placement.pods.overlay import NO_OVERLAY
-from placement.pods.pod_index import HISTORY, PodIndex
-from placement.pods.podinfo import PodInfo
+from placement.pods.cluster.overlay import NO_OVERLAY
+from placement.pods.cluster.pod_index import HISTORY, PodIndex
+from placement.pods.cluster.podinfo import PodInfo
 
 
 def _info(name: str, ns: str = "a", priority: int = 0, **labels: str) -> PodInfo:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
-from placement.pods.podgroups import PodGroupStatusRule, pod_group_status
+from placement.pods.status.podgroups import PodGroupStatusRule, pod_group_status
 from tests.placement.pods.status_world import T0, ListWorld, pod, pod_group
 
 RULE = PodGroupStatusRule()

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
-from placement.pods.events import DeletePod, EmitEvent, PatchPodStatus, PodCondition
-from placement.pods.framework import (
+from placement.pods.cluster.nodes import NodeSnapshot
+from placement.pods.framework.events import DeletePod, EmitEvent, PatchPodStatus, PodCondition
+from placement.pods.framework.interface import (
     Diagnosis,
     EventHandler,
     PodCycle,
@@ -20,15 +21,14 @@ from placement.pods.framework import (
     PreemptionHooks,
     Profile,
 )
-from placement.pods.nodes import NodeSnapshot
-from placement.pods.preemption import (
+from placement.pods.preemption.preemption import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
     Candidate,
     Preemptor,
 )
-from placement.pods.victims import num_candidates, pick_candidate
-from plugins.pods.defaultpreemption import DefaultPreemption
+from placement.pods.preemption.victims import num_candidates, pick_candidate
+from plugins.pods.defaultpreemption.default_preemption import DefaultPreemption
 from tests.placement.pods.test_engine import (
     T0,
     World,

@@ -1,6 +1,6 @@
-"""Default preemption on arrays (`placement.pods.victim_table`) against the per-pod search it
-replaces (`find_candidates` + `pick_candidate`, still taken when a plugin hooks in): the same
-victims, nominations and bindings on seeded random worlds.
+"""Default preemption on arrays (`placement.pods.preemption.victim_table`) against the per-pod
+search it replaces (`find_candidates` + `pick_candidate`, still taken when a plugin hooks in): the
+same victims, nominations and bindings on seeded random worlds.
 
 A plugin that declares `PreemptionHooks` and overrides nothing changes no decision but sends
 the preemptor down the per-pod path, so two engines, one with such a plugin, must act alike
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
-from placement.pods import preemption, victim_table
-from placement.pods.events import Action, BindPod, DeletePod, PatchPodStatus
-from placement.pods.framework import EventHandler, PreemptionHooks, Profile
+from placement.pods.framework.events import Action, BindPod, DeletePod, PatchPodStatus
+from placement.pods.framework.interface import EventHandler, PreemptionHooks, Profile
+from placement.pods.preemption import preemption, victim_table
 from tests.placement.pods.test_engine import T0, World, default_profile, make_node, make_pod
 from tests.placement.pods.test_preemption import running
 

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from apis.core import Pod
 from apis.policy import PodDisruptionBudget
-from placement.pods.disruption import Budget, split_by_budgets
-from placement.pods.events import ObjectEvent
-from placement.pods.framework import Candidate, PodInfo
-from placement.pods.victims import pick_candidate
+from placement.pods.framework.events import ObjectEvent
+from placement.pods.framework.interface import Candidate, PodInfo
+from placement.pods.preemption.disruption import Budget, split_by_budgets
+from placement.pods.preemption.victims import pick_candidate
 from tests.placement.pods.test_engine import T0, World, make_node, make_pod
 from tests.placement.pods.test_preemption import deleted, running
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from placement.pods.config import ConfigError
+from placement.pods.config.scheduler_config import ConfigError
 from tests.placement.pods.test_profiles import HEAD, profile_with, profiles
 
 

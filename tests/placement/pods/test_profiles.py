@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from apis.pluginargs import CoschedulingArgs, NodeResourcesFitArgs
-from placement.pods.config import (
+from placement.pods.config.profiles import implements
+from placement.pods.config.scheduler_config import (
     ConfigError,
     SchedulerConfig,
     build_profile,
@@ -21,8 +22,7 @@ from placement.pods.config import (
     load_config,
     renamed,
 )
-from placement.pods.framework import Filter, PodInfo, Profile
-from placement.pods.profiles import implements
+from placement.pods.framework.interface import Filter, PodInfo, Profile
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

@@ -17,7 +17,7 @@ from apis.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from placement.pods.simulation import pods_by_key
+from placement.pods.simulator.simulation import pods_by_key
 from tests.placement.pods.test_engine import make_node, make_pod
 from tests.placement.pods.test_volumes_engine import run, stored, volumes
 from tests.plugins.pods.volume_builders import HOST, claim

@@ -7,8 +7,8 @@ from itertools import pairwise
 from typing import Any
 
 from apis.core import Pod
-from placement.pods.framework import PodInfo
-from placement.pods.queue import SchedulingQueue, backoff_duration
+from placement.pods.backend.queue import SchedulingQueue, backoff_duration
+from placement.pods.framework.interface import PodInfo
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.pods.events import DeletePod
-from placement.pods.requests import pod_requests
+from placement.pods.cluster.requests import pod_requests
+from placement.pods.framework.events import DeletePod
 from tests.placement.pods.test_engine import T0, make_node
 from tests.placement.pods.test_quota_world import GPU, QuotaWorld, gpu_node, qpod, quota
 

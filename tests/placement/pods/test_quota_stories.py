@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from placement.pods.events import DeletePod
+from placement.pods.framework.events import DeletePod
 from tests.placement.pods.test_engine import T0, make_node
 from tests.placement.pods.test_quota_world import GPU, QuotaWorld, gpu_node, qpod, quota
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from apis.core import Node, Pod
 from apis.scheduling import ElasticQuota
-from placement.pods.engine import Engine
-from placement.pods.events import DeletePod, ObjectEvent
-from placement.pods.framework import Profile
-from plugins.pods.capacity import CapacityScheduling
+from placement.pods.framework.events import DeletePod, ObjectEvent
+from placement.pods.framework.interface import Profile
+from placement.pods.scheduler.engine import Engine
+from plugins.pods.capacityscheduling.capacity_scheduling import CapacityScheduling
 from tests.placement.pods.test_engine import SCHEDULER, T0, World, default_profile
 
 GPU = "nvidia.com/gpu"

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from apis.scheduling import ElasticQuota
-from placement.pods.quotas import (
+from placement.pods.status.elasticquotas import (
     ACTIVE,
     MIN_WITHIN_CAPACITY,
     ElasticQuotaStatusRule,
     quantity_text,
     quota_used,
 )
-from placement.pods.status import StatusOutcome
+from placement.pods.status.rule import StatusOutcome
 from tests.placement.pods.status_world import T0, ListWorld, node, pod, quota
 
 RULE = ElasticQuotaStatusRule()
@@ -137,8 +137,8 @@ def test_quantities_read_as_kubernetes_prints_them() -> None:
 
 
 def test_both_rules_are_status_rules() -> None:
-    from placement.pods.podgroups import PodGroupStatusRule
-    from placement.pods.status import StatusRule
+    from placement.pods.status.podgroups import PodGroupStatusRule
+    from placement.pods.status.rule import StatusRule
 
     rules: list[StatusRule] = [ElasticQuotaStatusRule(), PodGroupStatusRule()]
     assert [(r.kind, r.watches_nodes, r.couples_objects) for r in rules] == [

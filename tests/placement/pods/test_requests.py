@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from apis.core import Pod
-from placement.pods.requests import (
+from placement.pods.cluster.requests import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     non_zero_requests,

@@ -10,11 +10,11 @@ from datetime import timedelta
 
 from apis.meta import KubeObject
 from apis.resource import POD_CLAIM_NAME_ANNOTATION, ResourceClaim
-from placement.pods.config import build_profile, load_config
-from placement.pods.engine import Engine
-from placement.pods.events import PodEvent
-from placement.pods.simulation import SimulationResult, pods_by_key, simulate
-from placement.pods.world import World
+from placement.pods.config.scheduler_config import build_profile, load_config
+from placement.pods.framework.events import PodEvent
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import SimulationResult, pods_by_key, simulate
+from placement.pods.simulator.world import World
 from tests.placement.pods.test_engine import DEFAULTS, REGISTRY, SCHEDULER, T0
 from tests.plugins.pods.dra_world import CLASS_AND_TEMPLATE, DRIVER, objects
 
@@ -166,7 +166,7 @@ def test_the_last_consumer_going_deallocates_its_claim_and_lets_a_waiting_pod_in
     assert placed == ["first"]
     assert "cannot allocate all claims" in _waiting(result, "second")
     # Now play it on a world we drive: the first pod goes, the second takes its GPU.
-    from placement.pods.simulation import _load
+    from placement.pods.simulator.simulation import _load
 
     _load(world, objects(WORLD, _node("n1"), _slice("n1", 1), first, second), T0)
     world.perform(world.engine.schedule(world.now))
@@ -174,7 +174,7 @@ def test_the_last_consumer_going_deallocates_its_claim_and_lets_a_waiting_pod_in
     assert bound == {"default/first": "n1", "default/second": None}
     gone = world.pods.pop("default/first")
     world.feed(PodEvent("Deleted", gone))
-    from placement.pods.world_claims import release_claims
+    from placement.pods.simulator.claims import release_claims
 
     release_claims(world, gone)
     assert not [

@@ -12,8 +12,8 @@ import yaml
 
 from apis.registry import parse_object
 from apis.resource import ResourceClaim
-from placement.pods.engine import Engine
-from placement.pods.simulation import SimulationResult, simulate
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import SimulationResult, simulate
 from tests.placement.pods.test_engine import SCHEDULER, T0
 from tests.plugins.pods.dra_world import dra_profile
 from tests.plugins.pods.gang_harness import Watched

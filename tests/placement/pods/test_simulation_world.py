@@ -12,7 +12,7 @@ import pytest
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
-from placement.pods.events import (
+from placement.pods.framework.events import (
     Action,
     BindPod,
     BindResult,
@@ -24,8 +24,8 @@ from placement.pods.events import (
     PodCondition,
     PodEvent,
 )
-from placement.pods.framework import pod_key
-from placement.pods.simulation import (
+from placement.pods.framework.interface import pod_key
+from placement.pods.simulator.simulation import (
     DISRUPTION_TARGET,
     SimulationError,
     SimulationResult,

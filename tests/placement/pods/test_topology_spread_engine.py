@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis.core import Pod
-from placement.pods.events import DeletePod, PatchPodStatus
+from placement.pods.framework.events import DeletePod, PatchPodStatus
 from tests.placement.pods.test_engine import T0, World, binds, make_node, make_pod, of
 
 ZONE = "topology.kubernetes.io/zone"

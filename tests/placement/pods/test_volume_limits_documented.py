@@ -14,7 +14,7 @@ from typing import Any
 from apis.csinode import CSINode
 from apis.meta import KubeObject
 from apis.storage import PersistentVolume
-from placement.pods.simulation import pods_by_key
+from placement.pods.simulator.simulation import pods_by_key
 from tests.placement.pods.test_engine import make_node, make_pod
 from tests.placement.pods.test_volume_limits_engine import message
 from tests.placement.pods.test_volumes_engine import run, volumes

@@ -16,8 +16,8 @@ from apis.registry import parse_object
 from apis.storage import PersistentVolume, PersistentVolumeClaim
 from controllers.cli.crds import SAMPLES_DIR
 from controllers.cli.manifests import load_paths
-from placement.pods.engine import Engine
-from placement.pods.simulation import SimulationResult, pods_by_key, simulate
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import SimulationResult, pods_by_key, simulate
 from tests.placement.pods.test_engine import SCHEDULER, T0, default_profile
 
 SAMPLE = SAMPLES_DIR / "pods" / "volumes" / "attach-limits.yaml"

@@ -11,9 +11,9 @@ from apis.core import Node, Pod
 from apis.meta import KubeObject
 from apis.storage import PersistentVolume, PersistentVolumeClaim
 from apis.workloads import StatefulSet
-from placement.pods.engine import Engine
-from placement.pods.events import BindPod, BindVolumes, NodeEvent, ObjectEvent, PodEvent
-from placement.pods.simulation import SimulationResult, pods_by_key, simulate
+from placement.pods.framework.events import BindPod, BindVolumes, NodeEvent, ObjectEvent, PodEvent
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.simulation import SimulationResult, pods_by_key, simulate
 from tests.placement.pods.test_engine import SCHEDULER, T0, default_profile, make_node, make_pod
 from tests.plugins.pods.volume_builders import HOST, claim, local_pv, storage_class
 

@@ -10,7 +10,7 @@ import pytest
 
 from apis.core import Pod
 from apis.meta import KubeObject
-from placement.pods.workloads import (
+from placement.pods.simulator.workloads import (
     CONTROLLER_REVISION_HASH_LABEL,
     JOB_COMPLETION_INDEX,
     JOB_CONTROLLER_UID_LABEL,

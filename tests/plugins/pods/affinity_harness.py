@@ -8,10 +8,10 @@ from typing import Any, cast
 import numpy as np
 
 from apis.core import Namespace, Node, Pod
-from placement.pods.events import ObjectEvent
-from placement.pods.framework import PodCycle, PodInfo, WaitingPods
-from placement.pods.results import FilterResult, PreFilterResult
-from plugins.pods.interpodaffinity import InterPodAffinity
+from placement.pods.framework.events import ObjectEvent
+from placement.pods.framework.interface import PodCycle, PodInfo, WaitingPods
+from placement.pods.framework.results import FilterResult, PreFilterResult
+from plugins.pods.interpodaffinity.plugin import InterPodAffinity
 from tests.placement.pods.test_engine import T0, World, default_profile, make_node, make_pod
 
 HOST = "kubernetes.io/hostname"

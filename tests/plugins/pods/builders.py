@@ -10,8 +10,8 @@ import numpy as np
 
 from apis.core import Node, Pod
 from placement.arrays import BoolMask, RowIndex
-from placement.pods.framework import ClusterView, PodCycle, PodInfo, WaitingPods
-from placement.pods.nodes import NodeSnapshot, NodeTable
+from placement.pods.cluster.nodes import NodeSnapshot, NodeTable
+from placement.pods.framework.interface import ClusterView, PodCycle, PodInfo, WaitingPods
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

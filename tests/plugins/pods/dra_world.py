@@ -15,15 +15,15 @@ from apis.core import Pod
 from apis.meta import KubeObject
 from apis.registry import parse_object
 from apis.resource import ResourceClaim
-from placement.pods.config import build_profile, load_config
-from placement.pods.engine import Engine
-from placement.pods.events import PodEvent
-from placement.pods.framework import Profile
-from placement.pods.simulation import _input_pod, _load
-from placement.pods.world import EngineLike, World
-from placement.pods.world_claims import release_claims
+from placement.pods.config.scheduler_config import build_profile, load_config
+from placement.pods.framework.events import PodEvent
+from placement.pods.framework.interface import Profile
+from placement.pods.scheduler.engine import Engine
+from placement.pods.simulator.claims import release_claims
+from placement.pods.simulator.simulation import _input_pod, _load
+from placement.pods.simulator.world import EngineLike, World
 from plugins.pods import DEFAULT_PLUGINS
-from plugins.pods.dynamicresources import DynamicResources
+from plugins.pods.dynamicresources.dynamicresources import DynamicResources
 from tests.placement.pods.test_engine import DEFAULTS, REGISTRY, SCHEDULER, T0
 
 DRIVER = "gpu.example.com"

@@ -13,11 +13,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from apis.core import Pod
-from placement.pods.engine import Engine
-from placement.pods.events import Action, BindPod, ClusterEvent, DeletePod, ObjectEvent, PodEvent
-from placement.pods.framework import pod_key
-from placement.pods.queue import backoff_duration
-from plugins.pods.coscheduling import group_of
+from placement.pods.backend.queue import backoff_duration
+from placement.pods.framework.events import (
+    Action,
+    BindPod,
+    ClusterEvent,
+    DeletePod,
+    ObjectEvent,
+    PodEvent,
+)
+from placement.pods.framework.interface import pod_key
+from placement.pods.scheduler.engine import Engine
+from plugins.pods.coscheduling.coscheduling import group_of
 
 PER_CALL = 200
 """Pods tried per `schedule` call (the simulation calls again while the world moves)."""

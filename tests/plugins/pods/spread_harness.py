@@ -8,9 +8,9 @@ from typing import Any, cast
 
 from apis.core import Node, Pod
 from apis.meta import KubeObject
-from placement.pods.framework import ClusterView, PodCycle, PodInfo, WaitingPods
-from placement.pods.nodes import NodeSnapshot
-from placement.pods.pod_index import PodIndex
+from placement.pods.cluster.nodes import NodeSnapshot
+from placement.pods.cluster.pod_index import PodIndex
+from placement.pods.framework.interface import ClusterView, PodCycle, PodInfo, WaitingPods
 from tests.plugins.pods.builders import NOW, node, snapshot
 
 ZONE = "topology.kubernetes.io/zone"

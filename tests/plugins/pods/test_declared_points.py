@@ -15,7 +15,7 @@ import pkgutil
 import pytest
 
 import plugins.pods
-from placement.pods.framework import (
+from placement.pods.framework.interface import (
     POINTS,
     EventHandler,
     Filter,

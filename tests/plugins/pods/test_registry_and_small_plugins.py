@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from placement.pods.framework import PodCode
+from placement.pods.framework.interface import PodCode
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
-from plugins.pods.nodename import NodeName
-from plugins.pods.prioritysort import PrioritySort
-from plugins.pods.unsupportedfeatures import UnsupportedFeatures
+from plugins.pods.nodename.node_name import NodeName
+from plugins.pods.queuesort.priority_sort import PrioritySort
+from plugins.pods.unsupportedfeatures.unsupported_features import UnsupportedFeatures
 from tests.plugins.pods.builders import NOW, cycle, everything, names, node, pod, snapshot
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from apis.core import Node
-from placement.pods.events import ASSIGNED_POD_DELETE, NODE_ADD_OR_UPDATE, deaf_plugins
+from placement.pods.framework.events import ASSIGNED_POD_DELETE, NODE_ADD_OR_UPDATE, deaf_plugins
 from tests.placement.pods.test_engine import (
     World,
     binds,

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placement.pods.framework import PodCode, PodInfo
-from placement.pods.overlay import PodOverlay
-from plugins.pods.volumerestrictions import (
+from placement.pods.cluster.overlay import PodOverlay
+from placement.pods.framework.interface import PodCode, PodInfo
+from plugins.pods.volumerestrictions.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
-from plugins.pods.volumezone import ERR_REASON_CONFLICT, VolumeZone
+from plugins.pods.volumezone.volume_zone import ERR_REASON_CONFLICT, VolumeZone
 from tests.plugins.pods.builders import everything, names, node, pod, snapshot
 from tests.plugins.pods.volume_builders import (
     Cluster,

@@ -7,9 +7,9 @@ from typing import Any
 
 from apis.meta import KubeObject
 from apis.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
-from placement.pods.framework import PodCycle, PodInfo
-from placement.pods.pod_index import PodIndex
-from placement.pods.podinfo import pod_key
+from placement.pods.cluster.pod_index import PodIndex
+from placement.pods.cluster.podinfo import pod_key
+from placement.pods.framework.interface import PodCycle, PodInfo
 from tests.plugins.pods.builders import NOW, pod
 
 HOST = "kubernetes.io/hostname"

@@ -10,8 +10,8 @@ import numpy as np
 from apis.core import Node
 from apis.resource import DeviceClass, ResourceClaim, ResourceSlice
 from placement.cel.devices import DeviceSelectors
+from placement.pods.cluster.nodes import NodeSnapshot, NodeTable
 from placement.pods.dra import ClaimAllocator, DeviceInventory, DeviceKey
-from placement.pods.nodes import NodeSnapshot, NodeTable
 
 DRIVER = "gpu.example.com"
 

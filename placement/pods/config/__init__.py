@@ -1,0 +1,3 @@
+"""Configuration: a KubeSchedulerConfiguration read, checked and turned into profiles."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""The status rules: PodGroup, ElasticQuota and PodDisruptionBudget status, pure."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""`DefaultPreemption`: kube-scheduler's PostFilter."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""`NodeAffinity`: nodeSelector and node affinity."""
+
+__all__: list[str] = []

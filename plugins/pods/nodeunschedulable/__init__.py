@@ -1,0 +1,3 @@
+"""`NodeUnschedulable`: cordoned nodes take no new pods."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""`PrioritySort`: the queue order."""
+
+__all__: list[str] = []

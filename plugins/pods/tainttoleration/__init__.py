@@ -1,0 +1,3 @@
+"""`TaintToleration`: node taints a pod must tolerate."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""`VolumeZone`: pods whose volumes carry zone labels run in that zone."""
+
+__all__: list[str] = []
