@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from placement.pods.framework.events import Action, EmitEvent, PatchPodStatus
 from placement.pods.framework.interface import ClusterView, PodInfo, PreEnqueue
-from placement.pods.scheduler.reporting import has_condition, scheduled_condition
+from placement.pods.framework.pod_reports import has_condition, scheduled_condition
 
 __all__ = ["NOT_READY_FOR_SCHEDULING", "REPORT_DELAY", "Gatekeeper", "Hold"]
 

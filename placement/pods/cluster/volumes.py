@@ -10,7 +10,7 @@ world, the embedded API server) also mark both Bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,6 @@ from apis.storage import (
     claim_class,
     volume_class,
 )
-from placement.pods.framework.events import BindVolumes
 from placement.selectors import SelectorError, labels_match
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "READ_WRITE_ONCE_POD",
     "VOLUME_KIND",
     "PodClaim",
-    "apply_bindings",
     "bound_claim",
     "bound_volume",
     "claim_request",
@@ -166,31 +164,6 @@ def bound_claim(claim: PersistentVolumeClaim, volume: PersistentVolume) -> Persi
             status[field] = pv[field]
     wire["status"] = status
     return PersistentVolumeClaim.model_validate(wire)
-
-
-def apply_bindings(
-    get: Callable[[str, str], KubeObject | None], action: BindVolumes
-) -> list[KubeObject] | str:
-    """What a `BindVolumes` action writes, as an API server and PV controller leave it: the
-    updated volumes and claims (bound both ways, phases Bound), or why it cannot be done (a
-    claim or volume gone, a claim replaced, a volume claimed by another claim). `get(kind, key)`
-    finds the stored objects."""
-    changed: list[KubeObject] = []
-    for claim_key, uid, name in action.claims:
-        claim, pv = get(CLAIM_KIND, claim_key), get(VOLUME_KIND, name)
-        if not isinstance(claim, PersistentVolumeClaim):
-            return f'persistentvolumeclaim "{claim_key}" not found'
-        if not isinstance(pv, PersistentVolume):
-            return f'persistentvolume "{name}" not found'
-        if uid and claim.metadata.uid != uid:
-            return f'persistentvolumeclaim "{claim_key}" was replaced'
-        if volume_claimed_by(pv) is not None and not is_bound_to(pv, claim):
-            return f'persistentvolume "{name}" is bound to another claim'
-        bound_to = claim.spec.volume_name if claim.spec else None
-        if bound_to and bound_to != name:
-            return f'persistentvolumeclaim "{claim_key}" is bound to volume "{bound_to}"'
-        changed += [bound_volume(pv, claim), bound_claim(claim, pv)]
-    return changed
 
 
 def initial_phase(obj: KubeObject) -> KubeObject:

@@ -35,8 +35,9 @@ from placement.pods.framework.interface import (
     PreBindResult,
     Profile,
 )
+from placement.pods.framework.pod_reports import go_duration
 from placement.pods.framework.results import one_node_message
-from placement.pods.scheduler.reporting import Reporter, go_duration
+from placement.pods.scheduler.reporting import Reporter
 
 __all__ = ["PREEMPTED_WHILE_WAITING", "BindingCycle", "Waiting"]
 

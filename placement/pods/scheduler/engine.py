@@ -57,15 +57,11 @@ from placement.pods.framework.interface import (
     declares,
     pod_key,
 )
+from placement.pods.framework.pod_reports import go_duration, scheduled_condition
 from placement.pods.scheduler.binding import BindingCycle
 from placement.pods.scheduler.cycle import SchedulingCycle
 from placement.pods.scheduler.engine_views import EngineHost, EngineView, WaitingHandle
-from placement.pods.scheduler.reporting import (
-    EngineStats,
-    Reporter,
-    go_duration,
-    scheduled_condition,
-)
+from placement.pods.scheduler.reporting import EngineStats, Reporter
 
 __all__ = ["DEFAULT_SCHEDULER", "Engine", "EngineStats", "go_duration", "scheduled_condition"]
 

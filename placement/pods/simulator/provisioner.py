@@ -32,9 +32,11 @@ from apis.storage import (
 from placement.pods.cluster.volumes import (
     CLAIM_KIND,
     CLASS_KIND,
-    apply_bindings,
+    VOLUME_KIND,
     bound_claim,
     bound_volume,
+    is_bound_to,
+    volume_claimed_by,
 )
 from placement.pods.framework.events import BindVolumes
 
@@ -51,6 +53,31 @@ PROVISIONED_BY_ANNOTATION = "pv.kubernetes.io/provisioned-by"
 STORAGE_PROVISIONER_ANNOTATION = "volume.kubernetes.io/storage-provisioner"
 
 Lookup = Callable[[str, str], KubeObject | None]
+
+
+def apply_bindings(
+    get: Callable[[str, str], KubeObject | None], action: BindVolumes
+) -> list[KubeObject] | str:
+    """What a `BindVolumes` action writes, as an API server and PV controller leave it: the
+    updated volumes and claims (bound both ways, phases Bound), or why it cannot be done (a
+    claim or volume gone, a claim replaced, a volume claimed by another claim). `get(kind, key)`
+    finds the stored objects."""
+    changed: list[KubeObject] = []
+    for claim_key, uid, name in action.claims:
+        claim, pv = get(CLAIM_KIND, claim_key), get(VOLUME_KIND, name)
+        if not isinstance(claim, PersistentVolumeClaim):
+            return f'persistentvolumeclaim "{claim_key}" not found'
+        if not isinstance(pv, PersistentVolume):
+            return f'persistentvolume "{name}" not found'
+        if uid and claim.metadata.uid != uid:
+            return f'persistentvolumeclaim "{claim_key}" was replaced'
+        if volume_claimed_by(pv) is not None and not is_bound_to(pv, claim):
+            return f'persistentvolume "{name}" is bound to another claim'
+        bound_to = claim.spec.volume_name if claim.spec else None
+        if bound_to and bound_to != name:
+            return f'persistentvolumeclaim "{claim_key}" is bound to volume "{bound_to}"'
+        changed += [bound_volume(pv, claim), bound_claim(claim, pv)]
+    return changed
 
 
 def provisioned_volume(

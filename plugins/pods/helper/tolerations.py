@@ -15,7 +15,10 @@ from apis.core import Pod
 from placement.pods.cluster.nodes import Taint
 from placement.pods.framework.interface import PodCycle, PodInfo
 
-__all__ = ["Tol", "cycle_tolerations", "pod_tolerations", "tolerated", "tolerates"]
+__all__ = ["HARD_EFFECTS", "Tol", "cycle_tolerations", "pod_tolerations", "tolerated", "tolerates"]
+
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+"""The taint effects that keep an untolerating pod off a node (PreferNoSchedule only scores)."""
 
 _SCRATCH = "tolerations"  # PodCycle.scratch key: (the pod, its tolerations)
 

@@ -36,6 +36,7 @@ from placement.pods.framework.interface import (
     Reason,
     Score,
 )
+from plugins.pods.helper.shape_score import ShapePoint, broken_linear
 from plugins.pods.helper.shared import args_of, frozen, on_rows
 from plugins.pods.noderesources.resource_allocation import (
     Pair,
@@ -69,7 +70,6 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 TOO_MANY_PODS = "Too many pods"
 MAX_UTILIZATION = 100
-MAX_CUSTOM_PRIORITY_SCORE = 10  # a shape point's score range, scaled to MAX_NODE_SCORE
 
 Int64Vector = npt.NDArray[np.int64]
 
@@ -152,29 +152,6 @@ def most_allocated_row(pairs_: Sequence[RowPair]) -> int:
     return total // weights if weights else 0
 
 
-class ShapePoint(NamedTuple):
-    utilization: int
-    score: int
-
-
-def _broken_linear(points: Sequence[ShapePoint], p: Int64Vector) -> Int64Vector:
-    """kube's BuildBrokenLinearFunction: the score at utilization p, interpolated between
-    the points with Go's integer division (truncation toward zero)."""
-    u = np.array([pt.utilization for pt in points], dtype=np.int64)
-    s = np.array([pt.score for pt in points], dtype=np.int64) * (
-        MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    )
-    i = np.searchsorted(u, p, side="left")  # first point with p <= utilization
-    inner = np.clip(i, 1, len(u) - 1) if len(u) > 1 else np.zeros_like(i)
-    lo_u, hi_u = u[inner - 1], u[inner]
-    lo_s, hi_s = s[inner - 1], s[inner]
-    num = (hi_s - lo_s) * (p - lo_u)
-    den = np.maximum(hi_u - lo_u, 1)
-    interpolated = lo_s + np.sign(num) * (np.abs(num) // den)
-    out: Int64Vector = np.where(i == 0, s[0], np.where(i >= len(u), s[-1], interpolated))
-    return out
-
-
 def requested_to_capacity_ratio(
     pairs_: Sequence[Pair], size: int, shape: Sequence[ShapePoint]
 ) -> ScoreVector:
@@ -186,7 +163,7 @@ def requested_to_capacity_ratio(
         a, r = pair.allocatable, pair.requested
         has = a > 0
         utilization = np.where(r > a, MAX_UTILIZATION, (r * MAX_UTILIZATION) // np.maximum(a, 1))
-        score = _broken_linear(shape, utilization)
+        score = broken_linear(shape, utilization)
         counted = has & (score > 0)
         total += np.where(counted, score * pair.weight, 0)
         weights += counted * pair.weight

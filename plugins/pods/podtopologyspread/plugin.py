@@ -56,7 +56,7 @@ from placement.pods.framework.interface import (
 )
 from placement.pods.framework.noscore import no_scores
 from plugins.pods.helper.shared import args_of, frozen
-from plugins.pods.helper.tolerations import cycle_tolerations, tolerated
+from plugins.pods.helper.tolerations import HARD_EFFECTS, cycle_tolerations, tolerated
 from plugins.pods.podtopologyspread.constraints import (
     HOSTNAME,
     SYSTEM_DEFAULTS,
@@ -69,7 +69,6 @@ from plugins.pods.podtopologyspread.constraints import (
     spread_constraints,
 )
 from plugins.pods.podtopologyspread.default_selector import SELECTING_KINDS, DefaultSelectors
-from plugins.pods.tainttoleration.taint_toleration import HARD_EFFECTS
 
 __all__ = ["ERR_REASON_CONSTRAINTS", "ERR_REASON_LABEL", "PodTopologySpread"]
 

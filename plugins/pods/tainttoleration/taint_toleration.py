@@ -30,11 +30,10 @@ from placement.pods.framework.interface import (
 )
 from placement.pods.framework.noscore import same_scores
 from plugins.pods.helper.shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
-from plugins.pods.helper.tolerations import Tol, cycle_tolerations, tolerated
+from plugins.pods.helper.tolerations import HARD_EFFECTS, Tol, cycle_tolerations, tolerated
 
-__all__ = ["HARD_EFFECTS", "PREFER_NO_SCHEDULE", "TaintToleration", "untolerated_reason"]
+__all__ = ["PREFER_NO_SCHEDULE", "TaintToleration", "untolerated_reason"]
 
-HARD_EFFECTS = ("NoSchedule", "NoExecute")
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 

@@ -80,6 +80,7 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import no_scores
+from plugins.pods.helper.shape_score import ShapePoint, broken_linear
 from plugins.pods.helper.shared import args_of
 from plugins.pods.helper.volume_claims import (
     VolumeMasks,
@@ -87,7 +88,6 @@ from plugins.pods.helper.volume_claims import (
     storage_class,
     volume,
 )
-from plugins.pods.noderesources.fit import ShapePoint, _broken_linear
 from plugins.pods.volumebinding.provisioning import (
     CAPACITY_KIND,
     DRIVER_KIND,
@@ -305,7 +305,7 @@ class VolumeBinding(PreFilter, Filter, Score, Reserve, PreBind, EventHandler):
             else requested * MAX_UTILIZATION // capacity
             for requested, capacity in by_class.values()
         ]
-        scores = _broken_linear(self._shape, np.array(utilization, dtype=np.int64))
+        scores = broken_linear(self._shape, np.array(utilization, dtype=np.int64))
         return math.floor(int(scores.sum()) / len(utilization) + 0.5)  # Go's math.Round
 
     # --- Reserve, PreBind --------------------------------------------------------------------

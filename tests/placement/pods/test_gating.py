@@ -16,7 +16,7 @@ from placement.pods.config.profiles import ConfigError
 from placement.pods.config.scheduler_config import build_profiles, load_config
 from placement.pods.framework.events import Action, BindPod, EmitEvent, ObjectEvent, PatchPodStatus
 from placement.pods.framework.interface import ClusterView, PodInfo, PreEnqueue, Profile
-from placement.pods.scheduler.reporting import scheduled_condition
+from placement.pods.framework.pod_reports import scheduled_condition
 from plugins.pods import DEFAULT_PLUGINS, DEFAULT_SCORE_WEIGHTS, POD_PLUGINS
 from tests.placement.pods.test_engine import (
     T0,
