@@ -1,10 +1,16 @@
-"""The layers and rooms of DESIGN §1, checked on the imports of every module.
+"""The layers and rooms of docs/architecture.md, checked on the imports of every module.
 
 * Layers: controllers -> plugins -> placement -> apis. Nothing imports leftwards, only
   controllers/kube/ talks to the Kubernetes client libraries, numpy stays in placement/ and
   plugins/.
 * Rooms: every module of controllers/ lives in a room, and a room imports only what its row of
   `ROOMS` names (besides itself).
+* Core rooms: every module of placement/pods/ lives in a room of the pod scheduler's core, the
+  spot webhook's core is the room placement/spot/, and every pod plugin lives in its family's
+  folder of plugins/pods/ (helpers shared by several families in plugins/pods/helper/). A room
+  imports only the rooms its row of `CORE_ROOMS` names; a family only what plugins see of the
+  engine and the helpers, never another family; the hub's core (the rest of placement/ and of
+  plugins/) none of them.
 * No cycles: no project module imports itself back through other project modules. The whole
   tree is one graph, so this covers every package (apis, placement, plugins, each room) and the
   rooms that may import each other (cli and embedded).
@@ -31,7 +37,7 @@ LAYERS = ("apis", "placement", "plugins", "controllers", "ocm_placement")
 # What each layer may import besides the standard library and itself.
 ALLOWED: dict[str, set[str]] = {
     "apis": {"pydantic", "pydantic_core", "typing_extensions", "annotated_types"},
-    "placement": {"apis", "numpy", "cel_expr_python"},  # CEL engine: placement/cel (DESIGN §4)
+    "placement": {"apis", "numpy", "cel_expr_python"},  # the CEL runtime of placement/cel
     "plugins": {"apis", "placement", "numpy"},
     "controllers": {"apis", "placement", "plugins", "*"},
     # the consumer API for add-on authors: a facade over the others, imported by none of them
@@ -61,6 +67,43 @@ ROOMS: dict[str, tuple[str, ...]] = {
     "embedded": ("controllers.kube", "controllers.cli", *CORE),  # cli: CRD folder, manifests
     "cli": ("controllers", *CORE),  # every room
 }
+
+
+PODS, POD_PLUGINS = "placement.pods", "plugins.pods"
+# What a pod plugin sees of the engine: the cluster model, the framework, preemption's helpers,
+# the status rules (the quota in force) and the device allocator.
+PLUGIN_SEES = tuple(
+    f"{PODS}.{room}" for room in ("cluster", "framework", "preemption", "status", "dra")
+)
+# The rooms of the core layers and what each may import of the other rooms, bottom up. Its own
+# modules, apis and the hub's core (the modules of placement/ outside these rooms) are always
+# allowed. Every package of plugins/pods/ but helper is a plugin family: `core_rooms` adds it.
+CORE_ROOMS: dict[str, tuple[str, ...]] = {
+    f"{PODS}.cluster": (),  # nodes, pods, requests, volumes: the model every room reads
+    f"{PODS}.framework": (f"{PODS}.cluster",),  # extension points, views, results, events
+    f"{PODS}.backend": (f"{PODS}.framework", f"{PODS}.cluster"),  # queue, cache, nominator
+    f"{PODS}.preemption": (f"{PODS}.framework", f"{PODS}.cluster"),
+    f"{PODS}.scheduler": (  # the scheduling and binding cycles, the engine, several profiles
+        f"{PODS}.backend",
+        f"{PODS}.preemption",
+        f"{PODS}.framework",
+        f"{PODS}.cluster",
+    ),
+    f"{PODS}.config": (f"{PODS}.framework", f"{PODS}.cluster"),
+    f"{PODS}.status": (f"{PODS}.cluster",),
+    f"{PODS}.dra": (f"{PODS}.cluster",),
+    f"{PODS}.simulator": (
+        f"{PODS}.status",
+        f"{PODS}.framework",
+        f"{PODS}.cluster",
+        "placement.spot",
+    ),
+    "placement.spot": (),  # the spot webhook's rules and ledger: nothing of the scheduler
+    f"{POD_PLUGINS}.helper": PLUGIN_SEES,
+}
+# The package modules that gather their rooms' names for others (the lazy exports of
+# placement.pods, the registry of plugins.pods): they may import every room.
+GATHERERS = (PODS, POD_PLUGINS)
 
 
 @dataclass(frozen=True)
@@ -156,7 +199,7 @@ def layer_violations(layer: str, root: Path = ROOT) -> list[str]:
             elif top == layer or top in sys.stdlib_module_names:
                 continue
             elif top in LAYERS and top not in ALLOWED[layer]:
-                problems.append(f"{where}: {layer} may not import {top} (DESIGN §1)")
+                problems.append(f"{where}: {layer} may not import {top} (docs/architecture.md)")
             elif top not in LAYERS and "*" not in ALLOWED[layer] and top not in ALLOWED[layer]:
                 problems.append(f"{where}: third-party import not allowed in {layer}")
     return problems
@@ -167,7 +210,7 @@ def room_violations(room: str, root: Path = ROOT) -> list[str]:
     allowed = (f"controllers.{room}", *ROOMS[room])
     return [
         f"{module.path}:{imported.line} imports {imported.module}: "
-        f"the {room} room may import only {', '.join(ROOMS[room])} (DESIGN §1)"
+        f"the {room} room may import only {', '.join(ROOMS[room])} (docs/architecture.md)"
         for module in modules_of(root)
         if module.room == room
         for imported in module.imports
@@ -183,10 +226,70 @@ def homeless_modules(root: Path = ROOT) -> list[str]:
             continue
         if module.room is None:
             problems.append(
-                f"{module.path}: every module of controllers/ lives in a room (DESIGN §1)"
+                f"{module.path}: every module of controllers/ lives in a room "
+                "(docs/architecture.md)"
             )
         elif module.room not in ROOMS:
-            problems.append(f"{module.path}: {module.room} is not a room of ROOMS (DESIGN §1)")
+            problems.append(
+                f"{module.path}: {module.room} is not a room of ROOMS (docs/architecture.md)"
+            )
+    return problems
+
+
+def core_rooms(root: Path = ROOT) -> dict[str, tuple[str, ...]]:
+    """CORE_ROOMS and a row for each plugin family (each package of plugins/pods/ but helper)."""
+    rooms = dict(CORE_ROOMS)
+    families = root / "plugins" / "pods"
+    for folder in sorted(families.iterdir()) if families.is_dir() else ():
+        if (folder / "__init__.py").exists() and folder.name != "helper":
+            rooms[f"{POD_PLUGINS}.{folder.name}"] = (*PLUGIN_SEES, f"{POD_PLUGINS}.helper")
+    return rooms
+
+
+def core_room_of(name: str, rooms: Iterable[str]) -> str | None:
+    """The room a module of the core layers lives in (the longest that holds it), None outside."""
+    holding = [room for room in rooms if within(name, [room])]
+    return max(holding, key=len) if holding else None
+
+
+def core_room_violations(root: Path = ROOT) -> list[str]:
+    """The imports between the core rooms that the rows of `core_rooms` do not allow."""
+    rooms = core_rooms(root)
+    problems = []
+    for module in modules_of(root):
+        if module.name.split(".")[0] not in ("placement", "plugins") or module.name in GATHERERS:
+            continue
+        mine = core_room_of(module.name, rooms)
+        for imported in module.imports:
+            theirs = core_room_of(imported.module, rooms)
+            if theirs is None or theirs == mine:
+                continue
+            where = f"{module.path}:{imported.line} imports {imported.module}"
+            if mine is None:
+                problems.append(
+                    f"{where}: the hub's core imports no room of placement/pods, "
+                    "placement/spot or plugins/pods (docs/architecture.md)"
+                )
+            elif not within(theirs, rooms[mine]):
+                allowed = ", ".join(rooms[mine]) or "no other room"
+                problems.append(
+                    f"{where}: the room {mine} may import only {allowed} (docs/architecture.md)"
+                )
+    return problems
+
+
+def homeless_core_modules(root: Path = ROOT) -> list[str]:
+    """The modules of placement/pods/ and plugins/pods/ outside a room (package inits aside)."""
+    rooms = core_rooms(root)
+    problems = []
+    for module in modules_of(root):
+        if not within(module.name, (PODS, POD_PLUGINS)) or module.name in GATHERERS:
+            continue
+        if core_room_of(module.name, rooms) is None:
+            problems.append(
+                f"{module.path}: every module of placement/pods/ and plugins/pods/ lives in a "
+                "room's folder (docs/architecture.md)"
+            )
     return problems
 
 
@@ -201,7 +304,7 @@ def oversized_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> list[
         lines = path.read_text(encoding="utf-8").count("\n")
         if lines > limit:
             rel = path.relative_to(root).as_posix()
-            problems.append(f"{rel}: {lines} lines, over {limit} (DESIGN §1): split it")
+            problems.append(f"{rel}: {lines} lines, over {limit} (docs/architecture.md): split it")
     return sorted(problems)
 
 
@@ -297,6 +400,22 @@ def test_every_module_of_controllers_lives_in_a_room() -> None:
     assert homeless_modules() == []
 
 
+def test_core_rooms_import_only_what_their_row_allows() -> None:
+    assert core_room_violations() == []
+
+
+def test_every_module_of_the_pod_core_and_plugins_lives_in_a_room() -> None:
+    assert homeless_core_modules() == []
+
+
+def test_the_rooms_are_the_folders_of_the_tree() -> None:
+    rooms = core_rooms()
+    folders = {module.name for module in modules_of(ROOT) if module.path.endswith("/__init__.py")}
+    assert set(rooms) <= folders
+    assert f"{POD_PLUGINS}.coscheduling" in rooms
+    assert f"{POD_PLUGINS}.noderesources" in rooms
+
+
 def test_no_import_cycles() -> None:
     assert import_cycles() == []
 
@@ -316,7 +435,7 @@ def test_size_check_names_a_module_over_the_limit(tmp_path: Path) -> None:
         },
     )
     assert oversized_modules(tmp_path, limit=3) == [
-        "placement/long.py: 4 lines, over 3 (DESIGN §1): split it"
+        "placement/long.py: 4 lines, over 3 (docs/architecture.md): split it"
     ]
 
 
@@ -416,6 +535,8 @@ def every_violation(root: Path) -> list[str]:
         *(problem for layer in LAYERS for problem in layer_violations(layer, root)),
         *(problem for room in ROOMS for problem in room_violations(room, root)),
         *homeless_modules(root),
+        *core_room_violations(root),
+        *homeless_core_modules(root),
         *import_cycles(root),
     ]
 
@@ -433,7 +554,8 @@ def test_checker_catches_a_leftward_import(tmp_path: Path) -> None:
     )
 
     assert layer_violations("placement", tmp_path) == [
-        "placement/bad.py:1 imports plugins: placement may not import plugins (DESIGN §1)"
+        "placement/bad.py:1 imports plugins: "
+        "placement may not import plugins (docs/architecture.md)"
     ]
     assert len(layer_violations("apis", tmp_path)) == 2
     assert layer_violations("controllers", tmp_path) == [
@@ -533,12 +655,13 @@ def test_imports_are_resolved_to_modules(line: str, imported: str) -> None:
         ),
         pytest.param(
             {"controllers/helpers.py": ""},
-            "controllers/helpers.py: every module of controllers/ lives in a room (DESIGN §1)",
+            "controllers/helpers.py: every module of controllers/ lives in a room "
+            "(docs/architecture.md)",
             id="stray-module-in-controllers",
         ),
         pytest.param(
             {"controllers/shared/__init__.py": ""},
-            "controllers/shared/__init__.py: shared is not a room of ROOMS (DESIGN §1)",
+            "controllers/shared/__init__.py: shared is not a room of ROOMS (docs/architecture.md)",
             id="unknown-room",
         ),
     ],
