@@ -76,7 +76,7 @@ class RunOptions:
     context: str | None = None
     embedded: bool = False
     load: Path | None = None
-    workers: int = 4
+    workers: int = 16
     leader_elect: bool = False
     lease_namespace: str | None = None
     http_addr: str = "127.0.0.1:8080"
@@ -291,7 +291,10 @@ def add_parser(subparsers: Subparsers) -> None:
         help="start an embedded hub with these manifests stored (implies --embedded)",
     )
     run.add_argument(
-        "--workers", type=_positive(int), default=4, help="concurrent reconciles (default 4)"
+        "--workers",
+        type=_positive(int),
+        default=16,
+        help="concurrent reconciles (default 16: a reconcile mostly waits on its writes)",
     )
     run.add_argument(
         "--leader-elect",
