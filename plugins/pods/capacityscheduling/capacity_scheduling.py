@@ -66,7 +66,7 @@ from plugins.pods.capacityscheduling.preemption import (
     PreemptionRecord,
     QuotaPreemption,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = [
     "NAME",

@@ -79,7 +79,7 @@ from plugins.pods.coscheduling.gangs import (
 )
 from plugins.pods.coscheduling.manager import PodGroupManager
 from plugins.pods.coscheduling.preemption import GangPreemption
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = [
     "DEFAULT_PERMIT_WAITING_SECONDS",

@@ -25,7 +25,7 @@ from placement.pods.preemption.preemption import (
     MIN_CANDIDATE_NODES_PERCENTAGE,
     Preemptor,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = ["DefaultPreemption"]
 

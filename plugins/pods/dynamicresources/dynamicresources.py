@@ -97,7 +97,7 @@ from plugins.pods.dynamicresources.claims import (
     node_labels,
     pod_claims,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = [
     "ERR_CANNOT_ALLOCATE",

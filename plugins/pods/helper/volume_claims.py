@@ -15,7 +15,7 @@ from placement.pods.cluster.nodes import NodeSnapshot
 from placement.pods.cluster.volumes import CLAIM_KIND, CLASS_KIND, VOLUME_KIND, pod_claims
 from placement.pods.framework.interface import ClusterView, PodInfo
 from placement.selectors import SelectorError
-from plugins.pods.helper.shared import frozen
+from plugins.pods.helper.snapshot_cache import frozen
 
 __all__ = [
     "VolumeMasks",

@@ -35,7 +35,8 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import no_scores
-from plugins.pods.helper.shared import args_of, frozen, on_rows
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.snapshot_cache import frozen, on_rows
 
 __all__ = [
     "MAX_CONTAINER_THRESHOLD",

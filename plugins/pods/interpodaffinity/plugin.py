@@ -56,7 +56,7 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import no_scores
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 from plugins.pods.interpodaffinity.counts import (
     Carried,
     Conjunction,

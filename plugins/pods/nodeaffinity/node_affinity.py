@@ -42,7 +42,9 @@ from placement.pods.framework.interface import (
 )
 from placement.pods.framework.noscore import no_scores
 from placement.selectors import SelectorError
-from plugins.pods.helper.shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.normalize_score import default_normalize
+from plugins.pods.helper.snapshot_cache import PerSnapshot, frozen, on_rows
 
 __all__ = [
     "ERR_REASON_CONFLICT",

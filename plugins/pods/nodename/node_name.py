@@ -22,7 +22,7 @@ from placement.pods.framework.interface import (
     PreFilterResult,
     Reason,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = ["ERR_REASON_NODE_NAME", "NodeName"]
 

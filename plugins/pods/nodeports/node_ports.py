@@ -41,7 +41,8 @@ from placement.pods.framework.interface import (
     PreFilterResult,
     Reason,
 )
-from plugins.pods.helper.shared import args_of, frozen
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.snapshot_cache import frozen
 
 __all__ = [
     "ALL_ADDRESSES",

@@ -22,7 +22,8 @@ from placement.arrays import RowIndex, ScoreVector
 from placement.pods.cluster.nodes import NodeSnapshot
 from placement.pods.framework.interface import MAX_NODE_SCORE, PodCycle, PodInfo, Score
 from placement.pods.framework.noscore import no_scores
-from plugins.pods.helper.shared import args_of, on_rows
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.snapshot_cache import on_rows
 from plugins.pods.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     Pair,

@@ -36,8 +36,9 @@ from placement.pods.framework.interface import (
     Reason,
     Score,
 )
+from plugins.pods.helper.args import args_of
 from plugins.pods.helper.shape_score import ShapePoint, broken_linear
-from plugins.pods.helper.shared import args_of, frozen, on_rows
+from plugins.pods.helper.snapshot_cache import frozen, on_rows
 from plugins.pods.noderesources.resource_allocation import (
     Pair,
     ResourceSpec,

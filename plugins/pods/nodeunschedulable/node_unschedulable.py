@@ -10,7 +10,8 @@ from placement.arrays import BoolMask
 from placement.pods.cluster.nodes import NodeSnapshot, Taint
 from placement.pods.framework.events import NODE_ADD_OR_UPDATE, RequeueHints
 from placement.pods.framework.interface import Filter, FilterResult, PodCycle, PodInfo, Reason
-from plugins.pods.helper.shared import PerSnapshot, args_of, frozen
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.snapshot_cache import PerSnapshot, frozen
 from plugins.pods.helper.tolerations import cycle_tolerations, tolerated
 
 __all__ = ["ERR_REASON_UNSCHEDULABLE", "UNSCHEDULABLE_TAINT", "NodeUnschedulable"]

@@ -52,7 +52,7 @@ from placement.pods.framework.interface import (
     PreFilterResult,
     Reason,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 from plugins.pods.helper.volume_claims import claims_of, storage_class, volume
 from plugins.pods.nodevolumelimits.attach_index import AttachIndex, Column, Volumes
 from plugins.pods.nodevolumelimits.attachable import attachable, inline_drivers, may_attach

@@ -30,7 +30,7 @@ from placement.pods.cluster.nodes import NodeSnapshot
 from placement.pods.cluster.pod_index import PodIndex
 from placement.pods.framework.interface import ClusterView, PodInfo
 from placement.selectors import SelectorError, labels_match, selector_error
-from plugins.pods.helper.shared import frozen
+from plugins.pods.helper.snapshot_cache import frozen
 from plugins.pods.podtopologyspread.default_selector import DefaultSelectors, default_selector
 
 __all__ = [

@@ -55,7 +55,8 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import no_scores
-from plugins.pods.helper.shared import args_of, frozen
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.snapshot_cache import frozen
 from plugins.pods.helper.tolerations import HARD_EFFECTS, cycle_tolerations, tolerated
 from plugins.pods.podtopologyspread.constraints import (
     HOSTNAME,

@@ -8,7 +8,7 @@ from typing import Any
 
 from apis.pluginargs import NoArgs
 from placement.pods.framework.interface import PodInfo, QueueSort
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = ["PrioritySort"]
 

@@ -29,7 +29,9 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import same_scores
-from plugins.pods.helper.shared import PerSnapshot, args_of, default_normalize, frozen, on_rows
+from plugins.pods.helper.args import args_of
+from plugins.pods.helper.normalize_score import default_normalize
+from plugins.pods.helper.snapshot_cache import PerSnapshot, frozen, on_rows
 from plugins.pods.helper.tolerations import HARD_EFFECTS, Tol, cycle_tolerations, tolerated
 
 __all__ = ["PREFER_NO_SCHEDULE", "TaintToleration", "untolerated_reason"]

@@ -25,7 +25,7 @@ from placement.pods.framework.interface import (
     PreFilter,
     PreFilterResult,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 
 __all__ = ["SCHEDULER", "UnsupportedFeatures", "unsupported"]
 

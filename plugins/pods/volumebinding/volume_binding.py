@@ -80,8 +80,8 @@ from placement.pods.framework.interface import (
     Score,
 )
 from placement.pods.framework.noscore import no_scores
+from plugins.pods.helper.args import args_of
 from plugins.pods.helper.shape_score import ShapePoint, broken_linear
-from plugins.pods.helper.shared import args_of
 from plugins.pods.helper.volume_claims import (
     VolumeMasks,
     claims_or_problem,

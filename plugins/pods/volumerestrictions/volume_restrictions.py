@@ -45,7 +45,7 @@ from placement.pods.framework.interface import (
     PreFilterResult,
     Reason,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 from plugins.pods.helper.volume_claims import claims_of
 from plugins.pods.volumerestrictions.disks import Disk, conflict, inline_disks
 

@@ -42,7 +42,7 @@ from placement.pods.framework.interface import (
     PreFilterResult,
     Reason,
 )
-from plugins.pods.helper.shared import args_of
+from plugins.pods.helper.args import args_of
 from plugins.pods.helper.volume_claims import claims_of, storage_class, volume
 
 __all__ = ["ERR_REASON_CONFLICT", "TOPOLOGY_LABELS", "VolumeZone"]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from placement.pods.cluster.nodes import Taint
-from plugins.pods.helper.shared import default_normalize
+from plugins.pods.helper.normalize_score import default_normalize
 from plugins.pods.helper.tolerations import Tol, tolerates
 from plugins.pods.nodeunschedulable.node_unschedulable import NodeUnschedulable
 from plugins.pods.tainttoleration.taint_toleration import TaintToleration
