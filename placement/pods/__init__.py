@@ -1,6 +1,18 @@
-"""The pure local-cluster core of the pod scheduler (docs/pod-scheduler.md): pod requests as
-kube-scheduler computes them, the nodes as numpy columns kept up to date per event, node
-selectors compiled to masks. No I/O: the controllers feed it events.
+"""The pure local-cluster core of the pod scheduler (docs/pod-scheduler.md), no I/O: the
+controllers and the simulator feed it events and carry out the actions it returns. Its rooms,
+bottom up (tests/test_architecture.py keeps who imports whom):
+
+* `cluster/`: the model every room reads: nodes as numpy columns, their labels and history,
+  pods (`PodInfo`) and the index of the counted ones, requests, volumes, node selector masks;
+* `framework/`: the extension points plugins implement, what they see of the engine, what they
+  answer, and the events and actions in and out of the engine;
+* `backend/`: the scheduling queue, the pod cache, the nominator, PreEnqueue gating;
+* `preemption/`: victims, candidate nodes, the plugins' hooks, disruption budgets;
+* `scheduler/`: the engine: the scheduling cycle, the binding cycle, several profiles;
+* `config/`: a KubeSchedulerConfiguration read, checked and made into profiles;
+* `status/`: the PodGroup, ElasticQuota and PodDisruptionBudget status rules;
+* `dra/`: dynamic resource allocation's device inventory and structured allocator;
+* `simulator/`: `scheduler simulate`'s in-memory cluster and the controllers it plays.
 
 The names below are imported from their module on first use, so that importing one module of
 the package (`placement.pods.cluster.requests`) does not import the engine and numpy.

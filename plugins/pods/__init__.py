@@ -5,6 +5,13 @@
 validated by that model first and a bad one raises ValueError("<field>: <problem>")).
 `DEFAULT_PLUGINS` is the default profile in run order; `DEFAULT_SCORE_WEIGHTS` are
 kube-scheduler's default weights.
+
+Each plugin lives in its family's folder, named as kube-scheduler names its plugin folders
+(`noderesources/`, `interpodaffinity/`, `volumebinding/`, ...) or scheduler-plugins its packages
+(`coscheduling/`, `capacityscheduling/`), with the helpers only it uses; what several families
+share is in `helper/`. A family imports only what plugins see of the engine
+(`placement.pods.cluster`, `.framework`, `.preemption`, `.status`, `.dra`) and `helper/`, never
+another family (tests/test_architecture.py, docs/architecture.md).
 """
 
 from __future__ import annotations
