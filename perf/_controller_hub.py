@@ -1,7 +1,7 @@
-"""The controller benchmarks' hub in OCM's benchmark shape (reference §5) at our sizes, and the
-small helpers a run needs: what the server stored, waiting until the controller is idle, the
-decisions on the server, the process's peak memory. `perf.controller_run` runs controllers
-against it.
+"""The controller benchmarks' hub in the shape of OCM's own placement benchmark
+(`test/benchmark/placement` in open-cluster-management-io/ocm) at our sizes, and the small helpers a
+run needs: what the server stored, waiting until the controller is idle, the decisions on the
+server, the process's peak memory. `perf.controller_run` runs controllers against it.
 
 Every placement picks `numberOfClusters: 10` among the clusters labelled `pool=a` (half of
 them), Additive mode with Balance and Steady (the defaults) + ResourceAllocatableCPU (weight 1) +

@@ -1,7 +1,8 @@
-"""A seeded local cluster for the pod scheduler's scale scenarios (DESIGN §9 "Local cluster"):
-nodes, pods already running on them, pending pods of mixed shapes, and the PriorityClasses the
-pods name. Everything is built as the API objects the scheduler reads (`apis.core`), so the same
-cluster feeds the engine directly (`Engine.handle`) and the embedded API server (`create`).
+"""A seeded local cluster for the pod scheduler's scale scenarios (the pod scheduler's targets,
+docs/performance.md, 'Targets'): nodes, pods already running on them, pending pods of mixed shapes,
+and the PriorityClasses the pods name. Everything is built as the API objects the scheduler reads
+(`apis.core`), so the same cluster feeds the engine directly (`Engine.handle`) and the embedded API
+server (`create`).
 
 The mix, per node: 70% on-demand, 30% spot (label `capacity=spot`, taint `spot=true:NoSchedule`),
 three zones, 8 / 16 / 32 cpu with 4 GiB per cpu, 110 pods, 1% cordoned. Per pending pod: five

@@ -12,7 +12,7 @@
 `fan-out`: a cold start of the controller against the embedded hub (OCM's benchmark shape,
 `perf.controller_run`), then one cluster label change that re-queues every placement; the time
 from the patch until every decision is updated. `core`: the scheduling core alone with the
-in-memory index (DESIGN §9's memory target without the API machinery): a generated workload
+in-memory index (docs/performance.md's memory target, no API machinery): a generated workload
 (`perf.workload`) is handed, as the rows the controller's caches keep, to a second fresh process
 that loads it into a `FleetIndex` and schedules every placement in turn, its decisions written
 back into the index so later placements see them (as the controller does). It reports that
@@ -22,7 +22,7 @@ groups, Exact mode, tolerations, claims ...) instead of OCM's benchmark shape; e
 must end with a status, none misconfigured, and its PlacementDecisions must hold what its status
 counts.
 
-The pod scheduler's (DESIGN §9 "Local cluster", the cluster of `perf._pods_workload`):
+The pod scheduler's (targets in docs/performance.md, the cluster of `perf._pods_workload`):
 `pod-engine` feeds nodes, running pods and pending pods to an `Engine` with the default profile,
 then times `schedule()` in batches, each BindPod answered with a successful BindResult, until
 the active queue is empty; every binding is checked (no node over-committed, no spot or

@@ -1,6 +1,6 @@
-"""The controller benchmarks' hub and runs (DESIGN §9), shared by `test_controller_bench.py` and
-the command line, which measures one cold start in a fresh process (for its peak RSS) or
-profiles it.
+"""The controller benchmarks' hub and runs (docs/performance.md, 'Targets'), shared by
+`test_controller_bench.py` and the command line, which measures one cold start in a fresh process
+(for its peak RSS) or profiles it.
 
 The hub is OCM's benchmark shape at our sizes (`perf._controller_hub`); a `Manager` with a real
 gateway starts against it.

@@ -1,6 +1,6 @@
-"""The report's log-log plots: median per size with whiskers from the fastest repetition to p90,
-and the DESIGN §9 targets drawn as dashed lines (matplotlib, no display needed). Every axis
-carries at least two numbers, however narrow the range its curves span (`log_ticks`)."""
+"""The report's log-log plots: median per size with whiskers from the fastest repetition to p90, and
+the targets (docs/performance.md, 'Targets') drawn as dashed lines (matplotlib, no display needed).
+Every axis carries at least two numbers, however narrow the range its curves span (`log_ticks`)."""
 
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def plots(folder: Path, cases: Sequence[Case]) -> list[str]:
 
 def _pod_plots(folder: Path, cases: Sequence[Case]) -> list[str | None]:
     """One plot per pod scenario against nodes (pods fixed, or growing with the nodes), its
-    DESIGN §9 target as a dashed line."""
+    target as a dashed line."""
 
     def against_nodes(
         scenario: str, label: str, ylabel: str, scale: float, target: tuple[float, str]

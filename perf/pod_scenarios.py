@@ -1,5 +1,5 @@
-"""The harness's scenarios of the local cluster's pod scheduler (DESIGN §9 "Local cluster"),
-each run in a fresh process (`perf.child pod-*`, over the seeded cluster of
+"""The harness's scenarios of the local cluster's pod scheduler (its targets in docs/performance.md,
+'Targets'), each run in a fresh process (`perf.child pod-*`, over the seeded cluster of
 `perf._pods_workload`):
 
 7. `pod-engine`: the engine without I/O, pods/s from the first `schedule()` until every pending

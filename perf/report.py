@@ -1,4 +1,4 @@
-"""The harness's report folder: `report.md` (a table per scenario, the DESIGN §9 verdicts, the
+"""The harness's report folder: `report.md` (a table per scenario, the targets' verdicts, the
 fitted growth exponents), `results.json` (every value) and log-log PNG plots with the targets
 drawn as lines.
 """
@@ -82,7 +82,8 @@ RATIO_MEANS = {
 
 
 def verdicts(cases: Sequence[Case]) -> list[tuple[Target, str, str]]:
-    """Each DESIGN §9 target with the measured figure and met / missed / not measured."""
+    """Each target (docs/performance.md, 'Targets') with the measured figure and met / missed /
+    not measured."""
     out = []
     for target in TARGETS:
         case = next((c for c in cases if c.key == target.key), None)
@@ -333,7 +334,7 @@ def write_report(
     lines += [f"* {k}: {v}" for k, v in header.items()]
     lines += ["", "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in machine.items()]
-    lines += ["", "## DESIGN §9 targets", "", "| target | measured | verdict |", "|---|---:|---|"]
+    lines += ["", "## Targets", "", "| target | measured | verdict |", "|---|---:|---|"]
     lines += [f"| {t.text} | {shown} | {verdict} |" for t, shown, verdict in verdicts(cases)]
     lines += _sections(cases, images, TITLES)
     found = fits(cases)

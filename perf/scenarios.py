@@ -20,7 +20,8 @@ scheduler_perf's workloads by their names (`pod-SchedulingBasic` ...), `perf.kub
 12, `pod-vs-kube`, our scheduler beside kube-scheduler on a real kube-apiserver (`perf.vs_kube`);
 13, `hub-vs-ocm`, the hub controller beside OCM's placement controller on a real kube-apiserver
 (`perf.vs_ocm`);
-the scenario names, DESIGN §9's targets and the sizes of each run mode are `perf.targets`.
+the scenario names, the targets (docs/performance.md, 'Targets') and the sizes of each run
+mode are `perf.targets`.
 `plan` lists the steps of a run.
 """
 

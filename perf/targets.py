@@ -1,7 +1,7 @@
-"""What the scale harness measures against and at which sizes: the scenario names, DESIGN §9's
-targets (each attached to the case it judges) and the sizes of each run mode (smoke, quick,
-full). The scenarios themselves are `perf.scenarios` (the hub) and `perf.pod_scenarios` (the
-local cluster's pod scheduler)."""
+"""What the scale harness measures against and at which sizes: the scenario names, the targets
+(docs/performance.md, 'Targets'; each attached to the case it judges) and the sizes of each run mode
+(smoke, quick, full). The scenarios themselves are `perf.scenarios` (the hub) and
+`perf.pod_scenarios` (the local cluster's pod scheduler)."""
 
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ WIDE = f"wide workload ({WIDE_SHARE:.0%} wide)"  # its cold start's case
 
 @dataclass(frozen=True)
 class Target:
-    """A DESIGN §9 target: the case at this size must stay at or under `limit` (or, for a
-    speed-up, reach it: `at_least`)."""
+    """A target (docs/performance.md): the case at this size must stay at or under `limit` (or,
+    for a speed-up, reach it: `at_least`)."""
 
     scenario: str
     label: str
@@ -104,7 +104,7 @@ class Target:
         return replace(self, limit=limit, unit=unit, text=text, detail=detail, at_least=False)
 
 
-# DESIGN §9, the raised hub bars (the first campaign met 1 ms / 5 ms, 50 ms and 500x, 60 s, 3 s
+# The raised hub bars (the first campaign met 1 ms / 5 ms, 50 ms and 500x, 60 s, 3 s
 # and 1 GiB; those figures stay in RESULTS.md). Not measured here: "faster than OCM's own Go
 # scheduler on the same fleet at every size" (no Go toolchain on the benchmark machines).
 _COLD_OCM = Target(COLD, OCM_SHAPE, 5_000, 10_000, 15, "s", "cold start 5,000 x 10,000 <= 15 s")

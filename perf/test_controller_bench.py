@@ -1,6 +1,7 @@
-"""The controller against the embedded hub (DESIGN §9): cold start to all decisions (5,000
-clusters × 10,000 placements ≤ 60 s), one label change re-queuing 1,000 placements to all
-decisions updated (≤ 3 s), and the peak RSS of a cold start in a fresh process.
+"""The controller against the embedded hub (the first bars of docs/performance.md, 'Targets'): cold
+start to all decisions (5,000 clusters × 10,000 placements ≤ 60 s), one label change re-queuing
+1,000 placements to all decisions updated (≤ 3 s), and the peak RSS of a cold start in a fresh
+process.
 
 Server, real `kubernetes_asyncio` client and controller share one process and one event loop, as
 the controller tests run them (the hub is OCM's benchmark shape, see `perf/controller_run.py`).

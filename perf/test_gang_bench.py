@@ -1,9 +1,9 @@
-"""Gang scheduling end to end (issue 15, DESIGN §9): G gangs of M members on N nodes of 4 cpu,
-each member asking 1 cpu, so that only some gangs fit. The embedded API server runs in its own
-process with simulated kubelets, the scheduler (Coscheduling on, as by default) in this one
-through the real client. Timed from the scheduler's start until every gang is placed whole or
-rejected: as many members bound as whole gangs fit, and every other member tried at least
-once. Each run also checks that no gang ended partly bound.
+"""Gang scheduling end to end (issue 15; the target in docs/performance.md): G gangs of M members on
+N nodes of 4 cpu, each member asking 1 cpu, so that only some gangs fit. The embedded API server
+runs in its own process with simulated kubelets, the scheduler (Coscheduling on, as by default) in
+this one through the real client. Timed from the scheduler's start until every gang is placed whole
+or rejected: as many members bound as whole gangs fit, and every other member tried at least once.
+Each run also checks that no gang ended partly bound.
 
 The benchmark run uses small sizes. The issue's size:
 

@@ -1,4 +1,5 @@
-"""`FleetIndex` per watch event at 10k and 100k clusters (DESIGN §2: O(changed rows) per event).
+"""`FleetIndex` per watch event at 10k and 100k clusters: O(changed rows) per event
+(docs/architecture.md, 'The hub controller').
 
 (a) one cluster's label changes, then `snapshot()`; (b) one PlacementDecision of 100 entries
 changes, then `snapshot()`; (c) a cold start: every object of the fleet upserted one by one,

@@ -1,5 +1,5 @@
-"""The pod engine without I/O (DESIGN §9 "Local cluster"): scheduling throughput and the time of
-one preemption decision.
+"""The pod engine without I/O: scheduling throughput and the time of one preemption decision (the
+targets in docs/performance.md, 'Targets').
 
 * Throughput: 5,000 nodes (the plugin benchmark's seeded mix of on-demand and spot, three zones,
   a few cordoned) with 20,000 pods already running, then 10,000 pending pods of mixed shapes

@@ -4,7 +4,7 @@ client, timed from its start until every pod is bound (pods/s). Each pod costs t
 binding and an Event (and two watch events); the scheduler its cycle, the bind, the Event and
 three watch events parsed into models.
 
-The benchmark run uses small sizes. The issue's size (DESIGN §9 "Local cluster"):
+The benchmark run uses small sizes. The target's size (docs/performance.md, 'Targets'):
 
     python -m perf.test_pod_scheduler_e2e_bench --nodes 5000 --pods 10000
 

@@ -1,5 +1,5 @@
-"""The spot webhook under 500 concurrent creates of one Deployment (DESIGN §9: exact on-demand
-count; p99 <= 5 ms per admission).
+"""The spot webhook under 500 concurrent creates of one Deployment (docs/performance.md, 'Targets':
+exact on-demand count; p99 <= 5 ms per admission).
 
 Three figures: the admission itself (`SpotWebhook.review`: rules, ledger, patch; no I/O); the
 whole HTTPS round trip to one `WebhookServer` on loopback, 500 requests in flight at once, each

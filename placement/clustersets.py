@@ -1,5 +1,5 @@
 """Which clusters a placement may choose from: valid bindings in its namespace, the sets it
-names, and the members of those sets (OCM reference §0 steps 2-4, §1.2)."""
+names, and the members of those sets (OCM's rules: docs/hub-admins.md, 'Cluster sets')."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Decision groups and paging: selected clusters -> groups -> PlacementDecision objects named
-`<placement>-decision-<k>` with at most 100 decisions each (OCM reference §1.6, §1.7).
+`<placement>-decision-<k>` with at most 100 decisions each (OCM's rules: docs/hub-admins.md,
+'Decision groups and PlacementDecisions').
 
 Pages are made as rows (`DecisionRow`, what the writer compares and writes), the models only
 when asked for (`Paged.decisions`): every reconcile pages its selection, and validating a dozen

@@ -1,8 +1,9 @@
 """From a `ScheduleResult` to what the controller writes: the PlacementDecisions and the
 Placement's status with OCM's `PlacementSatisfied` and `PlacementMisconfigured` conditions.
 
-Deliberate difference (DESIGN §4.3): when the placement is misconfigured or scheduling fails,
-no decisions are produced, so the previous ones stay, and only the conditions change.
+Deliberate difference (docs/replacing-ocm.md, 'Differences from OCM'): when the placement is
+misconfigured or scheduling fails, no decisions are produced, so the previous ones stay, and
+only the conditions change.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ __all__ = [
 
 DEFAULT_PROFILE = Profile(
     filters=("Predicate", "TaintToleration"),
-    # OCM's Additive defaults, plus the PreferNoSelect penalty (DESIGN §4.4).
+    # OCM's Additive defaults, plus the PreferNoSelect penalty (docs/replacing-ocm.md,
+    # 'Differences from OCM').
     default_weights={"Balance": 1, "Steady": 1, "TaintToleration": 1},
     selector="TopN",
     spread_selector="EvenSpread",

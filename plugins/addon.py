@@ -1,5 +1,6 @@
 """`AddOn/<resourceName>/<scoreName>`: scores published by add-ons in AddOnPlacementScores
-(OCM §2.4). Expired scores count 0 and make the cycle a WARNING naming them."""
+(OCM's rules: docs/hub-admins.md, 'Prioritizers'). Expired scores count 0 and make the cycle a
+WARNING naming them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`Balance`: prefer clusters that carry fewer decisions of other placements (OCM §2.1)."""
+"""`Balance`: prefer clusters that carry fewer decisions of other placements (OCM's formula:
+docs/hub-admins.md, 'Prioritizers')."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 * `ResourceAllocatableCPU` / `ResourceAllocatableMemory` (OCM): prefer clusters with more
   allocatable resources, min-max scaled to [-100, 100] with OCM's float expression and
-  truncation (§2.3).
+  truncation (docs/hub-admins.md, 'Prioritizers').
 * `ResourceRatioCPU` / `ResourceRatioMemory` (an addition: the resource-based scheduling design,
   Story 1, "clusters whose allocatable to capacity ratio is larger"; OCM shipped them briefly and
   removed them in 2021, placement `d8bfca5`, before v1beta1): `int64((allocatable / capacity -

@@ -1,4 +1,5 @@
-"""`Steady`: keep clusters already decided by this placement (OCM §2.2)."""
+"""`Steady`: keep clusters already decided by this placement (docs/hub-admins.md,
+'Prioritizers')."""
 
 from __future__ import annotations
 

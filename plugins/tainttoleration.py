@@ -1,6 +1,7 @@
 """`TaintToleration`: the filter of NoSelect / NoSelectIfNew taints (with tolerationSeconds and a
 requeue at the earliest expiry, as OCM), and the prioritizer that penalizes untolerated
-PreferNoSelect taints (DESIGN §4.4; OCM ignores them)."""
+PreferNoSelect taints (OCM ignores them: a deliberate difference, docs/replacing-ocm.md,
+'Differences from OCM')."""
 
 from __future__ import annotations
 

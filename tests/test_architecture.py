@@ -294,7 +294,7 @@ def homeless_core_modules(root: Path = ROOT) -> list[str]:
 
 
 MAX_MODULE_LINES = 450
-"""DESIGN §1: no product module over 450 lines (a module that grows past it holds two things)."""
+"""At most 450 lines per product module (docs/architecture.md): a longer one holds two things."""
 
 
 def oversized_modules(root: Path = ROOT, limit: int = MAX_MODULE_LINES) -> list[str]:

@@ -1,4 +1,5 @@
-"""The `placement` command (DESIGN §6): one module per verb, manifest loading, CRD generation.
+"""The `placement` command (docs/hub-admins.md, 'CLI'): one module per verb, manifest loading,
+CRD generation.
 
 The entry point is `controllers.cli.main:main`; `python -m controllers.cli` runs it too.
 """

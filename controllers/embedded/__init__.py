@@ -1,4 +1,5 @@
-"""The embedded Kubernetes API server used by the demo and the tests (DESIGN §7)."""
+"""The embedded Kubernetes API server used by the demo and the tests
+(docs/architecture.md, 'Kubernetes gateway, embedded API server, cache and queue')."""
 
 from controllers.embedded.apiserver import EmbeddedApiServer, SnapshotError
 from controllers.embedded.audit import Audit, AuditEntry

@@ -1,5 +1,7 @@
 """An in-process, Kubernetes-compatible API server (aiohttp) for the demo and the tests, modelled
-on fabric8's mock server in CRUD mode (DESIGN §7).
+on fabric8's mock server in CRUD mode (what it serves, and where it differs from
+kube-apiserver: docs/architecture.md, 'Kubernetes gateway, embedded API server, cache and
+queue').
 
 The real `kubernetes_asyncio` client and kubectl talk to it over HTTP on 127.0.0.1, so the
 production code path is the tested one. `EmbeddedApiServer.start()` returns its URL;

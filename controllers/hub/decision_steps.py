@@ -1,6 +1,7 @@
 """The order in which a placement's PlacementDecisions are written, so that a cluster selected
-both before and after never vanishes from all of them in between (DESIGN §4.2, OCM issue 1346)
-and no PlacementDecision ever holds more than 100 decisions, not even for a moment.
+both before and after never vanishes from all of them in between (OCM issue 1346; a deliberate
+difference, docs/replacing-ocm.md, 'Differences from OCM') and no PlacementDecision ever holds
+more than 100 decisions, not even for a moment.
 
 Pure: cluster names in, an ordered list of steps out; `controllers.hub.decision_run` executes
 them.

@@ -1,4 +1,5 @@
-"""Which placements a change may affect: OCM's event fan-out (reference §1.9).
+"""Which placements a change may affect: OCM's event fan-out (docs/hub-admins.md, 'When a
+placement is scheduled again').
 
 A ManagedCluster change reaches, through every set whose selector matches its old or new labels
 and every binding to that set, the placements of the binding's namespace that name the set or

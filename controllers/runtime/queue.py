@@ -1,4 +1,5 @@
-"""The controller's work queue (DESIGN §7), after client-go's rate-limited delaying queue.
+"""The controller's work queue, after client-go's rate-limited delaying queue
+(docs/architecture.md, 'Kubernetes gateway, embedded API server, cache and queue').
 
 Keys (`namespace/name`) are deduplicated: a key added while queued is queued once, a key added
 while a worker processes it is queued again only after that worker is done, so one key never has

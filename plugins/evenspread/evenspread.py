@@ -1,5 +1,5 @@
 """`EvenSpread` selector: OCM's spread-policy design (enhancement 70) with the choices pinned in
-DESIGN §5, vectorized over leaf topology tuples.
+docs/hub-admins.md, 'Spread policy', vectorized over leaf topology tuples.
 
 Clusters sharing a full topology tuple (a leaf) share their exclusion and spread score, so each
 step compares only the best remaining cluster of every leaf: one O(N log N) sort, then

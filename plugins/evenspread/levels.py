@@ -2,10 +2,10 @@
 `plugins.evenspread.evenspread`).
 
 A `Level` keeps one level's counts per domain with each sibling group's minimum and maximum up
-to date as counts grow by one, and scores its domains (DESIGN §5 step 2) and their skew. `Levels`
-holds every level's counts in one array (each `Level` works on its slice) so that a pick
-evaluates all levels with a dozen numpy calls instead of a dozen per level: at 100 leaves of 3
-levels the calls, not the arithmetic, are the cost.
+to date as counts grow by one, and scores its domains (the per-level score of docs/hub-admins.md,
+'Spread policy') and their skew. `Levels` holds every level's counts in one array (each `Level`
+works on its slice) so that a pick evaluates all levels with a dozen numpy calls instead of a
+dozen per level: at 100 leaves of 3 levels the calls, not the arithmetic, are the cost.
 """
 
 from __future__ import annotations

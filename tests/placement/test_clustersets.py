@@ -1,4 +1,5 @@
-"""Cluster sets and bindings: which clusters a placement may choose from (OCM §0 steps 2-4)."""
+"""Cluster sets and bindings: which clusters a placement may choose from (OCM's rules:
+docs/hub-admins.md, 'Cluster sets')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Decision groups and PlacementDecision paging (OCM §1.6, §1.7)."""
+"""Decision groups and PlacementDecision paging (OCM's rules: docs/hub-admins.md, 'Decision
+groups and PlacementDecisions')."""
 
 from __future__ import annotations
 

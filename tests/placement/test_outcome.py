@@ -1,5 +1,7 @@
-"""Conditions and decisions to write: OCM's PlacementSatisfied rows 1-7 and
-PlacementMisconfigured, and DESIGN §4.3 (a misconfigured placement keeps its decisions)."""
+"""Conditions and decisions to write: OCM's PlacementSatisfied reasons, the first that applies
+(docs/operating.md, 'A placement selects nothing, or fewer clusters than asked'), and
+PlacementMisconfigured, and a deliberate difference from OCM: a misconfigured placement keeps
+its decisions (docs/replacing-ocm.md, 'Differences from OCM')."""
 
 from __future__ import annotations
 

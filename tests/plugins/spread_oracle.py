@@ -1,5 +1,6 @@
-"""A plain, line-by-line implementation of DESIGN §5 (`selectOne` repeated n times with a
-selected-count table), used only to check the vectorized EvenSpread selector."""
+"""A plain, line-by-line implementation of the spread rules (docs/hub-admins.md, 'Spread
+policy': `selectOne` repeated n times with a selected-count table), used only to check the
+vectorized EvenSpread selector."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """`TaintToleration`: OCM's taint filter (NoSelect, NoSelectIfNew, tolerationSeconds, requeue,
-validation) and the PreferNoSelect penalty of DESIGN §4.4."""
+validation) and the PreferNoSelect penalty, a deliberate difference (docs/replacing-ocm.md,
+'Differences from OCM')."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@ quota that is, and whether the guarantees fit in the cluster.
 
 * `status.used` has an entry for every resource named in `min` or `max` (zero when nothing uses
   it), summing the requests of the namespace's pods that are bound and not finished — the
-  number `CapacityScheduling` enforces (DESIGN §8; the anchor's controller counts Running pods
-  only, so a bound pod still starting is missing from its status).
+  number `CapacityScheduling` enforces (docs/pod-scheduler.md, 'Status controller'; the
+  anchor's controller counts Running pods only, so a bound pod still starting is missing from
+  its status).
 * One ElasticQuota per namespace: the oldest (then by name) is in force (`quota_in_force`, the
   plugin follows the same one). The others get `Active=False`, reason `Duplicate`, naming the
   one in force, and a Warning event when that becomes so; their `used` is not kept.

@@ -4,8 +4,8 @@ The plugin class: one method per extension point, each delegating to the gang ma
 (`plugins/pods/coscheduling/gangs.py`: membership, quorum, Permit decisions, the denied cache) or to
 gang preemption (`plugins/pods/coscheduling/preemption.py`), and acting on the engine where the
 framework lets it (rejecting or allowing members held at Permit, activating siblings). The behaviour
-of scheduler-plugins' coscheduling (reference pod-level.md §1), pinned where DESIGN §8 decides
-otherwise:
+of scheduler-plugins' coscheduling, pinned where this project decides otherwise
+(docs/gangs-and-quotas.md, 'Coscheduling', its differences from scheduler-plugins):
 
 * **QueueSort** (`queue_sort_key`): higher priority first, then the group's last-failure time
   or, without one, its creation time (pods without an existing group: their queue time, as

@@ -1,5 +1,5 @@
 """Gangs: the PodGroup state Coscheduling keeps and the `Manager` interface over it (the
-anchor's `core.Manager`, reference pod-level.md §1.2-1.3).
+anchor's `core.Manager`; the behaviour: docs/gangs-and-quotas.md, 'Coscheduling').
 
 `plugins/pods/coscheduling/manager.py` implements it (`PodGroupManager`); the Coscheduling plugin
 (`plugins/pods/coscheduling/coscheduling.py`) turns its answers into statuses and acts on the

@@ -1,6 +1,7 @@
 """The gang manager (`PodGroupManager`, the `Manager` of `plugins/pods/coscheduling/gangs.py`): what
 Coscheduling knows of PodGroups and decides about them, apart from the plugin's extension points
-(scheduler-plugins' `core.PodGroupManager`, reference pod-level.md §1.2-1.3).
+(scheduler-plugins' `core.PodGroupManager`; the behaviour: docs/gangs-and-quotas.md,
+'Coscheduling').
 
 Pure bookkeeping over the engine's events and the injected clock: no I/O, no framework call.
 

@@ -1,6 +1,7 @@
 """The write order of PlacementDecisions, without a server: every plan is replayed write by write
-and checked for the two promises of DESIGN §4.2 (a cluster selected before and after is always
-in some page; no page ever holds more than 100 decisions) and for reaching the desired pages."""
+and checked for its two promises (a cluster selected before and after is always in some page,
+a deliberate difference from OCM in docs/replacing-ocm.md, 'Differences from OCM'; no page ever
+holds more than 100 decisions) and for reaching the desired pages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""OCM's event fan-out (reference §1.9): which placements each kind of change re-queues."""
+"""OCM's event fan-out: which placements each kind of change re-queues (docs/hub-admins.md,
+'When a placement is scheduled again')."""
 
 from __future__ import annotations
 

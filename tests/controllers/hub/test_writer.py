@@ -368,7 +368,7 @@ async def test_a_controller_reference_to_an_earlier_placement_is_replaced() -> N
         )
 
 
-# --- no transient disappearance (DESIGN §4.2) --------------------------------------------------
+# --- no transient disappearance (docs/replacing-ocm.md, 'Differences from OCM') -----------------
 
 
 async def replay(

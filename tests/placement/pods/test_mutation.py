@@ -1,7 +1,8 @@
-"""The spot/on-demand rules (reference pod-level §3.4 and the §3.5 vectors): workload
-resolution, the annotation, the decision, and the JSON patch, applied with an RFC 6902
-implementation (jsonpatch) to check the pod that results. Each of D1–D6 has a test whose
-expected result differs from what the seed implementation produces (said in each test)."""
+"""The spot/on-demand rules (docs/spot-webhook.md, 'What it decides'): workload resolution,
+the annotation, the decision, and the JSON patch, applied with an RFC 6902 implementation
+(jsonpatch) to check the pod that results. Each of the seed's defects D1–D5 (docs/spot-webhook.md,
+'Where it differs from the webhook it follows') has a test whose expected result differs from
+what the seed produces (said in each test)."""
 
 from __future__ import annotations
 
@@ -297,7 +298,7 @@ def test_is_on_demand_alive(doc: dict[str, Any], counts: bool) -> None:
     assert is_on_demand_alive(doc, CFG) is counts
 
 
-# --- the patch: §3.5 vectors -----------------------------------------------------------------
+# --- the patch: worked examples, on a bare pod and on pods with affinity ---------------------
 
 
 def test_vector_on_demand_bare_pod() -> None:

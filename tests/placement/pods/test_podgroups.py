@@ -1,5 +1,5 @@
-"""The PodGroup status rule: the anchor's state machine (reference §1.6) run to its fixed point,
-members counted per namespace, counters and events."""
+"""The PodGroup status rule: the anchor's state machine (docs/pod-scheduler.md, 'Status
+controller') run to its fixed point, members counted per namespace, counters and events."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The EvenSpread selector against the spread design's worked example, its use cases, and a
-line-by-line oracle of DESIGN §5 on random instances."""
+line-by-line oracle of the spread rules (docs/hub-admins.md, 'Spread policy') on random
+instances."""
 
 from __future__ import annotations
 

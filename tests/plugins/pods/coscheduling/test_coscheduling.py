@@ -1,7 +1,8 @@
-"""Coscheduling extension point by extension point, against the anchor's documented behaviour
-and test vectors (reference pod-level.md §1.3, §1.8), with the quirks DESIGN §8 pins
-differently: a missing PodGroup is rejected at PreFilter, groups are per namespace, finished
-pods count neither as siblings nor toward the quorum."""
+"""Coscheduling extension point by extension point, against the behaviour and the test cases
+of scheduler-plugins' coscheduling (the anchor), with the quirks this project pins
+differently (docs/gangs-and-quotas.md, 'Coscheduling', its differences from scheduler-plugins):
+a missing PodGroup is rejected at PreFilter, groups are per namespace, finished pods count
+neither as siblings nor toward the quorum."""
 
 from __future__ import annotations
 
@@ -317,7 +318,7 @@ def test_prefilter_pod_without_group_is_skipped() -> None:
 
 
 def test_prefilter_rejects_a_missing_group_naming_it() -> None:
-    """Pinned by DESIGN §8: the anchor lets the pod through to Permit."""
+    """Ours, not the anchor's, which lets the pod through to Permit (docs/gangs-and-quotas.md)."""
     plugin = plugin_with([make_group("pg1", 1)])
     pod = make_pod("p", "pg-non-existent")
     plugin.on_event(PodEvent("Added", pod), cast(ClusterView, None))
