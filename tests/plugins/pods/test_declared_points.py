@@ -28,10 +28,11 @@ from placement.pods.framework.interface import (
 
 
 def built_ins() -> list[type]:
-    """Every class defined in a module of plugins/pods with a string `name` (a plugin)."""
+    """Every class defined in a module of plugins/pods (its family folders included) with a
+    string `name` (a plugin)."""
     found: dict[str, type] = {}
-    for info in pkgutil.iter_modules(plugins.pods.__path__):
-        module = importlib.import_module(f"plugins.pods.{info.name}")
+    for info in pkgutil.walk_packages(plugins.pods.__path__, "plugins.pods."):
+        module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and isinstance(vars(cls).get("name"), str):
                 found[cls.__name__] = cls
