@@ -137,7 +137,7 @@ def test_the_deployment_runs_the_controller_with_leader_election_and_health_prob
         "--debug-addr",
         DEBUG_ADDR,
         "--workers",
-        "4",
+        "16",
     ]
     assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
     # The Lease lives in the pod's own namespace, which the Role is limited to.

@@ -23,7 +23,7 @@ from plugins.evenspread.evenspread import EvenSpread, spread_weight
 from tests.plugins.spread_oracle import Candidate, Term, oracle_select
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
-SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples" / "hub"
+SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples" / "hub"
 
 
 def make_cluster(
