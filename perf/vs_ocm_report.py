@@ -363,7 +363,7 @@ def _plots(
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("value (green: target met)", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "vs-ocm-ratios.png", dpi=90)
+    fig.savefig(out / "vs-ocm-ratios.png", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return ["vs-ocm-phases.png", "vs-ocm-ratios.png"]
 
