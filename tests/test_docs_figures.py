@@ -197,6 +197,19 @@ def steady(variant: str) -> Figure:
     return figure(one_in(r"\| \*ours / kube\* \| \*([\d.]+)x\*", report))
 
 
+VS_OCM = "perf/results-vs-ocm/vs-ocm.md"
+
+
+def vs_ocm(target: str) -> list[float]:
+    """The values of the side-by-side with OCM's controller's target rows named `target`."""
+    rows = re.findall(
+        rf"\| {re.escape(target)} \| \w+ \| ({NUMBER}) \| met \|",
+        (ROOT / VS_OCM).read_text(encoding="utf-8"),
+    )
+    assert rows, f"{VS_OCM} no longer has a met row for {target!r}"
+    return [float(r) for r in rows]
+
+
 def one_in(pattern: str, path: Path) -> str:
     found = re.search(pattern, path.read_text(encoding="utf-8"))
     assert found is not None, f"{path} no longer says {pattern!r}"
@@ -431,6 +444,22 @@ def figures() -> list[Quoted]:
             (
                 (PERFORMANCE, rf"24.9 \(({n})x\)"),
                 ("docs/dra.md", rf"and ({n})x with half of them allocated"),
+            ),
+        ),
+        Quoted(
+            "the hub's cold start beside OCM's controller",
+            lambda: tuple(vs_ocm("cold start (x faster)")),
+            (
+                (README, rf"decides a cold start ({n})× faster"),
+                (PERFORMANCE, rf"OCM's 205.3 s \(medians; \*\*({n})x\*\*"),
+            ),
+        ),
+        Quoted(
+            "the hub's churn steps beside OCM's controller",
+            lambda: tuple(round(x, 1) for x in span(vs_ocm("churn step (x faster)"))),
+            (
+                (README, rf"settles each churn step ({RANGE})× faster"),
+                (PERFORMANCE, rf"31.1-283.0 s \(({RANGE})x\)"),
             ),
         ),
         Quoted(
