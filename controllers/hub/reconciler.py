@@ -2,8 +2,13 @@
 
 It reads only in-memory state (the `FleetIndex` snapshot and the views of placements and
 decisions), so a reconcile that changes nothing costs one scheduling cycle and no request.
-What it writes comes back to it at once through the writer's sink (write-through), both into
-the views and into the index, so the next placement's Balance already counts these decisions.
+A placement's new decisions go into the index the moment they are scheduled, before their writes
+are sent ("assumed", as kube-scheduler assumes a pod on its node), so the next placement's
+Balance counts them whatever the order the server answers the writes of several workers in:
+the placements are scheduled in the order the queue hands them out, so a cold start decides the
+same with one worker or sixteen. What the server returns comes back through the writer's sink
+(write-through) into the views and the index; once the writes are done or have failed, the
+index holds for those PlacementDecisions what the server holds, as the decision view has it.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -20,6 +25,7 @@ from apis.errors import ModelError
 from apis.placements import (
     PLACEMENT_MISCONFIGURED,
     Placement,
+    PlacementDecision,
     PlacementStatus,
     is_disabled,
 )
@@ -36,7 +42,7 @@ from placement.explain import explain_json
 from placement.framework import Code
 from placement.index.fleet_index import FleetIndex
 from placement.outcome import outcome, score_note
-from placement.rows import DecisionRow
+from placement.rows import DecisionRow, decision_row
 from placement.scheduler import Scheduler, ScheduleResult
 from placement.snapshot.fleet_snapshot import FleetSnapshot
 
@@ -188,9 +194,14 @@ class Reconciler:
                     name=SCHEDULING_NAME, plugin_type=kind, plugin_name=plugin
                 )
             series.observe(seconds)
-        report = await self.writer.apply(
-            plan, self.decisions.of(placement.namespace, placement.name)
-        )
+        current = self.decisions.of(placement.namespace, placement.name)
+        assumed = self._assume(plan.decisions, current)
+        try:
+            report = await self.writer.apply(plan, current)
+        finally:
+            # What the server holds now, as the view has it: also when the writes stopped short
+            # (a placement deleted meanwhile), whose assumed decisions were never created.
+            self._settle(assumed)
         self._binding.observe(time.perf_counter() - bind_started)
         if report.wrote:
             log.info(
@@ -209,6 +220,32 @@ class Reconciler:
         if done.status.code != Code.SUCCESS:
             # OCM keeps Warning, Misconfigured and Error placements in rate-limited retry.
             raise Retry(str(done.status))
+
+    def _assume(
+        self, desired: Sequence[DecisionRow | PlacementDecision] | None, current: list[DecisionRow]
+    ) -> list[str]:
+        """Put the placement's scheduled decisions into the index before they are written (the
+        module docstring); the keys of the PlacementDecisions touched."""
+        if desired is None:
+            return []
+        rows = [d if isinstance(d, DecisionRow) else decision_row(d) for d in desired]
+        kept = {row.key for row in rows}
+        for row in rows:
+            self.index.upsert_decision(row)
+        gone = [row for row in current if row.key not in kept]
+        for row in gone:
+            self.index.delete_decision(row.namespace, row.name)
+        return [*kept, *(row.key for row in gone)]
+
+    def _settle(self, keys: list[str]) -> None:
+        """After the writes: the index holds for `keys` what the server holds (the view)."""
+        for key in keys:
+            row = self.decisions.get(key)
+            if row is not None:
+                self.index.upsert_decision(row)
+            else:
+                namespace, _, name = key.partition("/")
+                self.index.delete_decision(namespace, name)
 
     def _unmoved(
         self, placement: Placement, fleet: FleetSnapshot, now: datetime, result: ScheduleResult
