@@ -37,9 +37,9 @@ CLASSES = {
     "(Steady keeps them)",
     "balance": "consequence: Balance scores a cluster by the decisions of the other placements "
     "at the moment of scheduling, so the order the placements are scheduled in and which "
-    "decisions a controller already sees change it (ours: 16 workers, each decision counted as "
-    "soon as written; OCM: one worker, decisions as its informer has them); and every "
-    "documented difference above moves the counts the other placements see",
+    "decisions a controller already sees change it (ours: each decision counted as soon as "
+    "scheduled, in the queue's order; OCM: one worker, decisions as its informer has them); and "
+    "every documented difference above moves the counts the other placements see",
     "prefer": "documented: an untolerated `PreferNoSelect` taint (−100 here, ignored by OCM)",
     "scores": "documented: OCM does not re-queue a placement whose CEL calls `scores()` when "
     "a score changes (from the scores step on)",
