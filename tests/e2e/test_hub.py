@@ -6,10 +6,10 @@ offline, the spread samples select what the README's table says, Events are writ
 placement over more than 100 clusters gets its decisions in pages of 100.
 
 The controller runs as the `placement-controller` ServiceAccount with the shipped RBAC
-(`config/rbac`), so every request it makes is checked by the real RBAC authorizer, and with
-`--workers 1`: the Balance prioritizer counts the decisions of the placements scheduled before,
-so with several workers the first pass depends on which reconciles overlap; with one,
-placements are scheduled in key order, as `placement simulate` does.
+(`config/rbac`), so every request it makes is checked by the real RBAC authorizer, and with its
+default 16 workers: the Balance prioritizer counts the decisions of the placements scheduled
+before, the moment they are scheduled, so the placements are decided in key order, as
+`placement simulate` does, however the 16 reconciles overlap.
 
 The control plane is shared: the samples may already be there (apply is idempotent, and they
 stay at the end), and so may PlacementDecisions written by another test's controller; those,
@@ -196,7 +196,7 @@ def installed(
         # The oracle computes while the controller starts (two processes, two cores).
         oracle = asyncio.create_task(asyncio.to_thread(simulate, *paths))
         try:
-            run = await PlacementRun.start(kubeconfig, folder, "--workers", "1")
+            run = await PlacementRun.start(kubeconfig, folder)
         finally:
             items = await oracle
         return run, items
