@@ -32,7 +32,7 @@ from controllers.hub.decision_view import DecisionView
 from controllers.hub.decision_wire import decision_row_of_wire, row_of
 from controllers.hub.fanout import Fanout
 from controllers.hub.metrics import Metrics
-from controllers.hub.reconciler import Reconciler, WriteThrough
+from controllers.hub.reconciler import AssumedDecisions, Reconciler, WriteThrough
 from controllers.hub.writer import DecisionWriter
 from controllers.kube.answers import Answers
 from controllers.kube.gateway import Gateway
@@ -108,6 +108,7 @@ class Manager(Controller):
         self.fanout = Fanout()
         self.placements: Latest[Placement] = Latest()
         self.decisions = DecisionView()
+        self.assumed = AssumedDecisions()
         options = options or ManagerOptions()
         self.debug_http: HttpServer | None = None
         if options.debug_addr is not None:
@@ -133,6 +134,9 @@ class Manager(Controller):
             gateway.answers = Answers()
         # Re-queues that watch events ask for wait while a write of their object is in flight.
         self.echoes = Echoes(lambda key: self._enqueue(lambda: {key}))
+        self.sink = WriteThrough(
+            self.placements, self.decisions, self.index, self.fanout, self.assumed
+        )
         self.writer = DecisionWriter(
             # Fenced by the lease: past its renew deadline this replica sends no more writes
             # and retries none after a 409 (issue 20: a partitioned leader kept writing).
@@ -140,7 +144,7 @@ class Manager(Controller):
                 gateway, self.echoes, requeue_on_conflict=[Placement.KIND], fence=self.fence
             ),
             self.recorder,
-            sink=WriteThrough(self.placements, self.decisions, self.index, self.fanout),
+            sink=self.sink,
             on_write=self._wrote,
             may_retry=self.may_write,
         )
@@ -153,6 +157,7 @@ class Manager(Controller):
             queue=self.queue,
             metrics=self.metrics,
             wall=self.wall,
+            assumed=self.assumed,
         )
         self.informers = self._informers()
 
@@ -244,7 +249,7 @@ class Manager(Controller):
             ),
             make(
                 PlacementDecision,
-                self._decision_changed,
+                self.decision_changed,
                 self._decision_updated,
                 self._decision_gone,
                 _DECISION_ROWS,
@@ -336,9 +341,11 @@ class Manager(Controller):
         cluster = self.index.cluster(score.namespace)
         return self.fanout.for_score(score, cluster.labels if cluster is not None else None)
 
-    def _decision_changed(self, decision: DecisionRow) -> None:
+    def decision_changed(self, decision: DecisionRow) -> None:
+        """A PlacementDecision added or updated, as its informer reports it."""
         if self.decisions.observe(decision):  # else an echo of our own write
-            self.index.upsert_decision(decision)
+            if decision.key not in self.assumed:  # else the reconcile in flight settles it
+                self.index.upsert_decision(decision)
             self._requeue(
                 _PD_KIND,
                 decision.key,
@@ -347,11 +354,12 @@ class Manager(Controller):
             )
 
     def _decision_updated(self, _: DecisionRow, new: DecisionRow) -> None:
-        self._decision_changed(new)
+        self.decision_changed(new)
 
     def _decision_gone(self, decision: DecisionRow) -> None:
         if self.decisions.observe_deleted(decision.key) is not None:
-            self.index.delete_decision(decision.namespace, decision.name)
+            if decision.key not in self.assumed:
+                self.index.delete_decision(decision.namespace, decision.name)
             self._requeue(_PD_KIND, decision.key, GONE, lambda: self.fanout.for_decision(decision))
 
     def _placement_changed(self, placement: Placement) -> None:

@@ -49,6 +49,7 @@ from placement.snapshot.fleet_snapshot import FleetSnapshot
 __all__ = [
     "LOG_SUBJECT",
     "MISCONFIGURED_EVENT",
+    "AssumedDecisions",
     "Reconciler",
     "WriteThrough",
     "newly_misconfigured",
@@ -83,9 +84,24 @@ def newly_misconfigured(before: PlacementStatus | None, after: PlacementStatus) 
     return message
 
 
+class AssumedDecisions:
+    """The PlacementDecisions whose rows in the index are the scheduled ones while their writes
+    are in flight: the answers to those writes and the watch events of those objects update the
+    views, not the index, until the reconcile settles them (a create answers with no decision
+    yet, and counting that would make the next placement's Balance depend on how far the writes
+    have got)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys
+
+
 class WriteThrough:
     """The writer's sink: what the server returned goes into the views and the index at once,
-    marked as ours so that its watch event is recognised as an echo."""
+    marked as ours so that its watch event is recognised as an echo (the index only for the
+    PlacementDecisions not assumed, `AssumedDecisions`)."""
 
     def __init__(
         self,
@@ -93,21 +109,24 @@ class WriteThrough:
         decisions: DecisionView,
         index: FleetIndex,
         fanout: Fanout,
+        assumed: AssumedDecisions,
     ) -> None:
         self.placements = placements
         self.decisions = decisions
         self.index = index
         self.fanout = fanout
+        self.assumed = assumed
 
     def written(self, obj: DecisionRow | Placement) -> None:
         if isinstance(obj, DecisionRow):
-            if self.decisions.observe(obj, ours=True):
+            if self.decisions.observe(obj, ours=True) and obj.key not in self.assumed:
                 self.index.upsert_decision(obj)
         elif self.placements.observe(obj, ours=True):
             self.fanout.placement_upserted(obj)
 
     def deleted(self, namespace: str, name: str) -> None:
-        if self.decisions.observe_deleted(f"{namespace}/{name}", ours=True) is not None:
+        key = f"{namespace}/{name}"
+        if self.decisions.observe_deleted(key, ours=True) is not None and key not in self.assumed:
             self.index.delete_decision(namespace, name)
 
 
@@ -125,6 +144,7 @@ class Reconciler:
         queue: WorkQueue,
         metrics: Metrics,
         wall: Callable[[], datetime],
+        assumed: AssumedDecisions,
     ) -> None:
         self.scheduler = scheduler
         self.index = index
@@ -134,6 +154,7 @@ class Reconciler:
         self.queue = queue
         self.metrics = metrics
         self.wall = wall
+        self.assumed = assumed
         self.causeless: set[str] = set()
         """Keys queued by the start or the periodic resync and by nothing since: their
         reconcile keeps the current decision when it is still one the scheduler may make."""
@@ -235,10 +256,13 @@ class Reconciler:
         gone = [row for row in current if row.key not in kept]
         for row in gone:
             self.index.delete_decision(row.namespace, row.name)
-        return [*kept, *(row.key for row in gone)]
+        keys = [*kept, *(row.key for row in gone)]
+        self.assumed.keys.update(keys)
+        return keys
 
     def _settle(self, keys: list[str]) -> None:
         """After the writes: the index holds for `keys` what the server holds (the view)."""
+        self.assumed.keys.difference_update(keys)
         for key in keys:
             row = self.decisions.get(key)
             if row is not None:
