@@ -451,15 +451,15 @@ def figures() -> list[Quoted]:
             lambda: tuple(vs_ocm("cold start (x faster)")),
             (
                 (README, rf"decides a cold start ({n})× faster"),
-                (PERFORMANCE, rf"OCM's 205.3 s \(medians; \*\*({n})x\*\*"),
+                (PERFORMANCE, rf"OCM's {n} s \(medians; \*\*({n})x\*\*"),
             ),
         ),
         Quoted(
             "the hub's churn steps beside OCM's controller",
-            lambda: tuple(round(x, 1) for x in span(vs_ocm("churn step (x faster)"))),
+            lambda: span(vs_ocm("churn step (x faster)")),
             (
                 (README, rf"settles each churn step ({RANGE})× faster"),
-                (PERFORMANCE, rf"31.1-283.0 s \(({RANGE})x\)"),
+                (PERFORMANCE, rf"OCM's {n}-{n} s \(({RANGE})x\)"),
             ),
         ),
         Quoted(
